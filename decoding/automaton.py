@@ -1,0 +1,406 @@
+"""Byte-level DFA compiled from the grammar IR.
+
+Pipeline: IR -> Thompson NFA (refs inlined, recursion unrolled to ``max_depth``)
+-> subset construction over byte equivalence classes -> Moore minimisation -> pruning.
+
+Invariants of a :class:`DFA`
+- state 0 is the start state; ``-1`` in ``trans`` means "no transition" (dead);
+- every state is reachable from the start and can reach an accepting state, so a
+  walk that only follows existing transitions never gets stuck before acceptance;
+- columns ``0..n_classes-1`` of ``trans`` are byte classes (``byte_class[b]`` maps a
+  byte to its class); columns ``n_classes + k`` are the special symbols ``specials[k]``;
+- arrays are read-only; the object is immutable and picklable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from .errors import GrammarError, LimitError
+from .ir import ByteSet, Choice, Grammar, Lit, Node, Ref, Repeat, Seq, Special
+
+__all__ = ["DFA", "compile_dfa", "DEFAULT_MAX_STATES"]
+
+DEFAULT_MAX_STATES = 200_000
+_DEFAULT_MAX_NFA = 2_000_000
+
+
+@dataclass(frozen=True, eq=False)
+class DFA:
+    byte_class: np.ndarray  # uint16[256]
+    trans: np.ndarray  # int32[n_states, n_classes + len(specials)]
+    accepting: np.ndarray  # bool[n_states]
+    specials: tuple[str, ...]
+    n_classes: int
+
+    @property
+    def n_states(self) -> int:
+        return int(self.trans.shape[0])
+
+    def step(self, state: int, byte: int) -> int:
+        return int(self.trans[state, self.byte_class[byte]])
+
+    def step_special(self, state: int, k: int) -> int:
+        return int(self.trans[state, self.n_classes + k])
+
+    def run(self, data: bytes, state: int = 0) -> int:
+        """State after consuming ``data`` from ``state``, or -1 if rejected on the way."""
+        trans, bc = self.trans, self.byte_class
+        for b in data:
+            state = int(trans[state, bc[b]])
+            if state < 0:
+                return -1
+        return state
+
+    def accepts(self, data: bytes) -> bool:
+        s = self.run(data)
+        return s >= 0 and bool(self.accepting[s])
+
+    def full_table(self) -> np.ndarray:
+        """int32[n_states, 256] transition table over raw bytes (for the native trie walk)."""
+        return np.ascontiguousarray(self.trans[:, self.byte_class.astype(np.intp)], dtype=np.int32)
+
+    def prune(self, usable_bytes: Sequence[bool] | None = None) -> "DFA":
+        """Drop states that cannot reach acceptance using only ``usable_bytes`` (default all)
+        and specials, then drop unreachable states.  Raises if the start state dies."""
+        return _prune(self, usable_bytes)
+
+    def min_steps_to_accept(self) -> np.ndarray:
+        """int32[n_states]: fewest transitions from each state to an accepting state."""
+        n = self.n_states
+        dist = np.full(n, -1, dtype=np.int32)
+        rev = _reverse_edges(self.trans)
+        frontier = list(np.nonzero(self.accepting)[0])
+        for s in frontier:
+            dist[s] = 0
+        d = 0
+        while frontier:
+            d += 1
+            nxt = []
+            for t in frontier:
+                for s in rev[t]:
+                    if dist[s] < 0:
+                        dist[s] = d
+                        nxt.append(s)
+            frontier = nxt
+        return dist
+
+
+# ----------------------------------------------------------------------------- NFA
+
+class _NFA:
+    __slots__ = ("eps", "edges", "spec", "max_states", "grammar", "special_ids", "depth")
+
+    def __init__(self, grammar: Grammar, special_ids: dict[str, int], max_states: int) -> None:
+        self.eps: list[list[int]] = []
+        self.edges: list[list[tuple[int, int, int]]] = []  # (lo, hi, target)
+        self.spec: list[list[tuple[int, int]]] = []  # (special index, target)
+        self.max_states = max_states
+        self.grammar = grammar
+        self.special_ids = special_ids
+        self.depth: dict[str, int] = {}
+
+    def new(self) -> int:
+        self.eps.append([])
+        self.edges.append([])
+        self.spec.append([])
+        n = len(self.eps)
+        if n > self.max_states:
+            raise LimitError(f"grammar expands to more than {self.max_states} NFA states; "
+                             "lower the recursion depth or bounded repetitions")
+        return n - 1
+
+    def build(self, node: Node, s: int) -> int | None:
+        """Add ``node`` starting at state ``s``; return its end state, or None if empty language."""
+        if isinstance(node, Lit):
+            for b in node.data:
+                t = self.new()
+                self.edges[s].append((b, b, t))
+                s = t
+            return s
+        if isinstance(node, ByteSet):
+            if not node.ranges:
+                return None
+            t = self.new()
+            for lo, hi in node.ranges:
+                self.edges[s].append((lo, hi, t))
+            return t
+        if isinstance(node, Seq):
+            for it in node.items:
+                e = self.build(it, s)
+                if e is None:
+                    return None
+                s = e
+            return s
+        if isinstance(node, Choice):
+            end = None
+            for it in node.items:
+                a = self.new()
+                self.eps[s].append(a)
+                e = self.build(it, a)
+                if e is None:
+                    continue
+                if end is None:
+                    end = self.new()
+                self.eps[e].append(end)
+            return end
+        if isinstance(node, Repeat):
+            lo, hi = node.min, node.max
+            for _ in range(lo):
+                e = self.build(node.item, s)
+                if e is None:
+                    return None
+                s = e
+            if hi is None:
+                a = self.new()
+                self.eps[s].append(a)
+                e = self.build(node.item, a)
+                if e is not None:
+                    self.eps[e].append(a)
+                return a
+            ends = [s]
+            for _ in range(hi - lo):
+                e = self.build(node.item, s)
+                if e is None:
+                    break
+                ends.append(e)
+                s = e
+            if len(ends) == 1:
+                return ends[0]
+            end = self.new()
+            for e in ends:
+                self.eps[e].append(end)
+            return end
+        if isinstance(node, Ref):
+            d = self.depth.get(node.name, 0)
+            if d >= self.grammar.max_depth:
+                return None  # recursion bound reached: empty language here
+            self.depth[node.name] = d + 1
+            try:
+                return self.build(self.grammar.rule(node.name), s)
+            finally:
+                self.depth[node.name] = d
+        if isinstance(node, Special):
+            k = self.special_ids[node.text]
+            t = self.new()
+            self.spec[s].append((k, t))
+            return t
+        raise GrammarError(f"not an IR node: {node!r}")
+
+
+def _byte_classes(edges: list[list[tuple[int, int, int]]]) -> tuple[np.ndarray, int]:
+    cuts = {0, 256}
+    for es in edges:
+        for lo, hi, _ in es:
+            cuts.add(lo)
+            cuts.add(hi + 1)
+    bounds = sorted(cuts)
+    bc = np.zeros(256, dtype=np.uint16)
+    for i in range(len(bounds) - 1):
+        bc[bounds[i]:bounds[i + 1]] = i
+    return bc, len(bounds) - 1
+
+
+def compile_dfa(grammar: Grammar, *, max_states: int = DEFAULT_MAX_STATES,
+                literal_specials: Iterable[str] = ()) -> DFA:
+    """Compile ``grammar`` to a minimal, pruned byte DFA.
+
+    ``literal_specials``: texts of :class:`Special` nodes to match as their UTF-8 bytes
+    (because the vocabulary has no single token for them); the others become special
+    symbols.
+    """
+    lit_specials = set(literal_specials)
+    if lit_specials:
+        grammar = _replace_specials(grammar, lit_specials)
+    specials = tuple(grammar.specials())
+    sid = {t: i for i, t in enumerate(specials)}
+    nfa = _NFA(grammar, sid, _DEFAULT_MAX_NFA)
+    start = nfa.new()
+    end = nfa.build(grammar.rule(grammar.start), start)
+    if end is None:
+        raise GrammarError(f"grammar '{grammar.start}' accepts no string "
+                           f"(recursion deeper than max_depth={grammar.max_depth}?)")
+    bc, ncls = _byte_classes(nfa.edges)
+    nsym = ncls + len(specials)
+
+    # per-NFA-state moves over classes
+    moves: list[list[tuple[int, int]]] = []
+    for s in range(len(nfa.eps)):
+        mv = []
+        for lo, hi, t in nfa.edges[s]:
+            for c in range(int(bc[lo]), int(bc[hi]) + 1):
+                mv.append((c, t))
+        for k, t in nfa.spec[s]:
+            mv.append((ncls + k, t))
+        moves.append(mv)
+
+    eps = nfa.eps
+    closure_cache: dict[frozenset, frozenset] = {}
+
+    def closure(states: Iterable[int]) -> frozenset:
+        key = frozenset(states)
+        hit = closure_cache.get(key)
+        if hit is not None:
+            return hit
+        seen = set(key)
+        stack = list(key)
+        while stack:
+            x = stack.pop()
+            for y in eps[x]:
+                if y not in seen:
+                    seen.add(y)
+                    stack.append(y)
+        # keep only states that matter: those with moves, or the end state
+        res = frozenset(x for x in seen if moves[x] or x == end)
+        closure_cache[key] = res
+        return res
+
+    s0 = closure([start])
+    index = {s0: 0}
+    order = [s0]
+    rows: list[list[int]] = []
+    acc: list[bool] = []
+    i = 0
+    while i < len(order):
+        cur = order[i]
+        i += 1
+        row = [-1] * nsym
+        by_sym: dict[int, set[int]] = {}
+        for x in cur:
+            for c, t in moves[x]:
+                by_sym.setdefault(c, set()).add(t)
+        for c, ts in by_sym.items():
+            tgt = closure(ts)
+            j = index.get(tgt)
+            if j is None:
+                j = len(order)
+                if j >= max_states:
+                    raise LimitError(f"automaton exceeds max_states={max_states}; simplify the "
+                                     "grammar or raise the limit")
+                index[tgt] = j
+                order.append(tgt)
+            row[c] = j
+        rows.append(row)
+        acc.append(end in cur)
+    trans = np.array(rows, dtype=np.int32).reshape(len(rows), nsym)
+    dfa = DFA(bc, trans, np.array(acc, dtype=bool), specials, ncls)
+    return _minimize(_prune(dfa, None))
+
+
+def _replace_specials(g: Grammar, texts: set[str]) -> Grammar:
+    def rw(n: Node) -> Node:
+        if isinstance(n, Special):
+            return Lit(n.text.encode("utf-8")) if n.text in texts else n
+        if isinstance(n, Seq):
+            return Seq(tuple(rw(x) for x in n.items))
+        if isinstance(n, Choice):
+            return Choice(tuple(rw(x) for x in n.items))
+        if isinstance(n, Repeat):
+            return Repeat(rw(n.item), n.min, n.max)
+        return n
+    return Grammar(g.start, tuple((name, rw(node)) for name, node in g.rules), g.max_depth)
+
+
+def _reverse_edges(trans: np.ndarray) -> list[list[int]]:
+    n = trans.shape[0]
+    rev: list[set[int]] = [set() for _ in range(n)]
+    src, _ = np.nonzero(trans >= 0)
+    dst = trans[trans >= 0]
+    for s, t in zip(src.tolist(), dst.tolist()):
+        rev[t].add(s)
+    return [list(r) for r in rev]
+
+
+def _prune(dfa: DFA, usable_bytes: Sequence[bool] | None) -> DFA:
+    trans = dfa.trans
+    if usable_bytes is not None:
+        usable_cls = np.zeros(trans.shape[1], dtype=bool)
+        usable_cls[dfa.n_classes:] = True
+        for b in range(256):
+            if usable_bytes[b]:
+                usable_cls[dfa.byte_class[b]] = True
+        live_trans = np.where(usable_cls[None, :], trans, -1)
+    else:
+        live_trans = trans
+    n = trans.shape[0]
+    rev = _reverse_edges(live_trans)
+    live = np.zeros(n, dtype=bool)
+    stack = list(np.nonzero(dfa.accepting)[0])
+    live[stack] = True
+    while stack:
+        t = stack.pop()
+        for s in rev[t]:
+            if not live[s]:
+                live[s] = True
+                stack.append(s)
+    if not live[0]:
+        raise GrammarError("grammar accepts no string that this vocabulary can spell"
+                           if usable_bytes is not None else "grammar accepts no string")
+    t2 = np.where((trans >= 0) & live[np.maximum(trans, 0)], trans, -1)
+    # reachability from 0
+    reach = np.zeros(n, dtype=bool)
+    reach[0] = True
+    stack = [0]
+    while stack:
+        s = stack.pop()
+        for t in t2[s]:
+            if t >= 0 and not reach[t]:
+                reach[t] = True
+                stack.append(int(t))
+    keep = live & reach
+    return _renumber(dfa, t2, keep)
+
+
+def _renumber(dfa: DFA, trans: np.ndarray, keep: np.ndarray) -> DFA:
+    new_id = np.full(trans.shape[0] + 1, -1, dtype=np.int32)
+    idx = np.nonzero(keep)[0]
+    new_id[idx] = np.arange(len(idx), dtype=np.int32)
+    t = trans[idx]
+    t = np.where(t >= 0, new_id[t], -1).astype(np.int32)
+    t.setflags(write=False)
+    acc = dfa.accepting[idx].copy()
+    acc.setflags(write=False)
+    bc = dfa.byte_class.copy()
+    bc.setflags(write=False)
+    return DFA(bc, t, acc, dfa.specials, dfa.n_classes)
+
+
+def _minimize(dfa: DFA) -> DFA:
+    """Moore partition refinement (vectorised); keeps state 0 as the start."""
+    n = dfa.n_states
+    trans = dfa.trans
+    part = dfa.accepting.astype(np.int64)
+    nblocks = len(np.unique(part))
+    while True:
+        # dead (-1) maps to block -1
+        tb = np.where(trans >= 0, part[np.maximum(trans, 0)], -1)
+        sig = np.column_stack([part, tb])
+        _, new = np.unique(sig, axis=0, return_inverse=True)
+        new = new.reshape(-1)
+        k = int(new.max()) + 1 if n else 0
+        if k == nblocks:
+            break
+        part, nblocks = new, k
+    if nblocks == n:
+        return dfa
+    # representative per block, block of state 0 first, others by first occurrence
+    order: list[int] = []
+    seen: dict[int, int] = {}
+    for s in range(n):
+        b = int(part[s])
+        if b not in seen:
+            seen[b] = len(order)
+            order.append(s)
+    block_new = np.zeros(nblocks, dtype=np.int32)
+    for b, i in seen.items():
+        block_new[b] = i
+    reps = np.array(order)
+    t = trans[reps]
+    t = np.where(t >= 0, block_new[part[np.maximum(t, 0)]], -1).astype(np.int32)
+    t.setflags(write=False)
+    acc = dfa.accepting[reps].copy()
+    acc.setflags(write=False)
+    return DFA(dfa.byte_class, t, acc, dfa.specials, dfa.n_classes)

@@ -1,0 +1,97 @@
+"""The one error hierarchy of guarded-decoding.
+
+Every exception the package raises on purpose derives from :class:`DecodingError`.
+Each message names *where* (a JSON pointer, a line and column, a rule name, a file)
+and *why*, so it can be shown to a user or put into a retry prompt unchanged.
+
+    DecodingError
+    ├── GrammarError          the grammar itself is unusable (empty language, bad IR)
+    │   ├── SchemaError       JSON Schema front-end: .pointer, .keyword, .reason
+    │   ├── DTDError          DTD front-end: .line, .column, .reason
+    │   ├── GBNFError         GBNF front-end / llama.cpp parse check: .line, .column
+    │   └── LimitError        a configured limit (states, index size, depth) was hit
+    ├── VocabError            tokenizer problems, fingerprint mismatches
+    ├── ArtifactError         corrupt, truncated, wrong-version or mismatched artifact
+    └── ProcessorError        a failure inside a logits processor, surfaced to the caller
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DecodingError",
+    "GrammarError",
+    "SchemaError",
+    "DTDError",
+    "GBNFError",
+    "LimitError",
+    "VocabError",
+    "ArtifactError",
+    "ProcessorError",
+]
+
+
+class DecodingError(Exception):
+    """Root of every error raised deliberately by guarded-decoding."""
+
+
+class GrammarError(DecodingError):
+    """The grammar cannot be compiled (for example, it accepts no string)."""
+
+
+class SchemaError(GrammarError):
+    """A JSON Schema cannot be honoured exactly.
+
+    ``pointer`` is the JSON pointer of the offending subschema, ``keyword`` the
+    keyword at fault (or ``None``), ``reason`` a human explanation.
+    """
+
+    def __init__(self, pointer: str, keyword: str | None, reason: str) -> None:
+        self.pointer = pointer or ""
+        self.keyword = keyword
+        self.reason = reason
+        where = self.pointer or "/"
+        kw = f" keyword '{keyword}'" if keyword else ""
+        super().__init__(f"{where}:{kw} {reason}")
+
+
+class _Located(GrammarError):
+    def __init__(self, reason: str, line: int | None = None, column: int | None = None,
+                 source: str | None = None) -> None:
+        self.reason = reason
+        self.line = line
+        self.column = column
+        self.source = source
+        where = source or "<input>"
+        if line is not None:
+            where += f":{line}"
+            if column is not None:
+                where += f":{column}"
+        super().__init__(f"{where}: {reason}")
+
+
+class DTDError(_Located):
+    """A DTD cannot be parsed or compiled; carries ``line`` and ``column``."""
+
+
+class GBNFError(_Located):
+    """GBNF text cannot be parsed (by us or by llama.cpp); carries ``line``/``column``."""
+
+
+class LimitError(GrammarError):
+    """A configured limit (automaton states, index size, recursion depth) was exceeded."""
+
+
+class VocabError(DecodingError):
+    """The vocabulary cannot be loaded or does not match what was expected."""
+
+
+class ArtifactError(DecodingError):
+    """A compiled artifact is corrupt, truncated, of another version, or for another tokenizer."""
+
+
+class ProcessorError(DecodingError):
+    """A logits processor failed during generation.
+
+    llama-cpp-python swallows exceptions raised inside logits processors; ours record
+    the exception and this error re-raises it (as ``__cause__``) to the caller.
+    """
