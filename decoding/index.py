@@ -1,0 +1,172 @@
+"""Token index: for each automaton state, the set of allowed tokens (a bitmask).
+
+:func:`compile_grammar` turns an IR grammar plus a :class:`~decoding.vocab.Vocab` into a
+:class:`CompiledGrammar`.  Masks are computed by the native trie walk the first time a
+state is visited and memoized; identical masks are stored once.
+
+Invariants
+- Allowed text tokens are exactly those whose whole byte string the DFA can consume from
+  the state.  The DFA is pruned against the bytes this vocabulary can spell one token at a
+  time, so every state reached by an allowed token can still reach acceptance: the mask
+  is never empty before acceptance.
+- A special (anchor) token is allowed when its special symbol has a transition; tokens
+  used as specials never match as text.
+- End-of-generation tokens are allowed exactly in accepting states.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import _native
+from .automaton import DFA, DEFAULT_MAX_STATES, compile_dfa
+from .errors import LimitError, VocabError
+from .ir import Grammar
+from .vocab import Vocab
+
+__all__ = ["CompiledGrammar", "compile_grammar", "DEFAULT_MAX_MASKS"]
+
+DEFAULT_MAX_MASKS = 65_536
+
+
+def _trie(vocab: Vocab) -> Any:
+    cache = vocab._native_cache
+    if not cache:
+        blob, off = vocab.blob()
+        cache.append(_native.trie_build(blob, off))
+    return cache[0]
+
+
+@dataclass(eq=False)
+class CompiledGrammar:
+    """A grammar compiled for one tokenizer: DFA + lazily memoized token masks.
+
+    Shareable between requests and threads; per-request state lives in
+    :class:`~decoding.matcher.Matcher`.  The memo only ever grows with masks that are a
+    pure function of (DFA, vocabulary), so sharing it is safe.
+    """
+
+    dfa: DFA
+    vocab: Vocab
+    special_token_ids: tuple[int, ...]  # per DFA special symbol
+    grammar_key: str = ""
+    meta: dict = field(default_factory=dict)
+    max_masks: int = DEFAULT_MAX_MASKS
+    _state_mask: np.ndarray = field(init=False, repr=False)
+    _masks: list = field(init=False, repr=False)
+    _mask_ids: dict = field(init=False, repr=False)
+    _lock: threading.Lock = field(init=False, repr=False)
+    _classes: np.ndarray = field(init=False, repr=False)
+    _table: np.ndarray = field(init=False, repr=False)
+    _next: dict = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        d = self.dfa
+        if d.n_classes > 256:
+            raise LimitError("more than 256 byte classes")
+        t = np.ascontiguousarray(d.trans, dtype=np.int32)
+        if t.size and (t.min() < -1 or t.max() >= d.n_states):
+            raise VocabError("automaton table refers to a state that does not exist")
+        self._table = t
+        self._classes = np.ascontiguousarray(d.byte_class, dtype=np.uint8)
+        self._state_mask = np.full(d.n_states, -1, dtype=np.int32)
+        self._masks = []
+        self._mask_ids = {}
+        self._lock = threading.Lock()
+        self._next = {}
+        self._special_set = frozenset(self.special_token_ids)
+        self._special_col = {tid: d.n_classes + k for k, tid in enumerate(self.special_token_ids)}
+        self._eog = np.array(sorted(self.vocab.eog_ids), dtype=np.int64)
+
+    # ------------------------------------------------------------------ masks
+    @property
+    def n_words(self) -> int:
+        return self.vocab.n_words
+
+    def mask(self, state: int) -> np.ndarray:
+        """Read-only uint32 bitmask of the tokens allowed in ``state`` (memoized)."""
+        mid = self._state_mask[state]
+        if mid >= 0:
+            return self._masks[mid]
+        return self._compute(state)
+
+    def _compute(self, state: int) -> np.ndarray:
+        with self._lock:
+            mid = self._state_mask[state]
+            if mid >= 0:
+                return self._masks[mid]
+            m = np.zeros(self.n_words, dtype=np.uint32)
+            _native.trie_walk(_trie(self.vocab), self._classes, self._table.reshape(-1), self._table.shape[1],
+                              int(state), m)
+            for k, tid in enumerate(self.special_token_ids):
+                m[tid >> 5] &= ~np.uint32(1 << (tid & 31))
+                if self._table[state, self.dfa.n_classes + k] >= 0:
+                    m[tid >> 5] |= np.uint32(1 << (tid & 31))
+            if self.dfa.accepting[state]:
+                for tid in self._eog:
+                    m[tid >> 5] |= np.uint32(1 << (int(tid) & 31))
+            key = m.tobytes()
+            mid = self._mask_ids.get(key)
+            if mid is None:
+                if len(self._masks) >= self.max_masks:
+                    raise LimitError(f"token index exceeds max_masks={self.max_masks} distinct masks")
+                mid = len(self._masks)
+                m.setflags(write=False)
+                self._masks.append(m)
+                self._mask_ids[key] = mid
+            self._state_mask[state] = mid
+            return self._masks[mid]
+
+    def precompute(self) -> "CompiledGrammar":
+        """Compute the masks of every state now (build time)."""
+        for s in range(self.dfa.n_states):
+            self.mask(s)
+        return self
+
+    # ------------------------------------------------------------------ transitions
+    def next_state(self, state: int, token: int) -> int:
+        """State after ``token`` from ``state``; -1 if not allowed; -2 for end-of-generation
+        in an accepting state."""
+        key = (state, token)
+        hit = self._next.get(key)
+        if hit is not None:
+            return hit
+        if token in self.vocab.eog_ids and token not in self._special_set:
+            ns = -2 if self.dfa.accepting[state] else -1
+        elif token in self._special_set:
+            ns = int(self._table[state, self._special_col[token]])
+        elif 0 <= token < self.vocab.n_tokens and self.vocab.token_bytes[token]:
+            ns = self.dfa.run(self.vocab.token_bytes[token], state)
+        else:
+            ns = -1
+        self._next[key] = ns
+        return ns
+
+    def stats(self) -> dict:
+        return {
+            "states": self.dfa.n_states,
+            "classes": self.dfa.n_classes,
+            "masks_computed": int((self._state_mask >= 0).sum()),
+            "distinct_masks": len(self._masks),
+            "mask_bytes": len(self._masks) * self.n_words * 4,
+            "table_bytes": int(self._table.nbytes),
+            "vocab": self.vocab.name,
+            "fingerprint": self.vocab.fingerprint,
+        }
+
+
+def compile_grammar(grammar: Grammar, vocab: Vocab, *, max_states: int = DEFAULT_MAX_STATES,
+                    eager: bool = False, grammar_key: str = "", meta: dict | None = None) -> CompiledGrammar:
+    """Compile ``grammar`` for ``vocab``.  Specials that are one control/user-defined token of
+    the vocabulary are matched as that token, the others as literal text."""
+    specials = grammar.specials()
+    literal = [t for t in specials if vocab.special_token(t) is None]
+    dfa = compile_dfa(grammar, max_states=max_states, literal_specials=literal)
+    dfa = dfa.prune(vocab.single_byte_tokens())
+    ids = tuple(int(vocab.special_token(t)) for t in dfa.specials)  # type: ignore[arg-type]
+    cg = CompiledGrammar(dfa, vocab, ids, grammar_key=grammar_key, meta=dict(meta or {}))
+    return cg.precompute() if eager else cg

@@ -1,0 +1,107 @@
+"""Matcher: the cheap per-request cursor over a :class:`~decoding.index.CompiledGrammar`.
+
+Invariants
+- ``state`` is always a live automaton state (it can reach acceptance) until the
+  matcher is finished (an end-of-generation token was accepted).
+- :meth:`advance` never moves into a state outside the grammar: a disallowed token
+  returns ``False`` and leaves the matcher unchanged.
+- ``rollback(n)`` undoes the last ``n`` accepted tokens exactly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _native
+from .errors import DecodingError
+from .index import CompiledGrammar
+
+__all__ = ["Matcher"]
+
+
+class Matcher:
+    __slots__ = ("compiled", "state", "finished", "_history")
+
+    def __init__(self, compiled: CompiledGrammar) -> None:
+        self.compiled = compiled
+        self.state = 0
+        self.finished = False
+        self._history: list[int] = []
+
+    def reset(self) -> None:
+        self.state = 0
+        self.finished = False
+        self._history.clear()
+
+    # ------------------------------------------------------------------ queries
+    def mask(self) -> np.ndarray:
+        """Read-only uint32 bitmask of allowed tokens (shared; do not modify)."""
+        if self.finished:
+            return np.zeros(self.compiled.n_words, dtype=np.uint32)
+        return self.compiled.mask(self.state)
+
+    def fill_mask(self, out: np.ndarray) -> None:
+        """Write the allowed-token bitmask into the caller-owned uint32 buffer ``out``."""
+        if out.dtype != np.uint32 or out.ndim != 1 or not out.flags.c_contiguous:
+            raise DecodingError("mask buffer must be a 1-D C-contiguous uint32 array")
+        if out.shape[0] != self.compiled.n_words:
+            raise DecodingError(f"mask buffer has {out.shape[0]} words, vocabulary needs "
+                                f"{self.compiled.n_words} (= ceil({self.compiled.vocab.n_tokens}/32))")
+        out[:] = self.mask()
+
+    def is_allowed(self, token: int) -> bool:
+        m = self.mask()
+        return 0 <= token < self.compiled.vocab.n_tokens and bool((int(m[token >> 5]) >> (token & 31)) & 1)
+
+    def allowed_tokens(self) -> np.ndarray:
+        bits = np.unpackbits(self.mask().view(np.uint8), bitorder="little")
+        return np.nonzero(bits[: self.compiled.vocab.n_tokens])[0]
+
+    def n_allowed(self) -> int:
+        return int(_native.mask_count(self.mask(), self.compiled.vocab.n_tokens))
+
+    def is_accepting(self) -> bool:
+        return self.finished or bool(self.compiled.dfa.accepting[self.state])
+
+    # ------------------------------------------------------------------ moves
+    def advance(self, token: int) -> bool:
+        """Consume ``token``.  Returns False (and changes nothing) if it is not allowed."""
+        if self.finished:
+            return False
+        ns = self.compiled.next_state(self.state, int(token))
+        if ns == -1:
+            return False
+        self._history.append(self.state)
+        if ns == -2:
+            self.finished = True
+        else:
+            self.state = ns
+        return True
+
+    def rollback(self, n: int = 1) -> None:
+        if n < 0 or n > len(self._history):
+            raise DecodingError(f"cannot roll back {n} tokens; {len(self._history)} were accepted")
+        for _ in range(n):
+            self.state = self._history.pop()
+            self.finished = False
+
+    def forced_bytes(self) -> bytes:
+        """The bytes every continuation must start with (empty if there is a choice or the
+        state is accepting).  Specials are not included."""
+        dfa = self.compiled.dfa
+        out = bytearray()
+        s = self.state
+        if self.finished:
+            return b""
+        while not dfa.accepting[s] and len(out) < 4096:
+            row = dfa.trans[s]
+            live = np.nonzero(row >= 0)[0]
+            if len(live) != 1 or live[0] >= dfa.n_classes:
+                break
+            c = int(live[0])
+            members = np.nonzero(dfa.byte_class == c)[0]
+            if len(members) != 1:
+                break
+            out.append(int(members[0]))
+            s = int(row[c])
+        return bytes(out)

@@ -1,0 +1,215 @@
+"""Vocabulary: the exact bytes of every token of a llama.cpp tokenizer.
+
+Invariants
+- ``token_bytes[i]`` is what token ``i`` contributes to the output text, as bytes:
+  SPM ``▁`` is a space, byte-fallback ``<0xXX>`` is that byte, GPT-2 byte-level BPE is
+  decoded.  Control, unknown and unused tokens have ``b""`` and never match text.
+- ``special_ids`` maps the text of control / user-defined tokens to their id, for anchors.
+- ``eog_ids`` are the end-of-generation ids (``llama_vocab_is_eog``).
+- ``fingerprint`` is a stable hex digest of all of the above plus the vocabulary type; two
+  tokenizers with the same fingerprint produce the same masks.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from .errors import VocabError
+
+__all__ = ["Vocab", "load_vocab"]
+
+_ATTR_UNKNOWN, _ATTR_UNUSED, _ATTR_NORMAL, _ATTR_CONTROL, _ATTR_USER, _ATTR_BYTE = 1, 2, 4, 8, 16, 32
+
+
+@dataclass(frozen=True, eq=False)
+class Vocab:
+    token_bytes: tuple[bytes, ...]
+    attrs: np.ndarray  # int32[n]
+    eog_ids: frozenset[int]
+    special_ids: dict[str, int]
+    vocab_type: int
+    name: str = ""
+    _llama: Any = field(default=None, repr=False, compare=False)
+    _fingerprint: list = field(default_factory=list, repr=False, compare=False)
+    _blob: list = field(default_factory=list, repr=False, compare=False)
+    _greedy: list = field(default_factory=list, repr=False, compare=False)
+    _native_cache: list = field(default_factory=list, repr=False, compare=False)  # the trie, see index.py
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.token_bytes)
+
+    @property
+    def n_words(self) -> int:
+        """Number of uint32 words of a mask over this vocabulary."""
+        return (self.n_tokens + 31) // 32
+
+    @property
+    def fingerprint(self) -> str:
+        if not self._fingerprint:
+            h = hashlib.sha256()
+            h.update(f"gd-vocab-v1 type={self.vocab_type} n={self.n_tokens}\n".encode())
+            for b in self.token_bytes:
+                h.update(len(b).to_bytes(4, "little"))
+                h.update(b)
+            h.update(np.ascontiguousarray(self.attrs, dtype=np.int32).tobytes())
+            h.update(",".join(map(str, sorted(self.eog_ids))).encode())
+            for t in sorted(self.special_ids):
+                h.update(t.encode() + b"\x00" + str(self.special_ids[t]).encode())
+            self._fingerprint.append(h.hexdigest()[:32])
+        return self._fingerprint[0]
+
+    def blob(self) -> tuple[bytes, np.ndarray]:
+        """All token bytes concatenated, plus uint64 offsets (n_tokens + 1)."""
+        if not self._blob:
+            lens = np.fromiter((len(b) for b in self.token_bytes), dtype=np.uint64, count=self.n_tokens)
+            off = np.zeros(self.n_tokens + 1, dtype=np.uint64)
+            np.cumsum(lens, out=off[1:])
+            self._blob.append((b"".join(self.token_bytes), off))
+        return self._blob[0]
+
+    def single_byte_tokens(self) -> np.ndarray:
+        """bool[256]: bytes that some token spells on its own."""
+        out = np.zeros(256, dtype=bool)
+        for b in self.token_bytes:
+            if len(b) == 1:
+                out[b[0]] = True
+        return out
+
+    def special_token(self, text: str) -> int | None:
+        """Id of the single control / user-defined token whose text is ``text``, if any."""
+        return self.special_ids.get(text)
+
+    # ------------------------------------------------------------------ tokenization
+    def tokenize(self, text: str | bytes) -> list[int]:
+        """Token ids whose bytes concatenate to exactly ``text`` (no BOS, no special parsing).
+
+        SPM tokenizers that add a leading space are corrected: the spurious space is removed
+        by re-spelling the first token's remaining bytes with existing tokens.
+        """
+        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        if not data:
+            return []
+        llm = self._require_llama()
+        ids = list(llm.tokenize(data, add_bos=False, special=False))
+        got = b"".join(self.token_bytes[i] for i in ids)
+        if got == data:
+            return ids
+        if got == b" " + data and ids:
+            head = self.token_bytes[ids[0]][1:]
+            return self.greedy(head) + ids[1:]
+        raise VocabError(f"tokenizer round trip failed for {data[:40]!r}: got {got[:40]!r}")
+
+    def greedy(self, data: bytes) -> list[int]:
+        """Spell ``data`` with the longest matching tokens (always possible when every byte
+        has a token); raises VocabError naming the first byte that cannot be spelled."""
+        table = _longest_table(self)
+        out: list[int] = []
+        i = 0
+        maxlen = table[1]
+        while i < len(data):
+            for L in range(min(maxlen, len(data) - i), 0, -1):
+                tid = table[0].get(data[i:i + L])
+                if tid is not None:
+                    out.append(tid)
+                    i += L
+                    break
+            else:
+                raise VocabError(f"byte 0x{data[i]:02x} at offset {i} has no token in vocabulary {self.name}")
+        return out
+
+    def decode(self, ids: Iterable[int]) -> bytes:
+        return b"".join(self.token_bytes[i] for i in ids)
+
+    def _require_llama(self) -> Any:
+        if self._llama is None:
+            raise VocabError("this Vocab was not loaded from llama.cpp, so it cannot tokenize")
+        return self._llama
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_llama(cls, llm: Any, name: str = "") -> "Vocab":
+        """Read the vocabulary of a loaded ``llama_cpp.Llama`` (full model or ``vocab_only``)."""
+        import llama_cpp
+
+        try:
+            vocab = llm._model.vocab
+        except AttributeError as e:  # pragma: no cover - depends on llama-cpp-python version
+            raise VocabError("unsupported llama-cpp-python version: Llama._model.vocab missing") from e
+        n = int(llama_cpp.llama_vocab_n_tokens(vocab))
+        buf = ctypes.create_string_buffer(512)
+        toks: list[bytes] = []
+        attrs = np.zeros(n, dtype=np.int32)
+        eog: set[int] = set()
+        special: dict[str, int] = {}
+        for i in range(n):
+            a = int(llama_cpp.llama_vocab_get_attr(vocab, i))
+            attrs[i] = a
+            if llama_cpp.llama_vocab_is_eog(vocab, i):
+                eog.add(i)
+            if a & (_ATTR_CONTROL | _ATTR_UNKNOWN | _ATTR_UNUSED) or a == 0:
+                if a & _ATTR_CONTROL:
+                    txt = llama_cpp.llama_vocab_get_text(vocab, i)
+                    if txt:
+                        special.setdefault(txt.decode("utf-8", "replace"), i)
+                toks.append(b"")
+                continue
+            k = llama_cpp.llama_token_to_piece(vocab, i, buf, len(buf), 0, False)
+            if k < 0:
+                big = ctypes.create_string_buffer(-k)
+                k = llama_cpp.llama_token_to_piece(vocab, i, big, len(big), 0, False)
+                toks.append(big.raw[:k])
+            else:
+                toks.append(buf.raw[:k])
+            if a & _ATTR_USER:
+                txt = llama_cpp.llama_vocab_get_text(vocab, i)
+                if txt:
+                    special.setdefault(txt.decode("utf-8", "replace"), i)
+        vt = int(llama_cpp.llama_vocab_type(vocab))
+        return cls(tuple(toks), attrs, frozenset(eog), special, vt, name or str(getattr(llm, "model_path", "")), llm)
+
+    @classmethod
+    def from_gguf(cls, path: str | os.PathLike) -> "Vocab":
+        """Load a tokenizer from a GGUF file (vocab-only load: no weights are read)."""
+        return load_vocab(str(Path(path).resolve()))
+
+    @classmethod
+    def from_bytes(cls, tokens: Sequence[bytes], *, eog_ids: Iterable[int] = (),
+                   special: dict[str, int] | None = None, name: str = "hand-built") -> "Vocab":
+        """A hand-built vocabulary (tests).  ``special`` tokens must have ``b""`` bytes."""
+        toks = tuple(bytes(t) for t in tokens)
+        attrs = np.array([_ATTR_CONTROL if not t else _ATTR_NORMAL for t in toks], dtype=np.int32)
+        return cls(toks, attrs, frozenset(eog_ids), dict(special or {}), 0, name)
+
+
+@lru_cache(maxsize=16)
+def load_vocab(path: str) -> Vocab:
+    if not Path(path).is_file():
+        raise VocabError(f"{path}: no such GGUF file")
+    try:
+        import llama_cpp
+    except ImportError as e:  # pragma: no cover
+        raise VocabError("llama-cpp-python is required to read GGUF vocabularies") from e
+    try:
+        llm = llama_cpp.Llama(model_path=path, vocab_only=True, verbose=False)
+    except Exception as e:
+        raise VocabError(f"{path}: llama.cpp could not load the vocabulary: {e}") from e
+    return Vocab.from_llama(llm, name=Path(path).name)
+
+
+def _longest_table(v: Vocab) -> tuple[dict[bytes, int], int]:
+    if not v._greedy:
+        d: dict[bytes, int] = {}
+        for i, b in enumerate(v.token_bytes):
+            if b and b not in d:
+                d[b] = i
+        v._greedy.append((d, max((len(b) for b in d), default=1)))
+    return v._greedy[0]

@@ -1,0 +1,260 @@
+/* The one thin CPython binding over the native core (native/include/gd_native.h).
+ * No logic lives here: argument checking, buffer access, GIL release, error mapping. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <string.h>
+
+#include "gd_native.h"
+
+#define TRIE_CAPSULE "decoding._native.trie"
+
+static int get_buf(PyObject *obj, Py_buffer *view, int flags, const char *what, char fmt,
+                   Py_ssize_t itemsize) {
+    if (PyObject_GetBuffer(obj, view, flags) < 0) {
+        PyErr_Format(PyExc_TypeError, "%s: expected a buffer (numpy array)%s", what,
+                     (flags & PyBUF_WRITABLE) ? " that is writable" : "");
+        return -1;
+    }
+    if (view->itemsize != itemsize || (view->format && view->format[0] != fmt &&
+        !(fmt == 'I' && (view->format[0] == 'L' || view->format[0] == '=' || view->format[0] == '<')) &&
+        !(fmt == 'i' && (view->format[0] == 'l' || view->format[0] == '=' || view->format[0] == '<')))) {
+        PyErr_Format(PyExc_TypeError, "%s: expected items of format '%c' (%zd bytes), got '%s'", what,
+                     fmt, itemsize, view->format ? view->format : "B");
+        PyBuffer_Release(view);
+        return -1;
+    }
+    if (view->ndim != 1) {
+        PyErr_Format(PyExc_ValueError, "%s: expected a 1-D array, got %d dimensions", what, view->ndim);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static int get_words(PyObject *obj, Py_buffer *v, int writable, const char *what) {
+    return get_buf(obj, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0), what, 'I', 4);
+}
+
+static PyObject *py_mask_binop(PyObject *args, int is_and) {
+    PyObject *od, *oa, *ob;
+    if (!PyArg_ParseTuple(args, "OOO", &od, &oa, &ob)) return NULL;
+    Py_buffer d, a, b;
+    if (get_words(od, &d, 1, "dst") < 0) return NULL;
+    if (get_words(oa, &a, 0, "a") < 0) { PyBuffer_Release(&d); return NULL; }
+    if (get_words(ob, &b, 0, "b") < 0) { PyBuffer_Release(&d); PyBuffer_Release(&a); return NULL; }
+    PyObject *ret = NULL;
+    if (a.shape[0] != d.shape[0] || b.shape[0] != d.shape[0]) {
+        PyErr_Format(PyExc_ValueError, "mask lengths differ: dst %zd, a %zd, b %zd words",
+                     d.shape[0], a.shape[0], b.shape[0]);
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        if (is_and) gd_mask_and(d.buf, a.buf, b.buf, (size_t)d.shape[0]);
+        else gd_mask_or(d.buf, a.buf, b.buf, (size_t)d.shape[0]);
+        Py_END_ALLOW_THREADS
+        ret = Py_NewRef(Py_None);
+    }
+    PyBuffer_Release(&d);
+    PyBuffer_Release(&a);
+    PyBuffer_Release(&b);
+    return ret;
+}
+
+static PyObject *py_mask_and(PyObject *self, PyObject *args) { (void)self; return py_mask_binop(args, 1); }
+static PyObject *py_mask_or(PyObject *self, PyObject *args) { (void)self; return py_mask_binop(args, 0); }
+
+static PyObject *py_mask_count(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *om;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "On", &om, &n)) return NULL;
+    Py_buffer m;
+    if (get_words(om, &m, 0, "mask") < 0) return NULL;
+    if (n < 0 || n > m.shape[0] * 32) {
+        PyBuffer_Release(&m);
+        return PyErr_Format(PyExc_ValueError, "n=%zd outside the mask's %zd bits", n, m.shape[0] * 32);
+    }
+    size_t c = gd_mask_count(m.buf, (size_t)n);
+    PyBuffer_Release(&m);
+    return PyLong_FromSize_t(c);
+}
+
+static PyObject *py_apply_mask(PyObject *self, PyObject *args, PyObject *kw) {
+    (void)self;
+    static char *kwlist[] = {"logits", "mask", "fill", NULL};
+    PyObject *ol, *om;
+    double fill = -INFINITY;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|d", kwlist, &ol, &om, &fill)) return NULL;
+    Py_buffer l, m;
+    if (get_buf(ol, &l, PyBUF_STRIDES | PyBUF_FORMAT | PyBUF_WRITABLE, "logits", 'f', 4) < 0) return NULL;
+    if (get_words(om, &m, 0, "mask") < 0) { PyBuffer_Release(&l); return NULL; }
+    Py_ssize_t n = l.shape[0];
+    if (m.shape[0] * 32 < n) {
+        PyBuffer_Release(&l);
+        PyBuffer_Release(&m);
+        return PyErr_Format(PyExc_ValueError,
+                            "mask has %zd words (%zd tokens) but logits has %zd entries: the grammar "
+                            "was compiled for a smaller vocabulary", m.shape[0], m.shape[0] * 32, n);
+    }
+    Py_ssize_t stride = l.strides ? l.strides[0] : 4;
+    if (stride <= 0 || stride % 4 != 0) {
+        PyBuffer_Release(&l);
+        PyBuffer_Release(&m);
+        return PyErr_Format(PyExc_ValueError, "logits stride %zd not supported (need a positive multiple of 4)", stride);
+    }
+    Py_BEGIN_ALLOW_THREADS
+    gd_apply_mask_strided_f32(l.buf, (size_t)n, (ptrdiff_t)stride, m.buf, (float)fill);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&l);
+    PyBuffer_Release(&m);
+    Py_RETURN_NONE;
+}
+
+static void trie_destroy(PyObject *cap) { gd_trie_free(PyCapsule_GetPointer(cap, TRIE_CAPSULE)); }
+
+static PyObject *py_trie_build(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *oblob, *ooff;
+    if (!PyArg_ParseTuple(args, "OO", &oblob, &ooff)) return NULL;
+    Py_buffer blob, off;
+    if (PyObject_GetBuffer(oblob, &blob, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    if (get_buf(ooff, &off, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "offsets", 'Q', 8) < 0) {
+        PyErr_Clear();
+        if (get_buf(ooff, &off, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "offsets (uint64)", 'L', 8) < 0) {
+            PyBuffer_Release(&blob);
+            return NULL;
+        }
+    }
+    Py_ssize_t n = off.shape[0] - 1;
+    const uint64_t *o = off.buf;
+    if (n < 0 || (n >= 0 && o[n] > (uint64_t)blob.len)) {
+        PyBuffer_Release(&blob);
+        PyBuffer_Release(&off);
+        return PyErr_Format(PyExc_ValueError, "offsets do not fit the blob");
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (o[i + 1] < o[i]) {
+            PyBuffer_Release(&blob);
+            PyBuffer_Release(&off);
+            return PyErr_Format(PyExc_ValueError, "offsets decrease at token %zd", i);
+        }
+    gd_trie *t = gd_trie_build(blob.buf, o, (uint32_t)n); /* GIL held: build uses a static comparator */
+    PyBuffer_Release(&blob);
+    PyBuffer_Release(&off);
+    if (!t) return PyErr_NoMemory();
+    PyObject *cap = PyCapsule_New(t, TRIE_CAPSULE, trie_destroy);
+    if (!cap) gd_trie_free(t);
+    return cap;
+}
+
+static PyObject *py_trie_info(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *cap;
+    if (!PyArg_ParseTuple(args, "O", &cap)) return NULL;
+    gd_trie *t = PyCapsule_GetPointer(cap, TRIE_CAPSULE);
+    if (!t) return NULL;
+    return Py_BuildValue("(nn)", (Py_ssize_t)gd_trie_nodes(t), (Py_ssize_t)gd_trie_bytes(t));
+}
+
+static PyObject *py_trie_walk(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *cap, *ocls, *otab, *omask, *onext = Py_None;
+    int state;
+    Py_ssize_t ncols;
+    if (!PyArg_ParseTuple(args, "OOOniO|O", &cap, &ocls, &otab, &ncols, &state, &omask, &onext)) return NULL;
+    gd_trie *t = PyCapsule_GetPointer(cap, TRIE_CAPSULE);
+    if (!t) return NULL;
+    Py_buffer cls, tab, mask, next;
+    int has_next = onext != Py_None;
+    if (PyObject_GetBuffer(ocls, &cls, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    if (cls.len != 256) {
+        PyBuffer_Release(&cls);
+        return PyErr_Format(PyExc_ValueError, "classes must be 256 bytes (uint8 per byte value), got %zd", cls.len);
+    }
+    {
+        const uint8_t *c = cls.buf;
+        for (int b = 0; b < 256; b++)
+            if (ncols <= 0 || c[b] >= ncols) {
+                PyBuffer_Release(&cls);
+                return PyErr_Format(PyExc_ValueError, "class of byte %d is %d, not below ncols=%zd", b, c[b], ncols);
+            }
+    }
+    if (get_buf(otab, &tab, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "table", 'i', 4) < 0) { PyBuffer_Release(&cls); return NULL; }
+    if (get_words(omask, &mask, 1, "mask") < 0) { PyBuffer_Release(&tab); return NULL; }
+    if (has_next && get_buf(onext, &next, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE, "next_state", 'i', 4) < 0) {
+        PyBuffer_Release(&tab);
+        PyBuffer_Release(&mask);
+        return NULL;
+    }
+    Py_ssize_t nstates = tab.shape[0] / ncols;
+    if (tab.shape[0] % ncols != 0 || state < 0 || state >= nstates ||
+        (has_next && next.shape[0] < mask.shape[0] * 32)) {
+        PyBuffer_Release(&cls);
+        PyBuffer_Release(&tab);
+        PyBuffer_Release(&mask);
+        if (has_next) PyBuffer_Release(&next);
+        return PyErr_Format(PyExc_ValueError, "bad walk arguments: table of %zd entries, state %d, "
+                            "next_state too short or table not a multiple of ncols", tab.shape[0], state);
+    }
+    /* Every table entry must be a valid state or -1: checked once by the caller (index.py). */
+    size_t allowed;
+    Py_BEGIN_ALLOW_THREADS
+    allowed = gd_trie_walk(t, cls.buf, tab.buf, (size_t)ncols, state, mask.buf, (size_t)mask.shape[0],
+                           has_next ? next.buf : NULL);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&cls);
+    PyBuffer_Release(&tab);
+    PyBuffer_Release(&mask);
+    if (has_next) PyBuffer_Release(&next);
+    return PyLong_FromSize_t(allowed);
+}
+
+static PyObject *py_impl(PyObject *self, PyObject *noargs) {
+    (void)self; (void)noargs;
+    return PyUnicode_FromString(gd_impl_name(gd_impl_active()));
+}
+
+static int impl_from_name(const char *name) {
+    for (int i = 0; i <= GD_IMPL_NEON; i++)
+        if (strcmp(name, gd_impl_name(i)) == 0) return i;
+    return -1;
+}
+
+static PyObject *py_impl_supported(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *name;
+    if (!PyArg_ParseTuple(args, "s", &name)) return NULL;
+    int i = impl_from_name(name);
+    return PyBool_FromLong(i >= 0 && gd_impl_supported(i));
+}
+
+static PyObject *py_set_impl(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *name;
+    if (!PyArg_ParseTuple(args, "s", &name)) return NULL;
+    int i = impl_from_name(name);
+    if (i < 0 || !gd_impl_set(i))
+        return PyErr_Format(PyExc_ValueError, "kernel implementation '%s' is not available on this CPU", name);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"mask_and", py_mask_and, METH_VARARGS, "mask_and(dst, a, b): dst = a & b over uint32 words."},
+    {"mask_or", py_mask_or, METH_VARARGS, "mask_or(dst, a, b): dst = a | b over uint32 words."},
+    {"mask_count", py_mask_count, METH_VARARGS, "mask_count(mask, n): set bits among the first n."},
+    {"apply_mask", (PyCFunction)(void (*)(void))py_apply_mask, METH_VARARGS | METH_KEYWORDS,
+     "apply_mask(logits, mask, fill=-inf): in place; logits is a 1-D float32 view, any stride. Releases the GIL."},
+    {"trie_build", py_trie_build, METH_VARARGS, "trie_build(blob, offsets_u64) -> capsule."},
+    {"trie_info", py_trie_info, METH_VARARGS, "trie_info(trie) -> (nodes, bytes)."},
+    {"trie_walk", py_trie_walk, METH_VARARGS,
+     "trie_walk(trie, classes_u8[256], table_i32, ncols, state, mask_out_u32, next_state_i32=None) -> allowed count. Releases the GIL."},
+    {"impl", py_impl, METH_NOARGS, "Name of the active kernel implementation."},
+    {"impl_supported", py_impl_supported, METH_VARARGS, "impl_supported(name) -> bool."},
+    {"set_impl", py_set_impl, METH_VARARGS, "set_impl(name): force scalar|sse2|avx2|neon."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native", "guarded-decoding native kernels.", -1, methods,
+                                    NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&module); }

@@ -1,0 +1,63 @@
+/* guarded-decoding native core: vocabulary trie walk and mask kernels.
+ *
+ * Plain C99, no Python.h.  All buffers are owned by the caller.
+ * Masks are bitsets of uint32 words: bit (i % 32) of word (i / 32) set  <=>  token i allowed.
+ * Kernels that apply a mask write `fill` (normally -INFINITY) into every disallowed logit
+ * and leave allowed logits untouched.
+ */
+#ifndef GD_NATIVE_H
+#define GD_NATIVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum gd_impl { GD_IMPL_SCALAR = 0, GD_IMPL_SSE2 = 1, GD_IMPL_AVX2 = 2, GD_IMPL_NEON = 3 };
+
+/* Implementation chosen at run time (best supported by this CPU, unless overridden). */
+int gd_impl_active(void);
+const char *gd_impl_name(int impl);
+/* 1 if `impl` can run on this CPU. */
+int gd_impl_supported(int impl);
+/* Force an implementation (tests, benchmarks).  Returns 0 and changes nothing if unsupported. */
+int gd_impl_set(int impl);
+
+/* dst[i] = a[i] & b[i]  /  a[i] | b[i]   (dst may alias a or b) */
+void gd_mask_and(uint32_t *dst, const uint32_t *a, const uint32_t *b, size_t nwords);
+void gd_mask_or(uint32_t *dst, const uint32_t *a, const uint32_t *b, size_t nwords);
+/* Number of set bits among the first n bits. */
+size_t gd_mask_count(const uint32_t *mask, size_t n);
+
+/* logits[i] = fill for every i < n whose bit is clear.  Contiguous float32. */
+void gd_apply_mask_f32(float *logits, size_t n, const uint32_t *mask, float fill);
+/* Same on a strided float32 view: element i lives at (char*)base + i*stride_bytes.
+ * llama-cpp-python's `scores` is such a view with stride 12 (llama_token_data). */
+void gd_apply_mask_strided_f32(void *base, size_t n, ptrdiff_t stride_bytes,
+                               const uint32_t *mask, float fill);
+
+/* ---- vocabulary trie ------------------------------------------------------------------- */
+typedef struct gd_trie gd_trie;
+
+/* Build from n_tokens byte strings: token t is blob[offsets[t] .. offsets[t+1]).
+ * Empty strings (control/unused tokens) are left out.  Returns NULL on allocation failure. */
+gd_trie *gd_trie_build(const uint8_t *blob, const uint64_t *offsets, uint32_t n_tokens);
+void gd_trie_free(gd_trie *trie);
+size_t gd_trie_nodes(const gd_trie *trie);
+size_t gd_trie_bytes(const gd_trie *trie);
+
+/* For automaton state `state` with transition table `table` (int32[n_states * ncols], -1 = none)
+ * indexed by byte class (`classes[byte]` < ncols),
+ * set in `mask` (nwords words, zeroed by this call) the bit of every token whose whole byte
+ * string can be consumed from `state`.  Returns the number of allowed tokens.
+ * If `next_state` is non-NULL it receives, for every allowed token, the state after it
+ * (entries of disallowed tokens are left untouched). */
+size_t gd_trie_walk(const gd_trie *trie, const uint8_t *classes, const int32_t *table, size_t ncols,
+                    int32_t state, uint32_t *mask, size_t nwords, int32_t *next_state);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

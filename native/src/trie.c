@@ -1,0 +1,160 @@
+/* Vocabulary trie in pre-order layout, walked against a byte DFA.
+ *
+ * Nodes are stored in pre-order.  Node i has a byte, a depth (1 = child of the root), the
+ * index `skip` of the first node after its subtree, and the range [tok[i], tok[i+1]) of
+ * token ids that end exactly at it (tokens are stored in sorted order of their bytes, which
+ * is also pre-order).  A walk keeps one automaton state per depth and jumps over the whole
+ * subtree of a node as soon as the automaton has no transition for its byte.
+ */
+#include "gd_native.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct gd_trie {
+    uint32_t n_nodes;
+    uint32_t max_depth;
+    uint8_t *byte;    /* [n_nodes] */
+    uint16_t *depth;  /* [n_nodes] */
+    uint32_t *skip;   /* [n_nodes] */
+    uint32_t *tok;    /* [n_nodes + 1] start index into ids */
+    uint32_t *ids;    /* [n_with_bytes] token ids in pre-order */
+    uint32_t n_ids;
+};
+
+static const uint8_t *g_blob;
+static const uint64_t *g_off;
+
+static int cmp_tokens(const void *pa, const void *pb) {
+    uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
+    uint64_t la = g_off[a + 1] - g_off[a], lb = g_off[b + 1] - g_off[b];
+    uint64_t m = la < lb ? la : lb;
+    int c = memcmp(g_blob + g_off[a], g_blob + g_off[b], (size_t)m);
+    if (c) return c;
+    if (la != lb) return la < lb ? -1 : 1;
+    return a < b ? -1 : (a > b);
+}
+
+void gd_trie_free(gd_trie *t) {
+    if (!t) return;
+    free(t->byte);
+    free(t->depth);
+    free(t->skip);
+    free(t->tok);
+    free(t->ids);
+    free(t);
+}
+
+gd_trie *gd_trie_build(const uint8_t *blob, const uint64_t *offsets, uint32_t n_tokens) {
+    gd_trie *t = calloc(1, sizeof *t);
+    if (!t) return NULL;
+    uint32_t *order = malloc(sizeof(uint32_t) * (n_tokens ? n_tokens : 1));
+    uint64_t total = 0, maxlen = 0;
+    uint32_t n = 0;
+    if (!order) goto fail;
+    for (uint32_t i = 0; i < n_tokens; i++) {
+        uint64_t len = offsets[i + 1] - offsets[i];
+        if (len == 0) continue;
+        if (len > 65535) continue; /* cannot be represented in depth; such tokens never occur */
+        order[n++] = i;
+        total += len;
+        if (len > maxlen) maxlen = len;
+    }
+    /* qsort is not re-entrant with these globals; the binding holds the GIL while building. */
+    g_blob = blob;
+    g_off = offsets;
+    qsort(order, n, sizeof(uint32_t), cmp_tokens);
+    t->byte = malloc(total ? total : 1);
+    t->depth = malloc(sizeof(uint16_t) * (total ? total : 1));
+    t->skip = malloc(sizeof(uint32_t) * (total ? total : 1));
+    t->tok = calloc(total + 2, sizeof(uint32_t));
+    t->ids = malloc(sizeof(uint32_t) * (n ? n : 1));
+    uint32_t *path = malloc(sizeof(uint32_t) * (maxlen + 1)); /* node index at each depth */
+    uint32_t *endnode = malloc(sizeof(uint32_t) * (n ? n : 1));
+    if (!t->byte || !t->depth || !t->skip || !t->tok || !t->ids || !path || !endnode) {
+        free(path);
+        free(endnode);
+        goto fail;
+    }
+
+    uint32_t nodes = 0, plen = 0; /* current path length */
+    const uint8_t *prev = NULL;
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t id = order[k];
+        const uint8_t *s = blob + offsets[id];
+        uint32_t len = (uint32_t)(offsets[id + 1] - offsets[id]);
+        uint32_t lcp = 0;
+        if (prev) while (lcp < plen && lcp < len && prev[lcp] == s[lcp]) lcp++;
+        /* close nodes deeper than lcp */
+        while (plen > lcp) { t->skip[path[plen - 1]] = nodes; plen--; }
+        for (uint32_t d = lcp; d < len; d++) {
+            t->byte[nodes] = s[d];
+            t->depth[nodes] = (uint16_t)(d + 1);
+            path[d] = nodes++;
+            plen = d + 1;
+        }
+        /* token k ends at node path[len-1]; tokens are appended in pre-order */
+        t->ids[k] = id;
+        endnode[k] = path[len - 1];
+        prev = s;
+    }
+    while (plen > 0) { t->skip[path[plen - 1]] = nodes; plen--; }
+    free(path);
+    /* token ranges: end nodes are non-decreasing in sorted (= pre-order) token order */
+    {
+        uint32_t *cnt = calloc((size_t)nodes + 1, sizeof(uint32_t));
+        if (!cnt) { free(endnode); goto fail; }
+        for (uint32_t k = 0; k < n; k++) cnt[endnode[k]]++;
+        uint32_t acc = 0;
+        for (uint32_t i = 0; i < nodes; i++) { t->tok[i] = acc; acc += cnt[i]; }
+        t->tok[nodes] = acc;
+        free(cnt);
+        free(endnode);
+    }
+    t->n_nodes = nodes;
+    t->n_ids = n;
+    t->max_depth = (uint32_t)maxlen;
+    free(order);
+    return t;
+fail:
+    free(order);
+    gd_trie_free(t);
+    return NULL;
+}
+
+size_t gd_trie_nodes(const gd_trie *t) { return t->n_nodes; }
+
+size_t gd_trie_bytes(const gd_trie *t) {
+    return sizeof *t + (size_t)t->n_nodes * (1 + 2 + 4 + 4) + 4 + (size_t)t->n_ids * 4;
+}
+
+size_t gd_trie_walk(const gd_trie *t, const uint8_t *classes, const int32_t *table, size_t ncols,
+                    int32_t state, uint32_t *mask, size_t nwords, int32_t *next_state) {
+    memset(mask, 0, nwords * sizeof(uint32_t));
+    int32_t stack_small[256];
+    int32_t *stack = t->max_depth < 255 ? stack_small : malloc(sizeof(int32_t) * (t->max_depth + 1));
+    if (!stack) return 0;
+    stack[0] = state;
+    size_t allowed = 0;
+    const uint8_t *byte = t->byte;
+    const uint16_t *depth = t->depth;
+    const uint32_t *skip = t->skip, *tok = t->tok, *ids = t->ids;
+    uint32_t i = 0, n = t->n_nodes;
+    while (i < n) {
+        uint32_t d = depth[i];
+        int32_t s = table[(size_t)stack[d - 1] * ncols + classes[byte[i]]];
+        if (s < 0) { i = skip[i]; continue; }
+        stack[d] = s;
+        for (uint32_t k = tok[i]; k < tok[i + 1]; k++) {
+            uint32_t id = ids[k];
+            if ((size_t)(id >> 5) < nwords) {
+                mask[id >> 5] |= 1u << (id & 31);
+                if (next_state) next_state[id] = s;
+                allowed++;
+            }
+        }
+        i++;
+    }
+    if (stack != stack_small) free(stack);
+    return allowed;
+}
