@@ -1,0 +1,18 @@
+"""Post-hoc guard: extract, validate and minimally repair structured model output.
+
+For outputs produced without a mask (remote APIs, older pipelines): pull the XML
+element or JSON value out of mixed text, validate it against the same DTD model or
+JSON Schema the compiler uses, optionally repair it (``repair=True``, deterministic,
+every change reported, refused when the result would still be invalid), and re-prompt
+a llama-cpp-python model with the specific errors (``guarded_call``).
+"""
+
+from .extract import extract_json, extract_xml
+from .results import Change, Fragment, GuardResult, Repair, Violation
+from .validate import checked_formats, validate_json, validate_xml
+
+__all__ = [
+    "extract_xml", "extract_json",
+    "validate_xml", "validate_json", "checked_formats",
+    "Fragment", "Violation", "Change", "Repair", "GuardResult",
+]

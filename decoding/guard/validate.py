@@ -1,0 +1,526 @@
+"""Validate an XML document against a DTD model, or a JSON text against a JSON Schema.
+
+XML: expat (stdlib) checks well-formedness and reports events with byte offsets; our
+handlers check the DTD model: declared elements, the root name, content models
+(:class:`ContentModel`), EMPTY / #PCDATA / mixed content, declared and required
+attributes, enumerations, #FIXED values, ID/IDREF, tokenized attribute types and
+general entities.  Expat stops at the first well-formedness error; DTD checks go on
+after a DTD violation (one content-model violation per element, then that element's
+model is no longer checked).
+
+JSON: ``json.loads`` for syntax, the ``jsonschema`` library (draft from ``$schema``,
+default 2020-12, with format checking) for the schema.  ``date-time`` and ``time`` are
+checked by this module (jsonschema needs extra packages for them); other formats
+are checked only when jsonschema can (see ``checked_formats``).
+
+Every violation carries path, line, column (1-based, in the text given) and a message.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.parsers.expat as expat
+from typing import Any
+
+from ..dtd_model import DTD, AttributeDecl, ElementDecl
+from .content_model import ContentModel
+from .results import Violation, line_col
+
+__all__ = ["validate_xml", "validate_json", "DTDChecker", "dtd_checker",
+           "json_validator", "checked_formats"]
+
+MAX_VIOLATIONS = 50
+_PREDEFINED = frozenset(("lt", "gt", "amp", "apos", "quot"))
+
+
+class DTDChecker:
+    """Per-DTD compiled tables (content models, attribute lists); build once, reuse."""
+
+    def __init__(self, dtd: DTD) -> None:
+        self.dtd = dtd
+        self.models: dict[str, ContentModel] = {}
+        for e in dtd.elements:
+            if e.content == "CHILDREN" and e.model is not None:
+                self.models[e.name] = ContentModel(e.model)
+        self.attrs: dict[str, dict[str, AttributeDecl]] = {}
+        for a in dtd.attributes:
+            self.attrs.setdefault(a.element, {}).setdefault(a.name, a)
+        self.required = {el: [a for a in d.values() if a.default == "#REQUIRED"]
+                         for el, d in self.attrs.items()}
+        self.entities = frozenset(n for n, _ in dtd.general_entities) | _PREDEFINED
+
+
+_CHECKERS: dict[int, tuple[DTD, DTDChecker]] = {}
+
+
+def dtd_checker(dtd: DTD) -> DTDChecker:
+    """The cached :class:`DTDChecker` of ``dtd`` (cache keyed by identity, 64 entries)."""
+    hit = _CHECKERS.get(id(dtd))
+    if hit is not None and hit[0] is dtd:
+        return hit[1]
+    if len(_CHECKERS) >= 64:
+        _CHECKERS.clear()
+    checker = DTDChecker(dtd)
+    _CHECKERS[id(dtd)] = (dtd, checker)
+    return checker
+
+
+def _is_name(v: str) -> bool:
+    from .extract import is_name_char, is_name_start
+    return bool(v) and is_name_start(v[0]) and all(is_name_char(c) for c in v)
+
+
+def _is_nmtoken(v: str) -> bool:
+    from .extract import is_name_char
+    return bool(v) and all(is_name_char(c) for c in v)
+
+
+class _Frame:
+    __slots__ = ("name", "decl", "state", "path", "counts", "text_flagged", "offset", "last")
+
+    def __init__(self, name, decl, state, path, offset):
+        self.name = name
+        self.decl = decl
+        self.state = state
+        self.path = path
+        self.counts: dict[str, int] = {}
+        self.text_flagged = False
+        self.offset = offset
+        self.last: str | None = None
+
+
+def _expat_error_name(code: int) -> str:
+    return expat.ErrorString(code)
+
+
+_E_NO_ELEMENTS = expat.errors.codes[expat.errors.XML_ERROR_NO_ELEMENTS]
+_E_UNCLOSED_TOKEN = expat.errors.codes[expat.errors.XML_ERROR_UNCLOSED_TOKEN]
+_E_TAG_MISMATCH = expat.errors.codes[expat.errors.XML_ERROR_TAG_MISMATCH]
+_E_JUNK = expat.errors.codes[expat.errors.XML_ERROR_JUNK_AFTER_DOC_ELEMENT]
+_E_UNDEF_ENTITY = expat.errors.codes[expat.errors.XML_ERROR_UNDEFINED_ENTITY]
+_E_PARTIAL_CHAR = expat.errors.codes[expat.errors.XML_ERROR_PARTIAL_CHAR]
+
+
+def validate_xml(text: str, dtd: DTD, *, root: str | None = None, base: int = 0,
+                 source: str | None = None) -> list[Violation]:
+    """Violations of ``text`` (one XML document) against ``dtd``; [] when valid.
+
+    ``root``: the required root element name (any declared element when None).
+    ``source``/``base``: when ``text == source[base:...]``, positions are reported
+    in ``source`` (the guard passes the model's whole output).
+    """
+    checker = dtd_checker(dtd)
+    src = text if source is None else source
+    raw = text.encode("utf-8")
+    ascii_only = len(raw) == len(text)
+    out: list[Violation] = []
+    stack: list[_Frame] = []
+    ids: dict[str, int] = {}
+    refs: list[tuple[str, str, int]] = []
+    root_seen = [False]
+
+    def off(byte_index: int) -> int:
+        if byte_index < 0:
+            byte_index = len(raw)
+        if ascii_only:
+            return base + byte_index
+        return base + len(raw[:byte_index].decode("utf-8", "ignore"))
+
+    def add(code: str, path: str, msg: str, offset: int) -> None:
+        if len(out) < MAX_VIOLATIONS:
+            ln, col = line_col(src, offset)
+            out.append(Violation(code, path, msg, ln, col, offset))
+
+    def at(offset: int) -> str:
+        ln, col = line_col(src, offset)
+        return f"{ln}:{col}"
+
+    p = expat.ParserCreate()
+    p.UseForeignDTD(True)
+    p.buffer_text = True
+
+    def start(name: str, attrs: dict[str, str]) -> None:
+        o = off(p.CurrentByteIndex)
+        decl: ElementDecl | None = checker.dtd.element(name)
+        if stack:
+            parent = stack[-1]
+            k = parent.counts.get(name, 0) + 1
+            parent.counts[name] = k
+            path = f"{parent.path}/{name}" + (f"[{k}]" if k > 1 else "")
+            _check_child(parent, name, decl, o, path)
+            parent.last = name
+        else:
+            path = "/" + name
+            root_seen[0] = True
+            if root is not None and name != root:
+                add("wrong-root", path, f"the root element must be <{root}>, not <{name}>", o)
+        if decl is None:
+            add("undeclared-element", path, f"element <{name}> is not declared in the DTD", o)
+        state = None
+        if decl is not None and decl.content == "CHILDREN" and name in checker.models:
+            state = checker.models[name].start
+        stack.append(_Frame(name, decl, state, path, o))
+        if decl is not None:
+            _check_attrs(name, attrs, path, o)
+
+    def _check_child(parent: _Frame, name: str, decl, o: int, path: str) -> None:
+        pd = parent.decl
+        if pd is None:
+            return
+        c = pd.content
+        if c == "ANY":
+            return
+        if c == "EMPTY":
+            add("content-model", path, f"<{pd.name}> is declared EMPTY but contains <{name}>", o)
+            return
+        if c == "PCDATA":
+            add("content-model", path,
+                f"<{pd.name}> may contain only text, but contains element <{name}>", o)
+            return
+        if c == "MIXED":
+            if name not in pd.mixed_names:
+                allowed = ", ".join(f"<{n}>" for n in pd.mixed_names) or "no elements"
+                add("content-model", path,
+                    f"<{name}> is not allowed inside <{pd.name}> (allowed: text, {allowed})", o)
+            return
+        if parent.state is None or decl is None:
+            parent.state = None
+            return
+        model = checker.models[pd.name]
+        nxt = model.step(parent.state, name)
+        if nxt is None:
+            exp = model.expected(parent.state)
+            prev = parent.last
+            where = f"after <{prev}>" if prev else "as the first child"
+            want = (" or ".join(f"<{n}>" for n in exp) if exp else f"</{pd.name}>")
+            add("content-model", path,
+                f"<{name}> is not allowed {where} in <{pd.name}>; expected {want} "
+                f"(content model {model.text})", o)
+        parent.state = nxt
+
+    def _check_attrs(name: str, attrs: dict[str, str], path: str, o: int) -> None:
+        decls = checker.attrs.get(name, {})
+        for a, v in attrs.items():
+            d = decls.get(a)
+            if d is None:
+                add("undeclared-attribute", f"{path}/@{a}",
+                    f"attribute {a!r} is not declared for <{name}>", o)
+                continue
+            t = d.type
+            nv = v if t == "CDATA" else " ".join(v.split())
+            bad = None
+            if t in ("ENUM", "NOTATION"):
+                if nv not in d.values:
+                    bad = f"must be one of {', '.join(repr(x) for x in d.values)}"
+            elif t in ("ID", "IDREF", "ENTITY"):
+                if not _is_name(nv):
+                    bad = "must be an XML name"
+            elif t in ("IDREFS", "ENTITIES"):
+                if not nv or not all(_is_name(x) for x in nv.split(" ")):
+                    bad = "must be XML names separated by spaces"
+            elif t == "NMTOKEN":
+                if not _is_nmtoken(nv):
+                    bad = "must be a name token"
+            elif t == "NMTOKENS":
+                if not nv or not all(_is_nmtoken(x) for x in nv.split(" ")):
+                    bad = "must be name tokens separated by spaces"
+            if bad is None and d.default == "#FIXED" and d.value is not None and nv != d.value:
+                bad = f"is fixed to {d.value!r}"
+            if bad is not None:
+                add("attribute-value", f"{path}/@{a}",
+                    f"attribute {a}={v!r} of <{name}> {bad}", o)
+                continue
+            if t == "ID":
+                if nv in ids:
+                    add("duplicate-id", f"{path}/@{a}", f"ID {nv!r} is already used", o)
+                ids[nv] = o
+            elif t in ("IDREF", "IDREFS"):
+                for r in nv.split(" "):
+                    refs.append((r, f"{path}/@{a}", o))
+        for d in checker.required.get(name, ()):
+            if d.name not in attrs:
+                add("missing-attribute", f"{path}/@{d.name}",
+                    f"<{name}> requires attribute {d.name!r}", o)
+
+    def end(name: str) -> None:
+        f = stack.pop()
+        if f.decl is not None and f.state is not None:
+            model = checker.models[f.name]
+            if not model.accepting(f.state):
+                exp = model.expected(f.state)
+                prev = f.last
+                where = f" after <{prev}>" if prev else ""
+                add("content-model", f.path,
+                    f"<{f.name}> is incomplete: expected "
+                    + " or ".join(f"<{n}>" for n in exp)
+                    + f"{where} before </{f.name}> (content model {model.text})",
+                    off(p.CurrentByteIndex))
+
+    def chars(data: str) -> None:
+        if not stack:
+            return
+        f = stack[-1]
+        d = f.decl
+        if d is None or f.text_flagged:
+            return
+        if d.content == "EMPTY" or (d.content == "CHILDREN" and data.strip(" \t\r\n")):
+            f.text_flagged = True
+            what = "declared EMPTY" if d.content == "EMPTY" else "element-only"
+            snippet = data.strip()[:40]
+            add("text-not-allowed", f.path,
+                f"<{f.name}> is {what} but contains text {snippet!r}", off(p.CurrentByteIndex))
+
+    def skipped(name: str, is_pe: bool) -> None:
+        if not is_pe and name not in checker.entities:
+            path = stack[-1].path if stack else "/"
+            add("undefined-entity", path,
+                f"entity &{name}; is not defined (write & as &amp;)", off(p.CurrentByteIndex))
+
+    p.StartElementHandler = start
+    p.EndElementHandler = end
+    p.CharacterDataHandler = chars
+    p.SkippedEntityHandler = skipped
+    try:
+        p.Parse(raw, True)
+    except expat.ExpatError as e:
+        _wf_error(e, p, text, raw, stack, off, add, at)
+        return out
+    for r, path, o in refs:
+        if r not in ids:
+            add("dangling-idref", path, f"IDREF {r!r} refers to no ID in the document", o)
+    if not root_seen[0]:
+        add("no-element", "/", "no XML element found", base)
+    return out
+
+
+def _wf_error(e: expat.ExpatError, p, text: str, raw: bytes, stack: list[_Frame],
+              off, add, at) -> None:
+    """Turn expat's first well-formedness error into specific violations."""
+    bi = p.ErrorByteIndex
+    o = off(bi)
+    code = e.code
+    ch = raw[bi:bi + 1].decode("utf-8", "ignore") if 0 <= bi < len(raw) else ""
+    path = stack[-1].path if stack else "/"
+    if code in (_E_NO_ELEMENTS, _E_UNCLOSED_TOKEN, _E_PARTIAL_CHAR) and (stack or bi >= len(raw) - 1):
+        if code != _E_NO_ELEMENTS:
+            add("truncated-markup", path, f"the text ends inside a tag or markup at {at(o)}", o)
+        if not stack:
+            add("no-element", "/", "no XML element found", o)
+        end = off(len(raw))
+        for f in reversed(stack):
+            add("unclosed-tag", f.path,
+                f"element <{f.name}> opened at {at(f.offset)} is never closed "
+                f"(add </{f.name}>)", end)
+        return
+    if code == _E_TAG_MISMATCH:
+        j = bi
+        while j > 0 and raw[j - 1:j + 1] != b"</":
+            j -= 1
+        o = off(j - 1 if j > 0 else bi)
+        j += 1
+        k = j
+        while k < len(raw) and raw[k:k + 1] not in (b">", b" ", b"\t", b"\n", b"\r"):
+            k += 1
+        ename = raw[j:k].decode("utf-8", "ignore")
+        top = stack[-1] if stack else None
+        if top is not None and any(f.name == ename for f in stack):
+            add("unclosed-tag", top.path,
+                f"element <{top.name}> opened at {at(top.offset)} is not closed before "
+                f"</{ename}> at {at(o)} (add </{top.name}>)", o)
+        elif top is not None:
+            add("mismatched-tag", top.path,
+                f"end tag </{ename}> at {at(o)} does not match the open element "
+                f"<{top.name}> opened at {at(top.offset)}", o)
+        else:
+            add("mismatched-tag", "/", f"end tag </{ename}> at {at(o)} matches no open element", o)
+        return
+    if code == _E_JUNK:
+        add("junk-after-root", "/", f"text after the root element at {at(o)}", o)
+        return
+    if ch and ord(ch) < 0x20 and ch not in "\t\r\n":
+        add("illegal-char", path, f"character U+{ord(ch):04X} at {at(o)} is not allowed in XML", o)
+        return
+    amp = raw.rfind(b"&", 0, bi + 1)
+    if amp >= 0 and not any(b in raw[amp:bi] for b in (b";", b"<", b">")):
+        o = off(amp)
+        add("stray-ampersand", path,
+            f"'&' at {at(o)} does not start a known entity; write it as &amp;", o)
+        return
+    for cand in (bi, bi - 1):
+        if cand >= 0 and raw[cand:cand + 1] == b"<":
+            o = off(cand)
+            add("stray-lt", path, f"'<' at {at(o)} does not start a tag; write it as &lt;", o)
+            return
+    if code == _E_UNDEF_ENTITY:
+        add("undefined-entity", path, f"undefined entity at {at(o)}; write & as &amp;", o)
+        return
+    add("not-well-formed", path, f"not well-formed XML at {at(o)}: {expat.ErrorString(code)}", o)
+
+
+# ---------------------------------------------------------------- JSON
+
+_DT = re.compile(r"\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d:\d\d(\.\d+)?([Zz]|[+-]\d\d:\d\d)\Z")
+_TIME = re.compile(r"\d\d:\d\d:\d\d(\.\d+)?([Zz]|[+-]\d\d:\d\d)?\Z")
+_HINT = {"date": " (YYYY-MM-DD)", "date-time": " (YYYY-MM-DDThh:mm:ssZ)", "time": " (hh:mm:ss)",
+         "email": " (name@domain)", "uuid": " (8-4-4-4-12 hex digits)"}
+
+_VALIDATORS: dict[int, tuple[Any, Any]] = {}
+
+
+def _format_checker():
+    import datetime
+
+    import jsonschema
+
+    fc = jsonschema.FormatChecker()
+
+    @fc.checks("date-time", raises=ValueError)
+    def _dt(v) -> bool:
+        if not isinstance(v, str):
+            return True
+        if not _DT.match(v):
+            return False
+        datetime.datetime.fromisoformat(v[:19].replace("t", "T").replace(" ", "T"))
+        return True
+
+    @fc.checks("time", raises=ValueError)
+    def _time(v) -> bool:
+        if not isinstance(v, str):
+            return True
+        if not _TIME.match(v):
+            return False
+        datetime.time.fromisoformat(v[:8])
+        return True
+
+    return fc
+
+
+_FC = None
+
+
+def checked_formats() -> list[str]:
+    """The ``format`` values actually checked by :func:`validate_json`."""
+    global _FC
+    if _FC is None:
+        _FC = _format_checker()
+    return sorted(_FC.checkers)
+
+
+def json_validator(schema: dict):
+    """Cached ``jsonschema`` validator for ``schema`` (draft by ``$schema``, 2020-12 default)."""
+    global _FC
+    hit = _VALIDATORS.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    import jsonschema
+
+    if _FC is None:
+        _FC = _format_checker()
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    v = cls(schema, format_checker=_FC)
+    if len(_VALIDATORS) >= 64:
+        _VALIDATORS.clear()
+    _VALIDATORS[id(schema)] = (schema, v)
+    return v
+
+
+def _pointer(parts) -> str:
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def _short(v: Any) -> str:
+    r = repr(v) if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
+def _message(err) -> str:
+    ptr = _pointer(err.absolute_path) or "/"
+    kw = err.validator
+    if kw == "format":
+        return (f"{ptr}: {_short(err.instance)} does not match format {err.validator_value}"
+                f"{_HINT.get(err.validator_value, '')}")
+    if kw == "required":
+        missing = err.message.split("'")[1] if err.message.count("'") >= 2 else err.message
+        return f"{ptr}: missing required property {missing!r}"
+    if kw == "enum":
+        return (f"{ptr}: {_short(err.instance)} is not one of "
+                + ", ".join(_short(x) for x in err.validator_value))
+    if kw == "type":
+        return f"{ptr}: {_short(err.instance)} is not of type {err.validator_value}"
+    if kw == "additionalProperties":
+        return f"{ptr}: {err.message}"
+    msg = err.message
+    if len(msg) > 200:
+        msg = msg[:197] + "..."
+    return f"{ptr}: {msg}"
+
+
+def _locate(text: str, parts) -> int:
+    """Offset in ``text`` of the JSON value at the pointer ``parts`` (best effort)."""
+    dec = json.JSONDecoder()
+    i = 0
+    n = len(text)
+
+    def ws(j: int) -> int:
+        while j < n and text[j] in " \t\r\n":
+            j += 1
+        return j
+
+    i = ws(i)
+    for part in parts:
+        if i >= n:
+            return i
+        if text[i] == "{":
+            j = ws(i + 1)
+            found = False
+            while j < n and text[j] == '"':
+                key, j = dec.raw_decode(text, j)
+                j = ws(ws(j) + 1)
+                if key == part:
+                    i = j
+                    found = True
+                    break
+                _, j = dec.raw_decode(text, j)
+                j = ws(j)
+                if j < n and text[j] == ",":
+                    j = ws(j + 1)
+            if not found:
+                return i
+        elif text[i] == "[" and isinstance(part, int):
+            j = ws(i + 1)
+            for _ in range(part):
+                _, j = dec.raw_decode(text, j)
+                j = ws(ws(j) + 1)
+            i = j
+        else:
+            return i
+    return i
+
+
+def validate_json(text: str, schema: dict, *, base: int = 0, source: str | None = None
+                  ) -> tuple[Any, list[Violation]]:
+    """Parse ``text`` and validate it against ``schema``: ``(value, violations)``.
+
+    ``value`` is None when the text is not JSON.  Paths are JSON pointers.
+    """
+    src = text if source is None else source
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        o = base + e.pos
+        ln, col = line_col(src, o)
+        return None, [Violation("json-syntax", "", f"invalid JSON at {ln}:{col}: {e.msg}",
+                                ln, col, o)]
+    out: list[Violation] = []
+    errors = sorted(json_validator(schema).iter_errors(value),
+                    key=lambda er: (list(map(str, er.absolute_path)), er.validator or ""))
+    for err in errors[:MAX_VIOLATIONS]:
+        parts = list(err.absolute_path)
+        try:
+            o = base + _locate(text, parts)
+        except (ValueError, IndexError):
+            o = base
+        ln, col = line_col(src, o)
+        out.append(Violation(f"schema-{err.validator}", _pointer(parts), _message(err), ln, col, o))
+    return value, out
