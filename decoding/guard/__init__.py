@@ -7,12 +7,18 @@ every change reported, refused when the result would still be invalid), and re-p
 a llama-cpp-python model with the specific errors (``guarded_call``).
 """
 
+from .check import guard_json, guard_xml
 from .extract import extract_json, extract_xml
-from .results import Change, Fragment, GuardResult, Repair, Violation
+from .repair import XML_DECLARATION, repair_json, repair_xml
+from .results import Change, Fragment, GuardResult, Repair, Violation, line_col
+from .retry import Attempt, CallResult, Clarification, feedback_prompt, guarded_call
 from .validate import checked_formats, validate_json, validate_xml
 
 __all__ = [
     "extract_xml", "extract_json",
     "validate_xml", "validate_json", "checked_formats",
-    "Fragment", "Violation", "Change", "Repair", "GuardResult",
+    "repair_xml", "repair_json", "XML_DECLARATION",
+    "guard_xml", "guard_json",
+    "guarded_call", "feedback_prompt", "CallResult", "Attempt", "Clarification",
+    "Fragment", "Violation", "Change", "Repair", "GuardResult", "line_col",
 ]

@@ -1,0 +1,56 @@
+"""One-call guards: extract -> validate -> (optional) repair.
+
+``guard_xml`` / ``guard_json`` never raise on bad model output: every problem comes
+back as :class:`Violation` objects inside a :class:`GuardResult`.
+"""
+
+from __future__ import annotations
+
+from ..dtd_model import DTD
+from .extract import extract_json, extract_xml
+from .repair import XML_DECLARATION, repair_json, repair_xml
+from .results import Change, GuardResult, Violation
+from .validate import validate_json, validate_xml
+
+__all__ = ["guard_xml", "guard_json"]
+
+
+def _none(kind: str) -> GuardResult:
+    return GuardResult(False, None, None,
+                       (Violation("no-fragment", "/", f"no {kind} found in the output", 1, 1, 0),))
+
+
+def guard_xml(text: str, dtd: DTD, *, root: str | None = None, repair: bool = False,
+              add_declaration: bool = False) -> GuardResult:
+    """Extract the element (named ``root`` if given) from ``text`` and validate it.
+
+    With ``repair=True`` an invalid fragment is repaired (see ``decoding.guard.repair``);
+    ``add_declaration`` (with ``repair``) prepends ``<?xml ...?>`` when missing.
+    """
+    frag = extract_xml(text, root=root)
+    if frag is None:
+        return _none("XML element" + (f" <{root}>" if root else ""))
+    errors = tuple(validate_xml(frag.document, dtd, root=root, base=frag.prolog_start,
+                                source=text))
+    if not repair:
+        return GuardResult(not errors, frag.document if not errors else None, frag, errors)
+    r = repair_xml(text, frag, dtd, root=root, add_declaration=add_declaration)
+    return GuardResult(r.ok, r.text, frag, errors, r, None, r.changes)
+
+
+def guard_json(text: str, schema: dict, *, repair: bool = False) -> GuardResult:
+    """Extract the first JSON object/array from ``text`` and validate it against ``schema``."""
+    frag = extract_json(text)
+    if frag is None:
+        return _none("JSON object or array")
+    value, errors = validate_json(frag.text, schema, base=frag.start, source=text)
+    if not repair:
+        ok = not errors
+        return GuardResult(ok, frag.text if ok else None, frag, tuple(errors),
+                           value=value if ok else None)
+    r = repair_json(text, frag, schema)
+    val = None
+    if r.ok:
+        import json
+        val = json.loads(r.text)
+    return GuardResult(r.ok, r.text, frag, tuple(errors), r, val, r.changes)

@@ -1,0 +1,373 @@
+"""Minimal, deterministic repair of an extracted XML or JSON fragment.
+
+Repair is only attempted on an invalid fragment, and its result is re-validated: if
+it is still invalid the repair is refused (``Repair.ok`` False, ``refused`` says why).
+A valid fragment is returned unchanged, so repair never turns one valid document into
+a different one.  Every edit is reported as a :class:`Change` whose position is an
+offset in the source text.
+
+XML edits (and nothing else)
+- ``drop-prose``: text before the prolog/element and after it is not part of the result.
+- ``escape``: ``&`` that starts no entity/character reference -> ``&amp;``; ``<`` that
+  starts no markup -> ``&lt;``; ``]]>`` in text -> ``]]&gt;``.
+- ``close-tag``: an open element is closed, only if it is declared in the DTD:
+  * an element declared ``EMPTY`` or ``(#PCDATA)`` is closed before the first child
+    start tag inside it (after its last non-space text);
+  * an end tag that names an open ancestor closes the open elements above it;
+  * at the end of the text, all open elements are closed innermost first.
+- ``drop-partial``: markup cut off by the end of the text (``<act``, ``<!-- ...``) is
+  dropped; ``drop-prose`` also drops non-space text at the end of an element that
+  allows no text.
+- ``add-declaration``: ``<?xml version="1.0" encoding="UTF-8"?>`` is prepended when
+  ``add_declaration=True`` and there is none.
+An end tag that names no open element (wrong nesting) is not repaired.
+
+JSON edits (and nothing else)
+- ``drop-prose`` as above; ``remove-comma``: a trailing comma before ``}``/``]``;
+- at the end of truncated text: ``close-string`` (an unterminated string value is
+  closed; a cut escape at its end is dropped), ``drop-partial`` (a cut number or
+  literal, a key without a value, a dangling comma), ``close-bracket``.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ..dtd_model import DTD
+from .extract import (_EOF, _NUM, _json_string_end, _markup_end, _number_ok, _read_name,
+                      _skip_ws, _start_tag, is_name_start)
+from .results import Change, Fragment, Repair
+from .validate import dtd_checker, validate_json, validate_xml
+
+__all__ = ["repair_xml", "repair_json", "XML_DECLARATION"]
+
+XML_DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>'
+
+
+def _prose_changes(source: str, start: int, end: int) -> list[Change]:
+    out = []
+    if source[:start].strip():
+        out.append(Change("drop-prose", 0, f"dropped {start} characters before the document"))
+    if source[end:].strip():
+        out.append(Change("drop-prose", end,
+                          f"dropped {len(source) - end} characters after the document"))
+    return out
+
+
+def _escape_text(text: str, base: int, entities, changes: list[Change]) -> str:
+    """Escape stray ``&`` and ``]]>`` in a text run (``<`` never occurs in a run)."""
+    if "&" not in text and "]]>" not in text:
+        return text
+    out = []
+    i = 0
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c == "&":
+            semi = text.find(";", i + 1)
+            ref = text[i + 1:semi] if semi > 0 else ""
+            ok = False
+            if ref.startswith("#x"):
+                ok = len(ref) > 2 and all(ch in "0123456789abcdefABCDEF" for ch in ref[2:])
+            elif ref.startswith("#"):
+                ok = len(ref) > 1 and ref[1:].isdigit()
+            elif ref:
+                ok = ref in entities
+            if ok:
+                out.append(text[i:semi + 1])
+                i = semi + 1
+                continue
+            out.append("&amp;")
+            changes.append(Change("escape", base + i, "escaped '&' as &amp;"))
+            i += 1
+            continue
+        if c == "]" and text.startswith("]]>", i):
+            out.append("]]&gt;")
+            changes.append(Change("escape", base + i, "escaped ']]>' as ]]&gt;"))
+            i += 3
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def _rstrip_pos(pieces: list[str]) -> int:
+    """Index in ``pieces`` after which only whitespace pieces/suffixes follow (split there)."""
+    k = len(pieces)
+    while k > 0 and not pieces[k - 1].strip():
+        k -= 1
+    if k > 0:
+        last = pieces[k - 1]
+        stripped = last.rstrip()
+        if len(stripped) != len(last):
+            pieces[k - 1:k] = [stripped, last[len(stripped):]]
+    return k
+
+
+def repair_xml(source: str, fragment: Fragment, dtd: DTD, *, root: str | None = None,
+               add_declaration: bool = False) -> Repair:
+    """Repair ``fragment`` (found in ``source``) against ``dtd``; see module docstring."""
+    checker = dtd_checker(dtd)
+    changes = _prose_changes(source, fragment.prolog_start, fragment.end)
+    s = source
+    n = fragment.end
+    base = fragment.prolog_start
+    errors = validate_xml(fragment.document, dtd, root=root, base=base, source=source)
+    if not errors:
+        text = fragment.document
+        if add_declaration and not text.startswith("<?xml"):
+            text = XML_DECLARATION + text
+            changes.append(Change("add-declaration", base, "added " + XML_DECLARATION))
+        return Repair(True, text, tuple(changes))
+    pieces: list[str] = []
+    stack: list[str] = []
+    refused: str | None = None
+    markup_end = [0]          # len(pieces) after the last markup piece
+
+    def markup(piece: str) -> None:
+        pieces.append(piece)
+        markup_end[0] = len(pieces)
+
+    def decl(name: str):
+        return checker.dtd.element(name)
+
+    def close(name: str, at: int, before_space: bool) -> bool:
+        nonlocal refused
+        if decl(name) is None:
+            refused = f"cannot close <{name}>: it is not declared in the DTD"
+            return False
+        if before_space:
+            k = _rstrip_pos(pieces)
+            pieces.insert(k, f"</{name}>")
+            markup_end[0] = max(markup_end[0] + 1, k + 1)
+        else:
+            markup(f"</{name}>")
+        changes.append(Change("close-tag", at, f"added </{name}>"))
+        return True
+
+    def text_only(name: str) -> bool:
+        d = decl(name)
+        return d is not None and d.content in ("PCDATA", "EMPTY")
+
+    pos = base
+    while pos < n and refused is None:
+        lt = s.find("<", pos, n)
+        if lt < 0:
+            lt = n
+        if lt > pos:
+            pieces.append(_escape_text(s[pos:lt], pos, checker.entities, changes))
+            pos = lt
+        if pos >= n:
+            break
+        c = s[lt + 1] if lt + 1 < n else ""
+        if c == "":
+            changes.append(Change("drop-partial", lt, "dropped '<' cut off at the end"))
+            pos = n
+            break
+        if c == "/":
+            j = _read_name(s, lt + 2, n)
+            k = _skip_ws(s, j, n)
+            if k >= n:
+                changes.append(Change("drop-partial", lt, f"dropped cut end tag {s[lt:n]!r}"))
+                pos = n
+                break
+            if s[k] != ">" or j == lt + 2:
+                pieces.append("&lt;")
+                changes.append(Change("escape", lt, "escaped '<' as &lt;"))
+                pos = lt + 1
+                continue
+            name = s[lt + 2:j]
+            if name not in stack:
+                refused = f"end tag </{name}> at offset {lt} matches no open element (wrong nesting)"
+                break
+            while stack[-1] != name:
+                inner = stack.pop()
+                if not close(inner, lt, text_only(inner)):
+                    break
+            if refused:
+                break
+            stack.pop()
+            markup(s[lt:k + 1])
+            pos = k + 1
+            continue
+        if c in "!?":
+            if s.startswith("<!DOCTYPE", lt) and not stack:
+                from .extract import _doctype_end
+                e = _doctype_end(s, lt, n)
+            else:
+                e, _ = _markup_end(s, lt, n)
+            if e == _EOF:
+                changes.append(Change("drop-partial", lt, "dropped markup cut off at the end"))
+                pos = n
+                break
+            if e < 0:
+                pieces.append("&lt;")
+                changes.append(Change("escape", lt, "escaped '<' as &lt;"))
+                pos = lt + 1
+                continue
+            markup(s[lt:e])
+            pos = e
+            continue
+        if is_name_start(c):
+            e, name, empty = _start_tag(s, lt, n)
+            if e == _EOF:
+                changes.append(Change("drop-partial", lt, "dropped start tag cut off at the end"))
+                pos = n
+                break
+            if e < 0:
+                pieces.append("&lt;")
+                changes.append(Change("escape", lt, "escaped '<' as &lt;"))
+                pos = lt + 1
+                continue
+            while stack and text_only(stack[-1]):
+                if not close(stack.pop(), lt, True):
+                    break
+            if refused:
+                break
+            markup(s[lt:e])
+            if not empty:
+                stack.append(name)
+            pos = e
+            continue
+        pieces.append("&lt;")
+        changes.append(Change("escape", lt, "escaped '<' as &lt;"))
+        pos = lt + 1
+    if refused is None and stack:
+        d = decl(stack[-1])
+        if d is not None and d.content in ("CHILDREN", "EMPTY"):
+            tail = "".join(pieces[markup_end[0]:])
+            if tail.strip():
+                del pieces[markup_end[0]:]
+                changes.append(Change("drop-prose", n - len(tail),
+                                      f"dropped text {tail.strip()[:40]!r} at the end of <{d.name}>"))
+        while stack:
+            if not close(stack.pop(), n, False):
+                break
+    if refused is not None:
+        return Repair(False, None, tuple(changes), refused, tuple(errors))
+    text = "".join(pieces)
+    if add_declaration and not text.startswith("<?xml"):
+        text = XML_DECLARATION + text
+        changes.append(Change("add-declaration", base, "added " + XML_DECLARATION))
+    after = validate_xml(text, dtd, root=root)
+    if after:
+        return Repair(False, None, tuple(changes),
+                      "still invalid after repair: " + "; ".join(v.message for v in after[:3]),
+                      tuple(errors))
+    return Repair(True, text, tuple(changes), None, tuple(errors))
+
+
+# ---------------------------------------------------------------- JSON
+
+def repair_json(source: str, fragment: Fragment, schema: dict) -> Repair:
+    """Repair the JSON ``fragment`` (found in ``source``); see module docstring."""
+    changes = _prose_changes(source, fragment.start, fragment.end)
+    value, errors = validate_json(fragment.text, schema, base=fragment.start, source=source)
+    if not errors:
+        return Repair(True, fragment.text, tuple(changes))
+    s = source
+    n = fragment.end
+    # tokens: (kind, start, end) with kind in '{}[]:,' or 's' (string), 'k' (key),
+    # 'v' (number/literal)
+    out: list[tuple[str, int, int]] = []
+    stack: list[str] = []
+    expect_key = False
+    j = fragment.start
+    while True:
+        j = _skip_ws(s, j, n)
+        if j >= n:
+            break
+        c = s[j]
+        if c in "{[":
+            stack.append("}" if c == "{" else "]")
+            out.append((c, j, j + 1))
+            expect_key = c == "{"
+            j += 1
+        elif c in "}]":
+            if out and out[-1][0] == ",":
+                _, cs, _ = out.pop()
+                changes.append(Change("remove-comma", cs, "removed trailing comma"))
+            if not stack or stack[-1] != c:
+                return Repair(False, None, tuple(changes), f"unbalanced {c!r} at offset {j}",
+                              tuple(errors))
+            stack.pop()
+            out.append((c, j, j + 1))
+            expect_key = False
+            j += 1
+        elif c == ":":
+            out.append((":", j, j + 1))
+            expect_key = False
+            j += 1
+        elif c == ",":
+            out.append((",", j, j + 1))
+            expect_key = bool(stack) and stack[-1] == "}"
+            j += 1
+        elif c == '"':
+            e = _json_string_end(s, j, n)
+            kind = "k" if expect_key else "s"
+            if e == _EOF:
+                out.append((kind + "!", j, n))
+                break
+            out.append((kind, j, e))
+            j = e
+        else:
+            k = j
+            while k < n and (s[k] in _NUM or s[k].isalpha()):
+                k += 1
+            tok = s[j:k]
+            complete = tok in ("true", "false", "null") or _number_ok(tok)
+            if k >= n and not complete:
+                out.append(("v!", j, k))
+                break
+            if not complete:
+                return Repair(False, None, tuple(changes), f"bad token {tok!r} at offset {j}",
+                              tuple(errors))
+            out.append(("v", j, k))
+            j = k
+    tail_fix: list[str] = []
+    if stack:
+        last = out[-1][0] if out else ""
+        if last == "s!":
+            _, ss, se = out[-1]
+            body = s[ss:se]
+            cut = len(body)
+            bs = body.rfind("\\")
+            if bs >= 0 and (cut - bs <= 1 or (body[bs + 1] == "u" and cut - bs < 6)):
+                nb = bs
+                while nb > 0 and body[nb - 1] == "\\":
+                    nb -= 1
+                if (bs - nb) % 2 == 0:
+                    cut = bs
+                    changes.append(Change("drop-partial", ss + bs, "dropped a cut escape"))
+            out[-1] = ("s", ss, ss + cut)
+            tail_fix.append('"')
+            changes.append(Change("close-string", n, "closed the unterminated string"))
+        elif last in ("k!", "v!"):
+            _, ts, _ = out.pop()
+            changes.append(Change("drop-partial", ts, f"dropped cut {s[ts:n]!r}"))
+        while out and out[-1][0] in (":", ",", "k", "k!"):
+            kind, ts, te = out.pop()
+            if kind == ":" and out and out[-1][0] == "k":
+                _, ks, _ = out.pop()
+                changes.append(Change("drop-partial", ks, f"dropped key {s[ks:te]!r} without value"))
+            else:
+                changes.append(Change("drop-partial", ts, f"dropped dangling {s[ts:te]!r}"))
+    parts: list[str] = []
+    prev_end = None
+    for kind, ts, te in out:
+        if prev_end is not None:
+            gap = s[prev_end:ts]
+            parts.append(gap if not gap.strip() else "".join(ch for ch in gap if ch in " \t\r\n"))
+        parts.append(s[ts:te])
+        prev_end = te
+    text = "".join(parts)
+    text += "".join(tail_fix)
+    for closer in reversed(stack):
+        text += closer
+        changes.append(Change("close-bracket", n, f"added {closer!r}"))
+    _, after = validate_json(text, schema)
+    if after:
+        return Repair(False, None, tuple(changes),
+                      "still invalid after repair: " + "; ".join(v.message for v in after[:3]),
+                      tuple(errors))
+    return Repair(True, text, tuple(changes), None, tuple(errors))
