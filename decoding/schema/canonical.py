@@ -1,0 +1,116 @@
+"""Canonical serialization of an instance: the form the compiled grammar generates.
+
+Compact JSON (no whitespace), object keys in schema order (``properties`` order, then
+required-only names, then undeclared keys in instance order), numbers spelled by
+:func:`jsonstr.number_text`, strings as ``json.dumps(ensure_ascii=False)``.  Within
+``anyOf``/``oneOf`` the first branch the instance validates against decides the order;
+an ``enum``/``const`` match is spelled like the schema's value.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .jsonstr import dumps, quote
+from .merge import json_equal
+
+__all__ = ["canonicalize"]
+
+
+def canonicalize(schema: Any, instance: Any) -> str:
+    """Canonical text of ``instance`` under ``schema`` (see module docstring)."""
+    from .compile import _Compiler  # local: avoid an import cycle
+    comp = _Compiler(schema, whitespace="compact", max_ws=1, max_depth=1, free_depth=0, lenient=True)
+    return _Canon(schema, comp).canon(schema, instance, 0)
+
+
+class _Canon:
+    def __init__(self, root: Any, comp: Any) -> None:
+        import jsonschema
+        self.root = root
+        self.comp = comp
+        cls = jsonschema.validators.validator_for(root if isinstance(root, dict) else {},
+                                                  default=jsonschema.Draft202012Validator)
+        self.validator = cls(root if isinstance(root, (dict, bool)) else {})
+
+    def _valid(self, s: Any, v: Any) -> bool:
+        try:
+            return self.validator.evolve(schema=s).is_valid(v)
+        except Exception:  # noqa: BLE001 - an unresolvable branch just isn't chosen
+            return False
+
+    def canon(self, s: Any, v: Any, depth: int) -> str:
+        if depth > 200 or not isinstance(s, dict):
+            return dumps(v)
+        try:
+            s = self.comp._deref(s, "")
+        except Exception:  # noqa: BLE001
+            return dumps(v)
+        if not isinstance(s, dict):
+            return dumps(v)
+        if "allOf" in s:
+            from .merge import merge
+            acc: Any = {k: x for k, x in s.items() if k != "allOf"}
+            try:
+                for p in s["allOf"]:
+                    p = self.comp._deref(p, "")
+                    if isinstance(p, dict):
+                        acc = merge(acc, p, "")
+            except Exception:  # noqa: BLE001
+                return dumps(v)
+            return self.canon(acc, v, depth + 1)
+        for kw in ("anyOf", "oneOf"):
+            if kw in s and isinstance(s[kw], list):
+                rest = {k: x for k, x in s.items() if k != kw}
+                from .merge import merge
+                for b in s[kw]:
+                    try:
+                        b = self.comp._deref(b, "")
+                        m = merge(rest, b, "") if isinstance(b, dict) else b
+                    except Exception:  # noqa: BLE001
+                        continue
+                    if self._valid(m, v):
+                        return self.canon(m, v, depth + 1)
+                return dumps(v)
+        vals = [s["const"]] if "const" in s else s.get("enum") if isinstance(s.get("enum"), list) else None
+        if vals is not None:
+            for e in vals:
+                if json_equal(e, v):
+                    return dumps(e)
+            return dumps(v)
+        if isinstance(v, dict):
+            props = s.get("properties", {}) if isinstance(s.get("properties"), dict) else {}
+            req = s.get("required", []) if isinstance(s.get("required"), list) else []
+            order = [k for k in props if k in v] + [k for k in req if k in v and k not in props]
+            order += [k for k in v if k not in order]
+            pp = s.get("patternProperties", {}) if isinstance(s.get("patternProperties"), dict) else {}
+            addl = s.get("additionalProperties", True)
+            parts = []
+            for k in order:
+                if k in props:
+                    sub = props[k]
+                else:
+                    import re
+                    m = [x for p, x in pp.items() if _search(re, p, k)]
+                    sub = m[0] if len(m) == 1 else (addl if not m else True)
+                parts.append(quote(k).decode() + ":" + self.canon(sub, v[k], depth + 1))
+            return "{" + ",".join(parts) + "}"
+        if isinstance(v, list):
+            prefix = s.get("prefixItems")
+            items = s.get("items", True)
+            if isinstance(items, list):  # draft-04 tuple form
+                prefix, items = items, s.get("additionalItems", True)
+            prefix = prefix if isinstance(prefix, list) else []
+            out = []
+            for i, x in enumerate(v):
+                sub = prefix[i] if i < len(prefix) else items
+                out.append(self.canon(sub, x, depth + 1))
+            return "[" + ",".join(out) + "]"
+        return dumps(v)
+
+
+def _search(re: Any, p: str, k: str) -> bool:
+    try:
+        return re.search(p, k) is not None
+    except re.error:
+        return False

@@ -1,0 +1,796 @@
+"""JSON Schema -> Grammar IR.
+
+Invariant: every byte string the returned grammar accepts is valid JSON that
+``jsonschema`` validates against the schema (formats included).  Where a keyword cannot
+be honoured exactly the compiler raises :class:`SchemaError` (pointer, keyword, reason);
+it never widens the language.  Policies are documented in docs/json-schema.md.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Literal
+
+from ..errors import LimitError, SchemaError
+from ..ir import (EMPTY, NOTHING, ByteSet, Choice, Grammar, Lit, Node, Ref, Repeat, Seq, Special,
+                  byteset, choice, lit, opt, rep, seq, star)
+from .formats import check_format, format_regex
+from .jsonstr import any_json_char, dumps, json_char, quote, string_of
+from .merge import TYPES, json_equal, merge, normalize
+from .numbers import INTEGER, NUMBER, integer_range, number_range
+from .pattern import PatternError, Rx, length_range, parse_pattern, rx_to_ir
+from .refs import pointer_join, resolve_ref
+
+__all__ = ["SchemaGrammar", "compile_schema", "DEFAULT_MAX_DEPTH", "DEFAULT_MAX_WS",
+           "DEFAULT_FREE_DEPTH", "DEFAULT_MAX_NFA", "estimate_size"]
+
+DEFAULT_MAX_DEPTH = 3
+DEFAULT_MAX_WS = 8
+DEFAULT_FREE_DEPTH = 2
+DEFAULT_MAX_NFA = 300_000
+
+ANNOTATIONS = frozenset({
+    "$schema", "$id", "id", "$comment", "title", "description", "default", "examples", "example",
+    "deprecated", "readOnly", "writeOnly", "$anchor", "$dynamicAnchor", "$vocabulary",
+    "contentMediaType", "contentEncoding", "contentSchema", "$defs", "definitions",
+})
+SUPPORTED = frozenset({
+    "type", "enum", "const", "properties", "required", "additionalProperties", "patternProperties",
+    "minProperties", "maxProperties", "items", "prefixItems", "additionalItems", "minItems",
+    "maxItems", "minLength", "maxLength", "pattern", "format", "minimum", "maximum",
+    "exclusiveMinimum", "exclusiveMaximum", "anyOf", "oneOf", "allOf", "$ref",
+    "uniqueItems", "multipleOf", "unevaluatedProperties", "unevaluatedItems", "if",
+})
+# known semantic keywords we cannot honour, and the instance kinds they constrain
+UNSUPPORTED: dict[str, frozenset[str]] = {
+    "not": frozenset(TYPES), "then": frozenset(TYPES), "else": frozenset(TYPES),
+    "contains": frozenset({"array"}), "minContains": frozenset({"array"}),
+    "maxContains": frozenset({"array"}), "dependentRequired": frozenset({"object"}),
+    "dependentSchemas": frozenset({"object"}), "dependencies": frozenset({"object"}),
+    "propertyNames": frozenset({"object"}), "$dynamicRef": frozenset(TYPES),
+    "$recursiveRef": frozenset(TYPES),
+}
+_KIND_KW = {
+    "object": ("properties", "required", "additionalProperties", "patternProperties",
+               "minProperties", "maxProperties", "propertyNames", "unevaluatedProperties",
+               "dependentRequired", "dependentSchemas", "dependencies"),
+    "array": ("items", "prefixItems", "minItems", "maxItems", "uniqueItems", "contains",
+              "unevaluatedItems", "minContains", "maxContains"),
+    "string": ("minLength", "maxLength", "pattern", "format"),
+    "number": ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"),
+}
+
+
+@dataclass(frozen=True)
+class SchemaGrammar:
+    """Compiled schema: the grammar, what ``lenient`` dropped and which unknown keywords
+    were treated as annotations (each entry is ``"<pointer> <keyword>"``)."""
+    grammar: Grammar
+    dropped: tuple[str, ...] = ()
+    ignored: tuple[str, ...] = ()
+
+
+def estimate_size(g: Grammar) -> int:
+    """Rough NFA-state count of ``g``: refs are expanded, a recursive rule counts
+    ``max_depth`` times.  Used to fail fast with LimitError instead of compiling for long."""
+    memo: dict[int, int] = {}
+    rule_size: dict[str, int] = {}
+    active: set[str] = set()
+    recursive: set[str] = set()
+
+    def size(n: Node) -> int:
+        key = id(n)
+        hit = memo.get(key)
+        if hit is not None:
+            return hit
+        if isinstance(n, Lit):
+            r = len(n.data)
+        elif isinstance(n, (ByteSet, Special)):
+            r = 1
+        elif isinstance(n, Seq):
+            r = sum(size(x) for x in n.items)
+        elif isinstance(n, Choice):
+            r = 2 + sum(size(x) + 1 for x in n.items)
+        elif isinstance(n, Repeat):
+            r = size(n.item) * (n.min + (1 if n.max is None else n.max - n.min)) + 2
+        elif isinstance(n, Ref):
+            if n.name in active:
+                recursive.add(n.name)
+                return 0
+            if n.name not in rule_size:
+                active.add(n.name)
+                body = size(g.rule(n.name))
+                active.discard(n.name)
+                rule_size[n.name] = body * (g.max_depth if n.name in recursive else 1)
+            return rule_size[n.name]
+        else:
+            r = 1
+        if not active:
+            memo[key] = r
+        return r
+
+    return size(g.rule(g.start))
+
+
+class _Compiler:
+    def __init__(self, root: Any, *, whitespace: str, max_ws: int, max_depth: int,
+                 free_depth: int, lenient: bool) -> None:
+        self.root = root
+        self.lenient = lenient
+        self.max_depth = max_depth
+        self.free_depth = free_depth
+        self.ws: Node = EMPTY if whitespace == "compact" else rep(byteset([(9, 10), (13, 13), (32, 32)]), 0, max_ws)
+        self.comma = seq(self.ws, lit(","), self.ws)
+        self.colon = seq(self.ws, lit(":"), self.ws)
+        self.rules: dict[str, Node] = {}
+        self.rule_of_ptr: dict[str, str] = {}
+        self.dropped: list[str] = []
+        self.ignored: list[str] = []
+        self._free: dict[int, Node] = {}
+        self._inline_refs: list[str] = []
+        self._keep: list[Any] = []
+        dialect = root.get("$schema", "") if isinstance(root, dict) else ""
+        self.legacy = isinstance(dialect, str) and ("draft-04" in dialect or "draft-03" in dialect)
+
+    # ------------------------------------------------------------------ entry points
+    def node(self, s: Any, ptr: str) -> Node:
+        if s is True:
+            return self.free(self.free_depth)
+        if s is False:
+            return NOTHING
+        if not isinstance(s, dict):
+            raise SchemaError(ptr, None, f"a schema must be an object or a boolean, got {type(s).__name__}")
+        if set(s) <= ANNOTATIONS:
+            return self.free(self.free_depth)
+        if "$ref" in s:
+            rest = {k: v for k, v in s.items() if k != "$ref"}
+            tptr, target = resolve_ref(self.root, s["$ref"], pointer_join(ptr, "$ref"))
+            if set(rest) <= ANNOTATIONS:
+                return self.ref_rule(tptr, target)
+            if tptr in self._inline_refs:
+                raise SchemaError(ptr, "$ref", "recursive reference combined with sibling keywords "
+                                  "is not supported")
+            self._inline_refs.append(tptr)
+            try:
+                if target is False:
+                    return NOTHING
+                t = normalize(target) if isinstance(target, dict) else {}
+                return self.node(merge(normalize(rest), t, ptr), ptr)
+            finally:
+                self._inline_refs.pop()
+        s = normalize(s)
+        if "allOf" in s:
+            return self.all_of(s, ptr)
+        if "anyOf" in s or "oneOf" in s:
+            return self.any_one_of(s, ptr)
+        return self.base(s, ptr)
+
+    def ref_rule(self, tptr: str, target: Any) -> Node:
+        name = self.rule_of_ptr.get(tptr)
+        if name is None:
+            name = f"r{len(self.rule_of_ptr)}:{tptr or '#'}"
+            self.rule_of_ptr[tptr] = name
+            self.rules[name] = NOTHING  # placeholder for cycles
+            self.rules[name] = self.node(target, tptr)
+        return Ref(name)
+
+    def _deref(self, s: Any, ptr: str, depth: int = 0) -> Any:
+        while isinstance(s, dict) and "$ref" in s:
+            if depth > 16:
+                raise SchemaError(ptr, "$ref", "reference chain too deep or cyclic inside allOf")
+            rest = {k: v for k, v in s.items() if k != "$ref"}
+            _, target = resolve_ref(self.root, s["$ref"], pointer_join(ptr, "$ref"))
+            if target is False:
+                return False
+            target = self._deref(target, ptr, depth + 1)
+            s = merge(normalize(rest), normalize(target) if isinstance(target, dict) else {}, ptr) \
+                if target is not True else rest
+            depth += 1
+        return normalize(s) if isinstance(s, dict) else s
+
+    def all_of(self, s: dict, ptr: str) -> Node:
+        parts = s["allOf"]
+        if not isinstance(parts, list) or not parts:
+            raise SchemaError(ptr, "allOf", "must be a non-empty array")
+        acc: Any = {k: v for k, v in s.items() if k != "allOf"}
+        for i, p in enumerate(parts):
+            p = self._deref(p, pointer_join(ptr, "allOf", i))
+            if p is False:
+                return NOTHING
+            if p is True:
+                continue
+            acc = merge(acc, p, pointer_join(ptr, "allOf", i))
+        self._keep.append(acc)
+        return self.node(acc, ptr)
+
+    def any_one_of(self, s: dict, ptr: str) -> Node:
+        kw = "anyOf" if "anyOf" in s else "oneOf"
+        branches = s[kw]
+        if not isinstance(branches, list) or not branches:
+            raise SchemaError(ptr, kw, "must be a non-empty array")
+        rest = {k: v for k, v in s.items() if k != kw}
+        merged = []
+        for i, b in enumerate(branches):
+            bp = pointer_join(ptr, kw, i)
+            b = self._deref(b, bp)
+            if b is False:
+                merged.append(False)
+                continue
+            merged.append(merge(rest, b if b is not True else {}, bp) if rest else b)
+        self._keep.append(merged)
+        if kw == "oneOf":
+            self._check_disjoint(merged, ptr)
+        alts = [self.node(m, pointer_join(ptr, kw, i)) for i, m in enumerate(merged)]
+        return choice(*[a for a in alts if a != NOTHING]) if any(a != NOTHING for a in alts) else NOTHING
+
+    # ------------------------------------------------------------------ oneOf disjointness
+    def _kinds(self, s: Any) -> set[str]:
+        if s is True or not isinstance(s, dict):
+            return set(TYPES) if s is not False else set()
+        vals = None
+        if "const" in s:
+            vals = [s["const"]]
+        elif "enum" in s and isinstance(s["enum"], list):
+            vals = s["enum"]
+        if vals is not None:
+            return {_kind_of(v) for v in vals}
+        t = s.get("type")
+        if t is None:
+            inferred = self._inferred(s)
+            return set(TYPES) if inferred is None else inferred
+        ts = {t} if isinstance(t, str) else set(t)
+        if "number" in ts:
+            ts.add("integer")
+        if "integer" in ts:
+            ts.add("number")
+        return ts
+
+    def _check_disjoint(self, branches: list, ptr: str) -> None:
+        for i in range(len(branches)):
+            for j in range(i + 1, len(branches)):
+                a, b = branches[i], branches[j]
+                if a is False or b is False:
+                    continue
+                if not (self._kinds(a) & self._kinds(b)):
+                    continue
+                if self._disjoint_values(a, b) or self._discriminated(a, b):
+                    continue
+                raise SchemaError(ptr, "oneOf", f"branches {i} and {j} may both match the same "
+                                  "instance; oneOf is only supported for provably disjoint branches "
+                                  "(different types, enum/const values, or a required "
+                                  "discriminator property)")
+
+    @staticmethod
+    def _values(s: dict) -> list | None:
+        if "const" in s:
+            return [s["const"]]
+        if isinstance(s.get("enum"), list):
+            return s["enum"]
+        return None
+
+    def _disjoint_values(self, a: Any, b: Any) -> bool:
+        if not (isinstance(a, dict) and isinstance(b, dict)):
+            return False
+        va, vb = self._values(a), self._values(b)
+        if va is None or vb is None:
+            return False
+        return not any(json_equal(x, y) for x in va for y in vb)
+
+    def _discriminated(self, a: Any, b: Any) -> bool:
+        if not (isinstance(a, dict) and isinstance(b, dict)):
+            return False
+        if self._kinds(a) & self._kinds(b) - {"object"}:
+            return False
+        pa, pb = a.get("properties", {}), b.get("properties", {})
+        for k in set(pa) & set(pb):
+            if k in a.get("required", []) and k in b.get("required", []):
+                sa = self._deref(pa[k], "")
+                sb = self._deref(pb[k], "")
+                if self._disjoint_values(sa, sb):
+                    return True
+        return False
+
+    # ------------------------------------------------------------------ base schemas
+    def _inferred(self, s: dict) -> set[str] | None:
+        kinds = {k for k, kws in _KIND_KW.items() if any(w in s for w in kws)}
+        if "number" in kinds:
+            kinds.add("integer")
+        return kinds or None
+
+    def base(self, s: dict, ptr: str) -> Node:
+        for k in s:
+            if k not in SUPPORTED and k not in ANNOTATIONS and k not in UNSUPPORTED:
+                self.ignored.append(f"{ptr or '/'} {k}")
+        if "enum" in s or "const" in s:
+            return self.enumeration(s, ptr)
+        t = s.get("type")
+        if t is None:
+            kinds = self._inferred(s)
+            if kinds is None:
+                self._check_unsupported(s, ptr, set(TYPES))
+                return self.free(self.free_depth)
+        else:
+            ts = [t] if isinstance(t, str) else t
+            if not isinstance(ts, list) or any(x not in TYPES for x in ts):
+                raise SchemaError(ptr, "type", f"unknown type {t!r}")
+            kinds = set(ts)
+            if "number" in kinds:
+                kinds.discard("integer")
+        self._check_unsupported(s, ptr, kinds)
+        if "if" in s and ("then" in s or "else" in s):
+            raise SchemaError(ptr, "if", "if/then/else is not supported")
+        alts: list[Node] = []
+        for kind in ("object", "array", "string", "integer", "number", "boolean", "null"):
+            if kind in kinds:
+                alts.append(self.kind(kind, s, ptr))
+        alts = [a for a in alts if a != NOTHING]
+        return choice(*alts) if alts else NOTHING
+
+    def _check_unsupported(self, s: dict, ptr: str, kinds: set[str]) -> None:
+        if "number" in kinds:
+            kinds = kinds | {"integer"}
+        for k, affected in UNSUPPORTED.items():
+            if k in s and affected & kinds:
+                if k in ("then", "else") and "if" not in s:
+                    continue  # then/else without if have no effect
+                raise SchemaError(ptr, k, f"keyword '{k}' is not supported")
+        if s.get("uniqueItems") is True and "array" in kinds:
+            if not (isinstance(s.get("maxItems"), int) and s["maxItems"] <= 1):
+                raise SchemaError(ptr, "uniqueItems", "uniqueItems is not supported (except with "
+                                  "maxItems <= 1)")
+
+    def kind(self, kind: str, s: dict, ptr: str) -> Node:
+        if kind == "null":
+            return lit("null")
+        if kind == "boolean":
+            return choice(lit("true"), lit("false"))
+        if kind == "string":
+            return self.string(s, ptr)
+        if kind in ("integer", "number"):
+            return self.number(s, ptr, kind == "integer")
+        if kind == "array":
+            return self.array(s, ptr)
+        return self.obj(s, ptr)
+
+    # ------------------------------------------------------------------ enum / const
+    def enumeration(self, s: dict, ptr: str) -> Node:
+        if "const" in s:
+            values = [s["const"]]
+            kw = "const"
+            if "enum" in s:
+                values = [v for v in values if any(json_equal(v, e) for e in s["enum"])]
+        else:
+            kw = "enum"
+            values = s["enum"]
+            if not isinstance(values, list):
+                raise SchemaError(ptr, "enum", "must be an array")
+        rest = {k: v for k, v in s.items() if k not in ("enum", "const") and k not in ANNOTATIONS}
+        keep = [v for v in values if self._value_ok(v, rest, ptr, kw)]
+        alts: list[Node] = []
+        for v in keep:
+            try:
+                alts.append(lit(dumps(v)))
+            except (TypeError, ValueError) as e:
+                raise SchemaError(ptr, kw, f"value {v!r} is not JSON: {e}") from None
+        return choice(*alts) if alts else NOTHING
+
+    def _value_ok(self, v: Any, rest: dict, ptr: str, kw: str) -> bool:
+        if not rest:
+            return True
+        if set(rest) == {"type"}:
+            t = rest["type"]
+            return _kind_of(v) in ({t} if isinstance(t, str) else set(t)) or (
+                _kind_of(v) == "integer" and ("number" in t if isinstance(t, list) else t == "number"))
+        if "$ref" in json.dumps(rest):
+            raise SchemaError(ptr, kw, "enum/const combined with $ref siblings is not supported")
+        import jsonschema  # deferred: only needed for this rare case
+        cls = jsonschema.validators.validator_for(self.root if isinstance(self.root, dict) else {},
+                                                  default=jsonschema.Draft202012Validator)
+        if not cls(rest).is_valid(v):
+            return False
+        fmt = rest.get("format")
+        if isinstance(fmt, str) and isinstance(v, str) and check_format(fmt, v) is False:
+            return False
+        return True
+
+    # ------------------------------------------------------------------ strings
+    def string(self, s: dict, ptr: str) -> Node:
+        lo = s.get("minLength", 0)
+        hi = s.get("maxLength")
+        for k, v in (("minLength", lo), ("maxLength", hi)):
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+                if not (isinstance(v, float) and v.is_integer() and v >= 0):
+                    raise SchemaError(ptr, k, "must be a non-negative integer")
+        lo = int(lo)
+        hi = None if hi is None else int(hi)
+        if hi is not None and hi < lo:
+            return NOTHING
+        rx: Rx | None = None
+        fmt = s.get("format")
+        if fmt is not None:
+            src = format_regex(fmt) if isinstance(fmt, str) else None
+            if src is None:
+                if self.lenient:
+                    self.dropped.append(f"{ptr or '/'} format")
+                else:
+                    raise SchemaError(ptr, "format", f"format {fmt!r} is not supported "
+                                      "(pass lenient=True to treat it as an annotation)")
+            else:
+                rx = parse_pattern("^(?:" + src + ")$")
+        if "pattern" in s:
+            if rx is not None:
+                raise SchemaError(ptr, "pattern", "pattern combined with format cannot be intersected")
+            pat = s["pattern"]
+            if not isinstance(pat, str):
+                raise SchemaError(ptr, "pattern", "must be a string")
+            try:
+                re.compile(pat)
+                rx = parse_pattern(pat)
+            except PatternError as e:
+                raise SchemaError(ptr, "pattern", str(e)) from None
+            except re.error as e:
+                raise SchemaError(ptr, "pattern", f"not a valid regex: {e}") from None
+        if rx is None:
+            return string_of(rep(any_json_char(), lo, hi))
+        plo, phi = length_range(rx)
+        if plo >= lo and (hi is None or (phi is not None and phi <= hi)):
+            return string_of(rx_to_ir(rx))
+        adj = _bound_single_repeat(rx, lo, hi)
+        if adj is not None:
+            return string_of(rx_to_ir(adj))
+        raise SchemaError(ptr, "maxLength" if hi is not None else "minLength",
+                          "length bounds combined with this pattern/format cannot be expressed "
+                          "exactly")
+
+    # ------------------------------------------------------------------ numbers
+    def number(self, s: dict, ptr: str, integer: bool) -> Node:
+        bounds = {}
+        for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+            if k in s:
+                v = s[k]
+                if isinstance(v, bool) or not isinstance(v, (int, float)):
+                    raise SchemaError(ptr, k, "must be a number")
+                bounds[k] = Fraction(v)
+        lo, lo_x = _tighter(bounds.get("minimum"), bounds.get("exclusiveMinimum"), True)
+        hi, hi_x = _tighter(bounds.get("maximum"), bounds.get("exclusiveMaximum"), False)
+        mo = s.get("multipleOf")
+        if mo is not None:
+            if isinstance(mo, bool) or not isinstance(mo, (int, float)) or mo <= 0:
+                raise SchemaError(ptr, "multipleOf", "must be a positive number")
+            if Fraction(mo) == 1 or (integer and Fraction(mo).denominator == 1 and mo == 1):
+                integer = True
+            elif integer and Fraction(mo).numerator == 1:
+                pass  # 1/n divides every integer
+            else:
+                raise SchemaError(ptr, "multipleOf", "multipleOf is only supported when it is 1 "
+                                  "(or divides 1 for integers)")
+        if integer:
+            a = None
+            if lo is not None:
+                a = int(lo) + 1 if lo_x and lo.denominator == 1 else -((-lo.numerator) // lo.denominator)
+            b = None
+            if hi is not None:
+                b = int(hi) - 1 if hi_x and hi.denominator == 1 else hi.numerator // hi.denominator
+            if a is None and b is None:
+                return INTEGER
+            if a is not None and b is not None and a > b:
+                return NOTHING
+            return integer_range(a, b)
+        if lo is None and hi is None:
+            return NUMBER
+        return number_range(lo, lo_x, hi, hi_x)
+
+    # ------------------------------------------------------------------ arrays
+    def array(self, s: dict, ptr: str) -> Node:
+        prefix = s.get("prefixItems", [])
+        if not isinstance(prefix, list):
+            raise SchemaError(ptr, "prefixItems", "must be an array")
+        tail_s = s.get("items", s.get("unevaluatedItems", True))
+        mn = int(s.get("minItems", 0))
+        mx = s.get("maxItems")
+        mx = None if mx is None else int(mx)
+        if mx is not None and mx < mn:
+            return NOTHING
+        elems: list[Node] = []
+        for i, p in enumerate(prefix):
+            if mx is not None and i >= mx:
+                break
+            e = self.node(p, pointer_join(ptr, "prefixItems", i))
+            if e == NOTHING:
+                break
+            elems.append(e)
+        k = len(elems)
+        if k < len(prefix) and (mx is None or k < mx):
+            # a prefix item is unsatisfiable: arrays must stop before it
+            mx = k if mx is None else min(mx, k)
+            if mn > k:
+                return NOTHING
+            tail = NOTHING
+        else:
+            tail = self.node(tail_s, pointer_join(ptr, "items")) if tail_s is not False else NOTHING
+        a = max(0, mn - k)
+        b = None if mx is None else max(0, mx - k)
+        if tail == NOTHING:
+            if a > 0:
+                return NOTHING
+            b = 0
+        # after k prefix elements: the tail
+        if k == 0:
+            if b == 0:
+                body = EMPTY if mn == 0 else NOTHING
+            else:
+                rest_hi = None if b is None else b - 1
+                more = rep(seq(self.comma, tail), max(0, a - 1), rest_hi)
+                body = seq(tail, more)
+                if a == 0:
+                    body = opt(body)
+        else:
+            r: Node = rep(seq(self.comma, tail), a, b) if b != 0 else EMPTY
+            for j in range(k - 1, 0, -1):  # r = R(j): after j elements
+                nxt = seq(self.comma, elems[j], r)
+                r = choice(EMPTY, nxt) if j >= mn else nxt
+            body = seq(elems[0], r)
+            if mn == 0:
+                body = opt(body)
+        if body == NOTHING:
+            return NOTHING
+        return seq(lit("["), self.ws, body, self.ws, lit("]"))
+
+    # ------------------------------------------------------------------ objects
+    def obj(self, s: dict, ptr: str) -> Node:
+        props = s.get("properties", {})
+        if not isinstance(props, dict):
+            raise SchemaError(ptr, "properties", "must be an object")
+        required = s.get("required", [])
+        if not isinstance(required, list):
+            raise SchemaError(ptr, "required", "must be an array of property names")
+        pp = s.get("patternProperties", {}) or {}
+        addl = s.get("additionalProperties", None)
+        minp = int(s.get("minProperties", 0))
+        maxp = s.get("maxProperties")
+        maxp = None if maxp is None else int(maxp)
+        for p in pp:
+            try:
+                re.compile(p)
+            except re.error as e:
+                raise SchemaError(pointer_join(ptr, "patternProperties", p), "patternProperties",
+                                  f"not a valid regex: {e}") from None
+
+        def value_schema(key: str) -> Any:
+            parts = [props[key]] if key in props else []
+            matched = [v for p, v in pp.items() if re.search(p, key)]
+            parts += matched
+            if key not in props and not matched and addl is not None:
+                parts.append(addl)
+            if not parts:
+                return True
+            acc: Any = parts[0]
+            for x in parts[1:]:
+                acc = {"allOf": [acc, x]} if acc is not True else x
+            return acc
+
+        members: list[tuple[Node, bool]] = []
+        names = list(props) + [r for r in required if r not in props]
+        for key in names:
+            vs = value_schema(key)
+            req = key in required
+            vptr = pointer_join(ptr, "properties", key)
+            if vs is False or (key not in props and addl is False and not any(re.search(p, key) for p in pp)):
+                if req:
+                    return NOTHING
+                continue
+            self._keep.append(vs)
+            v = self.node(vs, vptr)
+            if v == NOTHING:
+                if req:
+                    return NOTHING
+                continue
+            members.append((seq(lit(quote(key)), self.colon, v), req))
+        # extra (undeclared) members
+        extra: Node | None = None
+        if pp:
+            if addl not in (None, False):
+                raise SchemaError(ptr, "additionalProperties", "additionalProperties together with "
+                                  "patternProperties is not supported")
+            for p in pp:
+                for key in names:
+                    if re.search(p, key):
+                        raise SchemaError(pointer_join(ptr, "patternProperties", p), "patternProperties",
+                                          f"pattern overlaps declared property {key!r}")
+            distinct = {json.dumps(v, sort_keys=True) for v in pp.values()}
+            if len(distinct) > 1:
+                raise SchemaError(ptr, "patternProperties", "several patternProperties with different "
+                                  "schemas are not supported")
+            try:
+                keys = choice(*(rx_to_ir(parse_pattern(p)) for p in pp))
+            except PatternError as e:
+                raise SchemaError(ptr, "patternProperties", str(e)) from None
+            v = self.node(next(iter(pp.values())), pointer_join(ptr, "patternProperties", next(iter(pp))))
+            if v != NOTHING and keys != NOTHING:
+                extra = seq(string_of(keys), self.colon, v)
+        elif addl is not None and addl is not False:
+            v = self.node(addl, pointer_join(ptr, "additionalProperties"))
+            if v != NOTHING:
+                extra = seq(string_of(_not_in(names)), self.colon, v)
+        n_req = sum(1 for _, r in members if r)
+        if extra is not None and minp > n_req:
+            raise SchemaError(ptr, "minProperties", "minProperties beyond the required properties "
+                              "cannot be enforced exactly when undeclared properties are allowed")
+        if extra is None and maxp is not None and maxp >= len(members):
+            maxp = None
+        if minp <= n_req:
+            minp = 0
+        if extra is None and minp > len(members):
+            return NOTHING
+        cap = maxp if maxp is not None else max(minp, 1)
+        states: dict[int, Node] = {0: EMPTY}
+        for m, req in members:
+            new: dict[int, list[Node]] = {}
+            for c, L in states.items():
+                if not req:
+                    new.setdefault(c, []).append(L)
+                c2 = c + 1
+                if maxp is not None and c2 > maxp:
+                    continue
+                c2 = min(c2, cap)
+                new.setdefault(c2, []).append(seq(L, self.comma if c else EMPTY, m))
+            states = {c: choice(*ls) for c, ls in new.items()}
+            states = {c: L for c, L in states.items() if L != NOTHING}
+        if extra is not None:
+            final: list[Node] = []
+            for c, L in states.items():
+                room = None if maxp is None else maxp - c
+                if room == 0:
+                    final.append(L)
+                elif c == 0:
+                    final.append(seq(L, opt(seq(extra, rep(seq(self.comma, extra), 0,
+                                                           None if room is None else room - 1)))))
+                else:
+                    final.append(seq(L, rep(seq(self.comma, extra), 0, room)))
+            body = choice(*final) if final else NOTHING
+        else:
+            ok = [L for c, L in states.items() if c >= minp]
+            body = choice(*ok) if ok else NOTHING
+        if body == NOTHING:
+            return NOTHING
+        return seq(lit("{"), self.ws, body, self.ws, lit("}"))
+
+    # ------------------------------------------------------------------ free-form values
+    def free(self, depth: int) -> Node:
+        hit = self._free.get(depth)
+        if hit is not None:
+            return hit
+        scalars = [lit("null"), lit("true"), lit("false"), NUMBER, string_of(star(any_json_char()))]
+        alts = list(scalars)
+        if depth > 0:
+            v = self.free(depth - 1)
+            alts.append(seq(lit("["), self.ws, opt(seq(v, star(seq(self.comma, v)))), self.ws, lit("]")))
+            mem = seq(string_of(star(any_json_char())), self.colon, v)
+            alts.append(seq(lit("{"), self.ws, opt(seq(mem, star(seq(self.comma, mem)))), self.ws, lit("}")))
+        node = choice(*alts)
+        self._free[depth] = node
+        return node
+
+
+def _kind_of(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int) or isinstance(v, float) and v.is_integer():
+        return "integer"
+    if isinstance(v, float):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, list):
+        return "array"
+    return "object"
+
+
+def _tighter(incl: Fraction | None, excl: Fraction | None, lower: bool) -> tuple[Fraction | None, bool]:
+    if incl is None:
+        return excl, excl is not None
+    if excl is None:
+        return incl, False
+    if lower:
+        return (excl, True) if excl >= incl else (incl, False)
+    return (excl, True) if excl <= incl else (incl, False)
+
+
+def _bound_single_repeat(rx: Rx, lo: int, hi: int | None) -> Rx | None:
+    """``^C{m,n}$``-shaped patterns: fold length bounds into the repeat."""
+    items = rx.items if rx.kind == "seq" else (rx,)
+    inner = [x for x in items if not (x.kind == "seq" and not x.items)]
+    if len(inner) == 1 and inner[0].kind == "seq":
+        inner = [x for x in inner[0].items]
+    if len(inner) != 1 or inner[0].kind != "rep" or inner[0].items[0].kind != "chars":
+        return None
+    r = inner[0]
+    if r.lo == 0 and r.hi is None and r.items[0].ranges == ((0, 0x10FFFF),) and rx.kind == "seq" and len(rx.items) > 1:
+        return None
+    nlo = max(lo, r.lo)
+    nhi = hi if r.hi is None else (r.hi if hi is None else min(hi, r.hi))
+    if nhi is not None and nhi < nlo:
+        return Rx("chars", ())
+    return Rx("rep", items=r.items, lo=nlo, hi=nhi)
+
+
+def _not_in(names: list[str]) -> Node:
+    """Content of a JSON string whose decoded value is not one of ``names``."""
+    if not names:
+        return star(any_json_char())
+    trie: dict = {}
+    for n in names:
+        t = trie
+        for ch in n:
+            t = t.setdefault(ch, {})
+        t[""] = {}
+    anystar = star(any_json_char())
+
+    def build(t: dict) -> Node:
+        alts: list[Node] = []
+        if "" not in t:
+            alts.append(EMPTY)
+        kids = [c for c in t if c]
+        cps = sorted(ord(c) for c in kids)
+        comp = []
+        prev = 0
+        for cp in cps:
+            if cp > prev:
+                comp.append((prev, cp - 1))
+            prev = cp + 1
+        comp.append((prev, 0x10FFFF))
+        alts.append(seq(json_char(comp), anystar))
+        for c in kids:
+            alts.append(seq(json_char([(ord(c), ord(c))]), build(t[c])))
+        return choice(*alts)
+
+    return build(trie)
+
+
+def compile_schema(schema: dict | bool | str, *, whitespace: Literal["compact", "flexible"] = "compact",
+                   max_ws: int = DEFAULT_MAX_WS, max_depth: int = DEFAULT_MAX_DEPTH,
+                   free_depth: int = DEFAULT_FREE_DEPTH, lenient: bool = False,
+                   max_nfa: int = DEFAULT_MAX_NFA) -> SchemaGrammar:
+    """Compile ``schema`` (a dict, a boolean, or JSON text) to a :class:`SchemaGrammar`.
+
+    whitespace: ``"compact"`` (no insignificant whitespace) or ``"flexible"`` (a run of at
+    most ``max_ws`` of space/tab/CR/LF around every structural character).
+    max_depth: recursive ``$ref`` unrolling depth.  free_depth: nesting depth of values
+    left unconstrained by the schema (``{}``/``true``).  lenient: treat unsupported
+    ``format`` values as annotations and list them in ``.dropped``.
+    Raises SchemaError (pointer, keyword, reason) or LimitError (IR larger than ``max_nfa``).
+    """
+    if isinstance(schema, str):
+        try:
+            schema = json.loads(schema)
+        except json.JSONDecodeError as e:
+            raise SchemaError("", None, f"schema is not valid JSON: {e}") from None
+    if whitespace not in ("compact", "flexible"):
+        raise SchemaError("", None, f"whitespace must be 'compact' or 'flexible', not {whitespace!r}")
+    if max_depth < 1 or max_ws < 1 or free_depth < 0:
+        raise SchemaError("", None, "max_depth and max_ws must be >= 1, free_depth >= 0")
+    c = _Compiler(schema, whitespace=whitespace, max_ws=max_ws, max_depth=max_depth,
+                  free_depth=free_depth, lenient=lenient)
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, 20000))
+    try:
+        root = c.node(schema, "")
+    except RecursionError:
+        raise LimitError("schema nesting too deep to compile") from None
+    finally:
+        sys.setrecursionlimit(old)
+    if root == NOTHING:
+        raise SchemaError("", None, "schema accepts no instance the grammar can generate")
+    rules = (("root", root),) + tuple(c.rules.items())
+    g = Grammar("root", rules, max_depth)
+    size = estimate_size(g)
+    if size > max_nfa:
+        raise LimitError(f"schema expands to about {size} automaton states (limit {max_nfa}); "
+                         "lower max_depth/free_depth or bound fewer repetitions")
+    return SchemaGrammar(g, tuple(c.dropped), tuple(c.ignored))
