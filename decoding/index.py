@@ -63,6 +63,7 @@ class CompiledGrammar:
     _classes: np.ndarray = field(init=False, repr=False)
     _table: np.ndarray = field(init=False, repr=False)
     _next: dict = field(init=False, repr=False)
+    _ids: dict = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         d = self.dfa
@@ -78,6 +79,7 @@ class CompiledGrammar:
         self._mask_ids = {}
         self._lock = threading.Lock()
         self._next = {}
+        self._ids = {}
         self._special_set = frozenset(self.special_token_ids)
         self._special_col = {tid: d.n_classes + k for k, tid in enumerate(self.special_token_ids)}
         self._eog = np.array(sorted(self.vocab.eog_ids), dtype=np.int64)
@@ -120,6 +122,18 @@ class CompiledGrammar:
                 self._mask_ids[key] = mid
             self._state_mask[state] = mid
             return self._masks[mid]
+
+    def allowed_ids(self, state: int) -> np.ndarray:
+        """Sorted ids of the tokens allowed in ``state`` (cached per distinct mask)."""
+        m = self.mask(state)
+        mid = int(self._state_mask[state])
+        ids = self._ids.get(mid)
+        if ids is None:
+            bits = np.unpackbits(m.view(np.uint8), bitorder="little")[: self.vocab.n_tokens]
+            ids = np.nonzero(bits)[0]
+            ids.setflags(write=False)
+            self._ids[mid] = ids
+        return ids
 
     def precompute(self) -> "CompiledGrammar":
         """Compute the masks of every state now (build time)."""

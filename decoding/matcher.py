@@ -54,8 +54,10 @@ class Matcher:
         return 0 <= token < self.compiled.vocab.n_tokens and bool((int(m[token >> 5]) >> (token & 31)) & 1)
 
     def allowed_tokens(self) -> np.ndarray:
-        bits = np.unpackbits(self.mask().view(np.uint8), bitorder="little")
-        return np.nonzero(bits[: self.compiled.vocab.n_tokens])[0]
+        """Sorted ids of the allowed tokens (read-only)."""
+        if self.finished:
+            return np.zeros(0, dtype=np.intp)
+        return self.compiled.allowed_ids(self.state)
 
     def n_allowed(self) -> int:
         return int(_native.mask_count(self.mask(), self.compiled.vocab.n_tokens))

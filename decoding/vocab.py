@@ -89,11 +89,14 @@ class Vocab:
         return self.special_ids.get(text)
 
     # ------------------------------------------------------------------ tokenization
-    def tokenize(self, text: str | bytes) -> list[int]:
+    def tokenize(self, text: str | bytes, *, fallback: bool = True) -> list[int]:
         """Token ids whose bytes concatenate to exactly ``text`` (no BOS, no special parsing).
 
         SPM tokenizers that add a leading space are corrected: the spurious space is removed
-        by re-spelling the first token's remaining bytes with existing tokens.
+        by re-spelling the first token's remaining bytes with existing tokens.  SPM also
+        conflates a literal ``▁`` with a space; where llama.cpp's tokenization does not
+        reproduce ``text`` byte for byte, ``fallback=True`` spells it greedily with
+        existing tokens instead (``fallback=False`` raises VocabError).
         """
         data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
         if not data:
@@ -106,6 +109,8 @@ class Vocab:
         if got == b" " + data and ids:
             head = self.token_bytes[ids[0]][1:]
             return self.greedy(head) + ids[1:]
+        if fallback:
+            return self.greedy(data)
         raise VocabError(f"tokenizer round trip failed for {data[:40]!r}: got {got[:40]!r}")
 
     def greedy(self, data: bytes) -> list[int]:
