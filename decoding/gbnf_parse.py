@@ -97,8 +97,8 @@ def _decode(text: str, tok: Token) -> list[int]:
     return out
 
 
-def _err(reason: str, tok: Token, offset: int = 0) -> GBNFError:
-    # offset counts characters inside the token after its first (opening) character
+def _err(reason: str, tok: Token, offset: int = -1) -> GBNFError:
+    # offset counts characters after the token's first (opening) character; -1: the token
     line, col = tok.line, tok.column
     prefix = str(tok)[: offset + 1]
     nl = prefix.count("\n")
@@ -190,7 +190,7 @@ class _Builder:
             name = str(name_tok)
             if name in self.rules:
                 raise _err(f"rule '{name}' is defined twice (first at line "
-                           f"{self.where[name].line})", name_tok, -1)
+                           f"{self.where[name].line})", name_tok)
             self.rules[name] = self.alts(r.children[1])
             self.where[name] = name_tok
 
@@ -223,7 +223,7 @@ class _Builder:
             return Ref(s)
         if kind == "TOKEN":
             if s.startswith("!"):
-                raise _err("negated token reference '!<...>' is not supported", a, -1)
+                raise _err("negated token reference '!<...>' is not supported", a)
             return Special(s)
         raise GBNFError(f"unexpected token {s!r}", a.line, a.column)
 
@@ -320,7 +320,10 @@ def parse_gbnf(text: str, *, root: str = "root", max_depth: int = DEFAULT_MAX_DE
         if isinstance(e, UnexpectedEOF):
             reason = "unexpected end of input"
         elif isinstance(e, UnexpectedCharacters):
-            reason = f"unexpected character {text[e.pos_in_stream]!r}"
+            c = text[e.pos_in_stream]
+            reason = {'"': "unterminated string literal", "[": "unterminated character class",
+                      "<": "malformed token reference (expected <[id]> or <text>)"}.get(
+                c, f"unexpected character {c!r}")
         elif isinstance(e, UnexpectedToken):
             tok = e.token
             what = "end of input" if tok.type == "$END" else repr(str(tok))
