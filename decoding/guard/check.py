@@ -6,6 +6,8 @@ back as :class:`Violation` objects inside a :class:`GuardResult`.
 
 from __future__ import annotations
 
+import json
+
 from ..dtd_model import DTD
 from .extract import extract_json, extract_xml
 from .repair import XML_DECLARATION, repair_json, repair_xml
@@ -34,7 +36,7 @@ def guard_xml(text: str, dtd: DTD, *, root: str | None = None, repair: bool = Fa
                                 source=text))
     if not repair:
         return GuardResult(not errors, frag.document if not errors else None, frag, errors)
-    r = repair_xml(text, frag, dtd, root=root, add_declaration=add_declaration)
+    r = repair_xml(text, frag, dtd, root=root, add_declaration=add_declaration, errors=errors)
     return GuardResult(r.ok, r.text, frag, errors, r, None, r.changes)
 
 
@@ -48,9 +50,8 @@ def guard_json(text: str, schema: dict, *, repair: bool = False) -> GuardResult:
         ok = not errors
         return GuardResult(ok, frag.text if ok else None, frag, tuple(errors),
                            value=value if ok else None)
-    r = repair_json(text, frag, schema)
-    val = None
-    if r.ok:
-        import json
+    r = repair_json(text, frag, schema, errors=errors)
+    val = value if (r.ok and not errors) else None
+    if r.ok and errors:
         val = json.loads(r.text)
     return GuardResult(r.ok, r.text, frag, tuple(errors), r, val, r.changes)

@@ -29,6 +29,8 @@ JSON (``extract_json``)
 
 from __future__ import annotations
 
+import json
+
 from .results import Fragment, line_col
 
 __all__ = ["extract_xml", "extract_json", "is_name_start", "is_name_char"]
@@ -314,6 +316,7 @@ def extract_xml(text: str, *, all: bool = False, root: str | None = None):
 # ---------------------------------------------------------------- JSON
 
 _NUM = frozenset("+-0123456789.eE")
+_DECODER = json.JSONDecoder()
 
 
 def _json_string_end(s: str, i: int, n: int) -> int:
@@ -488,7 +491,11 @@ def extract_json(text: str, *, all: bool = False):
             break
         i = b if a < 0 or (0 <= b < a) else a
         notes: list[str] = []
-        r = _scan_json(s, i, n, notes)
+        try:  # fast path: a complete, strictly valid value (C parser); else the state machine
+            _, fast_end = _DECODER.raw_decode(s, i)
+            r = (fast_end, True)
+        except ValueError:
+            r = _scan_json(s, i, n, notes)
         if r is None:
             pos = i + 1
             continue

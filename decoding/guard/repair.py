@@ -105,14 +105,18 @@ def _rstrip_pos(pieces: list[str]) -> int:
 
 
 def repair_xml(source: str, fragment: Fragment, dtd: DTD, *, root: str | None = None,
-               add_declaration: bool = False) -> Repair:
-    """Repair ``fragment`` (found in ``source``) against ``dtd``; see module docstring."""
+               add_declaration: bool = False, errors=None) -> Repair:
+    """Repair ``fragment`` (found in ``source``) against ``dtd``; see module docstring.
+
+    ``errors``: the fragment's violations when already known (saves one validation).
+    """
     checker = dtd_checker(dtd)
     changes = _prose_changes(source, fragment.prolog_start, fragment.end)
     s = source
     n = fragment.end
     base = fragment.prolog_start
-    errors = validate_xml(fragment.document, dtd, root=root, base=base, source=source)
+    if errors is None:
+        errors = validate_xml(fragment.document, dtd, root=root, base=base, source=source)
     if not errors:
         text = fragment.document
         if add_declaration and not text.startswith("<?xml"):
@@ -259,10 +263,14 @@ def repair_xml(source: str, fragment: Fragment, dtd: DTD, *, root: str | None = 
 
 # ---------------------------------------------------------------- JSON
 
-def repair_json(source: str, fragment: Fragment, schema: dict) -> Repair:
-    """Repair the JSON ``fragment`` (found in ``source``); see module docstring."""
+def repair_json(source: str, fragment: Fragment, schema: dict, *, errors=None) -> Repair:
+    """Repair the JSON ``fragment`` (found in ``source``); see module docstring.
+
+    ``errors``: the fragment's violations when already known (saves one validation).
+    """
     changes = _prose_changes(source, fragment.start, fragment.end)
-    value, errors = validate_json(fragment.text, schema, base=fragment.start, source=source)
+    if errors is None:
+        _, errors = validate_json(fragment.text, schema, base=fragment.start, source=source)
     if not errors:
         return Repair(True, fragment.text, tuple(changes))
     s = source
