@@ -1,6 +1,6 @@
 """Generate the guard's damaged-output corpus from the shared DTD and JSON instances.
 
-    PYTHONPATH=. .venv/bin/python evals/guard/make_corpus.py [--out evals/guard/corpus.jsonl]
+    PYTHONPATH=. .venv/bin/python evals/guard/make_corpus.py [--out evals/results/guard/raw/corpus.jsonl]
 
 Deterministic (seeded).  Each case is a dict:
   id, kind ('xml'|'json'), source (instance path under shared/corpora), mutation,
@@ -283,10 +283,11 @@ def generate(seed: int = 0, *, xml_per_folder: int = 20, json_instances: int = 1
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=str(Path(__file__).with_name("corpus.jsonl")))
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "results" / "guard" / "raw" / "corpus.jsonl"))
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     cases = generate(args.seed)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     with open(args.out, "w", encoding="utf-8") as fh:
         for c in cases:
             fh.write(json.dumps(c, ensure_ascii=False) + "\n")
