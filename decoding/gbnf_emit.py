@@ -71,8 +71,8 @@ def _esc_char(cp: int, in_class: bool) -> str:
 def _class(ranges: list[tuple[int, int]]) -> str:
     if ranges == [(0, MAX_CP)]:
         return "."
-    comp = complement(ranges)
-    # listed surrogates cost nothing; pick the shorter spelling
+    # surrogates never occur in well-formed UTF-8: leave them out of a negated class
+    comp = complement(list(ranges) + [(0xD800, 0xDFFF)])
     neg = len(comp) < len(ranges)
     body = comp if neg else ranges
     parts = []
