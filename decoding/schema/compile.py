@@ -163,6 +163,10 @@ class _Compiler:
             finally:
                 self._inline_refs.pop()
         s = normalize(s)
+        for k in ("unevaluatedProperties", "unevaluatedItems"):
+            if k in s and s[k] is not True and s[k] != {} and any(
+                    x in s for x in ("allOf", "anyOf", "oneOf", "$ref", "if", "dependentSchemas")):
+                raise SchemaError(ptr, k, f"'{k}' next to in-place applicators is not supported")
         if "allOf" in s:
             return self.all_of(s, ptr)
         if "anyOf" in s or "oneOf" in s:
@@ -259,10 +263,50 @@ class _Compiler:
                     continue
                 if self._disjoint_values(a, b) or self._discriminated(a, b):
                     continue
+                if self._gen_excluded(a, b) and self._gen_excluded(b, a):
+                    continue
                 raise SchemaError(ptr, "oneOf", f"branches {i} and {j} may both match the same "
                                   "instance; oneOf is only supported for provably disjoint branches "
                                   "(different types, enum/const values, or a required "
                                   "discriminator property)")
+
+    def _gen_excluded(self, gen: Any, other: Any) -> bool:
+        return self._never_emits_required(gen, other) or self._always_emits_forbidden(gen, other)
+
+    def _always_emits_forbidden(self, gen: Any, other: Any) -> bool:
+        """True if objects generated from ``gen`` always carry a key ``other`` forbids."""
+        if not (isinstance(gen, dict) and isinstance(other, dict)):
+            return False
+        if self._kinds(gen) != {"object"} or not isinstance(gen.get("required"), list):
+            return False
+        oprops = other.get("properties", {}) if isinstance(other.get("properties"), dict) else {}
+        opp = other.get("patternProperties", {}) or {}
+        for k in gen["required"]:
+            if oprops.get(k, None) is False:
+                return True
+            if k not in oprops and other.get("additionalProperties") is False and \
+                    not any(re.search(p, k) for p in opp):
+                return True
+        return False
+
+    def _never_emits_required(self, gen: Any, other: Any) -> bool:
+        """True if objects generated from ``gen`` always lack a key ``other`` requires (our
+        grammar emits only declared keys unless extra properties are allowed)."""
+        if not (isinstance(gen, dict) and isinstance(other, dict)):
+            return False
+        if self._kinds(gen) != {"object"}:
+            return False
+        if gen.get("additionalProperties") not in (None, False):
+            return False
+        emits = set(gen.get("properties", {})) | set(gen.get("required", []))
+        pp = gen.get("patternProperties", {}) or {}
+        for k in other.get("required", []) if isinstance(other.get("required"), list) else []:
+            if k in emits or gen.get("properties", {}).get(k, True) is False:
+                continue
+            if any(re.search(p, k) for p in pp):
+                continue
+            return True
+        return False
 
     @staticmethod
     def _values(s: dict) -> list | None:

@@ -80,6 +80,11 @@ def merge(a: dict, b: dict, ptr: str) -> dict:
         return b
     if b is True or b == {}:
         return a
+    for side in (a, b):
+        for k in ("unevaluatedProperties", "unevaluatedItems"):
+            if k in side and side[k] is not True and side[k] != {}:
+                raise SchemaError(ptr, k, f"'{k}' inside allOf/$ref/anyOf/oneOf combinations is "
+                                  "not supported")
     out = dict(a)
     # types
     ta, tb = _types(a), _types(b)
@@ -94,7 +99,7 @@ def merge(a: dict, b: dict, ptr: str) -> dict:
         if k == "type":
             continue
         if k not in a:
-            if k in ("properties", "patternProperties", "additionalProperties"):
+            if k in ("properties", "patternProperties", "additionalProperties", "items", "prefixItems"):
                 continue  # handled below
             out[k] = v
             continue
@@ -114,7 +119,7 @@ def merge(a: dict, b: dict, ptr: str) -> dict:
         elif k == "const":
             if not json_equal(av, v):
                 out["enum"] = []
-        elif k in ("items", "contains", "propertyNames", "unevaluatedItems", "unevaluatedProperties"):
+        elif k in ("contains", "propertyNames"):
             out[k] = _all_of(av, v)
         elif k in ("anyOf", "oneOf"):
             prod = [{"allOf": [x, y]} for x in av for y in v]
@@ -123,7 +128,7 @@ def merge(a: dict, b: dict, ptr: str) -> dict:
             out[k] = prod
         elif k == "allOf":
             out[k] = list(av) + list(v)
-        elif k in ("properties", "patternProperties", "additionalProperties"):
+        elif k in ("properties", "patternProperties", "additionalProperties", "items", "prefixItems"):
             continue
         elif k in ("$defs", "definitions", "$schema", "$id", "id", "$comment", "title", "description",
                    "default", "examples", "$anchor"):
@@ -131,6 +136,21 @@ def merge(a: dict, b: dict, ptr: str) -> dict:
         elif av != v:
             raise SchemaError(ptr, k, f"allOf combines two different '{k}' values; their "
                               "intersection cannot be expressed")
+    # arrays: element i is constrained by prefixItems[i] or else items, on each side
+    if any(k in x for x in (a, b) for k in ("items", "prefixItems")):
+        pa, pb = a.get("prefixItems", []), b.get("prefixItems", [])
+        ia, ib = a.get("items", True), b.get("items", True)
+        n = max(len(pa), len(pb))
+        pre = [_all_of(pa[i] if i < len(pa) else ia, pb[i] if i < len(pb) else ib) for i in range(n)]
+        if pre:
+            out["prefixItems"] = pre
+        else:
+            out.pop("prefixItems", None)
+        it = _all_of(ia, ib)
+        if it is not True:
+            out["items"] = it
+        else:
+            out.pop("items", None)
     # objects
     if any(k in a or k in b for k in ("properties", "patternProperties", "additionalProperties")):
         pa, pb = a.get("properties", {}), b.get("properties", {})

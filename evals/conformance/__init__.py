@@ -1,0 +1,1 @@
+"""Conformance runner for the JSON Schema front-end (see run.py)."""

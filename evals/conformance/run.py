@@ -1,0 +1,239 @@
+"""JSON Schema conformance: JSON-Schema-Test-Suite (draft2020-12 core) and JSONSchemaBench.
+
+    python -m evals.conformance.run [--update] [--suite-only | --bench-only]
+                                    [--split NAME ...] [--limit N] [--timeout S]
+
+Every instance is serialized into the canonical form the grammar generates (compact JSON,
+object keys in schema order; see decoding.schema.canonical) and tested with
+``DFA.accepts``.  Counts and per-schema statuses go to ratchet baselines under
+evals/baselines/; ``--update`` rewrites them, otherwise the run is compared with them and
+exits 1 on a regression (a schema that compiled no longer compiles, fewer valid
+instances accepted for a schema, or any invalid instance accepted).
+Compile time is IR + byte DFA (the token index for a vocabulary is not included yet).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+from decoding.automaton import compile_dfa
+from decoding.errors import DecodingError, LimitError
+from decoding.schema import canonicalize, compile_schema
+
+ROOT = Path(__file__).resolve().parents[2]
+SHARED = ROOT / ".." / "shared" / "corpora"
+SUITE_DIR = SHARED / "json-schema-test-suite" / "draft2020-12"
+BENCH_DIR = SHARED / "jsonschemabench"
+SPLITS = ("Glaiveai2K", "Github_trivial", "Github_easy", "Kubernetes", "Snowplow")
+BASE_DIR = ROOT / "evals" / "baselines"
+SUITE_BASE = BASE_DIR / "json_schema_test_suite.json"
+BENCH_BASE = BASE_DIR / "jsonschemabench.json"
+MAX_STATES = 50_000
+CANONICAL_NOTE = ("instances are serialized canonically (compact, keys in schema order) "
+                  "before DFA.accepts")
+
+
+class _Timeout(Exception):
+    pass
+
+
+def _alarm(signum: int, frame: Any) -> None:
+    raise _Timeout()
+
+
+def check_schema(schema: Any, tests: Iterable[dict], timeout: float) -> dict:
+    """Compile ``schema`` and run its tests.  Returns a status record."""
+    rec: dict[str, Any] = {"status": "compiled"}
+    signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    t0 = time.perf_counter()
+    try:
+        g = compile_schema(schema)
+        dfa = compile_dfa(g.grammar, max_states=MAX_STATES)
+    except _Timeout:
+        return {"status": "timeout"}
+    except LimitError as e:
+        return {"status": "limit", "reason": str(e)[:200]}
+    except DecodingError as e:
+        return {"status": "error", "reason": str(e)[:200]}
+    except RecursionError:
+        return {"status": "limit", "reason": "recursion"}
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    rec["ms"] = round((time.perf_counter() - t0) * 1000, 3)
+    rec["states"] = dfa.n_states
+    va = vt = ia = it = 0
+    rejected: list[str] = []
+    accepted_invalid: list[str] = []
+    for i, t in enumerate(tests):
+        try:
+            text = canonicalize(schema, t["data"])
+        except (TypeError, ValueError):
+            text = json.dumps(t["data"])
+        ok = dfa.accepts(text.encode("utf-8"))
+        if t["valid"]:
+            vt += 1
+            va += ok
+            if not ok:
+                rejected.append(f"{i}: {t.get('description', '')[:60]}: {text[:80]}")
+        else:
+            it += 1
+            ia += ok
+            if ok:
+                accepted_invalid.append(f"{i}: {t.get('description', '')[:60]}: {text[:80]}")
+    rec.update(valid=vt, valid_accepted=va, invalid=it, invalid_accepted=ia)
+    if rejected:
+        rec["valid_rejected"] = rejected
+    if accepted_invalid:
+        rec["invalid_accepted_list"] = accepted_invalid
+    return rec
+
+
+def run_suite(timeout: float) -> dict:
+    files: dict[str, dict] = {}
+    groups: dict[str, dict] = {}
+    for path in sorted(SUITE_DIR.glob("*.json")):
+        data = json.loads(path.read_text())
+        agg = dict(groups=0, compiled=0, valid=0, valid_accepted=0, invalid=0, invalid_accepted=0)
+        for gi, grp in enumerate(data):
+            rec = check_schema(grp["schema"], grp["tests"], timeout)
+            rec["description"] = grp["description"]
+            groups[f"{path.stem}#{gi}"] = rec
+            agg["groups"] += 1
+            if rec["status"] == "compiled":
+                agg["compiled"] += 1
+                for k in ("valid", "valid_accepted", "invalid", "invalid_accepted"):
+                    agg[k] += rec[k]
+        files[path.stem] = agg
+    return {"note": CANONICAL_NOTE, "files": files, "schemas": groups}
+
+
+def bench_files(split: str, limit: int | None) -> list[Path]:
+    files = sorted((BENCH_DIR / split).glob("*.json"))
+    if limit is not None and limit < len(files):
+        step = len(files) / limit
+        files = [files[int(i * step)] for i in range(limit)]
+    return files
+
+
+def run_bench(splits: Iterable[str], limit: int | None, timeout: float) -> dict:
+    out_splits: dict[str, dict] = {}
+    schemas: dict[str, dict] = {}
+    for split in splits:
+        times: list[float] = []
+        agg = dict(schemas=0, compiled=0, valid=0, valid_accepted=0, invalid=0, invalid_accepted=0)
+        for path in bench_files(split, limit):
+            data = json.loads(path.read_text())
+            rec = check_schema(data["schema"], data["tests"], timeout)
+            schemas[f"{split}/{path.name}"] = rec
+            agg["schemas"] += 1
+            if rec["status"] == "compiled":
+                agg["compiled"] += 1
+                times.append(rec["ms"])
+                for k in ("valid", "valid_accepted", "invalid", "invalid_accepted"):
+                    agg[k] += rec[k]
+        if times:
+            qs = statistics.quantiles(times, n=100) if len(times) > 1 else [times[0]] * 99
+            agg["compile_ms_p50"] = round(statistics.median(times), 2)
+            agg["compile_ms_p99"] = round(qs[98], 2)
+        out_splits[split] = agg
+    return {"note": CANONICAL_NOTE, "limit": limit, "splits": out_splits, "schemas": schemas}
+
+
+def regressions(new: dict, base: dict) -> list[str]:
+    """Schemas that got worse than in ``base`` (only those present in both runs)."""
+    out = []
+    for key, old in base.get("schemas", {}).items():
+        cur = new.get("schemas", {}).get(key)
+        if cur is None:
+            continue
+        if old["status"] == "compiled" and cur["status"] != "compiled":
+            if cur["status"] == "timeout":
+                continue  # machine load; not a semantic regression
+            out.append(f"{key}: no longer compiles ({cur.get('reason', cur['status'])})")
+        elif cur["status"] == "compiled" and old["status"] == "compiled" and \
+                cur["valid_accepted"] < old["valid_accepted"]:
+            out.append(f"{key}: valid accepted {old['valid_accepted']} -> {cur['valid_accepted']}")
+    for key, cur in new.get("schemas", {}).items():
+        if cur.get("invalid_accepted"):
+            out.append(f"{key}: {cur['invalid_accepted']} invalid instance(s) accepted")
+    return out
+
+
+def _pct(a: int, b: int) -> str:
+    return f"{100 * a / b:.1f}%" if b else "-"
+
+
+def print_suite(res: dict) -> None:
+    print(f"JSON-Schema-Test-Suite draft2020-12 ({res['note']})")
+    print(f"{'file':28} {'groups':>7} {'compiled':>9} {'valid acc':>12} {'invalid acc':>12}")
+    tot = dict(groups=0, compiled=0, valid=0, valid_accepted=0, invalid=0, invalid_accepted=0)
+    for f, a in res["files"].items():
+        print(f"{f:28} {a['groups']:>7} {a['compiled']:>9} {a['valid_accepted']:>5}/{a['valid']:<6} "
+              f"{a['invalid_accepted']:>5}/{a['invalid']:<6}")
+        for k in tot:
+            tot[k] += a[k]
+    print(f"{'TOTAL':28} {tot['groups']:>7} {tot['compiled']:>9} {tot['valid_accepted']:>5}/{tot['valid']:<6} "
+          f"{tot['invalid_accepted']:>5}/{tot['invalid']:<6}")
+
+
+def print_bench(res: dict) -> None:
+    print(f"JSONSchemaBench (limit={res['limit']}; {res['note']})")
+    print(f"{'split':16} {'schemas':>8} {'compiled':>15} {'valid accepted':>22} {'invalid acc':>12} "
+          f"{'p50 ms':>8} {'p99 ms':>8}")
+    for s, a in res["splits"].items():
+        print(f"{s:16} {a['schemas']:>8} {a['compiled']:>6} ({_pct(a['compiled'], a['schemas']):>6}) "
+              f"{a['valid_accepted']:>6}/{a['valid']:<6} ({_pct(a['valid_accepted'], a['valid']):>6}) "
+              f"{a['invalid_accepted']:>5}/{a['invalid']:<6} {a.get('compile_ms_p50', '-'):>8} "
+              f"{a.get('compile_ms_p99', '-'):>8}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--update", action="store_true", help="rewrite the baselines")
+    ap.add_argument("--suite-only", action="store_true")
+    ap.add_argument("--bench-only", action="store_true")
+    ap.add_argument("--split", action="append", choices=SPLITS)
+    ap.add_argument("--limit", type=int, default=None, help="schemas per split (evenly spaced)")
+    ap.add_argument("--timeout", type=float, default=10.0, help="seconds per schema compile")
+    ap.add_argument("--failures", action="store_true", help="list rejected valid instances")
+    args = ap.parse_args(argv)
+    bad: list[str] = []
+    if not args.bench_only:
+        res = run_suite(args.timeout)
+        print_suite(res)
+        if args.failures:
+            for k, r in res["schemas"].items():
+                for line in r.get("valid_rejected", []):
+                    print(f"  rejected valid {k}: {line}")
+        if args.update:
+            SUITE_BASE.write_text(json.dumps(res, indent=1, ensure_ascii=False) + "\n")
+        elif SUITE_BASE.exists():
+            bad += regressions(res, json.loads(SUITE_BASE.read_text()))
+    if not args.suite_only:
+        res = run_bench(args.split or SPLITS, args.limit, args.timeout)
+        print_bench(res)
+        if args.update:
+            if BENCH_BASE.exists() and (args.limit is not None or args.split):
+                old = json.loads(BENCH_BASE.read_text())
+                old["schemas"].update(res["schemas"])
+                old["splits"].update(res["splits"])
+                old["limit"] = res["limit"]
+                res = old
+            BENCH_BASE.write_text(json.dumps(res, indent=1, ensure_ascii=False) + "\n")
+        elif BENCH_BASE.exists():
+            bad += regressions(res, json.loads(BENCH_BASE.read_text()))
+    for b in bad:
+        print("REGRESSION", b)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
