@@ -48,5 +48,7 @@ def load_model(name: str = "smollm2", *, n_ctx: int = 2048, seed: int = 0, **kw:
     import llama_cpp
 
     kw.setdefault("verbose", False)
-    kw.setdefault("n_threads", max(1, min(4, os.cpu_count() or 1)))
+    # llama.cpp threads spin at barriers: on a small shared machine, oversubscription is very
+    # slow, so use half the cores (1 on the 2-core target machines).
+    kw.setdefault("n_threads", max(1, (os.cpu_count() or 2) // 2))
     return llama_cpp.Llama(model_path=str(model_path(name)), n_ctx=n_ctx, seed=seed, **kw)

@@ -45,16 +45,12 @@ class GrammarLogitsProcessor:
         self._last_len = -1
         self._last_tok = -1
         self.calls = 0
-        eog = np.zeros(compiled.n_words, dtype=np.uint32)
-        for t in compiled.vocab.eog_ids:
-            eog[t >> 5] |= np.uint32(1 << (t & 31))
-        self._eog_mask = eog
 
     # ------------------------------------------------------------------ llama-cpp-python API
     def __call__(self, input_ids: Any, scores: np.ndarray) -> np.ndarray:
         self.calls += 1
         if self.error is not None:
-            _native.apply_mask(scores, self._eog_mask)
+            self._stop(scores)
             return scores
         try:
             self._sync(input_ids)
@@ -66,11 +62,16 @@ class GrammarLogitsProcessor:
         except BaseException as e:  # noqa: BLE001 - recorded and re-raised by raise_if_failed
             self.error = e
             log.error("guarded-decoding logits processor failed: %r", e)
-            try:
-                _native.apply_mask(scores, self._eog_mask)
-            except BaseException:  # pragma: no cover - scores itself unusable
-                pass
+            self._stop(scores)
         return scores
+
+    def _stop(self, scores: np.ndarray) -> None:
+        """After an error: allow only end-of-generation tokens, so the generation ends now."""
+        keep = [t for t in self.compiled.vocab.eog_ids if t < scores.shape[0]]
+        saved = scores[keep].copy()
+        scores[:] = -np.inf
+        if keep:
+            scores[keep] = saved
 
     def _sync(self, input_ids: Any) -> None:
         n = len(input_ids)
