@@ -73,7 +73,13 @@ def _class(ranges: list[tuple[int, int]]) -> str:
         return "."
     # surrogates never occur in well-formed UTF-8: leave them out of a negated class
     comp = complement(list(ranges) + [(0xD800, 0xDFFF)])
-    neg = len(comp) < len(ranges)
+    if not comp:
+        return "."
+    # Negate only when every excluded character is ASCII: llama.cpp's partial-UTF-8 check
+    # (llama_grammar_match_partial_char) rejects a split multi-byte character in a negated
+    # class whenever *some* completion is excluded, so [^\uFFFE] would refuse the lead
+    # byte 0xEF of U+F47F arriving as its own token.
+    neg = len(comp) < len(ranges) and all(hi < 0x80 for _, hi in comp)
     body = comp if neg else ranges
     parts = []
     for lo, hi in body:

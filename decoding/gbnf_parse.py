@@ -147,8 +147,9 @@ def _class_node(tok: Token) -> Node:
         else:
             ranges.append((lo, lo))
             k += 1
-    if not ranges and not negate:
-        raise _err("empty character class matches nothing", tok)
+    if not ranges:
+        # llama.cpp silently reads "[]"/"[^]" as nothing at all (the empty string)
+        raise _err("empty character class", tok)
     return char_class(ranges, negate=negate)
 
 

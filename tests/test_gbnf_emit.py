@@ -175,3 +175,17 @@ def _roundtrip(g: Grammar, n: int = 60, seed: int = 0) -> None:
 @pytest.mark.parametrize("name", sorted(HAND_GRAMMARS))
 def test_roundtrip_hand_grammars(name):
     _roundtrip(HAND_GRAMMARS[name])
+
+
+def test_split_character_in_negated_class_is_accepted():
+    # llama.cpp rejects a split lead byte in [^...] when any completion is excluded; the
+    # emitter therefore spells non-ASCII exclusions as positive classes
+    text = 'root ::= [^"\\uFFFE-\\uFFFF]*\n'
+    eng_src = LlamaGrammarEngine(text)
+    s = "x\uf47f".encode()
+    assert len(eng_src.tokenize(s)) == 4  # x, EF, 91, BF: the character is split
+    assert not eng_src.accepts(s)  # llama.cpp's own (conservative) verdict
+    emitted = _emit_checked(parse_gbnf(text))
+    assert "[^" not in emitted
+    assert LlamaGrammarEngine(emitted).accepts(s)
+    assert not LlamaGrammarEngine(emitted).accepts('"'.encode())
