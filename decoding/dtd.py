@@ -330,26 +330,28 @@ class _Parser:
     def parse(self) -> DTD:
         f = self.f
         f.text = _strip_text_decl(f.text, keep_positions=True)
-        cond_depth_stack: list[int] = []
+        open_sections: list[tuple[int, int, str | None]] = []
         while True:
             self.ws()
-            if self.at_end():
-                break
             if self._pop_exhausted(True):
                 continue
+            if self.at_end():
+                break
             if self.peek("]]>"):
-                if not cond_depth_stack:
+                if not open_sections:
                     raise self.error("']]>' without an open conditional section")
-                cond_depth_stack.pop()
+                open_sections.pop()
                 self.f.pos += 3
                 continue
             if self.peek("<!["):
+                line, col, src, _ = self.where()
                 if self._conditional():
-                    cond_depth_stack.append(1)
+                    open_sections.append((line, col, src))
                 continue
             self.markup()
-        if cond_depth_stack:
-            raise self.error("unterminated conditional section (missing ']]>')")
+        if open_sections:
+            line, col, src = open_sections[-1]
+            raise DTDError("unterminated conditional section (missing ']]>')", line, col, src)
         return DTD(
             elements=tuple(self.elements),
             attributes=tuple(self.attrs),

@@ -38,7 +38,7 @@ from .ir import (EMPTY, NOTHING, Choice, Grammar, Node, Ref, Repeat, Seq, bytese
                  char_class, choice, lit, opt, plus, rep, seq, star)
 from .xml_text import attr_unit, cdata_section, escape_attr, regex_text, text_unit
 
-__all__ = ["dtd_grammar", "xml_declaration_text", "failsafe_document", "element_rule",
+__all__ = ["dtd_grammar", "grammar_from_spec", "nullable", "xml_declaration_text", "failsafe_document", "element_rule",
            "FAILSAFE_CODE", "DEFAULT_XML_MAX_DEPTH", "DEFAULT_MAX_WS"]
 
 XML_DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>'
@@ -293,3 +293,18 @@ def dtd_grammar(dtd: DTD, root: str, *,
         doc = choice(doc, failsafe_document(numeric_refs=numeric_refs))
     rules = [("document", doc)] + sorted(c.rules.items())
     return Grammar("document", tuple(rules), max_depth)
+
+
+def grammar_from_spec(spec: Mapping, base_dir: str, **overrides) -> Grammar:
+    """Build a grammar from one entry of ``grammars/xml_grammars.json``:
+    ``{"dtd": file, "root": name, "text_patterns": {...}, "max_depth": n, ...}``;
+    keyword ``overrides`` replace options of the entry."""
+    import os
+
+    from .dtd import parse_dtd
+    opts = {k: v for k, v in spec.items() if k not in ("dtd", "root")}
+    opts.update(overrides)
+    path = os.path.join(base_dir, spec["dtd"])
+    with open(path, encoding="utf-8") as fh:
+        dtd = parse_dtd(fh.read(), source=path, base_dir=base_dir)
+    return dtd_grammar(dtd, spec["root"], **opts)
