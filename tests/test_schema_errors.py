@@ -1,0 +1,96 @@
+"""SchemaError pointer/keyword contract, lenient mode, limits, and retry feedback."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from decoding.errors import LimitError, SchemaError
+from decoding.schema import compile_schema, feedback, validate_instance
+
+ERRORS = [
+    ({"type": "array", "uniqueItems": True}, "", "uniqueItems"),
+    ({"type": "object", "properties": {"tags": {"type": "array", "uniqueItems": True}}}, "/properties/tags", "uniqueItems"),
+    ({"not": {"type": "string"}}, "", "not"),
+    ({"if": {"type": "string"}, "then": {"maxLength": 3}}, "", "then"),
+    ({"type": "array", "contains": {"type": "integer"}}, "", "contains"),
+    ({"type": "object", "dependentRequired": {"a": ["b"]}}, "", "dependentRequired"),
+    ({"type": "object", "propertyNames": {"maxLength": 3}}, "", "propertyNames"),
+    ({"type": "number", "multipleOf": 0.5}, "", "multipleOf"),
+    ({"type": "string", "format": "iri"}, "", "format"),
+    ({"type": "string", "pattern": "(?=a)b"}, "", "pattern"),
+    ({"type": "string", "pattern": "(a)\\1"}, "", "pattern"),
+    ({"type": "string", "pattern": "a\\bb"}, "", "pattern"),
+    ({"type": "string", "pattern": "^a+$", "maxLength": 3, "minLength": 1, "format": "date"}, "", "pattern"),
+    ({"type": "string", "pattern": "^(ab)+$", "maxLength": 3}, "", "maxLength"),
+    ({"oneOf": [{"type": "string"}, {"type": "string", "maxLength": 3}]}, "", "oneOf"),
+    ({"$ref": "https://example.com/s.json"}, "/$ref", "$ref"),
+    ({"$ref": "#/$defs/missing"}, "/$ref", "$ref"),
+    ({"type": "sting"}, "", "type"),
+    ({"allOf": [{"type": "string", "pattern": "a"}, {"pattern": "b"}]}, "/allOf/1", "pattern"),
+    ({"properties": {"a": {"type": "object", "minProperties": 2, "additionalProperties": True}}},
+     "/properties/a", "minProperties"),
+]
+
+
+@pytest.mark.parametrize("schema,pointer,keyword", ERRORS, ids=[json.dumps(e[0])[:50] for e in ERRORS])
+def test_schema_error_names_pointer_and_keyword(schema, pointer, keyword):
+    with pytest.raises(SchemaError) as ei:
+        compile_schema(schema)
+    assert ei.value.pointer == pointer
+    assert ei.value.keyword == keyword
+    assert keyword in str(ei.value)
+
+
+def test_irrelevant_unsupported_keyword_is_fine():
+    # uniqueItems only constrains arrays; a string schema is exact without it
+    compile_schema({"type": "string", "uniqueItems": True})
+
+
+def test_lenient_drops_only_unknown_formats():
+    sg = compile_schema({"type": "object", "properties": {"p": {"type": "string", "format": "jsonpath"}}},
+                        lenient=True)
+    assert sg.dropped == ("/properties/p format",)
+    with pytest.raises(SchemaError):
+        compile_schema({"type": "array", "uniqueItems": True}, lenient=True)
+
+
+def test_unknown_keywords_are_reported_as_ignored():
+    sg = compile_schema({"type": "string", "_format": "date"})
+    assert sg.ignored == ("/ _format",)
+
+
+def test_limit_error_not_hang():
+    with pytest.raises(LimitError):
+        compile_schema({"type": "array", "items": {"type": "string", "maxLength": 1000}, "maxItems": 1000})
+
+
+def test_bad_input():
+    with pytest.raises(SchemaError):
+        compile_schema("{not json")
+    with pytest.raises(SchemaError):
+        compile_schema(42)  # type: ignore[arg-type]
+    with pytest.raises(SchemaError):
+        compile_schema({"type": "object", "properties": {"a": {"type": "string"}},
+                        "required": ["a"], "additionalProperties": False,
+                        "allOf": [{"properties": {"a": False}}]})
+
+
+WEATHER = {"type": "object", "properties": {"city": {"type": "string"}, "date": {"type": "string", "format": "date"}},
+           "required": ["city", "date"]}
+
+
+def test_feedback_format_message():
+    msgs = feedback(WEATHER, json.dumps({"city": "北京市", "date": "明天"}, ensure_ascii=False))
+    assert msgs == ["/date: '明天' does not match format date (YYYY-MM-DD)"]
+
+
+def test_feedback_required_enum_type_and_parse():
+    assert validate_instance(WEATHER, {"city": "北京市", "date": "2024-06-15"}) == []
+    assert validate_instance(WEATHER, {"city": "北京市"}) == ["/: 'date' is a required property"]
+    s = {"type": "object", "properties": {"category": {"enum": ["数码", "服饰"]}, "n": {"type": "integer"}}}
+    msgs = validate_instance(s, {"category": "玩具", "n": "3"})
+    assert "/category: '玩具' is not one of [\"数码\", \"服饰\"]" in msgs
+    assert "/n: '3' is not of type integer" in msgs
+    assert feedback(WEATHER, '{"city": ')[0].startswith("/: output is not valid JSON")
