@@ -32,12 +32,14 @@ class Generation:
 
 def generate(llm: Any, prompt: str | None, compiled: CompiledGrammar, *, messages: list | None = None,
              max_tokens: int = 256, temperature: float = 0.7, seed: int | None = None,
-             **kw: Any) -> Generation:
+             budget: bool = True, **kw: Any) -> Generation:
     """Generate under ``compiled``.  Raises :class:`~decoding.errors.ProcessorError` if the
-    constraint failed inside llama-cpp-python (where exceptions would otherwise vanish)."""
+    constraint failed inside llama-cpp-python (where exceptions would otherwise vanish).
+
+    ``budget=True`` (default) closes the structure within ``max_tokens``: it is never cut off."""
     from llama_cpp import LogitsProcessorList
 
-    proc = GrammarLogitsProcessor(compiled)
+    proc = GrammarLogitsProcessor(compiled, max_tokens=max_tokens if budget else None)
     t0 = time.perf_counter()
     if messages is not None:
         out = llm.create_chat_completion(messages=messages, logits_processor=LogitsProcessorList([proc]),
@@ -51,5 +53,8 @@ def generate(llm: Any, prompt: str | None, compiled: CompiledGrammar, *, message
     proc.raise_if_failed()
     reason = out["choices"][0].get("finish_reason") or "stop"
     n = int(out.get("usage", {}).get("completion_tokens", 0))
-    complete = reason == "stop" and proc.matcher.is_accepting()
+    if reason == "stop":
+        complete = proc.matcher.is_accepting()
+    else:  # cut at max_tokens: the processor never saw the last token, so check the text
+        complete = not compiled.dfa.specials and compiled.dfa.accepts(text.encode("utf-8"))
     return Generation(text, complete, reason, n, dt)

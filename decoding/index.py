@@ -135,6 +135,21 @@ class CompiledGrammar:
             self._ids[mid] = ids
         return ids
 
+    def successors(self, state: int) -> tuple[np.ndarray, np.ndarray]:
+        """(allowed token ids, state after each) for ``state``; end-of-generation tokens map to
+        -2.  Computed by one native trie walk (not memoized: used at build time and by budgets)."""
+        ids = self.allowed_ids(state)
+        nxt_all = np.full(self.n_words * 32, -1, dtype=np.int32)
+        scratch = np.zeros(self.n_words, dtype=np.uint32)
+        _native.trie_walk(_trie(self.vocab), self._classes, self._table.reshape(-1), self._table.shape[1],
+                          int(state), scratch, nxt_all)
+        for k, tid in enumerate(self.special_token_ids):
+            nxt_all[tid] = self._table[state, self.dfa.n_classes + k]
+        for tid in self._eog:
+            if int(tid) not in self._special_set:
+                nxt_all[int(tid)] = -2
+        return ids, nxt_all[ids]
+
     def precompute(self) -> "CompiledGrammar":
         """Compute the masks of every state now (build time)."""
         for s in range(self.dfa.n_states):

@@ -37,9 +37,14 @@ log = logging.getLogger("decoding")
 
 
 class GrammarLogitsProcessor:
-    def __init__(self, compiled: CompiledGrammar) -> None:
+    def __init__(self, compiled: CompiledGrammar, *, max_tokens: int | None = None) -> None:
         self.compiled = compiled
-        self.matcher = Matcher(compiled)
+        if max_tokens is not None:
+            from .budget import BudgetMatcher
+
+            self.matcher: Matcher = BudgetMatcher(compiled, max_tokens)
+        else:
+            self.matcher = Matcher(compiled)
         self.error: BaseException | None = None
         self._prompt_len: int | None = None
         self._last_len = -1

@@ -9,6 +9,22 @@
 
 #define TRIE_CAPSULE "decoding._native.trie"
 
+/* format character of a native-endian buffer ('<', '=', '@' prefixes allowed), or 0 */
+static char fmt_char(const char *f) {
+    if (!f) return 'B';
+    while (*f == '@' || *f == '=' || *f == '<') f++;
+    return *f;
+}
+
+static int fmt_ok(char got, char want) {
+    if (got == want) return 1;
+    /* same-size integer spellings: I/L (uint32 on LP64 buffers say 'I'), i/l, Q/L/K */
+    if (want == 'I') return got == 'L';
+    if (want == 'i') return got == 'l';
+    if (want == 'Q') return got == 'L' || got == 'K';
+    return 0;
+}
+
 static int get_buf(PyObject *obj, Py_buffer *view, int flags, const char *what, char fmt,
                    Py_ssize_t itemsize) {
     if (PyObject_GetBuffer(obj, view, flags) < 0) {
@@ -16,9 +32,7 @@ static int get_buf(PyObject *obj, Py_buffer *view, int flags, const char *what, 
                      (flags & PyBUF_WRITABLE) ? " that is writable" : "");
         return -1;
     }
-    if (view->itemsize != itemsize || (view->format && view->format[0] != fmt &&
-        !(fmt == 'I' && (view->format[0] == 'L' || view->format[0] == '=' || view->format[0] == '<')) &&
-        !(fmt == 'i' && (view->format[0] == 'l' || view->format[0] == '=' || view->format[0] == '<')))) {
+    if (view->itemsize != itemsize || !fmt_ok(fmt_char(view->format), fmt)) {
         PyErr_Format(PyExc_TypeError, "%s: expected items of format '%c' (%zd bytes), got '%s'", what,
                      fmt, itemsize, view->format ? view->format : "B");
         PyBuffer_Release(view);
@@ -119,11 +133,8 @@ static PyObject *py_trie_build(PyObject *self, PyObject *args) {
     Py_buffer blob, off;
     if (PyObject_GetBuffer(oblob, &blob, PyBUF_C_CONTIGUOUS) < 0) return NULL;
     if (get_buf(ooff, &off, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "offsets", 'Q', 8) < 0) {
-        PyErr_Clear();
-        if (get_buf(ooff, &off, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "offsets (uint64)", 'L', 8) < 0) {
-            PyBuffer_Release(&blob);
-            return NULL;
-        }
+        PyBuffer_Release(&blob);
+        return NULL;
     }
     Py_ssize_t n = off.shape[0] - 1;
     const uint64_t *o = off.buf;
