@@ -96,10 +96,10 @@ def _particle_nullable(p: Particle) -> bool:
 class _Compiler:
     def __init__(self, dtd: DTD, *, whitespace: str, max_ws: int, cdata: bool, ids: str,
                  text_patterns: Mapping[str, str | Node], numeric_refs: bool,
-                 only: frozenset[str] | None) -> None:
+                 only: frozenset[str] | None, general_entities: bool) -> None:
         self.dtd = dtd
         self.only = only
-        self.ents = dict(dtd.general_entities)
+        self.ents = dict(dtd.general_entities) if general_entities else {}
         self.numeric = numeric_refs
         self.text = text_unit(self.ents, numeric=numeric_refs)
         self.attr = attr_unit(self.ents, numeric=numeric_refs)
@@ -257,10 +257,15 @@ def dtd_grammar(dtd: DTD, root: str, *,
                 cdata: bool = False,
                 ids: Literal["allow", "omit"] = "allow",
                 numeric_refs: bool = False,
+                general_entities: bool = False,
                 only: Iterable[str] | None = None) -> Grammar:
     """Grammar IR for documents rooted at ``root`` that are valid against ``dtd``.
 
-    Options are described in the module docstring and docs/xml.md.  ``only`` restricts the
+    Options are described in the module docstring and docs/xml.md.  ``general_entities``
+    allows ``&name;`` for the DTD's internal text entities (off by default: no DOCTYPE is
+    written, so a consumer that does not load the DTD could not expand them).
+    ``numeric_refs`` allows every numeric character reference (default: only ``&#9;``
+    ``&#10;`` ``&#13;``); ``cdata`` allows CDATA sections.  ``only`` restricts the
     document to a profile of element names (others are never generated; content models
     that require them become unsatisfiable), which keeps automata of large DTDs small.
     Raises
@@ -280,7 +285,8 @@ def dtd_grammar(dtd: DTD, root: str, *,
         raise DTDError(f"root element {root!r} is not declared in the DTD", source=dtd.source)
     c = _Compiler(dtd, whitespace=whitespace, max_ws=max_ws, cdata=cdata, ids=ids,
                   text_patterns=text_patterns or {}, numeric_refs=numeric_refs,
-                  only=None if only is None else frozenset(only) | {root})
+                  only=None if only is None else frozenset(only) | {root},
+                  general_entities=general_entities)
     c.element(root, None)
     doc: Node = Ref(element_rule(root))
     sep = c.ws if whitespace == "flexible" else EMPTY
