@@ -227,6 +227,7 @@ class _Compiler:
             merged.append(merge(rest, b if b is not True else {}, bp) if rest else b)
         self._keep.append(merged)
         if kw == "oneOf":
+            merged = self._separate(merged)
             self._check_disjoint(merged, ptr)
         alts = [self.node(m, pointer_join(ptr, kw, i)) for i, m in enumerate(merged)]
         return choice(*[a for a in alts if a != NOTHING]) if any(a != NOTHING for a in alts) else NOTHING
@@ -269,6 +270,30 @@ class _Compiler:
                                   "instance; oneOf is only supported for provably disjoint branches "
                                   "(different types, enum/const values, or a required "
                                   "discriminator property)")
+
+    def _separate(self, branches: list) -> list:
+        """oneOf of object branches that differ only in ``required``: let branch i omit
+        one key that each other branch j requires and i does not (a subset of branch i),
+        so every generated instance fails the other branches."""
+        out = list(branches)
+        for i, a in enumerate(branches):
+            for j, b in enumerate(branches):
+                if i == j or not (isinstance(a, dict) and isinstance(b, dict)):
+                    continue
+                if self._kinds(a) != {"object"} or self._gen_excluded(out[i], b):
+                    continue
+                ra = a.get("required", []) if isinstance(a.get("required"), list) else []
+                rb = b.get("required", []) if isinstance(b.get("required"), list) else []
+                diff = [k for k in rb if k not in ra]
+                if not diff:
+                    continue
+                cur = dict(out[i])
+                props = dict(cur.get("properties", {}) if isinstance(cur.get("properties"), dict) else {})
+                props[diff[0]] = False
+                cur["properties"] = props
+                out[i] = cur
+        self._keep.append(out)
+        return out
 
     def _gen_excluded(self, gen: Any, other: Any) -> bool:
         return self._never_emits_required(gen, other) or self._always_emits_forbidden(gen, other)
