@@ -71,6 +71,8 @@ def _esc_char(cp: int, in_class: bool) -> str:
 def _class(ranges: list[tuple[int, int]]) -> str:
     if ranges == [(0, MAX_CP)]:
         return "."
+    if len(ranges) == 1 and ranges[0][0] == ranges[0][1] and ranges[0][0] != 0:
+        return _string(chr(ranges[0][0]))
     # surrogates never occur in well-formed UTF-8: leave them out of a negated class
     comp = complement(list(ranges) + [(0xD800, 0xDFFF)])
     if not comp:
