@@ -1,0 +1,433 @@
+"""Engine adapters for the mask benchmark: this project and its peers, one interface.
+
+Every adapter owns the timed loop of its engine (:meth:`Engine.walk`) so that the timed
+region holds only the engine's own calls plus two ``perf_counter_ns`` reads:
+
+- mask  = compute the allowed-token bitmask for the current state
+          (ours: ``Matcher.mask()`` = ``CompiledGrammar.mask(state)``, a memo hit after the
+          first visit; peers: fill their bitmask buffer);
+- advance = consume the token (ours: ``Matcher.advance``; peers: consume/accept/advance);
+- apply = write the mask into a float32 logits buffer of the vocabulary's size
+          (ours: ``_native.apply_mask``; peers: their own apply where one runs here,
+          otherwise the numpy reference :func:`numpy_apply`).
+
+The per-token "mask time" of the report is mask + advance, for every engine alike.
+Adapters raise :class:`Unavailable` at setup when a peer cannot be imported or built.
+Acceptance checks (:meth:`Engine.accepts`) run untimed on fresh per-request state, so
+they do not warm what the timed walk measures.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Any, Callable
+
+import numpy as np
+
+from decoding.vocab import Vocab
+
+__all__ = ["Engine", "Unavailable", "Samples", "ENGINES", "make_engine", "numpy_apply"]
+
+_pc = time.perf_counter_ns
+
+
+class Unavailable(Exception):
+    """The engine cannot run here (not installed, needs a device, ...); the message says why."""
+
+
+@dataclass
+class Samples:
+    """Per-step timings of one walk, in nanoseconds.  ``first[i]`` is True when step ``i``
+    computed a mask for a state never seen before (ours only; peers leave it False)."""
+
+    mask: list = field(default_factory=list)
+    adv: list = field(default_factory=list)
+    apply: list = field(default_factory=list)
+    first: list = field(default_factory=list)
+
+
+def numpy_apply(logits: np.ndarray, mask: np.ndarray) -> None:
+    """Reference apply: disallowed logits := -inf (unpack the little-endian bitmask)."""
+    n = logits.shape[0]
+    bits = np.unpackbits(mask.view(np.uint8), bitorder="little")[:n]
+    logits[bits == 0] = -np.inf
+
+
+def _bit(mask: np.ndarray, tok: int) -> bool:
+    return bool((int(mask[tok >> 5]) >> (tok & 31)) & 1)
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "?"
+
+
+class Engine:
+    name = ""
+    apply_name = ""
+
+    def setup(self, vocab: Vocab) -> None:
+        """Build the per-vocabulary structures (timed by the caller as setup)."""
+        raise NotImplementedError
+
+    def compile(self, schema: Any) -> Any:
+        """Compile ``schema`` into a ready-to-use handle; raise on failure."""
+        raise NotImplementedError
+
+    def walk(self, handle: Any, tokens: list[int], logits: np.ndarray, eos: int, rec: Samples) -> bool:
+        """Timed walk: mask/apply/advance for every token, then the final mask; True when
+        every token was allowed and ``eos`` is allowed at the end."""
+        raise NotImplementedError
+
+    def accepts(self, handle: Any, tokens: list[int], text: bytes) -> bool:
+        """Untimed: does a fresh matcher accept ``tokens`` as a complete output?"""
+        raise NotImplementedError
+
+    def native_bytes(self, handle: Any) -> int | None:
+        """Engine-reported memory of one compiled grammar, if the engine reports it."""
+        return None
+
+    def setup_bytes(self) -> int | None:
+        return None
+
+    def version(self) -> str:
+        return ""
+
+    def describe(self) -> str:
+        """How the engine is configured (for the report)."""
+        return ""
+
+
+# ----------------------------------------------------------------------------- ours
+
+class Ours(Engine):
+    name = "ours"
+    apply_name = "_native.apply_mask"
+
+    def setup(self, vocab: Vocab) -> None:
+        from decoding import _native
+        from decoding.index import _trie
+
+        self.vocab = vocab
+        self._native = _native
+        self.trie = _trie(vocab)  # the one-time per-vocabulary trie: setup, not compile
+
+    def compile(self, schema: Any) -> Any:
+        from decoding.api import compile_json_schema
+
+        return compile_json_schema(schema, self.vocab)
+
+    def walk(self, cg: Any, tokens: list[int], logits: np.ndarray, eos: int, rec: Samples) -> bool:
+        from decoding.matcher import Matcher
+
+        apply = self._native.apply_mask
+        m = Matcher(cg)
+        seen = cg._state_mask  # read-only peek: -1 until a state's mask has been computed
+        am, aa, ap, af = rec.mask.append, rec.adv.append, rec.apply.append, rec.first.append
+        for tok in tokens:
+            af(bool(seen[m.state] < 0))
+            t0 = _pc()
+            mk = m.mask()
+            t1 = _pc()
+            ok = _bit(mk, tok)
+            t2 = _pc()
+            apply(logits, mk)
+            t3 = _pc()
+            ap(t3 - t2)
+            if not ok:
+                am(t1 - t0)
+                aa(0)
+                return False
+            t4 = _pc()
+            m.advance(tok)
+            t5 = _pc()
+            am(t1 - t0)
+            aa(t5 - t4)
+        af(bool(seen[m.state] < 0))
+        t0 = _pc()
+        mk = m.mask()
+        t1 = _pc()
+        apply(logits, mk)
+        t2 = _pc()
+        am(t1 - t0)
+        aa(0)
+        ap(t2 - t1)
+        return _bit(mk, eos)
+
+    def accepts(self, cg: Any, tokens: list[int], text: bytes) -> bool:
+        # Byte level on the DFA (the same language as the token walk: the DFA is pruned to
+        # bytes the vocabulary spells, and allowed tokens are exactly the consumable ones);
+        # it touches neither the mask memo nor the transition cache.
+        return bool(cg.dfa.accepts(text))
+
+    def native_bytes(self, cg: Any) -> int:
+        st = cg.stats()
+        return int(st["mask_bytes"] + st["table_bytes"])
+
+    def setup_bytes(self) -> int:
+        return int(self._native.trie_info(self.trie)[1])
+
+    def version(self) -> str:
+        return _version("guarded-decoding") + f" (kernel {self._native.impl()})"
+
+    def describe(self) -> str:
+        return "compile_json_schema(schema, vocab): compact JSON, lazy masks"
+
+
+# ----------------------------------------------------------------------------- llguidance
+
+class LLGuidance(Engine):
+    name = "llguidance"
+    apply_name = "llguidance.numpy.apply_token_bitmask_inplace"
+
+    def setup(self, vocab: Vocab) -> None:
+        try:
+            import llguidance
+            import llguidance.llamacpp
+            import llguidance.numpy as lnp
+        except ImportError as e:
+            raise Unavailable(f"not installed ({e})") from None
+        if vocab._llama is None:
+            raise Unavailable("needs a llama.cpp vocabulary pointer")
+        self.ll = llguidance
+        self._apply = lnp.apply_token_bitmask_inplace
+        self.tok = llguidance.llamacpp.lltokenizer_from_vocab(vocab._llama._model.vocab)
+        self.opts = {"whitespace_flexible": False}
+
+    def compile(self, schema: Any) -> Any:
+        M = self.ll.LLMatcher
+        g = M.grammar_from_json_schema(schema, defaults=self.opts)
+        m = M(self.tok, g, log_level=0)
+        if m.is_error():
+            raise RuntimeError(m.get_error())
+        return (g, m)
+
+    def walk(self, h: Any, tokens: list[int], logits: np.ndarray, eos: int, rec: Samples) -> bool:
+        m = h[1]
+        buf = np.zeros((1, (logits.shape[0] + 31) // 32), dtype=np.int32)
+        row = buf[0]
+        ptr, nb = buf.ctypes.data, buf.nbytes
+        lg = logits[None, :]
+        compute, consume, apply = m.unsafe_compute_mask_ptr, m.consume_token, self._apply
+        am, aa, ap = rec.mask.append, rec.adv.append, rec.apply.append
+        for tok in tokens:
+            t0 = _pc()
+            compute(ptr, nb)
+            t1 = _pc()
+            ok = _bit(row, tok)
+            t2 = _pc()
+            apply(lg, buf)
+            t3 = _pc()
+            ap(t3 - t2)
+            if not ok:
+                am(t1 - t0)
+                aa(0)
+                return False
+            t4 = _pc()
+            ok = consume(tok)
+            t5 = _pc()
+            am(t1 - t0)
+            aa(t5 - t4)
+            if not ok:
+                return False
+        t0 = _pc()
+        compute(ptr, nb)
+        t1 = _pc()
+        apply(lg, buf)
+        t2 = _pc()
+        am(t1 - t0)
+        aa(0)
+        ap(t2 - t1)
+        return _bit(row, eos)
+
+    def accepts(self, h: Any, tokens: list[int], text: bytes) -> bool:
+        m = self.ll.LLMatcher(self.tok, h[0], log_level=0)
+        return bool(m.consume_tokens(tokens)) and not m.is_error() and bool(m.is_accepting())
+
+    def version(self) -> str:
+        return _version("llguidance")
+
+    def describe(self) -> str:
+        return "LLMatcher(grammar_from_json_schema(schema, whitespace_flexible=False))"
+
+
+# ----------------------------------------------------------------------------- xgrammar
+
+class XGrammar(Engine):
+    name = "xgrammar"
+    apply_name = "xgrammar.apply_token_bitmask_inplace (torch CPU)"
+
+    def __init__(self, threads: int = 1) -> None:
+        self.threads = threads
+
+    def setup(self, vocab: Vocab) -> None:
+        try:
+            import torch
+            import xgrammar as xgr
+        except Exception as e:  # noqa: BLE001 - any import failure (CUDA builds, ABI) means unavailable
+            raise Unavailable(f"import failed ({type(e).__name__}: {e})") from None
+        self.xgr, self.torch = xgr, torch
+        ti = xgr.TokenizerInfo(list(vocab.token_bytes), xgr.VocabType.RAW, vocab_size=vocab.n_tokens,
+                               stop_token_ids=sorted(vocab.eog_ids))
+        self.compiler = xgr.GrammarCompiler(ti, max_threads=self.threads, cache_enabled=False)
+        self.stop = min(vocab.eog_ids)
+
+    def compile(self, schema: Any) -> Any:
+        cg = self.compiler.compile_json_schema(json.dumps(schema), any_whitespace=False, separators=(",", ":"))
+        return (cg, self.xgr.GrammarMatcher(cg))
+
+    def walk(self, h: Any, tokens: list[int], logits: np.ndarray, eos: int, rec: Samples) -> bool:
+        m = h[1]
+        torch = self.torch
+        buf = np.zeros((1, (logits.shape[0] + 31) // 32), dtype=np.int32)
+        row = buf[0]
+        tbuf = torch.from_numpy(buf)
+        tlog = torch.from_numpy(logits)[None, :]
+        fill, accept = m.fill_next_token_bitmask, m.accept_token
+        apply = self.xgr.apply_token_bitmask_inplace
+        am, aa, ap = rec.mask.append, rec.adv.append, rec.apply.append
+        for tok in tokens:
+            t0 = _pc()
+            fill(buf)
+            t1 = _pc()
+            ok = _bit(row, tok)
+            t2 = _pc()
+            apply(tlog, tbuf)
+            t3 = _pc()
+            ap(t3 - t2)
+            if not ok:
+                am(t1 - t0)
+                aa(0)
+                return False
+            t4 = _pc()
+            ok = accept(tok)
+            t5 = _pc()
+            am(t1 - t0)
+            aa(t5 - t4)
+            if not ok:
+                return False
+        t0 = _pc()
+        fill(buf)
+        t1 = _pc()
+        apply(tlog, tbuf)
+        t2 = _pc()
+        am(t1 - t0)
+        aa(0)
+        ap(t2 - t1)
+        return _bit(row, eos)
+
+    def accepts(self, h: Any, tokens: list[int], text: bytes) -> bool:
+        m = self.xgr.GrammarMatcher(h[0])
+        for tok in tokens:
+            if not m.accept_token(tok):
+                return False
+        return bool(m.accept_token(self.stop))
+
+    def native_bytes(self, h: Any) -> int:
+        return int(h[0].memory_size_bytes)
+
+    def version(self) -> str:
+        return _version("xgrammar") + f" (torch {_version('torch')}, max_threads={self.threads})"
+
+    def describe(self) -> str:
+        return ("GrammarCompiler(TokenizerInfo(raw bytes, specials b''), cache off).compile_json_schema("
+                "any_whitespace=False, separators=(',', ':'))")
+
+
+# ----------------------------------------------------------------------------- outlines-core
+
+class OutlinesCore(Engine):
+    name = "outlines-core"
+    apply_name = "numpy reference (outlines-core's numpy kernel needs numba, its torch kernel torch.compile)"
+
+    def setup(self, vocab: Vocab) -> None:
+        try:
+            import outlines_core as oc
+        except ImportError as e:
+            raise Unavailable(f"not installed ({e})") from None
+        import llama_cpp
+
+        self.oc = oc
+        lv = vocab._llama._model.vocab if vocab._llama is not None else None
+        eos = int(llama_cpp.llama_vocab_eos(lv)) if lv is not None else min(vocab.eog_ids)
+        mp: dict[bytes, list[int]] = {}
+        for i, b in enumerate(vocab.token_bytes):
+            if b and i != eos:
+                mp.setdefault(b, []).append(i)
+        self.vocabulary = oc.Vocabulary(eos, mp)
+
+    def compile(self, schema: Any) -> Any:
+        rx = self.oc.json_schema.build_regex_from_schema(json.dumps(schema), "")
+        idx = self.oc.Index(rx, self.vocabulary)
+        return (idx, self.oc.Guide(idx))
+
+    def walk(self, h: Any, tokens: list[int], logits: np.ndarray, eos: int, rec: Samples) -> bool:
+        g = h[1]
+        buf = np.zeros((logits.shape[0] + 31) // 32, dtype=np.int32)
+        ptr, nw = buf.ctypes.data, buf.shape[0]
+        write, advance = g.write_mask_into, g.advance
+        am, aa, ap = rec.mask.append, rec.adv.append, rec.apply.append
+        for tok in tokens:
+            t0 = _pc()
+            write(ptr, nw, 4)
+            t1 = _pc()
+            ok = _bit(buf, tok)
+            t2 = _pc()
+            numpy_apply(logits, buf)
+            t3 = _pc()
+            ap(t3 - t2)
+            if not ok:
+                am(t1 - t0)
+                aa(0)
+                return False
+            t4 = _pc()
+            try:
+                advance(tok, False)
+            except Exception:  # noqa: BLE001 - outlines raises on a token it does not allow
+                return False
+            t5 = _pc()
+            am(t1 - t0)
+            aa(t5 - t4)
+        t0 = _pc()
+        write(ptr, nw, 4)
+        t1 = _pc()
+        numpy_apply(logits, buf)
+        t2 = _pc()
+        am(t1 - t0)
+        aa(0)
+        ap(t2 - t1)
+        return _bit(buf, eos)
+
+    def accepts(self, h: Any, tokens: list[int], text: bytes) -> bool:
+        g = self.oc.Guide(h[0])
+        try:
+            for tok in tokens:
+                g.advance(tok, False)
+        except Exception:  # noqa: BLE001
+            return False
+        return bool(g.is_finished())
+
+    def version(self) -> str:
+        return _version("outlines-core")
+
+    def describe(self) -> str:
+        return "Guide(Index(build_regex_from_schema(schema, whitespace_pattern=''), Vocabulary))"
+
+
+ENGINES: dict[str, Callable[[], Engine]] = {
+    "ours": Ours,
+    "llguidance": LLGuidance,
+    "xgrammar": XGrammar,
+    "outlines-core": OutlinesCore,
+}
+
+
+def make_engine(name: str, **kw: Any) -> Engine:
+    if name not in ENGINES:
+        raise ValueError(f"unknown engine {name!r}; choose from {', '.join(ENGINES)}")
+    return ENGINES[name](**kw) if kw else ENGINES[name]()
