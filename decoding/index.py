@@ -84,6 +84,25 @@ class CompiledGrammar:
         self._special_col = {tid: d.n_classes + k for k, tid in enumerate(self.special_token_ids)}
         self._eog = np.array(sorted(self.vocab.eog_ids), dtype=np.int64)
 
+    @classmethod
+    def from_precomputed(cls, dfa: DFA, vocab: Vocab, special_token_ids: tuple[int, ...],
+                         state_mask: np.ndarray, masks: Any, *, grammar_key: str = "",
+                         meta: dict | None = None) -> "CompiledGrammar":
+        """A grammar whose masks were all computed at build time (see :mod:`decoding.artifact`).
+
+        ``state_mask[s]`` is the index in ``masks`` (a sequence of read-only uint32 arrays of
+        ``vocab.n_words`` words; it may expand them lazily) of the mask of state ``s``.  Every
+        state must have one, so no trie walk ever runs for this grammar.
+        """
+        cg = cls(dfa, vocab, tuple(int(t) for t in special_token_ids), grammar_key=grammar_key,
+                 meta=dict(meta or {}))
+        sm = np.asarray(state_mask, dtype=np.int32)
+        if sm.shape != (dfa.n_states,) or (sm.size and (int(sm.min()) < 0 or int(sm.max()) >= len(masks))):
+            raise VocabError("precomputed token index does not cover every automaton state")
+        cg._state_mask = sm
+        cg._masks = masks
+        return cg
+
     # ------------------------------------------------------------------ masks
     @property
     def n_words(self) -> int:
