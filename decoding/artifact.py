@@ -253,7 +253,8 @@ def read_artifact(source: str | os.PathLike | bytes) -> ArtifactData:
     _, hlen, body_len = _prelude(buf, where)
     if len(buf) != body_len + _SUM:
         what = "truncated" if len(buf) < body_len + _SUM else "has trailing bytes"
-        raise _fail(where, f"artifact {what} ({len(buf)} bytes, expected {body_len + _SUM})")
+        raise _fail(where, f"artifact {what} or its length field is corrupt ({len(buf)} bytes, "
+                           f"the prelude says {body_len + _SUM})")
     mv = memoryview(buf)
     if hashlib.sha256(mv[:body_len]).digest() != buf[body_len:]:
         raise _fail(where, "corrupt artifact (sha256 checksum mismatch)")
