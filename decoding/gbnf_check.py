@@ -113,13 +113,17 @@ def check_gbnf(text: str, *, llm=None, root: str = "root") -> None:
     token references; default :func:`load_vocab_model`.
     """
     import llama_cpp
-    llm = llm or load_vocab_model()
+    llama_cpp.llama_sampler_free(_init_sampler(text, llm or load_vocab_model(), root))
+
+
+def _init_sampler(text: str, llm, root: str):
+    """A new grammar sampler for ``text``, or GBNFError with llama.cpp's reason."""
+    import llama_cpp
     with _captured_stderr() as cap:
         smpl = llama_cpp.llama_sampler_init_grammar(_vocab_ptr(llm), text.encode("utf-8"),
                                                     root.encode("utf-8"))
     if smpl:
-        llama_cpp.llama_sampler_free(smpl)
-        return
+        return smpl
     reason, line, col = _locate(text, "".join(cap))
     raise GBNFError(f"llama.cpp rejects the grammar: {reason}", line, col)
 
@@ -135,21 +139,16 @@ class LlamaGrammarEngine:
         self._lib = llama_cpp
         self.llm = llm or load_vocab_model()
         self.text, self.root = text, root
-        check_gbnf(text, llm=self.llm, root=root)
         self._smpl = None
+        self._smpl = _init_sampler(text, self.llm, root)
         self._one = (llama_cpp.llama_token_data * 1)()
         self._arr = llama_cpp.llama_token_data_array(
             data=ctypes.cast(self._one, llama_cpp.llama_token_data_p), size=1, selected=-1,
             sorted=False)
-        self.reset()
 
     def reset(self) -> None:
-        lib = self._lib
-        if self._smpl:
-            lib.llama_sampler_free(self._smpl)
-        with _captured_stderr():
-            self._smpl = lib.llama_sampler_init_grammar(
-                _vocab_ptr(self.llm), self.text.encode("utf-8"), self.root.encode("utf-8"))
+        """Back to the start of the grammar (``llama_sampler_reset``)."""
+        self._lib.llama_sampler_reset(self._smpl)
 
     def __del__(self) -> None:
         if getattr(self, "_smpl", None):

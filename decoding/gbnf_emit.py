@@ -29,7 +29,7 @@ from typing import Mapping
 
 from .automaton import compile_dfa
 from .errors import GBNFError, GrammarError
-from .ir import NOTHING, ByteSet, Choice, Grammar, Lit, Node, Ref, Repeat, Seq, Special, walk
+from .ir import EMPTY, NOTHING, ByteSet, Choice, Grammar, Lit, Node, Ref, Repeat, Seq, Special
 from .utf8 import MAX_CP, charset_of, codepoint_dfa, complement, normalize
 
 __all__ = ["to_gbnf", "MAX_REPETITION_THRESHOLD", "sanitize_name"]
@@ -96,27 +96,121 @@ def _string(text: str) -> str:
     return '"' + "".join(_esc_char(ord(c), False) for c in text) + '"'
 
 
-def _has_ref_or_special(node: Node) -> bool:
-    return any(isinstance(n, (Ref, Special)) for n in walk(node))
+class _Analysis:
+    """Per-node facts, memoized by node identity: IR trees from the front-ends share
+    subtrees (a DAG), so unmemoized recursion can take exponential time."""
+
+    def __init__(self) -> None:
+        self._cs: dict[int, list[tuple[int, int]] | None] = {}
+        self._al: dict[int, bool] = {}
+        self._rs: dict[int, bool] = {}
+        self._simp: dict[int, Node] = {}
+        self._keep: list[Node] = []  # keeps memo keys (ids) alive
+
+    def charset(self, node: Node) -> list[tuple[int, int]] | None:
+        k = id(node)
+        if k not in self._cs:
+            self._keep.append(node)
+            if isinstance(node, Choice):
+                acc: list[tuple[int, int]] = []
+                for x in node.items:
+                    r = self.charset(x)
+                    if r is None:
+                        acc = None  # type: ignore[assignment]
+                        break
+                    acc.extend(r)
+                self._cs[k] = normalize(acc) if acc else None
+            else:
+                self._cs[k] = charset_of(node)
+        return self._cs[k]
+
+    def aligned(self, node: Node) -> bool:
+        """True when every piece of ``node`` spells whole UTF-8 characters."""
+        k = id(node)
+        if k not in self._al:
+            self._keep.append(node)
+            if self.charset(node) is not None:
+                r = True
+            elif isinstance(node, Lit):
+                try:
+                    node.data.decode("utf-8")
+                    r = True
+                except UnicodeDecodeError:
+                    r = False
+            elif isinstance(node, ByteSet):
+                r = False
+            elif isinstance(node, (Seq, Choice)):
+                r = all(self.aligned(x) for x in node.items)
+            elif isinstance(node, Repeat):
+                r = self.aligned(node.item)
+            else:
+                r = True  # Ref, Special
+            self._al[k] = r
+        return self._al[k]
+
+    def has_ref_or_special(self, node: Node) -> bool:
+        k = id(node)
+        if k not in self._rs:
+            self._keep.append(node)
+            if isinstance(node, (Ref, Special)):
+                r = True
+            elif isinstance(node, (Seq, Choice)):
+                r = any(self.has_ref_or_special(x) for x in node.items)
+            elif isinstance(node, Repeat):
+                r = self.has_ref_or_special(node.item)
+            else:
+                r = False
+            self._rs[k] = r
+        return self._rs[k]
+
+    def simplify(self, node: Node) -> Node:
+        """Drop empty-language alternatives and collapse trivial structure."""
+        k = id(node)
+        hit = self._simp.get(k)
+        if hit is not None:
+            return hit
+        self._keep.append(node)
+        r: Node
+        if isinstance(node, Choice):
+            items = tuple(x for x in (self.simplify(i) for i in node.items) if x != NOTHING)
+            r = NOTHING if not items else items[0] if len(items) == 1 else Choice(items)
+        elif isinstance(node, Seq):
+            items = tuple(self.simplify(i) for i in node.items)
+            if any(x == NOTHING for x in items):
+                r = NOTHING
+            else:
+                r = items[0] if len(items) == 1 else Seq(items)
+        elif isinstance(node, Repeat):
+            item = self.simplify(node.item)
+            if item == NOTHING:
+                r = Seq(()) if node.min == 0 else NOTHING
+            elif node.max == 0:
+                r = Seq(())
+            elif node.min == node.max == 1:
+                r = item
+            else:
+                r = Repeat(item, node.min, node.max)
+        else:
+            r = node
+        self._simp[k] = r
+        return r
 
 
-def _aligned(node: Node) -> bool:
-    """True when every piece of ``node`` spells whole UTF-8 characters."""
-    if charset_of(node) is not None:
-        return True
-    if isinstance(node, Lit):
-        try:
-            node.data.decode("utf-8")
-            return True
-        except UnicodeDecodeError:
-            return False
-    if isinstance(node, ByteSet):
-        return False
-    if isinstance(node, (Seq, Choice)):
-        return all(_aligned(x) for x in node.items)
-    if isinstance(node, Repeat):
-        return _aligned(node.item)
-    return True  # Ref, Special
+def _count_parents(roots: list[Node]) -> dict[int, int]:
+    """How many parent edges point at each node object (DAG sharing)."""
+    count: dict[int, int] = {}
+    stack = list(roots)
+    while stack:
+        n = stack.pop()
+        k = id(n)
+        count[k] = count.get(k, 0) + 1
+        if count[k] > 1:
+            continue
+        if isinstance(n, (Seq, Choice)):
+            stack.extend(n.items)
+        elif isinstance(n, Repeat):
+            stack.append(n.item)
+    return count
 
 
 class _Emitter:
@@ -146,10 +240,17 @@ class _Emitter:
 
     def run(self) -> str:
         order = [self.g.start] + [n for n in self.g.names if n != self.g.start]
+        an = self.an = _Analysis()
+        bodies = {name: an.simplify(self.g.rule(name)) for name in order}
+        self.parents = _count_parents(list(bodies.values()))
+        self.shared: dict[int, str] = {}
+        self.defining: set[int] = set()
         for name in order:
             self.cur = self.names[name]
-            body = self.alts(self.g.rule(name))
-            self.out.append((self.names[name], body))
+            # reserve the rule's place so helper rules follow it
+            slot = len(self.out)
+            self.out.append((self.names[name], ""))
+            self.out[slot] = (self.names[name], self.alts(bodies[name]))
         return "".join(f"{n} ::= {b}\n" for n, b in self.out)
 
     def helper(self, body: str) -> str:
@@ -159,10 +260,10 @@ class _Emitter:
 
     # -- expressions
     def alts(self, node: Node) -> str:
-        node = _simplify(node)
         if node == NOTHING:
             return _EMPTY_CLASS
-        if isinstance(node, Choice) and charset_of(node) is None and _aligned(node):
+        an = self.an
+        if isinstance(node, Choice) and an.charset(node) is None and an.aligned(node):
             return self.choice_body(node)
         s = self.seq(node)
         return s[1:-1] if _is_group(s) else s
@@ -172,7 +273,7 @@ class _Emitter:
         chars: list[tuple[int, int]] = []
         alts: list[str] = []
         for x in node.items:
-            cs = None if isinstance(x, Lit) else charset_of(x)
+            cs = None if isinstance(x, Lit) else self.an.charset(x)
             if cs is not None:
                 if not chars:
                     alts.append("")  # placeholder, keeps the first position
@@ -184,7 +285,7 @@ class _Emitter:
         return " | ".join(alts)
 
     def seq(self, node: Node) -> str:
-        if isinstance(node, Seq) and charset_of(node) is None and _aligned(node):
+        if isinstance(node, Seq) and self.an.charset(node) is None and self.an.aligned(node):
             if not node.items:
                 return '""'
             return " ".join(self.atom(x) for x in node.items)
@@ -198,10 +299,23 @@ class _Emitter:
 
     def atom(self, node: Node) -> str:
         """A GBNF item that can stand in a sequence."""
-        node = _simplify(node)
-        cs = None if isinstance(node, Lit) else charset_of(node)
+        an = self.an
+        cs = None if isinstance(node, Lit) else an.charset(node)
         if cs is not None:
             return _class(cs)
+        if (self.parents.get(id(node), 0) > 1 and isinstance(node, (Seq, Choice, Repeat))
+                and node != EMPTY and id(node) not in self.defining):
+            # a subtree shared in the IR DAG becomes one helper rule, referenced each time
+            name = self.shared.get(id(node))
+            if name is None:
+                name = self._fresh(f"{self.cur}-s")
+                self.shared[id(node)] = name
+                slot = len(self.out)
+                self.out.append((name, ""))
+                self.defining.add(id(node))
+                self.out[slot] = (name, self.alts(node))
+                self.defining.discard(id(node))
+            return name
         if node == NOTHING:
             return _EMPTY_CLASS
         if isinstance(node, Lit):
@@ -218,8 +332,8 @@ class _Emitter:
             if _TOKEN_REF.fullmatch(node.text):
                 return node.text
             return _string(node.text)
-        if not _aligned(node):
-            if _has_ref_or_special(node):
+        if not an.aligned(node):
+            if an.has_ref_or_special(node):
                 if isinstance(node, Repeat):
                     return self.repeat(node)
                 if isinstance(node, (Seq, Choice)):
@@ -340,30 +454,6 @@ def _suffix(item: str, lo: int, hi: int) -> str:
     if (lo, hi) == (0, 1):
         return item + "?"
     return f"{item}{{{lo},{hi}}}"
-
-
-def _simplify(node: Node) -> Node:
-    """Drop empty-language alternatives and collapse trivial structure."""
-    if isinstance(node, Choice):
-        items = tuple(x for x in (_simplify(i) for i in node.items) if x != NOTHING)
-        if not items:
-            return NOTHING
-        return items[0] if len(items) == 1 else Choice(items)
-    if isinstance(node, Seq):
-        items = tuple(_simplify(i) for i in node.items)
-        if any(x == NOTHING for x in items):
-            return NOTHING
-        return items[0] if len(items) == 1 else Seq(items)
-    if isinstance(node, Repeat):
-        item = _simplify(node.item)
-        if item == NOTHING:
-            return Seq(()) if node.min == 0 else NOTHING
-        if node.max == 0:
-            return Seq(())
-        if node.min == node.max == 1:
-            return item
-        return Repeat(item, node.min, node.max)
-    return node
 
 
 def to_gbnf(grammar: Grammar, *, special_ids: Mapping[str, int] | None = None) -> str:
