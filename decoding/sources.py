@@ -118,7 +118,8 @@ def load_manifest(path: str | os.PathLike) -> list[dict]:
                       {"name": "user_query", "kind": "dtd", "spec": "xml_grammars.json"}]}
 
     ``source`` is relative to the manifest; ``options`` go to the front-end.  An entry with
-    ``spec`` takes the DTD file, ``root`` and options from that file's entry of the same name.
+    ``spec`` takes the DTD file (relative to the spec), ``root`` and options from that file's
+    entry of the same name; its own ``options`` override them.
     """
     mpath = Path(path)
     where = os.fspath(path)
@@ -142,7 +143,9 @@ def load_manifest(path: str | os.PathLike) -> list[dict]:
             raise GrammarError(f"{at}: duplicate name {e['name']!r}")
         seen.add(e["name"])
         options = dict(e.get("options") or {})
+        base = mpath.parent
         if "spec" in e:
+            base = (mpath.parent / e["spec"]).parent  # the spec's DTD path is relative to the spec
             try:
                 spec = json.loads(read_source(mpath.parent / e["spec"]))[e["name"]]
             except (KeyError, TypeError, json.JSONDecodeError):
@@ -153,6 +156,6 @@ def load_manifest(path: str | os.PathLike) -> list[dict]:
             src = e.get("source")
         if not isinstance(src, str):
             raise GrammarError(f"{at}: entry needs a \"source\" file")
-        p = mpath.parent / src
+        p = base / src
         out.append({"name": e["name"], "path": p, "kind": kind_of(p, e.get("kind")), "options": options})
     return out
