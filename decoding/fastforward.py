@@ -59,17 +59,21 @@ def format_chat(llm: Any, messages: list[dict]) -> str:
     return fmt(messages=messages).prompt
 
 
-def _sample(logits: np.ndarray, rng: np.random.Generator, temperature: float, top_k: int, top_p: float) -> int:
-    if temperature <= 0:
-        return int(np.argmax(logits))
-    finite = np.isfinite(logits)
-    n_ok = int(finite.sum())
-    k = min(top_k, n_ok) if top_k > 0 else n_ok
-    if k < len(logits):
-        cand = np.argpartition(logits, -k)[-k:]
+def _sample(logits: np.ndarray, rng: np.random.Generator, temperature: float, top_k: int, top_p: float,
+            allowed: np.ndarray | None = None) -> int:
+    """Temperature / top-k / top-p sampling.  ``allowed`` (sorted ids) restricts the candidates
+    without scanning the whole vocabulary when it is small."""
+    if allowed is not None and len(allowed) <= 4096:
+        pool, vals = allowed, logits[allowed]
     else:
-        cand = np.nonzero(finite)[0]
-    z = logits[cand].astype(np.float64) / temperature
+        pool, vals = None, logits
+    if temperature <= 0:
+        i = int(np.argmax(vals))
+        return int(pool[i]) if pool is not None else i
+    k = min(top_k, len(vals)) if top_k > 0 else len(vals)
+    cand = np.argpartition(vals, -k)[-k:] if k < len(vals) else np.arange(len(vals))
+    cand = cand[np.isfinite(vals[cand])]
+    z = vals[cand].astype(np.float64) / temperature
     z -= z.max()
     p = np.exp(z)
     p /= p.sum()
@@ -78,7 +82,8 @@ def _sample(logits: np.ndarray, rng: np.random.Generator, temperature: float, to
         keep = np.cumsum(p[order]) - p[order] < top_p
         cand, p = cand[order[keep]], p[order[keep]]
         p /= p.sum()
-    return int(cand[rng.choice(len(cand), p=p)])
+    i = int(cand[rng.choice(len(cand), p=p)])
+    return int(pool[i]) if pool is not None else i
 
 
 def generate_fast(llm: Any, prompt: str | None, compiled: CompiledGrammar | None, *,
@@ -130,11 +135,13 @@ def generate_fast(llm: Any, prompt: str | None, compiled: CompiledGrammar | None
                 n_forced += len(acc)
                 continue
         logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1), shape=(n_vocab,))
+        allowed = None
         if matcher is not None:
             tm = time.perf_counter()
             _native.apply_mask(logits, matcher.mask())
+            allowed = matcher.allowed_tokens()
             mask_s += time.perf_counter() - tm
-        tok = _sample(logits, rng, temperature, top_k, top_p)
+        tok = _sample(logits, rng, temperature, top_k, top_p, allowed)
         if tok in eog:
             if matcher is not None:
                 matcher.advance(tok)

@@ -51,4 +51,5 @@ def load_model(name: str = "smollm2", *, n_ctx: int = 2048, seed: int = 0, **kw:
     # llama.cpp threads spin at barriers: on a small shared machine, oversubscription is very
     # slow, so use half the cores (1 on the 2-core target machines).
     kw.setdefault("n_threads", max(1, (os.cpu_count() or 2) // 2))
+    kw.setdefault("n_threads_batch", kw["n_threads"])  # llama-cpp-python defaults this to all cores
     return llama_cpp.Llama(model_path=str(model_path(name)), n_ctx=n_ctx, seed=seed, **kw)

@@ -1,0 +1,114 @@
+"""End-to-end speed on SmolLM2-135M-Instruct, all modes in one run (not a test).
+
+    python -m evals.bench.e2e [--prompts N] [--max-tokens M]
+
+Modes, interleaved prompt by prompt so that machine noise hits all of them alike:
+- free:        llama-cpp-python create_chat_completion, no constraint
+- processor:   the same call with GrammarLogitsProcessor (plain logits-processor mode)
+- driver-free: decoding.fastforward.generate_fast without a grammar (same sampling loop)
+- fast-fwd:    generate_fast with the grammar and forced-token fast-forward
+Tokens/s is completion tokens over generation time (prompt evaluation excluded: streamed
+from the first token for the llama-cpp-python modes, measured by the driver otherwise).
+Ratios against `free` are the figures that matter; absolute numbers vary with load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+from pathlib import Path
+
+from llama_cpp import LogitsProcessorList
+
+from decoding import GrammarLogitsProcessor, compile_ir, compile_json_schema
+from decoding.fastforward import generate_fast
+from decoding.models import load_model
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def tasks(n: int, seed: int = 0) -> list[tuple[str, str]]:
+    rng = random.Random(seed)
+    cities = ["北京市", "上海市", "深圳市", "Paris", "Tokyo"]
+    out = []
+    for i in range(n):
+        k = i % 3
+        if k == 0:
+            out.append(("get_weather", f"Weather in {rng.choice(cities)} on 2025-0{rng.randint(1, 9)}-1{rng.randint(0, 9)}? "
+                                       "Reply with the get_weather JSON arguments."))
+        elif k == 1:
+            out.append(("search_product", f"Find {rng.choice(['蓝牙耳机', 'wool coat', '咖啡豆'])} under {rng.randint(50, 900)} yuan. "
+                                          "Reply with the search_product JSON arguments."))
+        else:
+            out.append(("user_query", f"Write the XML request to query user {rng.randint(1000, 99999)}: "
+                                      "<request><user_id>…</user_id><action>query</action></request>"))
+    return out
+
+
+def grammars(llm) -> dict:
+    from decoding.xml_grammar import grammar_from_spec
+
+    gs = {name: compile_json_schema(json.loads((ROOT / "grammars" / f"{name}.json").read_text()), llm)
+          for name in ("get_weather", "search_product")}
+    specs = json.loads((ROOT / "grammars" / "xml_grammars.json").read_text())
+    spec = specs["user_query"] if isinstance(specs, dict) and "user_query" in specs else \
+        next(s for s in specs if s.get("name") == "user_query")
+    gs["user_query"] = compile_ir(grammar_from_spec(spec, ROOT / "grammars"), llm)
+    return gs
+
+
+def run_llama(llm, prompt: str, max_tokens: int, seed: int, proc=None) -> tuple[int, float]:
+    lp = LogitsProcessorList([proc]) if proc is not None else None
+    stream = llm.create_chat_completion(messages=[{"role": "user", "content": prompt}], max_tokens=max_tokens,
+                                        temperature=0.7, seed=seed, stream=True, logits_processor=lp)
+    n, t_first = 0, None
+    for chunk in stream:
+        if chunk["choices"][0]["delta"].get("content"):
+            n += 1  # one chunk per token
+            if t_first is None:
+                t_first = time.perf_counter()
+    t_end = time.perf_counter()
+    if proc is not None:
+        proc.raise_if_failed()
+    return max(n - 1, 0), (t_end - t_first) if t_first else 0.0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--prompts", type=int, default=30)
+    ap.add_argument("--max-tokens", type=int, default=64)
+    args = ap.parse_args()
+    llm = load_model("smollm2", n_ctx=1024)
+    gs = grammars(llm)
+    tot = {m: [0, 0.0] for m in ("free", "processor", "driver-free", "fast-fwd")}
+    forced = 0
+    for i, (name, prompt) in enumerate(tasks(args.prompts)):
+        cg = gs[name]
+        for mode in tot:
+            if mode == "free":
+                n, dt = run_llama(llm, prompt, args.max_tokens, i)
+            elif mode == "processor":
+                n, dt = run_llama(llm, prompt, args.max_tokens, i, GrammarLogitsProcessor(cg, max_tokens=args.max_tokens))
+            else:
+                g = generate_fast(llm, None, cg if mode == "fast-fwd" else None, messages=[{"role": "user", "content": prompt}],
+                                  max_tokens=args.max_tokens, seed=i)
+                n, dt = len(g.tokens), g.seconds
+                if mode == "fast-fwd":
+                    forced += g.n_forced
+                    assert g.complete, g
+            tot[mode][0] += n
+            tot[mode][1] += dt
+    base = tot["free"][0] / tot["free"][1]
+    print(f"SmolLM2-135M-Instruct, {args.prompts} prompts (get_weather, search_product, user_query XML), "
+          f"max_tokens={args.max_tokens}, n_threads={llm.context_params.n_threads}")
+    print("| mode | tokens | seconds | tokens/s | × free |\n|---|---|---|---|---|")
+    for mode, (n, dt) in tot.items():
+        tps = n / dt if dt else 0.0
+        print(f"| {mode} | {n} | {dt:.2f} | {tps:.1f} | {tps / base:.2f} |")
+    print(f"\nfast-forward appended {forced} of {tot['fast-fwd'][0]} constrained tokens without sampling")
+
+
+if __name__ == "__main__":
+    main()
