@@ -1,0 +1,52 @@
+"""CLI: ``python -m evals.harness run [--quick] [--models smollm2,gemma3] [--modes ...]``."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from datetime import date
+from pathlib import Path
+
+from .modes import MAIN_MODES, MODES
+from .run import run
+
+QUICK_MODES = ("free", "automaton", "gbnf")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m evals.harness")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="run the evals and write evals/results/<date>/")
+    r.add_argument("--quick", action="store_true",
+                   help="CI subset: SmolLM2, 1 task per family, modes free/automaton/gbnf, free capped at 32 tokens")
+    r.add_argument("--models", default=None, help="comma-separated: smollm2,gemma3 (default: both; quick: smollm2)")
+    r.add_argument("--modes", default=None, help=f"comma-separated from {','.join(MODES)} (default: all)")
+    r.add_argument("--per-family", type=int, default=None, help="tasks per family (default 8; quick 1; 30 = all 210)")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--out", default=None, help="output directory (default evals/results/<date>[-quick])")
+    a = ap.parse_args(argv)
+    models = a.models.split(",") if a.models else (["smollm2"] if a.quick else ["smollm2", "gemma3"])
+    modes = a.modes.split(",") if a.modes else list(QUICK_MODES if a.quick else MODES)
+    bad = [m for m in modes if m not in MODES]
+    if bad:
+        ap.error(f"unknown mode(s) {', '.join(bad)}; choose from {', '.join(MODES)}")
+    per = a.per_family if a.per_family is not None else (1 if a.quick else 8)
+    root = Path(__file__).resolve().parents[1] / "results"
+    out = Path(a.out) if a.out else root / (date.today().isoformat() + ("-quick" if a.quick else ""))
+    cmd = "python -m evals.harness " + " ".join(shlex.quote(x) for x in (argv if argv is not None else sys.argv[1:]))
+    res = run(models=models, modes=modes, per_family=per, seed=a.seed, quick=a.quick,
+              free_max_tokens=32 if a.quick else None, out_dir=out, command=cmd)
+    print(f"wrote {out} in {res['meta']['elapsed_s'] / 60:.1f} min")
+    for model, per_mode in res["cells"].items():
+        for mode, cell in per_mode.items():
+            c = cell["all"]
+            print(f"{model:8s} {mode:10s} closure={c['closure']['rate']:.2f} wf={c['well_formed']['rate']:.2f} "
+                  f"valid={c['valid']['rate']:.2f} fields={c['fields']['rate']:.2f} "
+                  f"trunc={c['truncated']['rate']:.2f} tok/s={c['tokens_per_s'] or 0:.1f}")
+    print("speed ratio vs free:", res["speed_ratio_vs_free"])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

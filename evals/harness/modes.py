@@ -1,0 +1,201 @@
+"""Decoding modes: how one task is turned into one generation, with timings.
+
+Modes
+- ``free``: the family's instruction + the request; no mask.
+- ``prompt``: anchors (``<|xml_start|>``/``<|xml_end|>``, ``<|json_start|>``/``<|json_end|>``)
+  and one few-shot example in the prompt; no mask.
+- ``automaton``: the free prompt, masked by :class:`decoding.GrammarLogitsProcessor`.
+- ``gbnf``: the free prompt, masked by llama.cpp's own grammar sampler running the GBNF
+  that :func:`decoding.gbnf_emit.to_gbnf` emits (``decoding.gbnf_adapter``).
+- ``outlines``, ``llguidance``: peer engines; reported as unavailable with the reason
+  when they cannot run here.
+
+Timing (per generation; llama.cpp's perf counters are reset before each call)
+- ``prep_s``: getting the compiled grammar; the first request of a (model, family) pays
+  the compile, later ones hit the cache (0).
+- ``prompt_s``: prompt evaluation (llama.cpp ``t_p_eval``).  Every mode of a task
+  evaluates the same prompt suffix: the KV cache is cut back to the family's shared
+  prefix before each call.
+- ``decode_s`` = wall time of the call - ``prompt_s``; tokens/s = tokens / decode_s.
+- ``ttft_s`` = prep_s + prompt_s + decode_s / tokens (the first token's share).
+- ``mask_s``: time spent inside our logits processor (automaton mode only; llama.cpp's
+  grammar sampler cannot be timed from Python).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import llama_cpp
+from llama_cpp import LogitsProcessorList
+from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+from decoding.api import as_vocab, compile_ir
+from decoding.gbnf_adapter import to_llama_grammar
+from decoding.processor import GrammarLogitsProcessor
+
+from .families import Family
+from .tasks import Task, example_task
+
+__all__ = ["MODES", "MAIN_MODES", "PEER_MODES", "Runner", "Output", "peer_status"]
+
+MAIN_MODES = ("free", "prompt", "automaton", "gbnf")
+PEER_MODES = ("outlines", "llguidance")
+MODES = MAIN_MODES + PEER_MODES
+# Used when a GGUF carries no chat template (the packaged Gemma-3-270M is the base model):
+# Gemma's turn format, with the system text folded into the first user turn.
+GEMMA_TEMPLATE = (
+    "{{ bos_token }}{% set sys = '' %}{% for m in messages %}{% if m['role'] == 'system' %}"
+    "{% set sys = m['content'] + '\n\n' %}{% else %}<start_of_turn>{{ 'model' if m['role'] == 'assistant' "
+    "else 'user' }}\n{% if loop.index0 == 1 %}{{ messages[0]['content'] }}\n\n{% endif %}{{ m['content'] }}"
+    "<end_of_turn>\n{% endif %}{% endfor %}<start_of_turn>model\n")
+ANCHORS = {"xml": ("<|xml_start|>", "<|xml_end|>"), "json": ("<|json_start|>", "<|json_end|>")}
+
+
+def peer_status(mode: str) -> str:
+    """Why a peer engine is not run (always a reason; the harness has no peer adapters yet)."""
+    pkg = {"outlines": "outlines", "llguidance": "llguidance"}[mode]
+    if importlib.util.find_spec(pkg) is None:
+        return (f"unavailable: python package '{pkg}' is not installed (optional peer; not in the "
+                "project's allowed dependencies, and this machine has no network beyond PyPI for the project)")
+    return f"unavailable: '{pkg}' is installed but this harness has no adapter for it with llama-cpp-python yet"
+
+
+@dataclass
+class Output:
+    text: str
+    finish_reason: str
+    n_tokens: int
+    prep_s: float
+    prompt_s: float
+    prompt_tokens: int
+    decode_s: float
+    mask_s: float | None
+    mask_calls: int
+
+    @property
+    def ttft_s(self) -> float:
+        return self.prep_s + self.prompt_s + self.decode_s / max(self.n_tokens, 1)
+
+
+class _Timed:
+    """Wraps a logits processor and accumulates the time spent inside it."""
+
+    def __init__(self, proc: GrammarLogitsProcessor) -> None:
+        self.proc = proc
+        self.seconds = 0.0
+        self.calls = 0
+
+    def __call__(self, input_ids, scores):
+        t = time.perf_counter()
+        out = self.proc(input_ids, scores)
+        self.seconds += time.perf_counter() - t
+        self.calls += 1
+        return out
+
+
+class Runner:
+    """Runs tasks on one loaded model; caches compiled grammars per family and backend."""
+
+    def __init__(self, llm: Any, model_name: str) -> None:
+        self.llm = llm
+        self.model = model_name
+        meta = llm.metadata
+        tmpl = meta.get("tokenizer.chat_template")
+        if not tmpl:
+            if "gemma" not in model_name:
+                raise RuntimeError(f"model {model_name} has no chat template in its GGUF metadata")
+            tmpl = GEMMA_TEMPLATE
+        self.template = "gguf" if meta.get("tokenizer.chat_template") else "built-in gemma turns"
+
+        def tok(key: str) -> str:
+            i = meta.get(key)
+            return llm._model.token_get_text(int(i)) if i is not None else ""
+
+        self.fmt = Jinja2ChatFormatter(tmpl, eos_token=tok("tokenizer.ggml.eos_token_id"),
+                                       bos_token=tok("tokenizer.ggml.bos_token_id"))
+        self._automaton: dict[str, Any] = {}
+        self._gbnf: dict[str, Any] = {}
+        self._prefix: dict[tuple[str, str], int] = {}
+        self.compile_s: dict[str, dict[str, float]] = {"automaton": {}, "gbnf": {}}
+        as_vocab(llm)  # read the vocabulary once (not part of any grammar's compile time)
+
+    # ------------------------------------------------------------------ prompts
+    def messages(self, fam: Family, task: Task, style: str) -> list[dict]:
+        if style == "free":
+            return [{"role": "system", "content": fam.instruction}, {"role": "user", "content": task.user}]
+        a, b = ANCHORS[fam.kind]
+        ex = example_task(fam.name)
+        sysmsg = (f"{fam.instruction} Write the {fam.kind.upper()} directly after {a} and end it with {b}; "
+                  "write nothing else.")
+        return [{"role": "system", "content": sysmsg}, {"role": "user", "content": ex.user},
+                {"role": "assistant", "content": f"{a}{fam.render(ex.expected)}{b}"},
+                {"role": "user", "content": task.user}]
+
+    def _tokens(self, msgs: list[dict]) -> tuple[list[int], list[str]]:
+        r = self.fmt(messages=msgs)
+        toks = self.llm.tokenize(r.prompt.encode("utf-8"), add_bos=not r.added_special, special=True)
+        stop = r.stop if isinstance(r.stop, list) else ([r.stop] if r.stop else [])
+        return toks, stop
+
+    def _shared_prefix(self, fam: Family, style: str) -> int:
+        key = (fam.name, style)
+        if key not in self._prefix:
+            a = self._tokens(self.messages(fam, Task("a", fam.name, "A"), style))[0]
+            b = self._tokens(self.messages(fam, Task("b", fam.name, "Z"), style))[0]
+            n = 0
+            while n < min(len(a), len(b)) and a[n] == b[n]:
+                n += 1
+            self._prefix[key] = n
+        return self._prefix[key]
+
+    # ------------------------------------------------------------------ grammars
+    def automaton(self, fam: Family):
+        if fam.name not in self._automaton:
+            t = time.perf_counter()
+            self._automaton[fam.name] = compile_ir(fam.grammar(), self.llm)
+            self.compile_s["automaton"][fam.name] = time.perf_counter() - t
+            return self._automaton[fam.name], self.compile_s["automaton"][fam.name]
+        return self._automaton[fam.name], 0.0
+
+    def gbnf(self, fam: Family):
+        if fam.name not in self._gbnf:
+            t = time.perf_counter()
+            self._gbnf[fam.name] = to_llama_grammar(fam.grammar(), llm=self.llm)
+            self.compile_s["gbnf"][fam.name] = time.perf_counter() - t
+            return self._gbnf[fam.name], self.compile_s["gbnf"][fam.name]
+        return self._gbnf[fam.name], 0.0
+
+    # ------------------------------------------------------------------ one generation
+    def run(self, fam: Family, task: Task, mode: str, max_tokens: int) -> Output:
+        style = "prompt" if mode == "prompt" else "free"
+        toks, stop = self._tokens(self.messages(fam, task, style))
+        kw: dict[str, Any] = {}
+        timed = None
+        prep = 0.0
+        if mode == "automaton":
+            cg, prep = self.automaton(fam)
+            timed = _Timed(GrammarLogitsProcessor(cg))
+            kw["logits_processor"] = LogitsProcessorList([timed])
+        elif mode == "gbnf":
+            kw["grammar"], prep = self.gbnf(fam)
+        elif mode not in ("free", "prompt"):
+            raise ValueError(f"mode {mode!r} cannot run: {peer_status(mode) if mode in PEER_MODES else 'unknown'}")
+        llm = self.llm
+        llm.n_tokens = min(llm.n_tokens, self._shared_prefix(fam, style))  # same prompt work in every mode
+        ctx = llm._ctx.ctx
+        llama_cpp.llama_perf_context_reset(ctx)
+        t0 = time.perf_counter()
+        out = llm.create_completion(toks, max_tokens=max_tokens, temperature=0.0, stop=stop, seed=0, **kw)
+        wall = time.perf_counter() - t0
+        perf = llama_cpp.llama_perf_context(ctx)
+        if timed is not None:
+            timed.proc.raise_if_failed()
+        ch = out["choices"][0]
+        prompt_s = perf.t_p_eval_ms / 1000.0
+        return Output(ch["text"], ch.get("finish_reason") or "stop", int(out["usage"]["completion_tokens"]),
+                      prep, prompt_s, int(perf.n_p_eval), max(wall - prompt_s, 1e-9),
+                      timed.seconds if timed else None, timed.calls if timed else 0)

@@ -1,0 +1,139 @@
+"""Run the harness: models x modes x tasks -> records -> aggregated cells -> report.
+
+Order of work (it keeps prompt work equal between the modes that are compared): per
+model and family, first the few-shot ``prompt`` mode over all tasks (its long prefix
+stays cached), then for each task ``free``, ``automaton`` and ``gbnf`` back to back, so
+the tokens/s ratios compare generations made within seconds of each other.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import statistics
+import time
+from dataclasses import asdict
+from datetime import date
+from pathlib import Path
+from typing import Iterable
+
+from tqdm import tqdm
+
+from .families import FAMILY
+from .metrics import check_output, wilson
+from .modes import MAIN_MODES, MODES, PEER_MODES, Runner, peer_status
+from .tasks import FAMILIES, generate_tasks
+
+__all__ = ["run", "aggregate", "RATE_KEYS"]
+
+RATE_KEYS = ("closure", "well_formed", "valid", "fields", "truncated")
+CONSTRAINED = ("automaton", "gbnf")
+
+
+def _rate(k: int, n: int) -> dict:
+    lo, hi = wilson(k, n)
+    return {"k": k, "n": n, "rate": (k / n) if n else None, "lo": lo, "hi": hi}
+
+
+def _cell(recs: list[dict]) -> dict:
+    n = len(recs)
+    toks = sum(r["n_tokens"] for r in recs)
+    dec = sum(r["decode_s"] for r in recs)
+    out = {key: _rate(sum(1 for r in recs if r[key]), n) for key in RATE_KEYS}
+    fc, ft = sum(r["fields_correct"] for r in recs), sum(r["fields_total"] for r in recs)
+    out["field_micro"] = _rate(fc, ft)
+    out["tokens"] = toks
+    out["tokens_per_s"] = toks / dec if dec > 0 else None
+    masked = [r for r in recs if r["mask_s"] is not None]
+    mt = sum(r["mask_calls"] for r in masked)
+    out["mask_us_per_token"] = (1e6 * sum(r["mask_s"] for r in masked) / mt) if mt else None
+    out["ttft_s_mean"] = statistics.fmean(r["ttft_s"] for r in recs) if recs else None
+    out["ttft_s_max"] = max((r["ttft_s"] for r in recs), default=None)
+    out["n"] = n
+    return out
+
+
+def aggregate(records: list[dict], models: Iterable[str], modes: Iterable[str]) -> dict:
+    cells: dict = {}
+    for m in models:
+        cells[m] = {}
+        for mode in modes:
+            recs = [r for r in records if r["model"] == m and r["mode"] == mode]
+            if not recs:
+                continue
+            cells[m][mode] = {"all": _cell(recs),
+                              "by_family": {f: _cell([r for r in recs if r["family"] == f])
+                                            for f in FAMILIES if any(r["family"] == f for r in recs)}}
+    ratios = {}
+    for m, per in cells.items():
+        free = per.get("free", {}).get("all", {}).get("tokens_per_s")
+        ratios[m] = {mode: (per[mode]["all"]["tokens_per_s"] / free) if free and mode in per else None
+                     for mode in CONSTRAINED if mode in per}
+    return {"cells": cells, "speed_ratio_vs_free": ratios}
+
+
+def run(*, models: list[str], modes: list[str], per_family: int, seed: int = 0, quick: bool = False,
+        free_max_tokens: int | None = None, out_dir: Path | None = None, command: str = "") -> dict:
+    from decoding.models import load_model
+
+    t_start = time.perf_counter()
+    tasks = generate_tasks(seed, per_family)
+    run_modes = [m for m in modes if m in MAIN_MODES]
+    status = {m: ("ran" if m in run_modes else peer_status(m)) for m in modes}
+    records: list[dict] = []
+    compile_s: dict = {}
+    load_s: dict = {}
+    total = len(models) * len(tasks) * len(run_modes)
+    bar = tqdm(total=total, desc="eval", unit="gen", dynamic_ncols=True)
+    for model in models:
+        t = time.perf_counter()
+        llm = load_model(model)
+        load_s[model] = time.perf_counter() - t
+        runner = Runner(llm, model)
+        for fam_name in FAMILIES:
+            fam = FAMILY[fam_name]
+            ftasks = [x for x in tasks if x.family == fam_name]
+            order = [(x, "prompt") for x in ftasks] if "prompt" in run_modes else []
+            order += [(x, m) for x in ftasks for m in ("free", "automaton", "gbnf") if m in run_modes]
+            for task, mode in order:
+                bar.set_postfix_str(f"{model} {fam_name} {mode}")
+                cap = fam.max_tokens
+                if free_max_tokens is not None and mode in ("free", "prompt"):
+                    cap = min(cap, free_max_tokens)
+                o = runner.run(fam, task, mode, cap)
+                c = check_output(fam, o.text, task.expected)
+                records.append({
+                    "model": model, "mode": mode, "family": fam_name, "task": task.id, "text": o.text,
+                    "expected": task.expected, "finish_reason": o.finish_reason, "n_tokens": o.n_tokens,
+                    "max_tokens": cap, "truncated": o.finish_reason == "length",
+                    "closure": c.closure, "well_formed": c.well_formed, "valid": c.valid,
+                    "fields": c.fields_ok, "fields_correct": c.fields_correct, "fields_total": c.fields_total,
+                    "errors": list(c.errors), "prep_s": o.prep_s, "prompt_s": o.prompt_s,
+                    "prompt_tokens": o.prompt_tokens, "decode_s": o.decode_s, "ttft_s": o.ttft_s,
+                    "mask_s": o.mask_s, "mask_calls": o.mask_calls})
+                bar.update(1)
+        compile_s[model] = runner.compile_s
+        del runner, llm
+    bar.close()
+    elapsed = time.perf_counter() - t_start
+    agg = aggregate(records, models, run_modes)
+    result = {
+        "meta": {"date": date.today().isoformat(), "command": command, "quick": quick, "seed": seed,
+                 "per_family": per_family, "n_tasks": len(tasks), "families": list(FAMILIES),
+                 "models": models, "modes": modes, "mode_status": status, "elapsed_s": elapsed,
+                 "model_load_s": load_s, "grammar_compile_s": compile_s,
+                 "max_tokens": {f: FAMILY[f].max_tokens for f in FAMILIES}, "free_max_tokens": free_max_tokens,
+                 "decoding": "greedy (temperature 0), n_threads=1",
+                 "machine": f"{platform.machine()} {platform.processor() or ''} python {platform.python_version()}"},
+        **agg,
+    }
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "results.json").write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")
+        with open(out_dir / "records.jsonl", "w", encoding="utf-8") as fh:
+            for r in records:
+                fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+        from .report import write_report
+        write_report(result, out_dir)
+    result["records"] = records
+    return result
