@@ -368,18 +368,36 @@ def _renumber(dfa: DFA, trans: np.ndarray, keep: np.ndarray) -> DFA:
     return DFA(bc, t, acc, dfa.specials, dfa.n_classes)
 
 
+def _row_classes(sig: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Exact equivalence classes of the rows of ``sig`` (int64), numbered 0..k-1.
+
+    Rows are hashed with random 64-bit weights (wrapping arithmetic), grouped by hash, and
+    every row is then compared with its group's first row; only if some hash collides is
+    the exact (slower) ``np.unique(axis=0)`` used."""
+    with np.errstate(over="ignore"):
+        h = (sig * weights[None, :]).sum(axis=1, dtype=np.int64)
+    _, first, inv = np.unique(h, return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
+    if np.array_equal(sig, sig[first[inv]]):
+        return inv
+    _, inv = np.unique(sig, axis=0, return_inverse=True)
+    return inv.reshape(-1)
+
+
 def _minimize(dfa: DFA) -> DFA:
-    """Moore partition refinement (vectorised); keeps state 0 as the start."""
+    """Moore partition refinement (vectorised, exact); keeps state 0 as the start."""
     n = dfa.n_states
     trans = dfa.trans
     part = dfa.accepting.astype(np.int64)
     nblocks = len(np.unique(part))
+    weights = np.random.default_rng(0x5EED).integers(1, 2**62, trans.shape[1] + 1, dtype=np.int64) | 1
+    safe = np.maximum(trans, 0)
+    dead = trans < 0
     while True:
         # dead (-1) maps to block -1
-        tb = np.where(trans >= 0, part[np.maximum(trans, 0)], -1)
+        tb = np.where(dead, -1, part[safe])
         sig = np.column_stack([part, tb])
-        _, new = np.unique(sig, axis=0, return_inverse=True)
-        new = new.reshape(-1)
+        new = _row_classes(sig, weights)
         k = int(new.max()) + 1 if n else 0
         if k == nblocks:
             break
