@@ -179,7 +179,7 @@ def run_engine(eng: Engine, vocab: Vocab, eos: int, cases: list[dict], timeout: 
             if err is None and ms > timeout * 1000:
                 err = "timeout"
             if err is not None:
-                key = err if err == "timeout" else err.split(":")[0] + ": " + err.split(":", 1)[1][:60]
+                key = " ".join(err.split())[:80]
                 errors[key] = errors.get(key, 0) + 1
                 per_schema.append({"file": case["file"], "status": "error", "error": err})
                 continue

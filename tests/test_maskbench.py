@@ -1,0 +1,83 @@
+"""Mask benchmark driver (evals/bench/maskbench.py): selection, statistics, our engine's
+timed walk on a hand-built vocabulary, and peers reported as unavailable, never dropped."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from decoding.vocab import Vocab
+from evals.bench.engines import Engine, Ours, Unavailable
+from evals.bench.maskbench import render_markdown, run_engine, select_schemas, stats_us
+
+SCHEMA = {"type": "object", "properties": {"a": {"type": "boolean"}, "n": {"type": "integer"}},
+          "required": ["a"]}
+
+
+def _vocab() -> Vocab:
+    toks = [b""] + [bytes([c]) for c in range(0x20, 0x7F)] + [b'{"', b'":', b"true", b"false", b',"', b"12"]
+    return Vocab.from_bytes(toks, eog_ids=[0])
+
+
+def _case(v: Vocab, tests: list[tuple[bool, bytes]]) -> dict:
+    return {"file": "t.json", "schema": SCHEMA,
+            "tests": [(ok, [("canonical", b, v.greedy(b))]) for ok, b in tests]}
+
+
+def test_select_schemas_evenly_spaced(tmp_path: Path) -> None:
+    for i in range(10):
+        (tmp_path / f"s{i:02d}.json").write_text("{}")
+    names = [p.name for p in select_schemas(tmp_path, 4)]
+    assert names == ["s00.json", "s02.json", "s05.json", "s07.json"]
+    assert len(select_schemas(tmp_path, None)) == 10
+    assert len(select_schemas(tmp_path, 50)) == 10
+
+
+def test_stats_us() -> None:
+    s = stats_us([1000, 2000, 3000, 4000])
+    assert s["n"] == 4 and s["mean"] == pytest.approx(2.5) and s["max"] == pytest.approx(4.0)
+    assert stats_us([])["mean"] is None
+
+
+@pytest.mark.parametrize("valid,invalid", [
+    ([b'{"a":true}', b'{"a":false,"n":12}'], [b'{"n":12}', b'{"a":1}', b'{"a":true']),
+])
+def test_ours_walk_accepts_valid_rejects_invalid(valid: list[bytes], invalid: list[bytes]) -> None:
+    v = _vocab()
+    case = _case(v, [(True, b) for b in valid] + [(False, b) for b in invalid])
+    r = run_engine(Ours(), v, 0, [case], timeout=30, budget=None, log=io.StringIO())
+    assert r["status"] == "ok"
+    assert r["schemas_compiled"] == 1
+    assert (r["valid_accepted"], r["valid_total"]) == (len(valid), len(valid))
+    assert (r["invalid_accepted"], r["invalid_total"]) == (0, len(invalid))
+    steps = sum(len(v.greedy(b)) + 1 for b in valid)  # every token, plus the final mask
+    assert r["mask_us"]["n"] == steps and r["apply_us"]["n"] == steps
+    assert r["mask_first_visit_us"]["n"] + r["mask_memoized_us"]["n"] == steps
+    assert r["mask_memoized_us"]["n"] > 0  # the second instance revisits states
+
+
+def test_rejected_valid_instance_is_counted() -> None:
+    v = _vocab()
+    r = run_engine(Ours(), v, 0, [_case(v, [(True, b'{"n":12,"a":true}')])], timeout=30, budget=None,
+                   log=io.StringIO())
+    assert r["valid_accepted"] == 0 and r["forms_used"] == {"rejected": 1}
+
+
+class _Missing(Engine):
+    name = "missing"
+
+    def setup(self, vocab: Vocab) -> None:
+        raise Unavailable("not installed (No module named 'missing')")
+
+
+def test_unavailable_peer_is_reported_not_dropped() -> None:
+    v = _vocab()
+    r = run_engine(_Missing(), v, 0, [_case(v, [(True, b'{"a":true}')])], timeout=30, budget=None,
+                   log=io.StringIO())
+    assert r == {"status": "unavailable: not installed (No module named 'missing')"}
+    res = {"split": "S", "vocab": "V", "n_tokens": 1, "n_schemas": 1, "command": "c", "engines": {"missing": r},
+           "machine": {"cpu": "x", "cpus": 2, "load_start": "0", "load_end": "0"}}
+    md = render_markdown(res)
+    assert "| missing | unavailable: not installed" in md
