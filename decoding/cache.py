@@ -98,9 +98,9 @@ class GrammarCache:
         """The compiled grammar of ``source`` for ``tokenizer``: from memory, else from the
         cache directory, else compiled (and written there).
 
-        ``source``: a path (``str`` paths must exist; kind from the extension if ``kind`` is
-        None), source text, or a parsed JSON Schema (dict/bool).  ``options`` go to the
-        front-end (``root`` for DTDs)."""
+        ``source``: a ``Path`` (kind from the extension when ``kind`` is None), a ``str``
+        that is a path when ``kind`` is None and source text otherwise, or a parsed JSON
+        Schema (dict/bool).  ``options`` go to the front-end (``root`` for DTDs)."""
         vocab = as_vocab(tokenizer)
         fp = vocab.fingerprint
         name, base_dir = None, None
