@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from .dtd import is_name
 from .errors import GrammarError, SchemaError
-from .ir import EMPTY, Grammar, Node, Ref, byteset, choice, lit, opt, rep, seq, star
+from .ir import EMPTY, Grammar, Node, Ref, byteset, choice, lit, opt, rep, seq
 from .xml_grammar import XML_DECLARATION, failsafe_document
 from .xml_text import escape_text, regex_text, text_unit
 

@@ -34,7 +34,7 @@ from typing import Iterable, Literal, Mapping
 from .dtd import NAME_RANGES, NAME_START_RANGES
 from .dtd_model import DTD, AttributeDecl, ElementDecl, Particle
 from .errors import DTDError, GrammarError
-from .ir import (EMPTY, NOTHING, Choice, Grammar, Node, Ref, Repeat, Seq, byteset,
+from .ir import (EMPTY, NOTHING, Choice, Grammar, Lit, Node, Ref, Repeat, Seq, byteset,
                  char_class, choice, lit, opt, plus, rep, seq, star)
 from .xml_text import attr_unit, cdata_section, escape_attr, regex_text, text_unit
 
@@ -79,7 +79,6 @@ def nullable(node: Node) -> bool:
         return any(nullable(x) for x in node.items)
     if isinstance(node, Repeat):
         return node.min == 0 or nullable(node.item)
-    from .ir import Lit
     return isinstance(node, Lit) and not node.data
 
 

@@ -21,8 +21,10 @@ attribute's double quotes), so the markup characters are always escaped:
 
 from __future__ import annotations
 
+import re
+
 from .errors import GrammarError
-from .ir import (NOTHING, Lit, Node, char_class, choice, lit, opt, plus, rep, seq, star)
+from .ir import NOTHING, Node, char_class, choice, lit, opt, plus, rep, seq, star
 
 __all__ = ["XML_CHAR_RANGES", "text_unit", "attr_unit", "char_ref", "entity_refs",
            "cdata_section", "regex_text", "escape_text", "escape_attr", "int_range"]
@@ -121,7 +123,6 @@ def entity_refs(general_entities: dict[str, str] | None = None, *, numeric: bool
 
 
 def _expands_to_text(name: str, ents: dict[str, str], seen: set[str]) -> bool:
-    import re
     if name in dict(_PREDEF) and name not in ents:
         return True
     if name not in ents or name in seen:
@@ -368,6 +369,3 @@ def regex_text(pattern: str, *, attribute: bool = False) -> Node:
         raise GrammarError(f"text pattern {pattern!r} matches no string of XML characters")
     return node
 
-
-# keep Lit importable for callers that build literal text
-_ = Lit

@@ -1,0 +1,83 @@
+"""All real instances of ../shared/corpora/dtd in canonical form against the automata.
+
+    PYTHONPATH=. .venv/bin/python evals/xml/instances.py
+
+plist, log4j, web-app: one DFA per DTD.  hibernate-mapping (too large for one explicit
+DFA): every instance against (a) the full grammar IR with the pushdown reference
+recognizer and (b) a DFA restricted to the element names that instance uses (``only=``).
+Prints accepted/total per DTD and the _invalid/ rejections.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from decoding.automaton import compile_dfa  # noqa: E402
+from decoding.dtd import parse_dtd  # noqa: E402
+from decoding.xml_canonical import CanonicalizeError, canonicalize, parse_xml  # noqa: E402
+from decoding.xml_grammar import dtd_grammar  # noqa: E402
+from tests.xml_helpers import DTD_DIR, ir_accepts  # noqa: E402
+
+MAN = json.loads((DTD_DIR / "instances" / "_manifest.json").read_text())
+SETUP = {"apple-plist": ("plist", 3, {}), "log4j": ("log4j:configuration", 2, {}),
+         "web-app_2_3": ("web-app", 2, {})}
+
+
+def files(folder: str) -> list[Path]:
+    return sorted(p for p in (DTD_DIR / "instances" / folder).iterdir() if not p.name.startswith("_"))
+
+
+def names(el, acc: set) -> set:
+    acc.add(el.name)
+    for c in el.children:
+        if not isinstance(c, str):
+            names(c, acc)
+    return acc
+
+
+def main() -> None:
+    for folder, (root, depth, opts) in SETUP.items():
+        d = parse_dtd((DTD_DIR / MAN[folder]["dtd"]).read_text(encoding="utf-8"))
+        t = time.time()
+        dfa = compile_dfa(dtd_grammar(d, root, max_depth=depth, **opts))
+        fs = files(folder)
+        ok = sum(dfa.accepts(canonicalize(p.read_bytes(), d)) for p in fs)
+        print(f"{folder}: accepted {ok}/{len(fs)} (states={dfa.n_states}, {time.time() - t:.1f}s)")
+        inv = DTD_DIR / "instances" / "_invalid" / folder
+        if inv.exists():
+            for p in sorted(x for x in inv.iterdir() if not x.name.startswith("_")):
+                try:
+                    verdict = "accepted!" if dfa.accepts(canonicalize(p.read_bytes(), d)) else "rejected"
+                except CanonicalizeError as exc:
+                    verdict = f"rejected (not well-formed: {exc})"
+                print(f"   _invalid/{folder}/{p.name}: {verdict}")
+    folder = "hibernate-mapping-3.0"
+    d = parse_dtd((DTD_DIR / MAN[folder]["dtd"]).read_text(encoding="utf-8"))
+    g = dtd_grammar(d, "hibernate-mapping", max_depth=2)
+    fs = files(folder)
+    t = time.time()
+    canon = {p.name: canonicalize(p.read_bytes(), d) for p in fs}
+    ok_ir = sum(ir_accepts(g, c) for c in canon.values())
+    print(f"{folder}: reference recognizer accepted {ok_ir}/{len(fs)} ({time.time() - t:.1f}s)")
+    groups: dict[frozenset, list[bytes]] = defaultdict(list)
+    for c in canon.values():
+        groups[frozenset(names(parse_xml(c), set()))].append(c)
+    t = time.time()
+    ok_dfa, biggest = 0, 0
+    for prof, docs in groups.items():
+        dfa = compile_dfa(dtd_grammar(d, "hibernate-mapping", max_depth=2, only=prof))
+        biggest = max(biggest, dfa.n_states)
+        ok_dfa += sum(dfa.accepts(c) for c in docs)
+    print(f"{folder}: profile DFAs accepted {ok_dfa}/{len(fs)} ({len(groups)} profiles, "
+          f"largest {biggest} states, {time.time() - t:.1f}s)")
+
+
+if __name__ == "__main__":
+    main()
