@@ -74,8 +74,8 @@ def test_quick_run_constrained_is_always_valid(tmp_path):
     for name in ("results.md", "rates.png", "speed.png", "records.jsonl"):
         assert (tmp_path / name).stat().st_size > 0
     cells = res["cells"]["smollm2"]
-    assert set(cells) == {"free", "automaton", "gbnf"}
-    for mode in ("automaton", "gbnf"):
+    assert set(cells) == {"free", "automaton", "fastforward", "gbnf"}
+    for mode in ("automaton", "fastforward", "gbnf"):
         assert set(cells[mode]["by_family"]) == set(FAMILIES)
         for fam, cell in cells[mode]["by_family"].items():
             for key in ("closure", "well_formed", "valid"):

@@ -11,7 +11,7 @@ from pathlib import Path
 from .modes import MAIN_MODES, MODES
 from .run import run
 
-QUICK_MODES = ("free", "automaton", "gbnf")
+QUICK_MODES = ("free", "automaton", "fastforward", "gbnf")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -19,10 +19,12 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="run the evals and write evals/results/<date>/")
     r.add_argument("--quick", action="store_true",
-                   help="CI subset: SmolLM2, 1 task per family, modes free/automaton/gbnf, free capped at 32 tokens")
+                   help="CI subset: SmolLM2, 1 task per family, modes free/automaton/fastforward/gbnf, free capped at 32 tokens")
     r.add_argument("--models", default=None, help="comma-separated: smollm2,gemma3 (default: both; quick: smollm2)")
     r.add_argument("--modes", default=None, help=f"comma-separated from {','.join(MODES)} (default: all)")
-    r.add_argument("--per-family", type=int, default=None, help="tasks per family (default 8; quick 1; 30 = all 210)")
+    r.add_argument("--per-family", default=None,
+                   help="tasks per family: N, or per model 'smollm2=8,gemma3=3' (default smollm2=8,gemma3=3; "
+                        "quick 1; 30 = all 210 prompts)")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--out", default=None, help="output directory (default evals/results/<date>[-quick])")
     a = ap.parse_args(argv)
@@ -31,7 +33,15 @@ def main(argv: list[str] | None = None) -> int:
     bad = [m for m in modes if m not in MODES]
     if bad:
         ap.error(f"unknown mode(s) {', '.join(bad)}; choose from {', '.join(MODES)}")
-    per = a.per_family if a.per_family is not None else (1 if a.quick else 8)
+    spec = a.per_family if a.per_family is not None else ("1" if a.quick else "smollm2=8,gemma3=3")
+    try:
+        if "=" in spec:
+            given = {k: int(v) for k, v in (x.split("=") for x in spec.split(","))}
+            per = {m: given.get(m, min(given.values())) for m in models}
+        else:
+            per = {m: int(spec) for m in models}
+    except ValueError:
+        ap.error(f"--per-family must be N or model=N,...; got {spec!r}")
     root = Path(__file__).resolve().parents[1] / "results"
     out = Path(a.out) if a.out else root / (date.today().isoformat() + ("-quick" if a.quick else ""))
     cmd = "python -m evals.harness " + " ".join(shlex.quote(x) for x in (argv if argv is not None else sys.argv[1:]))

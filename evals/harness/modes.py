@@ -5,6 +5,11 @@ Modes
 - ``prompt``: anchors (``<|xml_start|>``/``<|xml_end|>``, ``<|json_start|>``/``<|json_end|>``)
   and one few-shot example in the prompt; no mask.
 - ``automaton``: the free prompt, masked by :class:`decoding.GrammarLogitsProcessor`.
+- ``fastforward``: the free prompt, same automaton, through the project's own driver
+  (:func:`decoding.fastforward.generate_fast`): forced bytes are appended in one batched
+  eval and budget-aware closing keeps the output completable within ``max_tokens``.  The
+  driver evaluates the whole prompt each call (no prefix reuse), so its TTFT is not
+  comparable with the other modes; its tokens/s is.
 - ``gbnf``: the free prompt, masked by llama.cpp's own grammar sampler running the GBNF
   that :func:`decoding.gbnf_emit.to_gbnf` emits (``decoding.gbnf_adapter``).
 - ``outlines``, ``llguidance``: peer engines; reported as unavailable with the reason
@@ -34,6 +39,7 @@ from llama_cpp import LogitsProcessorList
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
 from decoding.api import as_vocab, compile_ir
+from decoding.fastforward import generate_fast
 from decoding.gbnf_adapter import to_llama_grammar
 from decoding.processor import GrammarLogitsProcessor
 
@@ -42,7 +48,7 @@ from .tasks import Task, example_task
 
 __all__ = ["MODES", "MAIN_MODES", "PEER_MODES", "Runner", "Output", "peer_status"]
 
-MAIN_MODES = ("free", "prompt", "automaton", "gbnf")
+MAIN_MODES = ("free", "prompt", "automaton", "fastforward", "gbnf")
 PEER_MODES = ("outlines", "llguidance")
 MODES = MAIN_MODES + PEER_MODES
 # Used when a GGUF carries no chat template (the packaged Gemma-3-270M is the base model):
@@ -182,10 +188,25 @@ class Runner:
             kw["logits_processor"] = LogitsProcessorList([timed])
         elif mode == "gbnf":
             kw["grammar"], prep = self.gbnf(fam)
-        elif mode not in ("free", "prompt"):
+        elif mode not in ("free", "prompt", "fastforward"):
             raise ValueError(f"mode {mode!r} cannot run: {peer_status(mode) if mode in PEER_MODES else 'unknown'}")
         llm = self.llm
-        llm.n_tokens = min(llm.n_tokens, self._shared_prefix(fam, style))  # same prompt work in every mode
+        if mode == "fastforward":
+            cg, prep = self.automaton(fam)
+            text = self.fmt(messages=self.messages(fam, task, style)).prompt
+            bos = llm._model.token_get_text(llm.token_bos()) if llm.token_bos() >= 0 else ""
+            if bos and text.startswith(bos):  # the driver adds BOS itself
+                text = text[len(bos):]
+            g = generate_fast(llm, text, cg, max_tokens=max_tokens, temperature=0.0, seed=0)
+            n = len(g.tokens)  # like llama-cpp-python's completion_tokens: the end token is not counted
+            llm.n_tokens = 0  # the driver left its own tokens in the cache
+            return Output(g.text, g.finish_reason, n, prep, g.prompt_seconds, 0, max(g.seconds, 1e-9),
+                          g.mask_seconds, max(n, 1))
+        shared = self._shared_prefix(fam, style)
+        llm.n_tokens = min(llm.n_tokens, shared)  # same prompt work in every mode
+        if llm.n_tokens < shared:  # cache lost (fast-forward driver, other prompt style): refill, untimed
+            llm.reset()
+            llm.eval(toks[:shared])
         ctx = llm._ctx.ctx
         llama_cpp.llama_perf_context_reset(ctx)
         t0 = time.perf_counter()

@@ -24,7 +24,8 @@ def markdown(res: dict) -> str:
     meta = res["meta"]
     L = [f"# Eval results {meta['date']}", "",
          f"Command: `{meta['command']}`  ", f"Wall time: {meta['elapsed_s'] / 60:.1f} min "
-         f"({meta['n_tasks']} tasks = {meta['per_family']} per family x {len(meta['families'])} families; "
+         f"(tasks per model: {meta['n_tasks']}, i.e. {meta['per_family']} per family x {len(meta['families'])} "
+         f"families, drawn from the {meta['n_generated_prompts']} generated prompts; "
          f"{meta['decoding']}; {meta['machine']})", "",
          "Rates are `rate [Wilson 95% CI]`. tok/s = completion tokens / decode time (prompt evaluation "
          "excluded); ratio = tok/s of the mode / tok/s of free mode in the same run. Mask = time inside our "
@@ -57,7 +58,7 @@ def markdown(res: dict) -> str:
     L += ["", "## Field accuracy under the constraint vs free", ""]
     for model, per in res["cells"].items():
         free = per.get("free")
-        for mode in ("automaton", "gbnf"):
+        for mode in ("automaton", "fastforward", "gbnf"):
             if free is None or mode not in per:
                 continue
             for f in fams:

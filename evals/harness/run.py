@@ -27,7 +27,7 @@ from .tasks import FAMILIES, generate_tasks
 __all__ = ["run", "aggregate", "RATE_KEYS"]
 
 RATE_KEYS = ("closure", "well_formed", "valid", "fields", "truncated")
-CONSTRAINED = ("automaton", "gbnf")
+CONSTRAINED = ("automaton", "fastforward", "gbnf")
 
 
 def _rate(k: int, n: int) -> dict:
@@ -72,29 +72,35 @@ def aggregate(records: list[dict], models: Iterable[str], modes: Iterable[str]) 
     return {"cells": cells, "speed_ratio_vs_free": ratios}
 
 
-def run(*, models: list[str], modes: list[str], per_family: int, seed: int = 0, quick: bool = False,
+def run(*, models: list[str], modes: list[str], per_family: int | dict[str, int], seed: int = 0, quick: bool = False,
         free_max_tokens: int | None = None, out_dir: Path | None = None, command: str = "") -> dict:
     from decoding.models import load_model
 
     t_start = time.perf_counter()
-    tasks = generate_tasks(seed, per_family)
+    per = per_family if isinstance(per_family, dict) else {m: per_family for m in models}
+    all_tasks = generate_tasks(seed)
     run_modes = [m for m in modes if m in MAIN_MODES]
     status = {m: ("ran" if m in run_modes else peer_status(m)) for m in modes}
     records: list[dict] = []
     compile_s: dict = {}
     load_s: dict = {}
-    total = len(models) * len(tasks) * len(run_modes)
+    def tasks_for(model: str) -> list:
+        return generate_tasks(seed, per[model])
+
+    total = sum(len(tasks_for(m)) for m in models) * len(run_modes)
     bar = tqdm(total=total, desc="eval", unit="gen", dynamic_ncols=True)
     for model in models:
         t = time.perf_counter()
         llm = load_model(model)
         load_s[model] = time.perf_counter() - t
         runner = Runner(llm, model)
+        tasks = tasks_for(model)
         for fam_name in FAMILIES:
             fam = FAMILY[fam_name]
             ftasks = [x for x in tasks if x.family == fam_name]
             order = [(x, "prompt") for x in ftasks] if "prompt" in run_modes else []
-            order += [(x, m) for x in ftasks for m in ("free", "automaton", "gbnf") if m in run_modes]
+            order += [(x, m) for x in ftasks for m in ("fastforward", "free", "automaton", "gbnf")
+                      if m in run_modes]
             for task, mode in order:
                 bar.set_postfix_str(f"{model} {fam_name} {mode}")
                 cap = fam.max_tokens
@@ -119,7 +125,8 @@ def run(*, models: list[str], modes: list[str], per_family: int, seed: int = 0, 
     agg = aggregate(records, models, run_modes)
     result = {
         "meta": {"date": date.today().isoformat(), "command": command, "quick": quick, "seed": seed,
-                 "per_family": per_family, "n_tasks": len(tasks), "families": list(FAMILIES),
+                 "per_family": per, "n_tasks": {m: len(tasks_for(m)) for m in models},
+                 "n_generated_prompts": len(all_tasks), "families": list(FAMILIES),
                  "models": models, "modes": modes, "mode_status": status, "elapsed_s": elapsed,
                  "model_load_s": load_s, "grammar_compile_s": compile_s,
                  "max_tokens": {f: FAMILY[f].max_tokens for f in FAMILIES}, "free_max_tokens": free_max_tokens,
