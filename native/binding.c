@@ -226,7 +226,7 @@ static PyObject *py_impl(PyObject *self, PyObject *noargs) {
 }
 
 static int impl_from_name(const char *name) {
-    for (int i = 0; i <= GD_IMPL_NEON; i++)
+    for (int i = 0; i < GD_IMPL_COUNT; i++)
         if (strcmp(name, gd_impl_name(i)) == 0) return i;
     return -1;
 }
@@ -261,7 +261,7 @@ static PyMethodDef methods[] = {
      "trie_walk(trie, classes_u8[256], table_i32, ncols, state, mask_out_u32, next_state_i32=None) -> allowed count. Releases the GIL."},
     {"impl", py_impl, METH_NOARGS, "Name of the active kernel implementation."},
     {"impl_supported", py_impl_supported, METH_VARARGS, "impl_supported(name) -> bool."},
-    {"set_impl", py_set_impl, METH_VARARGS, "set_impl(name): force scalar|sse2|avx2|neon."},
+    {"set_impl", py_set_impl, METH_VARARGS, "set_impl(name): force scalar|sse2|avx2|avx512|neon."},
     {NULL, NULL, 0, NULL},
 };
 

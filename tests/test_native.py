@@ -11,7 +11,7 @@ import pytest
 
 from decoding import _native
 
-IMPLS = [i for i in ("scalar", "sse2", "avx2", "neon") if _native.impl_supported(i)]
+IMPLS = [i for i in ("scalar", "sse2", "avx2", "avx512", "neon") if _native.impl_supported(i)]
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 
 import jsonschema
@@ -14,27 +13,13 @@ from decoding import GrammarLogitsProcessor, ProcessorError, VocabError, compile
 from decoding.ir import Grammar, byteset, plus
 from decoding.index import compile_grammar
 from decoding.vocab import Vocab
+from evals.weather50 import weather_prompts
 
 ROOT = Path(__file__).resolve().parents[1]
 WEATHER = json.loads((ROOT / "grammars" / "get_weather.json").read_text())
 VALIDATOR = jsonschema.Draft202012Validator(WEATHER, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
 
 pytestmark = pytest.mark.model
-
-CITIES = ["北京市", "上海市", "广州市", "深圳市", "杭州市", "成都市", "Paris", "Berlin", "New York", "Tokyo"]
-
-
-def weather_prompts(n: int, seed: int = 0) -> list[str]:
-    rng = random.Random(seed)
-    out = []
-    for _ in range(n):
-        city = rng.choice(CITIES)
-        date = f"2025-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
-        style = rng.choice(["What's the weather in {c} on {d}?", "Call get_weather for {c}, date {d}.",
-                            "天气 {c} {d} 怎么样？", "Need the forecast: city={c} day={d}"])
-        out.append(style.format(c=city, d=date) + " Reply with the get_weather JSON arguments only.")
-    return out
-
 
 @pytest.fixture(scope="module")
 def weather(smollm2):

@@ -15,7 +15,8 @@
 extern "C" {
 #endif
 
-enum gd_impl { GD_IMPL_SCALAR = 0, GD_IMPL_SSE2 = 1, GD_IMPL_AVX2 = 2, GD_IMPL_NEON = 3 };
+enum gd_impl { GD_IMPL_SCALAR = 0, GD_IMPL_SSE2 = 1, GD_IMPL_AVX2 = 2, GD_IMPL_NEON = 3, GD_IMPL_AVX512 = 4,
+               GD_IMPL_COUNT = 5 };
 
 /* Implementation chosen at run time (best supported by this CPU, unless overridden). */
 int gd_impl_active(void);

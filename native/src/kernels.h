@@ -32,6 +32,10 @@ void gd_and_avx2(uint32_t *, const uint32_t *, const uint32_t *, size_t);
 void gd_or_avx2(uint32_t *, const uint32_t *, const uint32_t *, size_t);
 void gd_apply_avx2(float *, size_t, const uint32_t *, float);
 void gd_apply_strided_avx2(void *, size_t, ptrdiff_t, const uint32_t *, float);
+void gd_and_avx512(uint32_t *, const uint32_t *, const uint32_t *, size_t);
+void gd_or_avx512(uint32_t *, const uint32_t *, const uint32_t *, size_t);
+void gd_apply_avx512(float *, size_t, const uint32_t *, float);
+void gd_apply_strided_avx512(void *, size_t, ptrdiff_t, const uint32_t *, float);
 #endif
 #if GD_HAVE_NEON
 void gd_and_neon(uint32_t *, const uint32_t *, const uint32_t *, size_t);

@@ -81,6 +81,7 @@ static const gd_vtable VT_SCALAR = {gd_and_scalar, gd_or_scalar, gd_apply_scalar
 #if GD_HAVE_X86
 static const gd_vtable VT_SSE2 = {gd_and_sse2, gd_or_sse2, gd_apply_sse2, gd_apply_strided_sse2};
 static const gd_vtable VT_AVX2 = {gd_and_avx2, gd_or_avx2, gd_apply_avx2, gd_apply_strided_avx2};
+static const gd_vtable VT_AVX512 = {gd_and_avx512, gd_or_avx512, gd_apply_avx512, gd_apply_strided_avx512};
 #endif
 #if GD_HAVE_NEON
 static const gd_vtable VT_NEON = {gd_and_neon, gd_or_neon, gd_apply_neon, gd_apply_strided_neon};
@@ -95,6 +96,7 @@ int gd_impl_supported(int impl) {
 #if GD_HAVE_X86
     case GD_IMPL_SSE2: __builtin_cpu_init(); return __builtin_cpu_supports("sse2") != 0;
     case GD_IMPL_AVX2: __builtin_cpu_init(); return __builtin_cpu_supports("avx2") != 0;
+    case GD_IMPL_AVX512: __builtin_cpu_init(); return __builtin_cpu_supports("avx512f") != 0;
 #endif
 #if GD_HAVE_NEON
     case GD_IMPL_NEON: return 1; /* NEON (ASIMD) is mandatory on AArch64 */
@@ -109,6 +111,7 @@ int gd_impl_set(int impl) {
 #if GD_HAVE_X86
     case GD_IMPL_SSE2: g_vt = &VT_SSE2; break;
     case GD_IMPL_AVX2: g_vt = &VT_AVX2; break;
+    case GD_IMPL_AVX512: g_vt = &VT_AVX512; break;
 #endif
 #if GD_HAVE_NEON
     case GD_IMPL_NEON: g_vt = &VT_NEON; break;
@@ -123,10 +126,12 @@ static void gd_init(void) {
     if (g_vt) return;
     const char *force = getenv("GD_NATIVE_IMPL"); /* scalar|sse2|avx2|neon, for tests */
     if (force) {
-        for (int i = 0; i <= GD_IMPL_NEON; i++)
+        for (int i = 0; i < GD_IMPL_COUNT; i++)
             if (strcmp(force, gd_impl_name(i)) == 0 && gd_impl_set(i)) return;
     }
-    if (gd_impl_set(GD_IMPL_NEON) || gd_impl_set(GD_IMPL_AVX2) || gd_impl_set(GD_IMPL_SSE2)) return;
+    if (gd_impl_set(GD_IMPL_NEON) || gd_impl_set(GD_IMPL_AVX512) || gd_impl_set(GD_IMPL_AVX2) ||
+        gd_impl_set(GD_IMPL_SSE2))
+        return;
     gd_impl_set(GD_IMPL_SCALAR);
 }
 
@@ -138,6 +143,7 @@ const char *gd_impl_name(int impl) {
     case GD_IMPL_SSE2: return "sse2";
     case GD_IMPL_AVX2: return "avx2";
     case GD_IMPL_NEON: return "neon";
+    case GD_IMPL_AVX512: return "avx512";
     default: return "unknown";
     }
 }
