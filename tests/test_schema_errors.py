@@ -15,7 +15,12 @@ ERRORS = [
     ({"not": {"type": "string"}}, "", "not"),
     ({"if": {"type": "string"}, "then": {"maxLength": 3}}, "", "then"),
     ({"type": "array", "contains": {"type": "integer"}}, "", "contains"),
-    ({"type": "object", "dependentRequired": {"a": ["b"]}}, "", "dependentRequired"),
+    ({"type": "object", "properties": {k: {} for k in "abcd"},
+      "dependentSchemas": {k: {"required": ["e"]} for k in "abcd"}}, "", "dependentSchemas"),
+    ({"type": "object", "properties": {"a": {"type": "object", "patternProperties": {"^x": {}},
+                                             "dependentRequired": {"xa": ["b"]}}}},
+     "/properties/a", "dependentRequired"),
+    ({"type": "string", "format": "uri-reference"}, "", "format"),
     ({"type": "object", "propertyNames": {"maxLength": 3}}, "", "propertyNames"),
     ({"type": "number", "multipleOf": 0.5}, "", "multipleOf"),
     ({"type": "string", "format": "iri"}, "", "format"),
@@ -48,10 +53,12 @@ def test_irrelevant_unsupported_keyword_is_fine():
     compile_schema({"type": "string", "uniqueItems": True})
 
 
-def test_lenient_drops_only_unknown_formats():
-    sg = compile_schema({"type": "object", "properties": {"p": {"type": "string", "format": "jsonpath"}}},
+def test_lenient_drops_only_unsupported_formats():
+    sg = compile_schema({"type": "object", "properties": {"p": {"type": "string", "format": "iri"}}},
                         lenient=True)
     assert sg.dropped == ("/properties/p format",)
+    sg = compile_schema({"type": "object", "properties": {"p": {"type": "string", "format": "jsonpath"}}})
+    assert sg.dropped == () and sg.ignored == ("/properties/p format",)
     with pytest.raises(SchemaError):
         compile_schema({"type": "array", "uniqueItems": True}, lenient=True)
 

@@ -87,6 +87,44 @@ CASES: list[tuple[dict, list[str], list[str]]] = [
     ({"type": "object", "properties": {"a": {"type": "integer"}}, "uniqueItems": True},
      ['{"a":1}'], ['{"a":"x"}']),
     (True, ["1", '"x"', "[1,[2]]", '{"a":{"b":null}}', "null"], ["", "[1,", "{'a':1}"]),
+    # a bare object schema allows any members; unevaluatedProperties acts as additionalProperties
+    ({"type": "object"}, ["{}", '{"a":1}', '{"a":{"b":[1]},"c":"x"}'], ["[]", '{"a":}']),
+    ({"type": "object", "unevaluatedProperties": False}, ["{}"], ['{"a":1}']),
+    # property dependencies, compiled exactly in the property chain
+    ({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"type": "integer"}},
+      "dependentRequired": {"a": ["c"]}},
+     ["{}", '{"b":1}', '{"c":1}', '{"a":1,"c":1}', '{"a":1,"b":2,"c":3}'], ['{"a":1}', '{"a":1,"b":2}']),
+    ({"type": "object", "properties": {"b": {"type": "integer"}, "a": {"type": "integer"}},
+      "dependentRequired": {"a": ["b"], "b": ["a"]}}, ["{}", '{"b":1,"a":2}'], ['{"a":2}', '{"b":1}']),
+    ({"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": {"type": "string"},
+      "dependentRequired": {"a": ["z"]}}, ["{}", '{"a":1,"z":"s"}', '{"y":"s"}'], ['{"a":1}', '{"a":1,"y":"s"}']),
+    ({"$schema": "http://json-schema.org/draft-04/schema#", "type": "object",
+      "properties": {"a": {"type": "integer"}, "b": {"type": "string"}, "c": {"type": "integer"}},
+      "dependencies": {"a": {"required": ["b"]}, "c": ["a"]}},
+     ["{}", '{"b":"x"}', '{"a":1,"b":"x"}', '{"a":1,"b":"x","c":2}'], ['{"a":1}', '{"c":2}', '{"b":"x","c":2}']),
+    ({"type": "object", "properties": {"card": {"type": "string"}, "addr": {"type": "string"}},
+      "dependentSchemas": {"card": {"properties": {"addr": {"maxLength": 2}}, "required": ["addr"]}}},
+     ['{"card":"x","addr":"ab"}', '{"addr":"abcd"}', "{}"], ['{"card":"x","addr":"abc"}', '{"card":"x"}']),
+    # minProperties met by one undeclared member
+    ({"type": "object", "minProperties": 1, "additionalProperties": {"type": "string"}},
+     ['{"x":"a"}', '{"x":"a","y":"b"}'], ["{}", '{"x":1}']),
+    ({"type": "object", "properties": {"a": {"type": "integer"}}, "minProperties": 2, "maxProperties": 2,
+      "additionalProperties": True}, ['{"a":1,"x":null}'], ['{"a":1}', '{"x":1}', '{"a":1,"x":1,"y":2}']),
+    # oneOf: a declared discriminator with disjoint values is required in the generated output
+    ({"oneOf": [{"type": "object", "properties": {"t": {"enum": ["a"]}, "v": {"type": "string"}}},
+                {"type": "object", "properties": {"t": {"enum": ["b", "c"]}, "v": {"type": "integer"}}}]},
+     ['{"t":"a","v":"x"}', '{"t":"b","v":1}', '{"t":"a"}'], ["{}", '{"t":"c","v":"x"}', '{"v":"x"}']),
+    ({"type": "object", "properties": {"shape": {"enum": ["sq", "ci"]}, "side": {"type": "number"},
+                                       "r": {"type": "number"}}, "required": ["shape"],
+      "oneOf": [{"properties": {"shape": {"enum": ["sq"]}}}, {"properties": {"shape": {"enum": ["ci"]}}}]},
+     ['{"shape":"sq","side":5}', '{"shape":"ci","r":1}'], ['{"shape":"sq","side":"5"}', '{"shape":"x"}']),
+    # formats no validator asserts are annotations
+    ({"type": "string", "format": "jsonpath"}, ['"$.a"', '""'], ["1"]),
+    # patternProperties next to additionalProperties: pattern keys only; several pattern schemas
+    ({"type": "object", "patternProperties": {"^x-": {"type": "integer"}}, "additionalProperties": {"type": "string"}},
+     ["{}", '{"x-a":1}'], ['{"x-a":"s"}']),
+    ({"type": "object", "patternProperties": {"^a": {"type": "integer"}, "b$": {"minimum": 3}},
+      "additionalProperties": False}, ['{"a":3}', '{"ab":4}', '{"b":5}'], ['{"ab":2}', '{"a":"x"}', '{"b":2}']),
 ]
 
 

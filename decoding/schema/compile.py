@@ -18,7 +18,7 @@ from typing import Any, Literal
 from ..errors import LimitError, SchemaError
 from ..ir import (EMPTY, NOTHING, ByteSet, Choice, Grammar, Lit, Node, Ref, Repeat, Seq, Special,
                   byteset, choice, lit, opt, rep, seq, star)
-from .formats import check_format, format_regex
+from .formats import CHECKED_FORMATS, check_format, format_regex
 from .jsonstr import any_json_char, dumps, json_char, quote, string_of
 from .merge import TYPES, json_equal, merge, normalize
 from .numbers import INTEGER, NUMBER, integer_range, number_range
@@ -44,14 +44,14 @@ SUPPORTED = frozenset({
     "maxItems", "minLength", "maxLength", "pattern", "format", "minimum", "maximum",
     "exclusiveMinimum", "exclusiveMaximum", "anyOf", "oneOf", "allOf", "$ref",
     "uniqueItems", "multipleOf", "unevaluatedProperties", "unevaluatedItems", "if",
+    "dependentRequired", "dependentSchemas", "dependencies",
 })
+MAX_DEP_SCHEMAS = 3
 # known semantic keywords we cannot honour, and the instance kinds they constrain
 UNSUPPORTED: dict[str, frozenset[str]] = {
     "not": frozenset(TYPES), "then": frozenset(TYPES), "else": frozenset(TYPES),
     "contains": frozenset({"array"}), "minContains": frozenset({"array"}),
-    "maxContains": frozenset({"array"}), "dependentRequired": frozenset({"object"}),
-    "dependentSchemas": frozenset({"object"}), "dependencies": frozenset({"object"}),
-    "propertyNames": frozenset({"object"}), "$dynamicRef": frozenset(TYPES),
+    "maxContains": frozenset({"array"}), "propertyNames": frozenset({"object"}), "$dynamicRef": frozenset(TYPES),
     "$recursiveRef": frozenset(TYPES),
 }
 _KIND_KW = {
@@ -227,7 +227,7 @@ class _Compiler:
             merged.append(merge(rest, b if b is not True else {}, bp) if rest else b)
         self._keep.append(merged)
         if kw == "oneOf":
-            merged = self._separate(merged)
+            merged = self._separate(self._force_discriminators(merged))
             self._check_disjoint(merged, ptr)
         alts = [self.node(m, pointer_join(ptr, kw, i)) for i, m in enumerate(merged)]
         return choice(*[a for a in alts if a != NOTHING]) if any(a != NOTHING for a in alts) else NOTHING
@@ -357,11 +357,51 @@ class _Compiler:
         pa, pb = a.get("properties", {}), b.get("properties", {})
         for k in set(pa) & set(pb):
             if k in a.get("required", []) and k in b.get("required", []):
-                sa = self._deref(pa[k], "")
-                sb = self._deref(pb[k], "")
-                if self._disjoint_values(sa, sb):
+                if self._disjoint_values(self._flat(pa[k]), self._flat(pb[k])):
                     return True
         return False
+
+    def _flat(self, s: Any) -> Any:
+        """``s`` with top-level ``$ref`` and ``allOf`` merged away (``s`` itself if that fails)."""
+        try:
+            d = self._deref(s, "")
+            if isinstance(d, dict) and isinstance(d.get("allOf"), list):
+                acc: Any = {k: v for k, v in d.items() if k != "allOf"}
+                for p in d["allOf"]:
+                    p = self._flat(p)
+                    if p is False:
+                        return False
+                    if p is not True:
+                        acc = merge(acc, p, "")
+                return acc
+            return d
+        except SchemaError:
+            return s
+
+    def _force_discriminators(self, branches: list) -> list:
+        """oneOf of object branches that declare a common property with disjoint enum/const
+        values: require that property in both, so each generated instance matches exactly
+        one branch (a subset of the valid instances: those without it are not generated)."""
+        out = list(branches)
+        for i in range(len(out)):
+            for j in range(i + 1, len(out)):
+                a, b = out[i], out[j]
+                if not (isinstance(a, dict) and isinstance(b, dict)) or \
+                        self._kinds(a) & self._kinds(b) - {"object"} or \
+                        not self._kinds(a) & self._kinds(b) or self._discriminated(a, b):
+                    continue
+                pa, pb = a.get("properties", {}), b.get("properties", {})
+                if not (isinstance(pa, dict) and isinstance(pb, dict)):
+                    continue
+                for k in [k for k in pa if k in pb]:
+                    if self._disjoint_values(self._flat(pa[k]), self._flat(pb[k])):
+                        for idx in (i, j):
+                            req = out[idx].get("required", [])
+                            if isinstance(req, list) and k not in req:
+                                out[idx] = {**out[idx], "required": list(req) + [k]}
+                        break
+        self._keep.append(out)
+        return out
 
     # ------------------------------------------------------------------ base schemas
     def _inferred(self, s: dict) -> set[str] | None:
@@ -376,6 +416,9 @@ class _Compiler:
                 self.ignored.append(f"{ptr or '/'} {k}")
         if "enum" in s or "const" in s:
             return self.enumeration(s, ptr)
+        if "dependentSchemas" in s or isinstance(s.get("dependencies"), dict) and any(
+                not isinstance(v, list) for v in s["dependencies"].values()):
+            return self.dep_schemas(s, ptr)
         t = s.get("type")
         if t is None:
             kinds = self._inferred(s)
@@ -396,6 +439,46 @@ class _Compiler:
         for kind in ("object", "array", "string", "integer", "number", "boolean", "null"):
             if kind in kinds:
                 alts.append(self.kind(kind, s, ptr))
+        alts = [a for a in alts if a != NOTHING]
+        return choice(*alts) if alts else NOTHING
+
+    def dep_schemas(self, s: dict, ptr: str) -> Node:
+        """Schema-valued dependencies, exactly: for each optional trigger ``t`` the union of
+        "``t`` absent" and "``t`` present and the dependent schema holds" (at most
+        MAX_DEP_SCHEMAS optional triggers, i.e. 2**n branches); a required trigger merges."""
+        rest = {k: v for k, v in s.items() if k != "dependentSchemas"}
+        dep: dict[str, Any] = dict(s.get("dependentSchemas") or {})
+        if not isinstance(s.get("dependentSchemas", {}), dict):
+            raise SchemaError(ptr, "dependentSchemas", "must be an object")
+        if isinstance(s.get("dependencies"), dict):
+            arrays = {t: v for t, v in s["dependencies"].items() if isinstance(v, list)}
+            for t, v in s["dependencies"].items():
+                if not isinstance(v, list):
+                    dep[t] = {"allOf": [dep[t], v]} if t in dep else v
+            rest.pop("dependencies")
+            if arrays:
+                rest["dependencies"] = arrays
+        branches: list[Any] = [rest]
+        for t, ds in dep.items():
+            dptr = pointer_join(ptr, "dependentSchemas", t)
+            ds = self._deref(ds, dptr)
+            nxt: list[Any] = []
+            for b in branches:
+                req = b.get("required", []) if isinstance(b.get("required"), list) else []
+                bprops = b.get("properties", {}) if isinstance(b.get("properties"), dict) else {}
+                if bprops.get(t, True) is False or ds is True or ds == {}:
+                    nxt.append(b)  # the trigger is never present, or the dependency is vacuous
+                    continue
+                with_t = {**b, "required": req + ([t] if t not in req else [])}
+                nxt.append(False if ds is False else merge(with_t, ds, dptr))
+                if t not in req:
+                    nxt.append({**b, "properties": {**bprops, t: False}})
+            branches = [b for b in nxt if b is not False]
+            if len(branches) > 2 ** MAX_DEP_SCHEMAS:
+                raise SchemaError(ptr, "dependentSchemas", f"more than {MAX_DEP_SCHEMAS} optional "
+                                  "triggers of schema dependencies")
+        self._keep.append(branches)
+        alts = [self.node(b, ptr) for b in branches]
         alts = [a for a in alts if a != NOTHING]
         return choice(*alts) if alts else NOTHING
 
@@ -482,7 +565,9 @@ class _Compiler:
         fmt = s.get("format")
         if fmt is not None:
             src = format_regex(fmt) if isinstance(fmt, str) else None
-            if src is None:
+            if src is None and isinstance(fmt, str) and fmt not in CHECKED_FORMATS:
+                self.ignored.append(f"{ptr or '/'} format")  # an annotation: nothing asserts it
+            elif src is None:
                 if self.lenient:
                     self.dropped.append(f"{ptr or '/'} format")
                 else:
@@ -618,7 +703,9 @@ class _Compiler:
         if not isinstance(required, list):
             raise SchemaError(ptr, "required", "must be an array of property names")
         pp = s.get("patternProperties", {}) or {}
-        addl = s.get("additionalProperties", None)
+        addl = s.get("additionalProperties", s.get("unevaluatedProperties", None))
+        if addl is None and not props and not pp:
+            addl = True  # a bare object schema: any members (see docs, additionalProperties)
         minp = int(s.get("minProperties", 0))
         maxp = s.get("maxProperties")
         maxp = None if maxp is None else int(maxp)
@@ -628,6 +715,22 @@ class _Compiler:
             except re.error as e:
                 raise SchemaError(pointer_join(ptr, "patternProperties", p), "patternProperties",
                                   f"not a valid regex: {e}") from None
+        extras_allowed = addl not in (None, False)
+        required = list(required)
+        deps = self._dep_required(s, ptr)
+        for k in {k for t, ds in deps.items() for k in (t, *ds)} - set(props) - set(required):
+            if any(re.search(p, k) for p in pp):
+                raise SchemaError(ptr, "dependentRequired", f"dependency on {k!r}, which only "
+                                  "patternProperties declare, is not supported")
+        changed = True
+        while changed:  # a required trigger makes its dependents required
+            changed = False
+            for t, ds in deps.items():
+                if t in required:
+                    for d in ds:
+                        if d not in required:
+                            required.append(d)
+                            changed = True
 
         def value_schema(key: str) -> Any:
             parts = [props[key]] if key in props else []
@@ -642,8 +745,13 @@ class _Compiler:
                 acc = {"allOf": [acc, x]} if acc is not True else x
             return acc
 
-        members: list[tuple[Node, bool]] = []
         names = list(props) + [r for r in required if r not in props]
+        if extras_allowed:  # dependency keys become declared members (excluded from extras)
+            for t, ds in deps.items():
+                for k in [t, *ds]:
+                    if k not in names:
+                        names.append(k)
+        members: list[tuple[str, Node, bool]] = []
         for key in names:
             vs = value_schema(key)
             req = key in required
@@ -658,37 +766,56 @@ class _Compiler:
                 if req:
                     return NOTHING
                 continue
-            members.append((seq(lit(quote(key)), self.colon, v), req))
+            members.append((key, seq(lit(quote(key)), self.colon, v), req))
+        # dependencies between emittable members (a trigger whose dependent can never be
+        # emitted is itself never emitted)
+        while True:
+            emitted = {k for k, _, _ in members}
+            banned = {t for t, ds in deps.items() if t in emitted and not set(ds) <= emitted}
+            if not banned:
+                break
+            if any(r for k, _, r in members if k in banned):
+                return NOTHING
+            members = [m for m in members if m[0] not in banned]
+        emitted = {k for k, _, _ in members}
+        cons = [(t, frozenset(ds) - {t}) for t, ds in deps.items()
+                if t in emitted and t not in required and not set(ds) <= set(required)]
+        cons = [(t, ds) for t, ds in cons if ds]
+        pos = {k: i for i, (k, _, _) in enumerate(members)}
+        last = [max(pos[k] for k in (t, *ds)) for t, ds in cons]
+        tracked = {k for t, ds in cons for k in (t, *ds)}
+        if len(tracked) > 12:
+            raise SchemaError(ptr, "dependentRequired", f"dependencies among {len(tracked)} properties "
+                              "are too many to track exactly (limit 12)")
         # extra (undeclared) members
         extra: Node | None = None
         if pp:
-            if addl not in (None, False):
-                raise SchemaError(ptr, "additionalProperties", "additionalProperties together with "
-                                  "patternProperties is not supported")
             for p in pp:
                 for key in names:
                     if re.search(p, key):
                         raise SchemaError(pointer_join(ptr, "patternProperties", p), "patternProperties",
                                           f"pattern overlaps declared property {key!r}")
+            # keys matching no pattern (governed by additionalProperties) are not generated:
+            # the complement of the patterns is not built.  Each pattern's keys get the
+            # conjunction of all pattern schemas, since a key may match several patterns.
             distinct = {json.dumps(v, sort_keys=True) for v in pp.values()}
+            vals = list(pp.values())
+            vs: Any = vals[0]
             if len(distinct) > 1:
-                raise SchemaError(ptr, "patternProperties", "several patternProperties with different "
-                                  "schemas are not supported")
+                vs = {"allOf": vals}
+                self._keep.append(vs)
             try:
                 keys = choice(*(rx_to_ir(parse_pattern(p)) for p in pp))
             except PatternError as e:
                 raise SchemaError(ptr, "patternProperties", str(e)) from None
-            v = self.node(next(iter(pp.values())), pointer_join(ptr, "patternProperties", next(iter(pp))))
+            v = self.node(vs, pointer_join(ptr, "patternProperties", next(iter(pp))))
             if v != NOTHING and keys != NOTHING:
                 extra = seq(string_of(keys), self.colon, v)
-        elif addl is not None and addl is not False:
+        elif extras_allowed:
             v = self.node(addl, pointer_join(ptr, "additionalProperties"))
             if v != NOTHING:
                 extra = seq(string_of(_not_in(names)), self.colon, v)
-        n_req = sum(1 for _, r in members if r)
-        if extra is not None and minp > n_req:
-            raise SchemaError(ptr, "minProperties", "minProperties beyond the required properties "
-                              "cannot be enforced exactly when undeclared properties are allowed")
+        n_req = sum(1 for _, _, r in members if r)
         if extra is None and maxp is not None and maxp >= len(members):
             maxp = None
         if minp <= n_req:
@@ -696,37 +823,82 @@ class _Compiler:
         if extra is None and minp > len(members):
             return NOTHING
         cap = maxp if maxp is not None else max(minp, 1)
-        states: dict[int, Node] = {0: EMPTY}
-        for m, req in members:
-            new: dict[int, list[Node]] = {}
-            for c, L in states.items():
+        empty: frozenset[str] = frozenset()
+        states: dict[tuple[int, frozenset[str]], Node] = {(0, empty): EMPTY}
+        for i, (key, m, req) in enumerate(members):
+            new: dict[tuple[int, frozenset[str]], list[Node]] = {}
+            for (c, fl), L in states.items():
                 if not req:
-                    new.setdefault(c, []).append(L)
+                    new.setdefault((c, fl), []).append(L)
                 c2 = c + 1
                 if maxp is not None and c2 > maxp:
                     continue
                 c2 = min(c2, cap)
-                new.setdefault(c2, []).append(seq(L, self.comma if c else EMPTY, m))
-            states = {c: choice(*ls) for c, ls in new.items()}
-            states = {c: L for c, L in states.items() if L != NOTHING}
+                fl2 = fl | {key} if key in tracked else fl
+                new.setdefault((c2, fl2), []).append(seq(L, self.comma if c else EMPTY, m))
+            if key in tracked:
+                done = [cons[j] for j in range(len(cons)) if last[j] == i]
+                live = {k for j in range(len(cons)) if last[j] > i for k in (cons[j][0], *cons[j][1])}
+                pruned: dict[tuple[int, frozenset[str]], list[Node]] = {}
+                for (c, fl), ls in new.items():
+                    if any(t in fl and not ds <= fl for t, ds in done):
+                        continue
+                    pruned.setdefault((c, fl & live), []).extend(ls)
+                new = pruned
+            states = {k: choice(*ls) for k, ls in new.items()}
+            states = {k: L for k, L in states.items() if L != NOTHING}
+        counts: dict[int, list[Node]] = {}
+        for (c, _), L in states.items():
+            counts.setdefault(c, []).append(L)
+        by_count = {c: choice(*ls) for c, ls in counts.items()}
         if extra is not None:
             final: list[Node] = []
-            for c, L in states.items():
+            too_few = False
+            for c, L in by_count.items():
                 room = None if maxp is None else maxp - c
+                need = max(0, minp - c)
+                if need > 1:
+                    # several undeclared members would have to carry distinct names: this
+                    # count of declared members is not generated
+                    too_few = True
+                    continue
+                if room is not None and need > room:
+                    continue
                 if room == 0:
                     final.append(L)
                 elif c == 0:
-                    final.append(seq(L, opt(seq(extra, rep(seq(self.comma, extra), 0,
-                                                           None if room is None else room - 1)))))
+                    more = seq(extra, rep(seq(self.comma, extra), 0, None if room is None else room - 1))
+                    final.append(seq(L, more if need else opt(more)))
                 else:
-                    final.append(seq(L, rep(seq(self.comma, extra), 0, room)))
+                    final.append(seq(L, rep(seq(self.comma, extra), need, room)))
+            if not final and too_few:
+                raise SchemaError(ptr, "minProperties", "minProperties needing more than one "
+                                  "undeclared property cannot be enforced exactly")
             body = choice(*final) if final else NOTHING
         else:
-            ok = [L for c, L in states.items() if c >= minp]
+            ok = [L for c, L in by_count.items() if c >= minp]
             body = choice(*ok) if ok else NOTHING
         if body == NOTHING:
             return NOTHING
         return seq(lit("{"), self.ws, body, self.ws, lit("}"))
+
+    def _dep_required(self, s: dict, ptr: str) -> dict[str, list[str]]:
+        """Property-presence dependencies (``dependentRequired``, array-valued ``dependencies``)."""
+        out: dict[str, list[str]] = {}
+        for kw in ("dependentRequired", "dependencies"):
+            d = s.get(kw)
+            if d is None:
+                continue
+            if not isinstance(d, dict):
+                raise SchemaError(ptr, kw, "must be an object")
+            for t, v in d.items():
+                if kw == "dependencies" and not isinstance(v, list):
+                    continue  # schema-valued: expanded in base()
+                if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+                    raise SchemaError(pointer_join(ptr, kw, t), kw, "must be an array of property names")
+                out.setdefault(t, [])
+                out[t] += [x for x in v if x not in out[t]]
+        return out
 
     # ------------------------------------------------------------------ free-form values
     def free(self, depth: int) -> Node:

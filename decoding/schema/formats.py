@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-__all__ = ["FORMATS", "FORMAT_HINTS", "format_regex", "check_format"]
+__all__ = ["FORMATS", "FORMAT_HINTS", "CHECKED_FORMATS", "format_regex", "check_format"]
 
 _YEAR = r"(?:[1-9][0-9]{3}|0[1-9][0-9]{2}|00[1-9][0-9]|000[1-9])"
 _LEAP = r"(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[2468][048]|[13579][26]|0[48])00)"
@@ -75,6 +75,15 @@ FORMAT_HINTS: dict[str, str] = {
     "email": "name@example.com",
     "uri": "absolute URI such as https://example.com/path",
 }
+
+
+# Formats that some JSON Schema draft defines and that validators (``jsonschema``'s format
+# checkers among them) assert.  Any other ``format`` value (``jsonpath``, ``int64``,
+# ``semver``, ...) is an annotation: no validator checks it, so it constrains nothing.
+CHECKED_FORMATS = frozenset(FORMATS) | frozenset({
+    "idn-email", "idn-hostname", "iri", "iri-reference", "uri-reference", "uri-template",
+    "json-pointer", "relative-json-pointer", "regex", "color", "host-name", "ip-address",
+})
 
 
 def format_regex(name: str) -> str | None:

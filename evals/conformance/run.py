@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import signal
 import statistics
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -195,6 +197,33 @@ def print_bench(res: dict) -> None:
               f"{a.get('compile_ms_p99', '-'):>8}")
 
 
+def failure_kind(rec: dict) -> str:
+    """A short class for a schema that did not compile: status and reason minus the pointer."""
+    reason = re.sub(r"^\S*: ", "", rec.get("reason", ""))
+    m = re.match(r"keyword '([^']*)' ", reason)
+    kw = f"[{m.group(1)}] " if m else ""
+    reason = reason[m.end():] if m else reason
+    reason = kw + re.sub(r"'[^']*'|\"[^\"]*\"|\d+", "_", reason)
+    return f"{rec['status']}: {reason[:90]}"
+
+
+def print_bench_failures(res: dict) -> None:
+    """Failure classes per split (most common first), then each failing schema."""
+    by_split: dict[str, Counter] = {}
+    for key, rec in res["schemas"].items():
+        if rec["status"] != "compiled":
+            by_split.setdefault(key.split("/", 1)[0], Counter())[failure_kind(rec)] += 1
+    for split, cnt in by_split.items():
+        print(f"failures in {split}:")
+        for kind, n in cnt.most_common():
+            print(f"  {n:4} {kind}")
+    for key, rec in res["schemas"].items():
+        if rec["status"] != "compiled":
+            print(f"  not compiled {key}: {rec['status']} {rec.get('reason', '')}")
+        for line in rec.get("valid_rejected", []):
+            print(f"  rejected valid {key}: {line}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--update", action="store_true", help="rewrite the baselines")
@@ -203,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--split", action="append", choices=SPLITS)
     ap.add_argument("--limit", type=int, default=None, help="schemas per split (evenly spaced)")
     ap.add_argument("--timeout", type=float, default=10.0, help="seconds per schema compile")
-    ap.add_argument("--failures", action="store_true", help="list rejected valid instances")
+    ap.add_argument("--failures", action="store_true", help="list schemas that did not compile (grouped by reason) and rejected valid instances")
     args = ap.parse_args(argv)
     bad: list[str] = []
     if not args.bench_only:
@@ -220,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.suite_only:
         res = run_bench(args.split or SPLITS, args.limit, args.timeout)
         print_bench(res)
+        if args.failures:
+            print_bench_failures(res)
         if args.update:
             if BENCH_BASE.exists() and (args.limit is not None or args.split):
                 old = json.loads(BENCH_BASE.read_text())
