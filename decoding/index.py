@@ -17,6 +17,7 @@ Invariants
 from __future__ import annotations
 
 import threading
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,7 @@ from . import _native
 from .automaton import DFA, DEFAULT_MAX_STATES, compile_dfa
 from .errors import LimitError, VocabError
 from .ir import Grammar
+from .textloop import PROFILES, UNBOUNDED, plain_step, plain_tables
 from .vocab import Vocab
 
 __all__ = ["CompiledGrammar", "compile_grammar", "DEFAULT_MAX_MASKS"]
@@ -34,11 +36,14 @@ DEFAULT_MAX_MASKS = 65_536
 
 
 def _trie(vocab: Vocab) -> Any:
-    cache = vocab._native_cache
-    if not cache:
-        blob, off = vocab.blob()
-        cache.append(_native.trie_build(blob, off))
-    return cache[0]
+    """The native trie of all token byte strings of ``vocab`` (built once, cached on it)."""
+    for item in vocab._native_cache:
+        if isinstance(item, tuple) and item[0] == "trie":
+            return item[1]
+    blob, off = vocab.blob()
+    cap = _native.trie_build(blob, off)
+    vocab._native_cache.append(("trie", cap))
+    return cap
 
 
 @dataclass(eq=False)
@@ -83,6 +88,8 @@ class CompiledGrammar:
         self._special_set = frozenset(self.special_token_ids)
         self._special_col = {tid: d.n_classes + k for k, tid in enumerate(self.special_token_ids)}
         self._eog = np.array(sorted(self.vocab.eog_ids), dtype=np.int64)
+        self._loop_profiles = tuple(PROFILES)
+        self._plain_steps: dict[str, dict[int, int | None]] = {}
 
     @classmethod
     def from_precomputed(cls, dfa: DFA, vocab: Vocab, special_token_ids: tuple[int, ...],
@@ -120,9 +127,8 @@ class CompiledGrammar:
             mid = self._state_mask[state]
             if mid >= 0:
                 return self._masks[mid]
-            m = np.zeros(self.n_words, dtype=np.uint32)
-            _native.trie_walk(_trie(self.vocab), self._classes, self._table.reshape(-1), self._table.shape[1],
-                              int(state), m)
+            m = np.empty(self.n_words, dtype=np.uint32)
+            self._walk(int(state), m)
             for k, tid in enumerate(self.special_token_ids):
                 m[tid >> 5] &= ~np.uint32(1 << (tid & 31))
                 if self._table[state, self.dfa.n_classes + k] >= 0:
@@ -130,17 +136,57 @@ class CompiledGrammar:
             if self.dfa.accepting[state]:
                 for tid in self._eog:
                     m[tid >> 5] |= np.uint32(1 << (int(tid) & 31))
-            key = m.tobytes()
-            mid = self._mask_ids.get(key)
+            key = zlib.crc32(m)
+            mid = next((i for i in self._mask_ids.get(key, ()) if np.array_equal(self._masks[i], m)), None)
             if mid is None:
                 if len(self._masks) >= self.max_masks:
                     raise LimitError(f"token index exceeds max_masks={self.max_masks} distinct masks")
                 mid = len(self._masks)
                 m.setflags(write=False)
                 self._masks.append(m)
-                self._mask_ids[key] = mid
+                self._mask_ids.setdefault(key, []).append(mid)
             self._state_mask[state] = mid
             return self._masks[mid]
+
+    def _walk(self, state: int, m: np.ndarray) -> None:
+        """Text-token bits of ``state`` into ``m`` (overwritten): a walk of the whole vocabulary
+        trie or, for a state on a uniform chain of plain characters (string bodies, XML text;
+        see :mod:`decoding.textloop`), the precomputed plain tokens of at most ``k`` characters
+        plus a walk of the small trie of the other tokens."""
+        table = self._table.reshape(-1)
+        # cheap filter: a plain-text state must at least allow "a" (plain in every profile)
+        if self._table[state, self._classes[0x61]] >= 0:
+            for name in self._loop_profiles:
+                k = self._plain_chain(name, state)
+                if k is not None:
+                    prof = plain_tables(self.vocab, name)
+                    _native.trie_walk(prof.other_trie, self._classes, table, self._table.shape[1], state, m)
+                    _native.mask_or(m, m, prof.plain_upto(k))
+                    return
+        _native.trie_walk(_trie(self.vocab), self._classes, table, self._table.shape[1], state, m)
+
+    def _plain_chain(self, name: str, state: int) -> int | None:
+        """Plain characters consumable from ``state`` along uniform steps (UNBOUNDED if the
+        chain cycles), or None if some step is not uniform."""
+        steps = self._plain_steps.setdefault(name, {})
+        char_dfa = plain_tables(self.vocab, name).char_dfa
+        chain: list[int] = []
+        s = state
+        while True:
+            if s in chain:
+                return UNBOUNDED
+            nxt = steps.get(s, -2)
+            if nxt == -2:
+                nxt = plain_step(char_dfa, self.dfa.byte_class, self._table, s)
+                steps[s] = nxt
+            if nxt is None:
+                return None
+            if nxt == -1:
+                return len(chain)
+            chain.append(s)
+            s = nxt
+            if len(chain) > 4096:
+                return None
 
     def allowed_ids(self, state: int) -> np.ndarray:
         """Sorted ids of the tokens allowed in ``state`` (cached per distinct mask)."""

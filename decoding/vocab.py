@@ -41,6 +41,7 @@ class Vocab:
     _fingerprint: list = field(default_factory=list, repr=False, compare=False)
     _blob: list = field(default_factory=list, repr=False, compare=False)
     _greedy: list = field(default_factory=list, repr=False, compare=False)
+    _single: list = field(default_factory=list, repr=False, compare=False)
     _native_cache: list = field(default_factory=list, repr=False, compare=False)  # the trie, see index.py
 
     @property
@@ -77,11 +78,15 @@ class Vocab:
         return self._blob[0]
 
     def single_byte_tokens(self) -> np.ndarray:
-        """bool[256]: bytes that some token spells on its own."""
+        """bool[256]: bytes that some token spells on its own (computed once, read-only)."""
+        if self._single:
+            return self._single[0]
         out = np.zeros(256, dtype=bool)
         for b in self.token_bytes:
             if len(b) == 1:
                 out[b[0]] = True
+        out.setflags(write=False)
+        self._single.append(out)
         return out
 
     def special_token(self, text: str) -> int | None:

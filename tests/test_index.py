@@ -124,3 +124,40 @@ def test_fill_mask_into_caller_buffer_checks_shape():
     from decoding.errors import DecodingError
     with pytest.raises(DecodingError, match="words"):
         m.fill_mask(np.zeros(cg.n_words + 1, dtype=np.uint32))
+
+
+@pytest.mark.parametrize("schema, shortcut", [
+    ({"type": "object", "properties": {"q": {"type": "string"}, "n": {"type": "string", "maxLength": 5}},
+      "required": ["q", "n"]}, True),
+    ({"type": "array", "items": {"type": "string", "pattern": "^[a-z]{0,3}$"}}, False),
+])
+@pytest.mark.parametrize("vocab_name", ["gpt-2", "llama-spm"])
+def test_plain_text_shortcut_gives_the_full_walk_masks(schema, shortcut, vocab_name):
+    """String bodies use precomputed plain-token masks (decoding/textloop.py); they must equal
+    the masks of a walk over the whole vocabulary trie, state by state."""
+    from conftest import get_vocab
+    from decoding import compile_json_schema
+
+    v = get_vocab(vocab_name)
+    fast, full = compile_json_schema(schema, v), compile_json_schema(schema, v)
+    full._loop_profiles = ()
+    used = 0
+    for s in range(fast.dfa.n_states):
+        assert np.array_equal(fast.mask(s), full.mask(s)), f"state {s}"
+    for name in fast._loop_profiles:
+        used += sum(1 for s in range(fast.dfa.n_states) if fast._plain_chain(name, s) is not None)
+    assert (used > 0) == shortcut
+
+
+def test_plain_text_shortcut_on_xml_text():
+    from conftest import get_vocab
+    from decoding.dtd import parse_dtd
+    from decoding.xml_grammar import dtd_grammar
+
+    v = get_vocab("gpt-2")
+    g = dtd_grammar(parse_dtd("<!ELEMENT note (to, body)><!ELEMENT to (#PCDATA)><!ELEMENT body (#PCDATA)>"), "note")
+    fast, full = compile_grammar(g, v), compile_grammar(g, v)
+    full._loop_profiles = ()
+    for s in range(fast.dfa.n_states):
+        assert np.array_equal(fast.mask(s), full.mask(s)), f"state {s}"
+    assert any(fast._plain_chain("xml-text", s) is not None for s in range(fast.dfa.n_states))
