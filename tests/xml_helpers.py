@@ -8,6 +8,7 @@ reference (pushdown, unbounded-recursion) recognizer for grammar IR.
 from __future__ import annotations
 
 import random
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,7 @@ __all__ = ["random_walk_bytes", "ir_accepts", "SHARED", "DTD_DIR"]
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
 DTD_DIR = SHARED / "corpora" / "dtd"
+_WALK_CACHE: "weakref.WeakKeyDictionary[DFA, tuple]" = weakref.WeakKeyDictionary()
 
 
 def random_walk_bytes(dfa: DFA, rng: random.Random, *, stop_prob: float = 0.3,
@@ -31,10 +33,13 @@ def random_walk_bytes(dfa: DFA, rng: random.Random, *, stop_prob: float = 0.3,
     columns yield ``specials_as[text]`` or ``text`` encoded).  After ``max_len`` bytes the
     walk follows a shortest path to acceptance, so it always terminates accepted.
     """
-    dist = dfa.min_steps_to_accept()
-    inv: dict[int, list[int]] = {}
-    for b in range(256):
-        inv.setdefault(int(dfa.byte_class[b]), []).append(b)
+    cached = _WALK_CACHE.get(dfa)
+    if cached is None:
+        inv: dict[int, list[int]] = {}
+        for b in range(256):
+            inv.setdefault(int(dfa.byte_class[b]), []).append(b)
+        cached = _WALK_CACHE[dfa] = (dfa.min_steps_to_accept(), inv)
+    dist, inv = cached
     out = bytearray()
     s = 0
     specials_as = specials_as or {}
