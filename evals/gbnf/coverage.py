@@ -72,21 +72,26 @@ def score(split: str, limit: int | None, timeout: int) -> dict:
         row["invalid"] += sum(not v for _, v in insts)
         for name, conv in (("ours", ours), ("llama", llamas)):
             r = row[name]
-            try:
-                eng = LlamaGrammarEngine(conv(schema))
-            except (DecodingError, Exception) as e:  # noqa: BLE001 - llama's converter raises anything
-                k = type(e).__name__
-                r["errors"][k] = r["errors"].get(k, 0) + 1
-                continue
-            r["converted"] += 1
             signal.signal(signal.SIGALRM, _alarm)
             signal.alarm(timeout)
             try:
-                for s, valid in insts:
-                    if eng.accepts(s):
-                        r["valid_acc" if valid else "invalid_acc"] += 1
+                try:
+                    eng = LlamaGrammarEngine(conv(schema))
+                except _Timeout:
+                    raise
+                except (DecodingError, Exception) as e:  # noqa: BLE001 - llama's converter raises anything
+                    k = type(e).__name__
+                    r["errors"][k] = r["errors"].get(k, 0) + 1
+                    continue
+                r["converted"] += 1
+                try:
+                    for s, valid in insts:
+                        if eng.accepts(s):
+                            r["valid_acc" if valid else "invalid_acc"] += 1
+                except _Timeout:
+                    r["errors"]["instance-timeout"] = r["errors"].get("instance-timeout", 0) + 1
             except _Timeout:
-                r["errors"]["instance-timeout"] = r["errors"].get("instance-timeout", 0) + 1
+                r["errors"]["conversion-timeout"] = r["errors"].get("conversion-timeout", 0) + 1
             finally:
                 signal.alarm(0)
     return row
@@ -98,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--splits", nargs="*", default=SPLITS)
     ap.add_argument("--json", type=Path, help="also write the rows to this file")
     ap.add_argument("--timeout", type=int, default=20,
-                    help="seconds per schema and converter for feeding its instances")
+                    help="seconds per schema and converter (conversion + instances)")
     args = ap.parse_args(argv)
     rows = []
     t0 = time.time()
