@@ -129,10 +129,16 @@ class Grammar:
 
 
 def walk(node: Node) -> Iterable[Node]:
-    """Pre-order iteration over ``node`` and its children (not following refs)."""
+    """Pre-order iteration over ``node`` and its children (not following refs).  A subtree
+    shared by several parents (the same object) is visited once, so IR that shares
+    subtrees heavily is walked in time linear in its distinct nodes."""
     stack = [node]
+    seen: set[int] = set()
     while stack:
         n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
         yield n
         if isinstance(n, (Seq, Choice)):
             stack.extend(reversed(n.items))
