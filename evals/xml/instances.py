@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from decoding.automaton import compile_dfa  # noqa: E402
 from decoding.dtd import parse_dtd  # noqa: E402
+from decoding.errors import LimitError  # noqa: E402
 from decoding.xml_canonical import CanonicalizeError, canonicalize, parse_xml  # noqa: E402
 from decoding.xml_grammar import dtd_grammar  # noqa: E402
 from tests.xml_helpers import DTD_DIR, ir_accepts  # noqa: E402
@@ -83,14 +84,24 @@ def main() -> None:
     ordered = sorted(groups.items(), key=lambda kv: sorted(kv[0]))
     chunk = ordered[a.part::a.parts]
     t = time.time()
-    ok_dfa, biggest, n_docs = 0, 0, sum(len(v) for _, v in chunk)
+    ok_dfa, biggest = 0, 0
+    n_docs = sum(len(v) for _, v in chunk)
+    too_big: list[tuple[int, int]] = []  # (profile size, documents) over DEFAULT_MAX_STATES
     for prof, docs in chunk:
-        dfa = compile_dfa(dtd_grammar(d, "hibernate-mapping", max_depth=2, only=prof))
+        try:
+            dfa = compile_dfa(dtd_grammar(d, "hibernate-mapping", max_depth=2, only=prof))
+        except LimitError:
+            too_big.append((len(prof), len(docs)))
+            continue
         biggest = max(biggest, dfa.n_states)
         ok_dfa += sum(dfa.accepts(c) for c in docs)
     print(f"{folder}: profile DFAs (part {a.part}/{a.parts}) accepted {ok_dfa}/{n_docs} "
           f"({len(chunk)} of {len(groups)} profiles, largest {biggest} states, "
           f"{time.time() - t:.1f}s)")
+    if too_big:
+        print(f"   {sum(n for _, n in too_big)} documents in {len(too_big)} profiles exceed the "
+              f"automaton state limit (profile sizes {sorted(k for k, _ in too_big)}); they are "
+              "covered by the reference recognizer / GBNF back-end only")
 
 
 if __name__ == "__main__":
