@@ -368,40 +368,69 @@ def _renumber(dfa: DFA, trans: np.ndarray, keep: np.ndarray) -> DFA:
     return DFA(bc, t, acc, dfa.specials, dfa.n_classes)
 
 
-def _row_classes(sig: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Exact equivalence classes of the rows of ``sig`` (int64), numbered 0..k-1.
+def _row_classes(key: np.ndarray, rows: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exact equivalence classes of the rows ``(key[i], *rows[i])`` (int64), numbered 0..m-1.
+    Returns (class of each row, first row of each class).
 
     Rows are hashed with random 64-bit weights (wrapping arithmetic), grouped by hash, and
     every row is then compared with its group's first row; only if some hash collides is
     the exact (slower) ``np.unique(axis=0)`` used."""
     with np.errstate(over="ignore"):
-        h = (sig * weights[None, :]).sum(axis=1, dtype=np.int64)
+        h = key * weights[0] + (rows * weights[None, 1:]).sum(axis=1, dtype=np.int64)
     _, first, inv = np.unique(h, return_index=True, return_inverse=True)
     inv = inv.reshape(-1)
-    if np.array_equal(sig, sig[first[inv]]):
-        return inv
-    _, inv = np.unique(sig, axis=0, return_inverse=True)
-    return inv.reshape(-1)
+    rep = first[inv]
+    if np.array_equal(key, key[rep]) and np.array_equal(rows, rows[rep]):
+        return inv, first
+    _, first, inv = np.unique(np.column_stack([key, rows]), axis=0, return_index=True,
+                              return_inverse=True)
+    return inv.reshape(-1), first
 
 
 def _minimize(dfa: DFA) -> DFA:
-    """Moore partition refinement (vectorised, exact); keeps state 0 as the start."""
+    """Moore partition refinement, exact, with a worklist: block ids are stable (a block
+    that splits keeps its id for the part holding its first state), and a round only
+    re-examines the blocks holding a predecessor of a state whose id changed in the last
+    round; the others cannot split.  Stops when no id changes, so every block is uniform
+    in (block, successor blocks): the coarsest congruence, i.e. the minimal DFA.  Keeps
+    state 0 as the start."""
     n = dfa.n_states
     trans = dfa.trans
-    part = dfa.accepting.astype(np.int64)
-    nblocks = len(np.unique(part))
+    _, part = np.unique(dfa.accepting, return_inverse=True)
+    part = part.reshape(-1).astype(np.int64)
+    nblocks = int(part.max()) + 1 if n else 0
     weights = np.random.default_rng(0x5EED).integers(1, 2**62, trans.shape[1] + 1, dtype=np.int64) | 1
-    safe = np.maximum(trans, 0)
-    dead = trans < 0
-    while True:
-        # dead (-1) maps to block -1
-        tb = np.where(dead, -1, part[safe])
-        sig = np.column_stack([part, tb])
-        new = _row_classes(sig, weights)
-        k = int(new.max()) + 1 if n else 0
-        if k == nblocks:
+    # a missing transition (-1) goes to the extra index n, whose block is -1
+    ext = np.where(trans < 0, n, trans)
+    src, col = np.nonzero(trans >= 0)
+    dst = trans[src, col]
+    part_ext = np.empty(n + 1, dtype=np.int64)
+    part_ext[n] = -1
+    cand = np.arange(n)
+    while len(cand):
+        part_ext[:n] = part
+        blocks = np.zeros(nblocks, dtype=bool)
+        blocks[part[cand]] = True
+        idx = np.nonzero(blocks[part])[0]
+        key = part[idx]
+        cls, first = _row_classes(key, part_ext[ext[idx]], weights)
+        gblock = key[first]
+        order = np.lexsort((first, gblock))
+        keep = np.ones(len(order), dtype=bool)
+        keep[1:] = gblock[order][1:] != gblock[order][:-1]
+        gid = np.empty(len(order), dtype=np.int64)
+        n_new = int((~keep).sum())
+        gid[order] = np.where(keep, gblock[order], 0)
+        gid[order[~keep]] = nblocks + np.arange(n_new)
+        nblocks += n_new
+        newp = gid[cls]
+        moved = idx[newp != key]
+        part[idx] = newp
+        if not len(moved):
             break
-        part, nblocks = new, k
+        changed = np.zeros(n, dtype=bool)
+        changed[moved] = True
+        cand = np.unique(src[changed[dst]])
     if nblocks == n:
         return dfa
     # representative per block, block of state 0 first, others by first occurrence

@@ -57,8 +57,11 @@ def check_schema(schema: Any, tests: Iterable[dict], timeout: float) -> dict:
     signal.setitimer(signal.ITIMER_REAL, timeout)
     t0 = time.perf_counter()
     try:
-        g = compile_schema(schema)
-        dfa = compile_dfa(g.grammar, max_states=MAX_STATES)
+        try:
+            g = compile_schema(schema)
+            dfa = compile_dfa(g.grammar, max_states=MAX_STATES)
+        finally:  # the alarm may still fire in here: the outer handler catches it
+            signal.setitimer(signal.ITIMER_REAL, 0)
     except _Timeout:
         return {"status": "timeout"}
     except LimitError as e:
@@ -67,8 +70,6 @@ def check_schema(schema: Any, tests: Iterable[dict], timeout: float) -> dict:
         return {"status": "error", "reason": str(e)[:200]}
     except RecursionError:
         return {"status": "limit", "reason": "recursion"}
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
     rec["ms"] = round((time.perf_counter() - t0) * 1000, 3)
     rec["states"] = dfa.n_states
     va = vt = ia = it = 0
