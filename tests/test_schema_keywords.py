@@ -118,6 +118,9 @@ CASES: list[tuple[dict, list[str], list[str]]] = [
                                        "r": {"type": "number"}}, "required": ["shape"],
       "oneOf": [{"properties": {"shape": {"enum": ["sq"]}}}, {"properties": {"shape": {"enum": ["ci"]}}}]},
      ['{"shape":"sq","side":5}', '{"shape":"ci","r":1}'], ['{"shape":"sq","side":"5"}', '{"shape":"x"}']),
+    # oneOf over a bare object: a branch must not emit a key only the other requires
+    ({"type": "object", "oneOf": [{"required": ["foo", "bar"]}, {"required": ["foo", "baz"]}]},
+     ['{"foo":1,"bar":2}', '{"foo":1,"baz":3}'], ['{"foo":1,"bar":2,"baz":3}', '{"foo":1}']),
     # formats no validator asserts are annotations
     ({"type": "string", "format": "jsonpath"}, ['"$.a"', '""'], ["1"]),
     # patternProperties next to additionalProperties: pattern keys only; several pattern schemas

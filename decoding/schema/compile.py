@@ -266,6 +266,10 @@ class _Compiler:
                     continue
                 if self._gen_excluded(a, b) and self._gen_excluded(b, a):
                     continue
+                if json_equal(a, b):
+                    raise SchemaError(ptr, "oneOf", f"branches {i} and {j} are identical once the "
+                                      "sibling keywords are merged in, so no instance matches "
+                                      "exactly one of them")
                 raise SchemaError(ptr, "oneOf", f"branches {i} and {j} may both match the same "
                                   "instance; oneOf is only supported for provably disjoint branches "
                                   "(different types, enum/const values, or a required "
@@ -321,7 +325,7 @@ class _Compiler:
             return False
         if self._kinds(gen) != {"object"}:
             return False
-        if gen.get("additionalProperties") not in (None, False):
+        if gen.get("additionalProperties") not in (None, False) or _bare_object(gen):
             return False
         emits = set(gen.get("properties", {})) | set(gen.get("required", []))
         pp = gen.get("patternProperties", {}) or {}
@@ -704,7 +708,7 @@ class _Compiler:
             raise SchemaError(ptr, "required", "must be an array of property names")
         pp = s.get("patternProperties", {}) or {}
         addl = s.get("additionalProperties", s.get("unevaluatedProperties", None))
-        if addl is None and not props and not pp:
+        if _bare_object(s):
             addl = True  # a bare object schema: any members (see docs, additionalProperties)
         minp = int(s.get("minProperties", 0))
         maxp = s.get("maxProperties")
@@ -915,6 +919,12 @@ class _Compiler:
         node = choice(*alts)
         self._free[depth] = node
         return node
+
+
+def _bare_object(s: dict) -> bool:
+    """True if obj() lets ``s`` have any members (no properties, patterns or additional)."""
+    return not s.get("properties") and not s.get("patternProperties") and \
+        "additionalProperties" not in s and "unevaluatedProperties" not in s
 
 
 def _kind_of(v: Any) -> str:

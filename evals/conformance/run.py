@@ -131,7 +131,8 @@ def run_bench(splits: Iterable[str], limit: int | None, timeout: float) -> dict:
     schemas: dict[str, dict] = {}
     for split in splits:
         times: list[float] = []
-        agg = dict(schemas=0, compiled=0, valid=0, valid_accepted=0, invalid=0, invalid_accepted=0)
+        agg: dict[str, Any] = dict(schemas=0, compiled=0, valid=0, valid_accepted=0, invalid=0,
+                                   invalid_accepted=0, limit=limit)
         for path in bench_files(split, limit):
             data = json.loads(path.read_text())
             rec = check_schema(data["schema"], data["tests"], timeout)
