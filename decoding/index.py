@@ -30,7 +30,7 @@ from .ir import Grammar
 from .textloop import PROFILES, UNBOUNDED, plain_step, plain_tables
 from .vocab import Vocab
 
-__all__ = ["CompiledGrammar", "compile_grammar", "DEFAULT_MAX_MASKS"]
+__all__ = ["CompiledGrammar", "compile_grammar", "prepare", "DEFAULT_MAX_MASKS"]
 
 DEFAULT_MAX_MASKS = 65_536
 
@@ -44,6 +44,14 @@ def _trie(vocab: Vocab) -> Any:
     cap = _native.trie_build(blob, off)
     vocab._native_cache.append(("trie", cap))
     return cap
+
+
+def prepare(vocab: Vocab) -> None:
+    """Build the per-vocabulary structures now (the trie and the plain-text tables of
+    :mod:`decoding.textloop`) instead of on the first mask that needs them."""
+    _trie(vocab)
+    for name in PROFILES:
+        plain_tables(vocab, name)
 
 
 @dataclass(eq=False)

@@ -111,11 +111,11 @@ class Ours(Engine):
 
     def setup(self, vocab: Vocab) -> None:
         from decoding import _native
-        from decoding.index import _trie
+        from decoding.index import prepare
 
         self.vocab = vocab
         self._native = _native
-        self.trie = _trie(vocab)  # the one-time per-vocabulary trie: setup, not compile
+        prepare(vocab)  # the one-time per-vocabulary trie and plain-text tables: setup, not compile
 
     def compile(self, schema: Any) -> Any:
         from decoding.api import compile_json_schema
