@@ -27,7 +27,17 @@ def main(argv: list[str] | None = None) -> int:
                         "quick 1; 30 = all 210 prompts)")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--out", default=None, help="output directory (default evals/results/<date>[-quick])")
+    rp = sub.add_parser("report", help="re-render results.md and the charts from a results.json")
+    rp.add_argument("dir", help="a results directory (holding results.json)")
     a = ap.parse_args(argv)
+    if a.cmd == "report":
+        import json
+
+        from .report import write_report
+        d = Path(a.dir)
+        write_report(json.loads((d / "results.json").read_text(encoding="utf-8")), d)
+        print(f"wrote {d / 'results.md'}, {d / 'rates.png'}, {d / 'speed.png'}")
+        return 0
     models = a.models.split(",") if a.models else (["smollm2"] if a.quick else ["smollm2", "gemma3"])
     modes = a.modes.split(",") if a.modes else list(QUICK_MODES if a.quick else MODES)
     bad = [m for m in modes if m not in MODES]

@@ -15,13 +15,14 @@ Modes
 - ``outlines``, ``llguidance``: peer engines; reported as unavailable with the reason
   when they cannot run here.
 
-Timing (per generation; llama.cpp's perf counters are reset before each call)
+Timing (per generation)
 - ``prep_s``: getting the compiled grammar; the first request of a (model, family) pays
   the compile, later ones hit the cache (0).
-- ``prompt_s``: prompt evaluation (llama.cpp ``t_p_eval``).  Every mode of a task
-  evaluates the same prompt suffix: the KV cache is cut back to the family's shared
-  prefix before each call.
-- ``decode_s`` = wall time of the call - ``prompt_s``; tokens/s = tokens / decode_s.
+- ``prompt_s``: evaluation of the task's prompt suffix (``Llama.eval``, timed).  Every
+  mode of a task does the same work: the KV cache is cut back to (or refilled, untimed,
+  with) the family's shared prefix first.
+- ``decode_s``: wall time of ``create_completion``, which finds the whole prompt cached
+  and starts sampling at once; tokens/s = tokens / decode_s.
 - ``ttft_s`` = prep_s + prompt_s + decode_s / tokens (the first token's share).
 - ``mask_s``: time spent inside our logits processor (automaton mode only; llama.cpp's
   grammar sampler cannot be timed from Python).
@@ -87,6 +88,38 @@ class Output:
         return self.prep_s + self.prompt_s + self.decode_s / max(self.n_tokens, 1)
 
 
+def _longest_path(dfa) -> int | None:
+    """Length of the longest accepted byte string of an acyclic (pruned) DFA, or None."""
+    import numpy as np
+
+    trans = np.asarray(dfa.trans)
+    n = trans.shape[0]
+    succ = [sorted({int(t) for t in trans[s] if t >= 0}) for s in range(n)]
+    best: list[int | None] = [None] * n
+    state = [0] * n  # 0 new, 1 on stack, 2 done
+    stack = [(0, 0)]
+    while stack:
+        s, i = stack.pop()
+        if i == 0:
+            if state[s] == 2:
+                continue
+            state[s] = 1
+        if i < len(succ[s]):
+            stack.append((s, i + 1))
+            t = succ[s][i]
+            if state[t] == 1:
+                return None  # a cycle: unbounded
+            if state[t] == 0:
+                stack.append((t, 0))
+            continue
+        vals = [best[t] + 1 for t in succ[s] if best[t] is not None]
+        if dfa.accepting[s]:
+            vals.append(0)
+        best[s] = max(vals) if vals else None
+        state[s] = 2
+    return best[0]
+
+
 class _Timed:
     """Wraps a logits processor and accumulates the time spent inside it."""
 
@@ -126,6 +159,7 @@ class Runner:
         self._automaton: dict[str, Any] = {}
         self._gbnf: dict[str, Any] = {}
         self._prefix: dict[tuple[str, str], int] = {}
+        self._bound: dict[str, int | None] = {}
         self.compile_s: dict[str, dict[str, float]] = {"automaton": {}, "gbnf": {}}
         as_vocab(llm)  # read the vocabulary once (not part of any grammar's compile time)
 
@@ -175,6 +209,15 @@ class Runner:
             return self._gbnf[fam.name], self.compile_s["gbnf"][fam.name]
         return self._gbnf[fam.name], 0.0
 
+    def length_bound(self, fam: Family) -> int | None:
+        """Longest document of the family's automaton in bytes (None if unbounded): no
+        generation under the mask can need more tokens than this (every text token spells
+        at least one byte)."""
+        if fam.name not in self._bound:
+            cg, _ = self.automaton(fam)
+            self._bound[fam.name] = _longest_path(cg.dfa)
+        return self._bound[fam.name]
+
     # ------------------------------------------------------------------ one generation
     def run(self, fam: Family, task: Task, mode: str, max_tokens: int) -> Output:
         style = "prompt" if mode == "prompt" else "free"
@@ -203,20 +246,20 @@ class Runner:
             return Output(g.text, g.finish_reason, n, prep, g.prompt_seconds, 0, max(g.seconds, 1e-9),
                           g.mask_seconds, max(n, 1))
         shared = self._shared_prefix(fam, style)
-        llm.n_tokens = min(llm.n_tokens, shared)  # same prompt work in every mode
-        if llm.n_tokens < shared:  # cache lost (fast-forward driver, other prompt style): refill, untimed
+        cached = llm.n_tokens >= shared and list(llm._input_ids[:shared]) == toks[:shared]
+        if not (cached and llm._ctx.kv_cache_seq_rm(-1, shared, -1)):  # refill the shared prefix, untimed
             llm.reset()
             llm.eval(toks[:shared])
-        ctx = llm._ctx.ctx
-        llama_cpp.llama_perf_context_reset(ctx)
+        llm.n_tokens = shared
         t0 = time.perf_counter()
+        llm.eval(toks[shared:])  # the task's own prompt suffix: the same work in every mode
+        t1 = time.perf_counter()
+        # the whole prompt is now cached, so create_completion samples at once: its wall time is decoding
         out = llm.create_completion(toks, max_tokens=max_tokens, temperature=0.0, stop=stop, seed=0, **kw)
-        wall = time.perf_counter() - t0
-        perf = llama_cpp.llama_perf_context(ctx)
+        t2 = time.perf_counter()
         if timed is not None:
             timed.proc.raise_if_failed()
         ch = out["choices"][0]
-        prompt_s = perf.t_p_eval_ms / 1000.0
         return Output(ch["text"], ch.get("finish_reason") or "stop", int(out["usage"]["completion_tokens"]),
-                      prep, prompt_s, int(perf.n_p_eval), max(wall - prompt_s, 1e-9),
+                      prep, t1 - t0, len(toks) - shared, max(t2 - t1, 1e-9),
                       timed.seconds if timed else None, timed.calls if timed else 0)

@@ -91,8 +91,8 @@ def _charts(res: dict, out: Path) -> None:
         for i, mode in enumerate(modes):
             a = per[mode]["all"]
             r = np.array([a[k]["rate"] or 0 for k in keys]) * 100
-            lo = r - np.array([a[k]["lo"] for k in keys]) * 100
-            hi = np.array([a[k]["hi"] for k in keys]) * 100 - r
+            lo = np.clip(r - np.array([a[k]["lo"] for k in keys]) * 100, 0, None)
+            hi = np.clip(np.array([a[k]["hi"] for k in keys]) * 100 - r, 0, None)
             ax.bar(x + i * w - 0.4 + w / 2, r, w, yerr=[lo, hi], capsize=2, label=mode)
         ax.set_xticks(x, [h for _, h in _RATES])
         ax.set_ylim(0, 105)

@@ -83,6 +83,7 @@ def run(*, models: list[str], modes: list[str], per_family: int | dict[str, int]
     status = {m: ("ran" if m in run_modes else peer_status(m)) for m in modes}
     records: list[dict] = []
     compile_s: dict = {}
+    bounds: dict = {}
     load_s: dict = {}
     def tasks_for(model: str) -> list:
         return generate_tasks(seed, per[model])
@@ -106,6 +107,9 @@ def run(*, models: list[str], modes: list[str], per_family: int | dict[str, int]
                 cap = fam.max_tokens
                 if free_max_tokens is not None and mode in ("free", "prompt"):
                     cap = min(cap, free_max_tokens)
+                if mode in ("automaton", "gbnf"):  # the mask bounds the length: give it that budget
+                    bound = runner.length_bound(fam)
+                    cap = max(cap, bound + 1) if bound is not None else cap
                 o = runner.run(fam, task, mode, cap)
                 c = check_output(fam, o.text, task.expected)
                 records.append({
@@ -119,6 +123,7 @@ def run(*, models: list[str], modes: list[str], per_family: int | dict[str, int]
                     "mask_s": o.mask_s, "mask_calls": o.mask_calls})
                 bar.update(1)
         compile_s[model] = runner.compile_s
+        bounds[model] = {f: runner._bound.get(f) for f in FAMILIES}
         del runner, llm
     bar.close()
     elapsed = time.perf_counter() - t_start
@@ -129,6 +134,7 @@ def run(*, models: list[str], modes: list[str], per_family: int | dict[str, int]
                  "n_generated_prompts": len(all_tasks), "families": list(FAMILIES),
                  "models": models, "modes": modes, "mode_status": status, "elapsed_s": elapsed,
                  "model_load_s": load_s, "grammar_compile_s": compile_s,
+                 "constrained_max_tokens": bounds,
                  "max_tokens": {f: FAMILY[f].max_tokens for f in FAMILIES}, "free_max_tokens": free_max_tokens,
                  "decoding": "greedy (temperature 0), n_threads=1",
                  "machine": f"{platform.machine()} {platform.processor() or ''} python {platform.python_version()}"},
