@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from .automaton import DFA
+from .automaton import DFA, state_dtype
 from .errors import ArtifactError
 from .index import CompiledGrammar
 from .vocab import Vocab
@@ -417,7 +417,7 @@ def load_artifact(source: str | os.PathLike | bytes | ArtifactData, vocab: Vocab
     else:
         ptr = a["trans_ptr"].astype(np.intp)
         rows = np.repeat(np.arange(n, dtype=np.intp), np.diff(ptr))
-        trans = np.full((n, width), -1, dtype=np.int32)
+        trans = np.full((n, width), -1, dtype=state_dtype(n))
         trans[rows, a["trans_col"].astype(np.intp)] = a["trans_next"]
         trans.setflags(write=False)
     dfa = DFA(a["byte_class"], trans, a["accepting"].view(np.bool_), tuple(d["specials"]), int(d["n_classes"]))

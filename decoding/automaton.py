@@ -9,7 +9,8 @@ Invariants of a :class:`DFA`
   walk that only follows existing transitions never gets stuck before acceptance;
 - columns ``0..n_classes-1`` of ``trans`` are byte classes (``byte_class[b]`` maps a
   byte to its class); columns ``n_classes + k`` are the special symbols ``specials[k]``;
-- arrays are read-only; the object is immutable and picklable.
+- arrays are read-only; the object is immutable and picklable;
+- ``trans`` is int16 when there are fewer than 32,767 states, else int32.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 from .errors import GrammarError, LimitError
 from .ir import ByteSet, Choice, Grammar, Lit, Node, Ref, Repeat, Seq, Special
 
-__all__ = ["DFA", "compile_dfa", "DEFAULT_MAX_STATES"]
+__all__ = ["DFA", "compile_dfa", "state_dtype", "DEFAULT_MAX_STATES"]
 
 DEFAULT_MAX_STATES = 200_000
 _DEFAULT_MAX_NFA = 2_000_000
@@ -290,6 +291,12 @@ def compile_dfa(grammar: Grammar, *, max_states: int = DEFAULT_MAX_STATES,
     return _minimize(_prune(dfa, None))
 
 
+def state_dtype(n_states: int) -> type:
+    """Smallest signed dtype holding every state id and -1: int16 below 32,767 states (half
+    the memory of the transition table), else int32."""
+    return np.int16 if n_states < 32767 else np.int32
+
+
 def _replace_specials(g: Grammar, texts: set[str]) -> Grammar:
     def rw(n: Node) -> Node:
         if isinstance(n, Special):
@@ -359,7 +366,7 @@ def _renumber(dfa: DFA, trans: np.ndarray, keep: np.ndarray) -> DFA:
     idx = np.nonzero(keep)[0]
     new_id[idx] = np.arange(len(idx), dtype=np.int32)
     t = trans[idx]
-    t = np.where(t >= 0, new_id[t], -1).astype(np.int32)
+    t = np.where(t >= 0, new_id[t], -1).astype(state_dtype(len(idx)))
     t.setflags(write=False)
     acc = dfa.accepting[idx].copy()
     acc.setflags(write=False)
@@ -446,7 +453,7 @@ def _minimize(dfa: DFA) -> DFA:
         block_new[b] = i
     reps = np.array(order)
     t = trans[reps]
-    t = np.where(t >= 0, block_new[part[np.maximum(t, 0)]], -1).astype(np.int32)
+    t = np.where(t >= 0, block_new[part[np.maximum(t, 0)]], -1).astype(state_dtype(nblocks))
     t.setflags(write=False)
     acc = dfa.accepting[reps].copy()
     acc.setflags(write=False)

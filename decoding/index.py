@@ -82,7 +82,7 @@ class CompiledGrammar:
         d = self.dfa
         if d.n_classes > 256:
             raise LimitError("more than 256 byte classes")
-        t = np.ascontiguousarray(d.trans, dtype=np.int32)
+        t = np.ascontiguousarray(d.trans)
         if t.size and (t.min() < -1 or t.max() >= d.n_states):
             raise VocabError("automaton table refers to a state that does not exist")
         self._table = t

@@ -190,7 +190,17 @@ static PyObject *py_trie_walk(PyObject *self, PyObject *args) {
                 return PyErr_Format(PyExc_ValueError, "class of byte %d is %d, not below ncols=%zd", b, c[b], ncols);
             }
     }
-    if (get_buf(otab, &tab, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "table", 'i', 4) < 0) { PyBuffer_Release(&cls); return NULL; }
+    if (PyObject_GetBuffer(otab, &tab, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) { PyBuffer_Release(&cls); return NULL; }
+    {
+        char f = fmt_char(tab.format);
+        int ok = tab.ndim == 1 && ((tab.itemsize == 4 && fmt_ok(f, 'i')) || (tab.itemsize == 2 && f == 'h'));
+        if (!ok) {
+            PyBuffer_Release(&cls);
+            PyBuffer_Release(&tab);
+            return PyErr_Format(PyExc_TypeError, "table: expected a 1-D int32 or int16 array, got format '%s'",
+                                tab.format ? tab.format : "B");
+        }
+    }
     if (get_words(omask, &mask, 1, "mask") < 0) { PyBuffer_Release(&tab); return NULL; }
     if (has_next && get_buf(onext, &next, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE, "next_state", 'i', 4) < 0) {
         PyBuffer_Release(&tab);
@@ -210,8 +220,12 @@ static PyObject *py_trie_walk(PyObject *self, PyObject *args) {
     /* Every table entry must be a valid state or -1: checked once by the caller (index.py). */
     size_t allowed;
     Py_BEGIN_ALLOW_THREADS
-    allowed = gd_trie_walk(t, cls.buf, tab.buf, (size_t)ncols, state, mask.buf, (size_t)mask.shape[0],
-                           has_next ? next.buf : NULL);
+    if (tab.itemsize == 2)
+        allowed = gd_trie_walk16(t, cls.buf, tab.buf, (size_t)ncols, state, mask.buf, (size_t)mask.shape[0],
+                                 has_next ? next.buf : NULL);
+    else
+        allowed = gd_trie_walk(t, cls.buf, tab.buf, (size_t)ncols, state, mask.buf, (size_t)mask.shape[0],
+                               has_next ? next.buf : NULL);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&cls);
     PyBuffer_Release(&tab);
@@ -258,7 +272,7 @@ static PyMethodDef methods[] = {
     {"trie_build", py_trie_build, METH_VARARGS, "trie_build(blob, offsets_u64) -> capsule."},
     {"trie_info", py_trie_info, METH_VARARGS, "trie_info(trie) -> (nodes, bytes)."},
     {"trie_walk", py_trie_walk, METH_VARARGS,
-     "trie_walk(trie, classes_u8[256], table_i32, ncols, state, mask_out_u32, next_state_i32=None) -> allowed count. Releases the GIL."},
+     "trie_walk(trie, classes_u8[256], table_i32_or_i16, ncols, state, mask_out_u32, next_state_i32=None) -> allowed count. Releases the GIL."},
     {"impl", py_impl, METH_NOARGS, "Name of the active kernel implementation."},
     {"impl_supported", py_impl_supported, METH_VARARGS, "impl_supported(name) -> bool."},
     {"set_impl", py_set_impl, METH_VARARGS, "set_impl(name): force scalar|sse2|avx2|avx512|neon."},

@@ -57,6 +57,9 @@ size_t gd_trie_bytes(const gd_trie *trie);
  * (entries of disallowed tokens are left untouched). */
 size_t gd_trie_walk(const gd_trie *trie, const uint8_t *classes, const int32_t *table, size_t ncols,
                     int32_t state, uint32_t *mask, size_t nwords, int32_t *next_state);
+/* Same with an int16 table (automata of fewer than 32,767 states: half the memory). */
+size_t gd_trie_walk16(const gd_trie *trie, const uint8_t *classes, const int16_t *table, size_t ncols,
+                      int32_t state, uint32_t *mask, size_t nwords, int32_t *next_state);
 
 #ifdef __cplusplus
 }

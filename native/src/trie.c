@@ -128,33 +128,39 @@ size_t gd_trie_bytes(const gd_trie *t) {
     return sizeof *t + (size_t)t->n_nodes * (1 + 2 + 4 + 4) + 4 + (size_t)t->n_ids * 4;
 }
 
-size_t gd_trie_walk(const gd_trie *t, const uint8_t *classes, const int32_t *table, size_t ncols,
-                    int32_t state, uint32_t *mask, size_t nwords, int32_t *next_state) {
-    memset(mask, 0, nwords * sizeof(uint32_t));
-    int32_t stack_small[256];
-    int32_t *stack = t->max_depth < 255 ? stack_small : malloc(sizeof(int32_t) * (t->max_depth + 1));
-    if (!stack) return 0;
-    stack[0] = state;
-    size_t allowed = 0;
-    const uint8_t *byte = t->byte;
-    const uint16_t *depth = t->depth;
-    const uint32_t *skip = t->skip, *tok = t->tok, *ids = t->ids;
-    uint32_t i = 0, n = t->n_nodes;
-    while (i < n) {
-        uint32_t d = depth[i];
-        int32_t s = table[(size_t)stack[d - 1] * ncols + classes[byte[i]]];
-        if (s < 0) { i = skip[i]; continue; }
-        stack[d] = s;
-        for (uint32_t k = tok[i]; k < tok[i + 1]; k++) {
-            uint32_t id = ids[k];
-            if ((size_t)(id >> 5) < nwords) {
-                mask[id >> 5] |= 1u << (id & 31);
-                if (next_state) next_state[id] = s;
-                allowed++;
-            }
-        }
-        i++;
+/* The walk, for int32 and int16 transition tables (same code, two element types). */
+#define GD_DEFINE_WALK(NAME, T)                                                                    \
+    size_t NAME(const gd_trie *t, const uint8_t *classes, const T *table, size_t ncols,            \
+                int32_t state, uint32_t *mask, size_t nwords, int32_t *next_state) {               \
+        memset(mask, 0, nwords * sizeof(uint32_t));                                                \
+        int32_t stack_small[256];                                                                  \
+        int32_t *stack = t->max_depth < 255 ? stack_small                                          \
+                                            : malloc(sizeof(int32_t) * (t->max_depth + 1));         \
+        if (!stack) return 0;                                                                      \
+        stack[0] = state;                                                                          \
+        size_t allowed = 0;                                                                        \
+        const uint8_t *byte = t->byte;                                                             \
+        const uint16_t *depth = t->depth;                                                          \
+        const uint32_t *skip = t->skip, *tok = t->tok, *ids = t->ids;                              \
+        uint32_t i = 0, n = t->n_nodes;                                                            \
+        while (i < n) {                                                                            \
+            uint32_t d = depth[i];                                                                 \
+            int32_t s = (int32_t)table[(size_t)stack[d - 1] * ncols + classes[byte[i]]];           \
+            if (s < 0) { i = skip[i]; continue; }                                                  \
+            stack[d] = s;                                                                          \
+            for (uint32_t k = tok[i]; k < tok[i + 1]; k++) {                                       \
+                uint32_t id = ids[k];                                                              \
+                if ((size_t)(id >> 5) < nwords) {                                                  \
+                    mask[id >> 5] |= 1u << (id & 31);                                              \
+                    if (next_state) next_state[id] = s;                                            \
+                    allowed++;                                                                     \
+                }                                                                                  \
+            }                                                                                      \
+            i++;                                                                                   \
+        }                                                                                          \
+        if (stack != stack_small) free(stack);                                                     \
+        return allowed;                                                                            \
     }
-    if (stack != stack_small) free(stack);
-    return allowed;
-}
+
+GD_DEFINE_WALK(gd_trie_walk, int32_t)
+GD_DEFINE_WALK(gd_trie_walk16, int16_t)

@@ -86,6 +86,13 @@ static void test_trie(void) {
     k = gd_trie_walk(t, classes, table, 256, 3, mask, 1, NULL);
     CHECK(k == 0 && mask[0] == 0, "walk from 3");
     CHECK(gd_trie_nodes(t) == 5, "nodes=%zu", gd_trie_nodes(t));
+    int16_t table16[4 * 256];
+    for (int i = 0; i < 4 * 256; i++) table16[i] = (int16_t)table[i];
+    uint32_t mask16[1];
+    int32_t next16[32];
+    k = gd_trie_walk16(t, classes, table16, 256, 0, mask16, 1, next16);
+    CHECK(k == 4 && mask16[0] == ((1u << 0) | (1u << 1) | (1u << 4) | (1u << 5)), "walk16 from 0");
+    CHECK(next16[0] == 1 && next16[1] == 2 && next16[4] == 3 && next16[5] == 2, "walk16 next states");
     gd_trie_free(t);
     printf("ok   trie walk\n");
 }
