@@ -23,6 +23,7 @@ from xml.etree import ElementTree as ET
 
 from decoding.dtd import parse_dtd
 from decoding.ir import Grammar
+from decoding.schema import compile_schema
 from decoding.xml_grammar import dtd_grammar, grammar_from_spec
 from decoding.xml_text import escape_text
 
@@ -121,7 +122,6 @@ _JSON_GRAMMARS: dict[str, Grammar] = {}
 
 def _json_grammar(name: str, schema: dict) -> Grammar:
     """Grammar of ``schema`` (property order as written: the compiler keeps schema order)."""
-    from decoding.schema import compile_schema
     if name not in _JSON_GRAMMARS:
         _JSON_GRAMMARS[name] = compile_schema(schema).grammar
     return _JSON_GRAMMARS[name]
