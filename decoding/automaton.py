@@ -114,6 +114,24 @@ class _NFA:
                              "lower the recursion depth or bounded repetitions")
         return n - 1
 
+    def build_sep_loop(self, x: Node, sep: tuple[Node, ...], s: int) -> int | None:
+        """``x (sep x)*`` with one copy of ``x``: a fresh entry state ``a`` (only ``s`` and
+        the back edge lead into it, so entering it always starts ``x`` afresh), ``x`` from
+        ``a`` to ``e``, ``sep`` from ``e`` to ``e2`` and an epsilon edge ``e2 -> a``; the
+        list ends at ``e``.  Same language as the two-copy construction."""
+        a = self.new()
+        self.eps[s].append(a)
+        e = self.build(x, a)
+        if e is None:
+            return None
+        e2 = e
+        for it in sep:
+            e2 = self.build(it, e2)
+            if e2 is None:
+                return e  # the separator is empty-language: just one x
+        self.eps[e2].append(a)
+        return e
+
     def build(self, node: Node, s: int) -> int | None:
         """Add ``node`` starting at state ``s``; return its end state, or None if empty language."""
         if isinstance(node, Lit):
@@ -130,8 +148,16 @@ class _NFA:
                 self.edges[s].append((lo, hi, t))
             return t
         if isinstance(node, Seq):
-            for it in node.items:
-                e = self.build(it, s)
+            items = node.items
+            i = 0
+            while i < len(items):
+                it = items[i]
+                if i + 1 < len(items) and _sep_loop(it, items[i + 1]):
+                    e = self.build_sep_loop(it, items[i + 1].item.items[:-1], s)  # type: ignore[union-attr]
+                    i += 2
+                else:
+                    e = self.build(it, s)
+                    i += 1
                 if e is None:
                     return None
                 s = e
@@ -190,6 +216,12 @@ class _NFA:
             self.spec[s].append((k, t))
             return t
         raise GrammarError(f"not an IR node: {node!r}")
+
+
+def _sep_loop(x: Node, r: Node) -> bool:
+    """``x`` followed by ``r = (S x)*`` where ``x`` is a Ref (a separated list)."""
+    return isinstance(x, Ref) and isinstance(r, Repeat) and r.min == 0 and r.max is None and \
+        isinstance(r.item, Seq) and len(r.item.items) >= 2 and r.item.items[-1] == x
 
 
 def _byte_classes(edges: list[list[tuple[int, int, int]]]) -> tuple[np.ndarray, int]:

@@ -7,6 +7,7 @@ and *why*, so it can be shown to a user or put into a retry prompt unchanged.
     DecodingError
     ├── GrammarError          the grammar itself is unusable (empty language, bad IR)
     │   ├── SchemaError       JSON Schema front-end: .pointer, .keyword, .reason
+    │   │   └── UnsatisfiableSchemaError  the schema provably has no valid instance
     │   ├── DTDError          DTD front-end: .line, .column, .reason
     │   ├── GBNFError         GBNF front-end / llama.cpp parse check: .line, .column
     │   └── LimitError        a configured limit (states, index size, depth) was hit
@@ -21,6 +22,7 @@ __all__ = [
     "DecodingError",
     "GrammarError",
     "SchemaError",
+    "UnsatisfiableSchemaError",
     "DTDError",
     "GBNFError",
     "LimitError",
@@ -52,6 +54,11 @@ class SchemaError(GrammarError):
         where = self.pointer or "/"
         kw = f" keyword '{keyword}'" if keyword else ""
         super().__init__(f"{where}:{kw} {reason}")
+
+
+class UnsatisfiableSchemaError(SchemaError):
+    """The compiler proved that no instance is valid against the schema; ``pointer`` and
+    ``keyword`` name the subschema where the proof starts."""
 
 
 class _Located(GrammarError):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal
 
-from ..errors import LimitError, SchemaError
+from ..errors import LimitError, SchemaError, UnsatisfiableSchemaError
 from ..ir import (EMPTY, NOTHING, ByteSet, Choice, Grammar, Lit, Node, Ref, Repeat, Seq, Special,
                   byteset, choice, lit, opt, rep, seq, star)
 from .formats import CHECKED_FORMATS, check_format, format_regex
@@ -26,12 +26,14 @@ from .pattern import PatternError, Rx, length_range, parse_pattern, rx_to_ir
 from .refs import pointer_join, resolve_ref
 
 __all__ = ["SchemaGrammar", "compile_schema", "DEFAULT_MAX_DEPTH", "DEFAULT_MAX_WS",
-           "DEFAULT_FREE_DEPTH", "DEFAULT_MAX_NFA", "estimate_size"]
+           "DEFAULT_FREE_DEPTH", "DEFAULT_MAX_NFA", "EXTRA_PROPERTIES", "estimate_size"]
 
 DEFAULT_MAX_DEPTH = 3
 DEFAULT_MAX_WS = 8
 DEFAULT_FREE_DEPTH = 2
 DEFAULT_MAX_NFA = 300_000
+# policies for undeclared properties when ``additionalProperties`` is absent
+EXTRA_PROPERTIES = ("omit", "allow")
 
 ANNOTATIONS = frozenset({
     "$schema", "$id", "id", "$comment", "title", "description", "default", "examples", "example",
@@ -92,7 +94,9 @@ def estimate_size(g: Grammar) -> int:
         elif isinstance(n, (ByteSet, Special)):
             r = 1
         elif isinstance(n, Seq):
-            r = sum(size(x) for x in n.items)
+            items = n.items
+            r = sum(size(x) for i, x in enumerate(items)
+                    if not (i > 0 and isinstance(x, Repeat) and sep_loop(items[i - 1], x)))
         elif isinstance(n, Choice):
             r = 2 + sum(size(x) + 1 for x in n.items)
         elif isinstance(n, Repeat):
@@ -116,10 +120,18 @@ def estimate_size(g: Grammar) -> int:
     return size(g.rule(g.start))
 
 
+def sep_loop(x: Node, r: Node) -> bool:
+    """True for ``x`` followed by ``r = (S x)*`` with ``x`` a Ref: the automaton builder
+    builds ``x`` once with a back edge (mirrors decoding.automaton)."""
+    return isinstance(x, Ref) and isinstance(r, Repeat) and r.min == 0 and r.max is None and \
+        isinstance(r.item, Seq) and len(r.item.items) >= 2 and r.item.items[-1] == x
+
+
 class _Compiler:
     def __init__(self, root: Any, *, whitespace: str, max_ws: int, max_depth: int,
-                 free_depth: int, lenient: bool) -> None:
+                 free_depth: int, lenient: bool, extra_properties: str = "omit") -> None:
         self.root = root
+        self.allow_extra = extra_properties == "allow"
         self.lenient = lenient
         self.max_depth = max_depth
         self.free_depth = free_depth
@@ -226,11 +238,66 @@ class _Compiler:
                 continue
             merged.append(merge(rest, b if b is not True else {}, bp) if rest else b)
         self._keep.append(merged)
+        if kw == "oneOf" and self.unsat(s, ptr) is not None:
+            return NOTHING  # provably no instance: the empty language is exact
         if kw == "oneOf":
             merged = self._separate(self._force_discriminators(merged))
             self._check_disjoint(merged, ptr)
         alts = [self.node(m, pointer_join(ptr, kw, i)) for i, m in enumerate(merged)]
         return choice(*[a for a in alts if a != NOTHING]) if any(a != NOTHING for a in alts) else NOTHING
+
+    # ------------------------------------------------------------------ unsatisfiability
+    def unsat(self, s: Any, ptr: str, depth: int = 0) -> tuple[str, str | None, str] | None:
+        """A proof that no instance is valid against ``s``: ``(pointer, keyword, reason)``,
+        or None.  Sound, not complete; independent of the generation policies.  Rules: the
+        ``false`` schema; an empty ``enum``; ``allOf``/``$ref`` with an unsatisfiable part;
+        ``anyOf``/``oneOf`` whose branches are all unsatisfiable; ``oneOf`` with two or more
+        branches that every instance of the sibling keywords satisfies (branches that only
+        say ``required`` with names the siblings already require, or no constraint at all);
+        an object-only schema with a required property whose schema is unsatisfiable."""
+        if s is False:
+            return (ptr, None, "the schema is false")
+        if not isinstance(s, dict) or depth > 32:
+            return None
+        if "$ref" in s:
+            try:
+                tptr, target = resolve_ref(self.root, s["$ref"], pointer_join(ptr, "$ref"))
+            except SchemaError:
+                return None
+            hit = self.unsat(target, tptr, depth + 1)
+            if hit is not None:
+                return hit
+        if isinstance(s.get("enum"), list) and not s["enum"]:
+            return (ptr, "enum", "enum is empty")
+        if isinstance(s.get("allOf"), list):
+            for i, p in enumerate(s["allOf"]):
+                hit = self.unsat(p, pointer_join(ptr, "allOf", i), depth + 1)
+                if hit is not None:
+                    return hit
+        for kw in ("anyOf", "oneOf"):
+            br = s.get(kw)
+            if not isinstance(br, list) or not br:
+                continue
+            hits = [self.unsat(b, pointer_join(ptr, kw, i), depth + 1) for i, b in enumerate(br)]
+            if all(h is not None for h in hits):
+                return (ptr, kw, f"every {kw} branch is unsatisfiable ({hits[0][0] or '/'}: {hits[0][2]})")
+            if kw == "oneOf":
+                req = s.get("required") if isinstance(s.get("required"), list) else []
+                implied = [i for i, b in enumerate(br) if _implied_by_required(b, req)]
+                if len(implied) >= 2:
+                    return (ptr, "oneOf", f"branches {implied[0]} and {implied[1]} hold for every "
+                            "instance of the sibling keywords (their required names are already "
+                            "required), so no instance matches exactly one branch")
+        t = s.get("type")
+        if t == "object" or t == ["object"]:
+            props = s.get("properties") if isinstance(s.get("properties"), dict) else {}
+            req = s.get("required") if isinstance(s.get("required"), list) else []
+            for k in req:
+                if k in props:
+                    hit = self.unsat(props[k], pointer_join(ptr, "properties", k), depth + 1)
+                    if hit is not None:
+                        return hit
+        return None
 
     # ------------------------------------------------------------------ oneOf disjointness
     def _kinds(self, s: Any) -> set[str]:
@@ -327,6 +394,9 @@ class _Compiler:
             return False
         if gen.get("additionalProperties") not in (None, False) or _bare_object(gen):
             return False
+        if self.allow_extra and gen.get("additionalProperties", gen.get("unevaluatedProperties")) is None and \
+                not gen.get("patternProperties"):
+            return False  # undeclared keys (any name but the declared ones) may be emitted
         emits = set(gen.get("properties", {})) | set(gen.get("required", []))
         pp = gen.get("patternProperties", {}) or {}
         for k in other.get("required", []) if isinstance(other.get("required"), list) else []:
@@ -710,6 +780,8 @@ class _Compiler:
         addl = s.get("additionalProperties", s.get("unevaluatedProperties", None))
         if _bare_object(s):
             addl = True  # a bare object schema: any members (see docs, additionalProperties)
+        elif addl is None and self.allow_extra:
+            addl = True  # spec-faithful: undeclared members with free-form values
         minp = int(s.get("minProperties", 0))
         maxp = s.get("maxProperties")
         maxp = None if maxp is None else int(maxp)
@@ -906,6 +978,9 @@ class _Compiler:
 
     # ------------------------------------------------------------------ free-form values
     def free(self, depth: int) -> Node:
+        """A free-form JSON value nesting at most ``depth`` levels, as a shared rule
+        ``free:<depth>`` (the IR stays a DAG; lists are ``X (, X)*`` with X a Ref, which
+        the automaton builder expands once per list instead of twice)."""
         hit = self._free.get(depth)
         if hit is not None:
             return hit
@@ -914,11 +989,25 @@ class _Compiler:
         if depth > 0:
             v = self.free(depth - 1)
             alts.append(seq(lit("["), self.ws, opt(seq(v, star(seq(self.comma, v)))), self.ws, lit("]")))
-            mem = seq(string_of(star(any_json_char())), self.colon, v)
+            mname = f"free-member:{depth - 1}"
+            self.rules[mname] = seq(string_of(star(any_json_char())), self.colon, v)
+            mem = Ref(mname)
             alts.append(seq(lit("{"), self.ws, opt(seq(mem, star(seq(self.comma, mem)))), self.ws, lit("}")))
-        node = choice(*alts)
+        name = f"free:{depth}"
+        self.rules[name] = choice(*alts)
+        node = Ref(name)
         self._free[depth] = node
         return node
+
+
+def _implied_by_required(b: Any, required: list) -> bool:
+    """True if every instance satisfying ``required`` satisfies branch ``b``."""
+    if b is True:
+        return True
+    if not isinstance(b, dict) or not set(b) <= ANNOTATIONS | {"required"}:
+        return False
+    r = b.get("required", [])
+    return isinstance(r, list) and set(r) <= set(required)
 
 
 def _bare_object(s: dict) -> bool:
@@ -1007,7 +1096,8 @@ def _not_in(names: list[str]) -> Node:
 def compile_schema(schema: dict | bool | str, *, whitespace: Literal["compact", "flexible"] = "compact",
                    max_ws: int = DEFAULT_MAX_WS, max_depth: int = DEFAULT_MAX_DEPTH,
                    free_depth: int = DEFAULT_FREE_DEPTH, lenient: bool = False,
-                   max_nfa: int = DEFAULT_MAX_NFA) -> SchemaGrammar:
+                   max_nfa: int = DEFAULT_MAX_NFA,
+                   extra_properties: Literal["omit", "allow"] = "omit") -> SchemaGrammar:
     """Compile ``schema`` (a dict, a boolean, or JSON text) to a :class:`SchemaGrammar`.
 
     whitespace: ``"compact"`` (no insignificant whitespace) or ``"flexible"`` (a run of at
@@ -1015,6 +1105,11 @@ def compile_schema(schema: dict | bool | str, *, whitespace: Literal["compact", 
     max_depth: recursive ``$ref`` unrolling depth.  free_depth: nesting depth of values
     left unconstrained by the schema (``{}``/``true``).  lenient: treat unsupported
     ``format`` values as annotations and list them in ``.dropped``.
+    extra_properties: what an object schema with ``properties``/``patternProperties`` but
+    no ``additionalProperties`` generates beyond its declared keys: ``"omit"`` (default,
+    for generation: nothing, an exact subset that keeps small models on the declared keys)
+    or ``"allow"`` (as the spec says: after the declared keys, any number of members whose
+    names are any string except the declared names, with free-form values).
     Raises SchemaError (pointer, keyword, reason) or LimitError (IR larger than ``max_nfa``).
     """
     if isinstance(schema, str):
@@ -1024,10 +1119,12 @@ def compile_schema(schema: dict | bool | str, *, whitespace: Literal["compact", 
             raise SchemaError("", None, f"schema is not valid JSON: {e}") from None
     if whitespace not in ("compact", "flexible"):
         raise SchemaError("", None, f"whitespace must be 'compact' or 'flexible', not {whitespace!r}")
+    if extra_properties not in EXTRA_PROPERTIES:
+        raise SchemaError("", None, f"extra_properties must be 'omit' or 'allow', not {extra_properties!r}")
     if max_depth < 1 or max_ws < 1 or free_depth < 0:
         raise SchemaError("", None, "max_depth and max_ws must be >= 1, free_depth >= 0")
     c = _Compiler(schema, whitespace=whitespace, max_ws=max_ws, max_depth=max_depth,
-                  free_depth=free_depth, lenient=lenient)
+                  free_depth=free_depth, lenient=lenient, extra_properties=extra_properties)
     old = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old, 20000))
     try:
@@ -1037,6 +1134,10 @@ def compile_schema(schema: dict | bool | str, *, whitespace: Literal["compact", 
     finally:
         sys.setrecursionlimit(old)
     if root == NOTHING:
+        proof = c.unsat(schema, "")
+        if proof is not None:
+            ptr, kw, why = proof
+            raise UnsatisfiableSchemaError(ptr, kw, f"no instance is valid against the schema: {why}")
         raise SchemaError("", None, "schema accepts no instance the grammar can generate")
     rules = (("root", root),) + tuple(c.rules.items())
     g = Grammar("root", rules, max_depth)

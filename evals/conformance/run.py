@@ -10,6 +10,14 @@ evals/baselines/; ``--update`` rewrites them, otherwise the run is compared with
 exits 1 on a regression (a schema that compiled no longer compiles, fewer valid
 instances accepted for a schema, or any invalid instance accepted).
 Compile time is IR + byte DFA (the token index for a vocabulary is not included yet).
+
+Mode: the runner measures the spec-faithful policy (``COMPILE_OPTIONS``:
+``extra_properties="allow"``, i.e. undeclared properties are generated when
+``additionalProperties`` is absent, and free-form values nest ``free_depth`` levels), not
+the generation default (``"omit"``); the mode is printed and recorded in the baselines.
+Schemas the compiler proves unsatisfiable (UnsatisfiableSchemaError) get the status
+``unsatisfiable``; they are left out of the compiled-rate denominator only when
+``jsonschema`` rejects every test instance of the schema (``jsonschema_rejects_all``).
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from decoding.automaton import compile_dfa
-from decoding.errors import DecodingError, LimitError
+from decoding.errors import DecodingError, LimitError, UnsatisfiableSchemaError
 from decoding.schema import canonicalize, compile_schema
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,6 +46,8 @@ BASE_DIR = ROOT / "evals" / "baselines"
 SUITE_BASE = BASE_DIR / "json_schema_test_suite.json"
 BENCH_BASE = BASE_DIR / "jsonschemabench.json"
 MAX_STATES = 50_000
+FREE_DEPTH = 3
+COMPILE_OPTIONS: dict[str, Any] = {"extra_properties": "allow", "free_depth": FREE_DEPTH}
 CANONICAL_NOTE = ("instances are serialized canonically (compact, keys in schema order) "
                   "before DFA.accepts")
 
@@ -50,15 +60,29 @@ def _alarm(signum: int, frame: Any) -> None:
     raise _Timeout()
 
 
+def mode_note() -> str:
+    return ("mode: " + ", ".join(f"{k}={v!r}" for k, v in COMPILE_OPTIONS.items()) +
+            " (spec-faithful; the generation default is extra_properties='omit')")
+
+
+def _jsonschema_rejects_all(schema: Any, tests: list[dict]) -> bool:
+    import jsonschema
+    cls = jsonschema.validators.validator_for(schema if isinstance(schema, dict) else {},
+                                              default=jsonschema.Draft202012Validator)
+    v = cls(schema, format_checker=cls.FORMAT_CHECKER)
+    return not any(v.is_valid(t["data"]) for t in tests)
+
+
 def check_schema(schema: Any, tests: Iterable[dict], timeout: float) -> dict:
-    """Compile ``schema`` and run its tests.  Returns a status record."""
+    """Compile ``schema`` (with COMPILE_OPTIONS) and run its tests.  Returns a status record."""
+    tests = list(tests)
     rec: dict[str, Any] = {"status": "compiled"}
     signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, timeout)
     t0 = time.perf_counter()
     try:
         try:
-            g = compile_schema(schema)
+            g = compile_schema(schema, **COMPILE_OPTIONS)
             dfa = compile_dfa(g.grammar, max_states=MAX_STATES)
         finally:  # the alarm may still fire in here: the outer handler catches it
             signal.setitimer(signal.ITIMER_REAL, 0)
@@ -66,6 +90,9 @@ def check_schema(schema: Any, tests: Iterable[dict], timeout: float) -> dict:
         return {"status": "timeout"}
     except LimitError as e:
         return {"status": "limit", "reason": str(e)[:200]}
+    except UnsatisfiableSchemaError as e:
+        return {"status": "unsatisfiable", "reason": str(e)[:200], "tests": len(tests),
+                "jsonschema_rejects_all": _jsonschema_rejects_all(schema, tests)}
     except DecodingError as e:
         return {"status": "error", "reason": str(e)[:200]}
     except RecursionError:
@@ -104,18 +131,21 @@ def run_suite(timeout: float) -> dict:
     groups: dict[str, dict] = {}
     for path in sorted(SUITE_DIR.glob("*.json")):
         data = json.loads(path.read_text())
-        agg = dict(groups=0, compiled=0, valid=0, valid_accepted=0, invalid=0, invalid_accepted=0)
+        agg = dict(groups=0, compiled=0, unsatisfiable=0, valid=0, valid_accepted=0, invalid=0,
+                   invalid_accepted=0)
         for gi, grp in enumerate(data):
             rec = check_schema(grp["schema"], grp["tests"], timeout)
             rec["description"] = grp["description"]
             groups[f"{path.stem}#{gi}"] = rec
             agg["groups"] += 1
+            if rec["status"] == "unsatisfiable" and rec["jsonschema_rejects_all"]:
+                agg["unsatisfiable"] += 1
             if rec["status"] == "compiled":
                 agg["compiled"] += 1
                 for k in ("valid", "valid_accepted", "invalid", "invalid_accepted"):
                     agg[k] += rec[k]
         files[path.stem] = agg
-    return {"note": CANONICAL_NOTE, "files": files, "schemas": groups}
+    return {"note": CANONICAL_NOTE, "mode": dict(COMPILE_OPTIONS), "files": files, "schemas": groups}
 
 
 def bench_files(split: str, limit: int | None) -> list[Path]:
@@ -131,13 +161,15 @@ def run_bench(splits: Iterable[str], limit: int | None, timeout: float) -> dict:
     schemas: dict[str, dict] = {}
     for split in splits:
         times: list[float] = []
-        agg: dict[str, Any] = dict(schemas=0, compiled=0, valid=0, valid_accepted=0, invalid=0,
-                                   invalid_accepted=0, limit=limit)
+        agg: dict[str, Any] = dict(schemas=0, compiled=0, unsatisfiable=0, valid=0, valid_accepted=0,
+                                   invalid=0, invalid_accepted=0, limit=limit)
         for path in bench_files(split, limit):
             data = json.loads(path.read_text())
             rec = check_schema(data["schema"], data["tests"], timeout)
             schemas[f"{split}/{path.name}"] = rec
             agg["schemas"] += 1
+            if rec["status"] == "unsatisfiable" and rec["jsonschema_rejects_all"]:
+                agg["unsatisfiable"] += 1
             if rec["status"] == "compiled":
                 agg["compiled"] += 1
                 times.append(rec["ms"])
@@ -148,7 +180,8 @@ def run_bench(splits: Iterable[str], limit: int | None, timeout: float) -> dict:
             agg["compile_ms_p50"] = round(statistics.median(times), 2)
             agg["compile_ms_p99"] = round(qs[98], 2)
         out_splits[split] = agg
-    return {"note": CANONICAL_NOTE, "limit": limit, "splits": out_splits, "schemas": schemas}
+    return {"note": CANONICAL_NOTE, "mode": dict(COMPILE_OPTIONS), "limit": limit,
+            "splits": out_splits, "schemas": schemas}
 
 
 def regressions(new: dict, base: dict) -> list[str]:
@@ -176,24 +209,28 @@ def _pct(a: int, b: int) -> str:
 
 
 def print_suite(res: dict) -> None:
-    print(f"JSON-Schema-Test-Suite draft2020-12 ({res['note']})")
-    print(f"{'file':28} {'groups':>7} {'compiled':>9} {'valid acc':>12} {'invalid acc':>12}")
-    tot = dict(groups=0, compiled=0, valid=0, valid_accepted=0, invalid=0, invalid_accepted=0)
+    print(f"JSON-Schema-Test-Suite draft2020-12 ({res['note']}; {mode_note()})")
+    print(f"{'file':28} {'groups':>7} {'compiled':>9} {'unsat':>6} {'valid acc':>12} {'invalid acc':>12}")
+    tot = dict(groups=0, compiled=0, unsatisfiable=0, valid=0, valid_accepted=0, invalid=0,
+               invalid_accepted=0)
     for f, a in res["files"].items():
-        print(f"{f:28} {a['groups']:>7} {a['compiled']:>9} {a['valid_accepted']:>5}/{a['valid']:<6} "
-              f"{a['invalid_accepted']:>5}/{a['invalid']:<6}")
+        print(f"{f:28} {a['groups']:>7} {a['compiled']:>9} {a.get('unsatisfiable', 0):>6} "
+              f"{a['valid_accepted']:>5}/{a['valid']:<6} {a['invalid_accepted']:>5}/{a['invalid']:<6}")
         for k in tot:
-            tot[k] += a[k]
-    print(f"{'TOTAL':28} {tot['groups']:>7} {tot['compiled']:>9} {tot['valid_accepted']:>5}/{tot['valid']:<6} "
-          f"{tot['invalid_accepted']:>5}/{tot['invalid']:<6}")
+            tot[k] += a.get(k, 0)
+    print(f"{'TOTAL':28} {tot['groups']:>7} {tot['compiled']:>9} {tot['unsatisfiable']:>6} "
+          f"{tot['valid_accepted']:>5}/{tot['valid']:<6} {tot['invalid_accepted']:>5}/{tot['invalid']:<6}")
 
 
 def print_bench(res: dict) -> None:
-    print(f"JSONSchemaBench (limit={res['limit']}; {res['note']})")
-    print(f"{'split':16} {'schemas':>8} {'compiled':>15} {'valid accepted':>22} {'invalid acc':>12} "
+    print(f"JSONSchemaBench (limit={res['limit']}; {res['note']}; {mode_note()})")
+    print("compiled % = compiled / (schemas - unsatisfiable); unsatisfiable = proved to have no "
+          "valid instance, with jsonschema rejecting every test instance")
+    print(f"{'split':16} {'schemas':>8} {'unsat':>6} {'compiled':>15} {'valid accepted':>22} {'invalid acc':>12} "
           f"{'p50 ms':>8} {'p99 ms':>8}")
     for s, a in res["splits"].items():
-        print(f"{s:16} {a['schemas']:>8} {a['compiled']:>6} ({_pct(a['compiled'], a['schemas']):>6}) "
+        den = a["schemas"] - a.get("unsatisfiable", 0)
+        print(f"{s:16} {a['schemas']:>8} {a.get('unsatisfiable', 0):>6} {a['compiled']:>6} ({_pct(a['compiled'], den):>6}) "
               f"{a['valid_accepted']:>6}/{a['valid']:<6} ({_pct(a['valid_accepted'], a['valid']):>6}) "
               f"{a['invalid_accepted']:>5}/{a['invalid']:<6} {a.get('compile_ms_p50', '-'):>8} "
               f"{a.get('compile_ms_p99', '-'):>8}")
