@@ -47,9 +47,20 @@ def is_name_char(c: str) -> bool:
 _WS = " \t\r\n"
 
 
+_NAME_ASCII = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:-.")
+
+
 def _read_name(s: str, i: int, n: int) -> int:
-    while i < n and is_name_char(s[i]):
-        i += 1
+    """End of the run of name characters at i (``is_name_char``), at most n."""
+    e = s.find(">", i, min(n, i + 64))
+    if e > i and s[i:e].isalnum():      # common case: the name runs up to '>'
+        return e
+    while i < n:
+        c = s[i]
+        if c in _NAME_ASCII or c > "\x7f":   # == is_name_char(c), inlined
+            i += 1
+        else:
+            break
     return i
 
 
@@ -319,6 +330,15 @@ _NUM = frozenset("+-0123456789.eE")
 _DECODER = json.JSONDecoder()
 
 
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+# Accepts exactly the values the state machines below accept without a note (no NaN,
+# Infinity, trailing commas, raw control characters or bad escapes in strings).
+STRICT_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+
+
 def _json_string_end(s: str, i: int, n: int) -> int:
     """End (after the closing quote) of the string whose opening quote is at i, or _EOF."""
     j = i + 1
@@ -380,6 +400,16 @@ def _scan_json(s: str, i: int, n: int, notes: list[str]) -> tuple[int, bool] | N
             return n, False
         c = s[j]
         if state == "v":
+            if stack and (c == "{" or c == "["):
+                try:  # a complete nested value lexes the same in the C parser; skip it
+                    _, e = STRICT_DECODER.raw_decode(s, j)
+                except ValueError:
+                    pass
+                else:
+                    if e <= n:
+                        j = e
+                        state = ","
+                        continue
             if c == "{":
                 stack.append("}")
                 state = "k"

@@ -34,8 +34,8 @@ from __future__ import annotations
 import json
 
 from ..dtd_model import DTD
-from .extract import (_EOF, _NUM, _json_string_end, _markup_end, _number_ok, _read_name,
-                      _skip_ws, _start_tag, is_name_start)
+from .extract import (_EOF, _NUM, STRICT_DECODER, _json_string_end, _markup_end, _number_ok,
+                      _read_name, _skip_ws, _start_tag, is_name_start)
 from .results import Change, Fragment, Repair
 from .validate import dtd_checker, validate_json, validate_xml
 
@@ -149,17 +149,20 @@ def repair_xml(source: str, fragment: Fragment, dtd: DTD, *, root: str | None = 
         changes.append(Change("close-tag", at, f"added </{name}>"))
         return True
 
+    text_only_names = checker.text_only
+
     def text_only(name: str) -> bool:
-        d = decl(name)
-        return d is not None and d.content in ("PCDATA", "EMPTY")
+        return name in text_only_names
 
     pos = base
+    may_escape = s.find("&", base, n) >= 0 or s.find("]]>", base, n) >= 0
     while pos < n and refused is None:
         lt = s.find("<", pos, n)
         if lt < 0:
             lt = n
         if lt > pos:
-            pieces.append(_escape_text(s[pos:lt], pos, checker.entities, changes))
+            seg = s[pos:lt]
+            pieces.append(_escape_text(seg, pos, checker.entities, changes) if may_escape else seg)
             pos = lt
         if pos >= n:
             break
@@ -191,7 +194,8 @@ def repair_xml(source: str, fragment: Fragment, dtd: DTD, *, root: str | None = 
             if refused:
                 break
             stack.pop()
-            markup(s[lt:k + 1])
+            pieces.append(s[lt:k + 1])          # markup(), inlined
+            markup_end[0] = len(pieces)
             pos = k + 1
             continue
         if c in "!?":
@@ -223,12 +227,13 @@ def repair_xml(source: str, fragment: Fragment, dtd: DTD, *, root: str | None = 
                 changes.append(Change("escape", lt, "escaped '<' as &lt;"))
                 pos = lt + 1
                 continue
-            while stack and text_only(stack[-1]):
+            while stack and stack[-1] in text_only_names:
                 if not close(stack.pop(), lt, True):
                     break
             if refused:
                 break
-            markup(s[lt:e])
+            pieces.append(s[lt:e])              # markup(), inlined
+            markup_end[0] = len(pieces)
             if not empty:
                 stack.append(name)
             pos = e
@@ -286,6 +291,16 @@ def repair_json(source: str, fragment: Fragment, schema: dict, *, errors=None) -
         if j >= n:
             break
         c = s[j]
+        if c in "{[" and stack:
+            try:  # a complete nested value tokenizes to itself: keep it as one token
+                _, e = STRICT_DECODER.raw_decode(s, j)
+            except ValueError:
+                e = n + 1
+            if e <= n:
+                out.append(("v", j, e))
+                expect_key = False
+                j = e
+                continue
         if c in "{[":
             stack.append("}" if c == "{" else "]")
             out.append((c, j, j + 1))

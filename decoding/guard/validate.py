@@ -9,7 +9,9 @@ after a DTD violation (one content-model violation per element, then that elemen
 model is no longer checked).
 
 JSON: ``json.loads`` for syntax, the ``jsonschema`` library (draft from ``$schema``,
-default 2020-12, with format checking) for the schema.  ``date-time`` and ``time`` are
+default 2020-12, with format checking) for the schema; schemas in the subset of
+``json_fast`` are first checked by its exact compiled predicate, and jsonschema runs
+only to explain an invalid value.  ``date-time`` and ``time`` are
 checked by this module (jsonschema needs extra packages for them); other formats
 are checked only when jsonschema can (see ``checked_formats``).
 
@@ -25,6 +27,7 @@ from typing import Any
 
 from ..dtd_model import DTD, AttributeDecl, ElementDecl
 from .content_model import ContentModel
+from .json_fast import compile_fast
 from .results import Violation, line_col
 
 __all__ = ["validate_xml", "validate_json", "DTDChecker", "dtd_checker",
@@ -49,6 +52,10 @@ class DTDChecker:
         self.required = {el: [a for a in d.values() if a.default == "#REQUIRED"]
                          for el, d in self.attrs.items()}
         self.entities = frozenset(n for n, _ in dtd.general_entities) | _PREDEFINED
+        self.decls: dict[str, ElementDecl | None] = {e.name: dtd.element(e.name)
+                                                     for e in dtd.elements}
+        self.text_only = frozenset(n for n, d in self.decls.items()
+                                   if d is not None and d.content in ("PCDATA", "EMPTY"))
 
 
 _CHECKERS: dict[int, tuple[DTD, DTDChecker]] = {}
@@ -120,11 +127,18 @@ def validate_xml(text: str, dtd: DTD, *, root: str | None = None, base: int = 0,
     refs: list[tuple[str, str, int]] = []
     root_seen = [False]
 
+    last = [0, 0]       # (byte index, characters before it): offsets grow while parsing
+
     def off(byte_index: int) -> int:
         if byte_index < 0:
             byte_index = len(raw)
         if ascii_only:
             return base + byte_index
+        b0, c0 = last
+        if b0 <= byte_index and (byte_index == len(raw) or raw[byte_index] & 0xC0 != 0x80):
+            c = c0 + len(raw[b0:byte_index].decode("utf-8", "ignore"))
+            last[0], last[1] = byte_index, c
+            return base + c
         return base + len(raw[:byte_index].decode("utf-8", "ignore"))
 
     def add(code: str, path: str, msg: str, offset: int) -> None:
@@ -136,13 +150,14 @@ def validate_xml(text: str, dtd: DTD, *, root: str | None = None, base: int = 0,
         ln, col = line_col(src, offset)
         return f"{ln}:{col}"
 
+    decls = checker.decls
     p = expat.ParserCreate()
     p.UseForeignDTD(True)
     p.buffer_text = True
 
     def start(name: str, attrs: dict[str, str]) -> None:
         o = off(p.CurrentByteIndex)
-        decl: ElementDecl | None = checker.dtd.element(name)
+        decl: ElementDecl | None = decls.get(name)
         if stack:
             parent = stack[-1]
             k = parent.counts.get(name, 0) + 1
@@ -161,7 +176,7 @@ def validate_xml(text: str, dtd: DTD, *, root: str | None = None, base: int = 0,
         if decl is not None and decl.content == "CHILDREN" and name in checker.models:
             state = checker.models[name].start
         stack.append(_Frame(name, decl, state, path, o))
-        if decl is not None:
+        if decl is not None and (attrs or checker.required.get(name)):
             _check_attrs(name, attrs, path, o)
 
     def _check_child(parent: _Frame, name: str, decl, o: int, path: str) -> None:
@@ -407,22 +422,28 @@ def checked_formats() -> list[str]:
     return sorted(_FC.checkers)
 
 
-def json_validator(schema: dict):
-    """Cached ``jsonschema`` validator for ``schema`` (draft by ``$schema``, 2020-12 default)."""
+def _compiled(schema: dict) -> tuple[Any, Any, Any]:
+    """Cached ``(schema, jsonschema validator, fast predicate or None)``, keyed by identity."""
     global _FC
     hit = _VALIDATORS.get(id(schema))
     if hit is not None and hit[0] is schema:
-        return hit[1]
+        return hit
     import jsonschema
 
     if _FC is None:
         _FC = _format_checker()
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     v = cls(schema, format_checker=_FC)
+    entry = (schema, v, compile_fast(schema, cls, _FC))
     if len(_VALIDATORS) >= 64:
         _VALIDATORS.clear()
-    _VALIDATORS[id(schema)] = (schema, v)
-    return v
+    _VALIDATORS[id(schema)] = entry
+    return entry
+
+
+def json_validator(schema: dict):
+    """Cached ``jsonschema`` validator for ``schema`` (draft by ``$schema``, 2020-12 default)."""
+    return _compiled(schema)[1]
 
 
 def _pointer(parts) -> str:
@@ -512,8 +533,15 @@ def validate_json(text: str, schema: dict, *, base: int = 0, source: str | None 
         ln, col = line_col(src, o)
         return None, [Violation("json-syntax", "", f"invalid JSON at {ln}:{col}: {e.msg}",
                                 ln, col, o)]
+    _, validator, fast = _compiled(schema)
+    if fast is not None and fast.is_valid(value):
+        return value, []        # exact (see json_fast); jsonschema only explains failures
     out: list[Violation] = []
-    errors = sorted(json_validator(schema).iter_errors(value),
+    if fast is not None:
+        found = fast.iter_errors(validator, value, known_invalid=True)
+    else:
+        found = validator.iter_errors(value)
+    errors = sorted(found,
                     key=lambda er: (list(map(str, er.absolute_path)), er.validator or ""))
     for err in errors[:MAX_VIOLATIONS]:
         parts = list(err.absolute_path)
