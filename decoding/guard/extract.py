@@ -47,12 +47,13 @@ def is_name_char(c: str) -> bool:
 _WS = " \t\r\n"
 
 
-_NAME_ASCII = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:-.")
+_NAME_START_ASCII = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_:")
+_NAME_ASCII = _NAME_START_ASCII | frozenset("0123456789-.")
 
 
 def _read_name(s: str, i: int, n: int) -> int:
     """End of the run of name characters at i (``is_name_char``), at most n."""
-    e = s.find(">", i, min(n, i + 64))
+    e = s.find(">", i, i + 64 if i + 64 < n else n)
     if e > i and s[i:e].isalnum():      # common case: the name runs up to '>'
         return e
     while i < n:
@@ -78,6 +79,8 @@ def _start_tag(s: str, i: int, n: int) -> tuple[int, str, bool]:
     """Lex a start tag at ``s[i] == '<'``; return (end, name, self_closing) or (_EOF|_BAD, ...)."""
     j = _read_name(s, i + 1, n)
     name = s[i + 1:j]
+    if j < n and s[j] == ">":           # common case: no attributes, no space
+        return j + 1, name, False
     while True:
         k = _skip_ws(s, j, n)
         if k >= n:
@@ -178,7 +181,7 @@ def _scan_element(s: str, i: int, n: int, want: str | None, notes: list[str]):
         c = s[lt + 1]
         if c == "/":
             j = _read_name(s, lt + 2, n)
-            k = _skip_ws(s, j, n)
+            k = j if j < n and s[j] == ">" else _skip_ws(s, j, n)
             if k >= n:
                 return n, False, inner
             if s[k] != ">" or j == lt + 2:
@@ -215,7 +218,7 @@ def _scan_element(s: str, i: int, n: int, want: str | None, notes: list[str]):
                 continue
             pos = e
             continue
-        if is_name_start(c):
+        if c in _NAME_START_ASCII or c > "\x7f":      # is_name_start(c), inlined
             e, cname, cempty = _start_tag(s, lt, n)
             if e == _EOF:
                 return n, False, inner

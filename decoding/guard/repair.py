@@ -34,8 +34,8 @@ from __future__ import annotations
 import json
 
 from ..dtd_model import DTD
-from .extract import (_EOF, _NUM, STRICT_DECODER, _json_string_end, _markup_end, _number_ok,
-                      _read_name, _skip_ws, _start_tag, is_name_start)
+from .extract import (_EOF, _NAME_START_ASCII, _NUM, STRICT_DECODER, _json_string_end,
+                      _markup_end, _number_ok, _read_name, _skip_ws, _start_tag)
 from .results import Change, Fragment, Repair
 from .validate import dtd_checker, validate_json, validate_xml
 
@@ -173,7 +173,7 @@ def repair_xml(source: str, fragment: Fragment, dtd: DTD, *, root: str | None = 
             break
         if c == "/":
             j = _read_name(s, lt + 2, n)
-            k = _skip_ws(s, j, n)
+            k = j if j < n and s[j] == ">" else _skip_ws(s, j, n)
             if k >= n:
                 changes.append(Change("drop-partial", lt, f"dropped cut end tag {s[lt:n]!r}"))
                 pos = n
@@ -216,7 +216,7 @@ def repair_xml(source: str, fragment: Fragment, dtd: DTD, *, root: str | None = 
             markup(s[lt:e])
             pos = e
             continue
-        if is_name_start(c):
+        if c in _NAME_START_ASCII or c > "\x7f":      # is_name_start(c), inlined
             e, name, empty = _start_tag(s, lt, n)
             if e == _EOF:
                 changes.append(Change("drop-partial", lt, "dropped start tag cut off at the end"))

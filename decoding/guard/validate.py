@@ -151,19 +151,30 @@ def validate_xml(text: str, dtd: DTD, *, root: str | None = None, base: int = 0,
         return f"{ln}:{col}"
 
     decls = checker.decls
+    models = checker.models
     p = expat.ParserCreate()
     p.UseForeignDTD(True)
     p.buffer_text = True
 
     def start(name: str, attrs: dict[str, str]) -> None:
-        o = off(p.CurrentByteIndex)
+        bi = p.CurrentByteIndex
+        o = base + bi if ascii_only and bi >= 0 else off(bi)
         decl: ElementDecl | None = decls.get(name)
         if stack:
             parent = stack[-1]
-            k = parent.counts.get(name, 0) + 1
-            parent.counts[name] = k
-            path = f"{parent.path}/{name}" + (f"[{k}]" if k > 1 else "")
-            _check_child(parent, name, decl, o, path)
+            counts = parent.counts
+            k = counts.get(name, 0) + 1
+            counts[name] = k
+            path = f"{parent.path}/{name}" if k == 1 else f"{parent.path}/{name}[{k}]"
+            pd = parent.decl
+            if pd is not None:
+                nxt = None
+                if pd.content == "CHILDREN" and parent.state is not None and decl is not None:
+                    nxt = models[pd.name].step(parent.state, name)   # fast path: allowed child
+                if nxt is not None:
+                    parent.state = nxt
+                else:
+                    _check_child(parent, name, decl, o, path)
             parent.last = name
         else:
             path = "/" + name
