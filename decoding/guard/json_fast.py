@@ -110,27 +110,33 @@ class _Compiler:
         self.active = cls.VALIDATORS
         self.expected = _expected_functions()
         self.fc = fc
-        self.preds: dict[int, Check] = {}
+        self.preds: dict[int, Check] = {}       # id(subschema) -> its predicate
+        self.local: dict[int, Check] = {}       # ... without properties/items descent
 
     def compile(self, s, root: bool = False) -> Check:
         if s is True or s is False:
             pred = _TRUE if s else _FALSE
-            self.preds[id(s)] = pred
+            self.preds[id(s)] = self.local[id(s)] = pred
             return pred
         if not isinstance(s, dict):
             raise _Unsupported("schema is not an object")
         if not root and "$schema" in s:
             raise _Unsupported("$schema in a subschema")
         checks: list[Check] = []
+        local: list[Check] = []
         for kw, v in s.items():
             fn = self.active.get(kw)
             if fn is None:
                 continue                      # not a validation keyword of this draft
             if fn not in self.expected.get(kw, ()):
                 raise _Unsupported(kw)
-            checks.append(self._keyword(kw, v, s))
+            c = self._keyword(kw, v, s)
+            checks.append(c)
+            if kw != "properties" and kw != "items":
+                local.append(c)
         pred = _all(checks)
         self.preds[id(s)] = pred
+        self.local[id(s)] = _all(local)
         return pred
 
     def _keyword(self, kw: str, v, s: dict) -> Check:
@@ -258,34 +264,44 @@ class FastSchema:
     same path and keyword may come in a different order.
     """
 
-    def __init__(self, schema: Any, is_valid: Check, preds: dict[int, Check]) -> None:
+    def __init__(self, schema: Any, is_valid: Check, preds: dict[int, Check],
+                 local: dict[int, Check]) -> None:
         self.schema = schema
         self.is_valid = is_valid
         self._preds = preds
+        self._local = local
 
     def iter_errors(self, validator, value, known_invalid: bool = False):
         """``known_invalid``: ``is_valid(value)`` was just False (skips one check)."""
         return self._explain(validator, self.schema, value, (), known_invalid)
 
     def _explain(self, validator, s, x, path: tuple, known_invalid: bool = False):
-        if not known_invalid and self._preds[id(s)](x):
-            return
         if not isinstance(s, dict):
-            yield from _errors(validator, s, x, path)
+            if not self._preds[id(s)](x):
+                yield from _errors(validator, s, x, path)
             return
-        rest = {}
-        for k, v in s.items():
-            if k == "properties":
-                rest[k] = dict.fromkeys(v, True)    # keeps additionalProperties' view
-            elif k != "items":
-                rest[k] = v
-        yield from _errors(validator, rest, x, path)
         props = s.get("properties")
+        items = s.get("items")
+        descend = ((props is not None and isinstance(x, dict))
+                   or (items is not None and isinstance(x, list)))
+        if not descend:
+            if known_invalid or not self._preds[id(s)](x):
+                yield from _errors(validator, s, x, path)
+            return
+        # the children are explained one by one below; only this node's own keywords
+        # (the local predicate) decide whether jsonschema has to look at this node
+        if not self._local[id(s)](x):
+            rest = {}
+            for k, v in s.items():
+                if k == "properties":
+                    rest[k] = dict.fromkeys(v, True)    # keeps additionalProperties' view
+                elif k != "items":
+                    rest[k] = v
+            yield from _errors(validator, rest, x, path)
         if props is not None and isinstance(x, dict):
             for k, sub in props.items():
                 if k in x:
                     yield from self._explain(validator, sub, x[k], path + (k,))
-        items = s.get("items")
         if items is not None and isinstance(x, list):
             for i, e in enumerate(x):
                 yield from self._explain(validator, items, e, path + (i,))
@@ -305,4 +321,4 @@ def compile_fast(schema: Any, cls, format_checker) -> FastSchema | None:
         pred = c.compile(schema, root=True)
     except (_Unsupported, RecursionError):
         return None
-    return FastSchema(schema, pred, c.preds)
+    return FastSchema(schema, pred, c.preds, c.local)
