@@ -84,17 +84,35 @@ def _is_nmtoken(v: str) -> bool:
 
 
 class _Frame:
-    __slots__ = ("name", "decl", "state", "path", "counts", "text_flagged", "offset", "last")
+    """One open element; ``path`` is built on first use (only violations need it)."""
+    __slots__ = ("name", "decl", "state", "parent", "k", "_path", "counts", "text_flagged",
+                 "offset", "last")
 
-    def __init__(self, name, decl, state, path, offset):
+    def __init__(self, name, decl, state, parent, k, offset):
         self.name = name
         self.decl = decl
         self.state = state
-        self.path = path
+        self.parent = parent        # the enclosing _Frame, None for the root
+        self.k = k                  # this is the k-th child of that name (1-based)
+        self._path: str | None = None
         self.counts: dict[str, int] = {}
         self.text_flagged = False
         self.offset = offset
         self.last: str | None = None
+
+    @property
+    def path(self) -> str:
+        p = self._path
+        if p is None:
+            par = self.parent
+            if par is None:
+                p = "/" + self.name
+            elif self.k == 1:
+                p = f"{par.path}/{self.name}"
+            else:
+                p = f"{par.path}/{self.name}[{self.k}]"
+            self._path = p
+        return p
 
 
 def _expat_error_name(code: int) -> str:
@@ -160,12 +178,15 @@ def validate_xml(text: str, dtd: DTD, *, root: str | None = None, base: int = 0,
         bi = p.CurrentByteIndex
         o = base + bi if ascii_only and bi >= 0 else off(bi)
         decl: ElementDecl | None = decls.get(name)
+        state = None
+        if decl is not None and decl.content == "CHILDREN" and name in models:
+            state = models[name].start
         if stack:
             parent = stack[-1]
             counts = parent.counts
             k = counts.get(name, 0) + 1
             counts[name] = k
-            path = f"{parent.path}/{name}" if k == 1 else f"{parent.path}/{name}[{k}]"
+            f = _Frame(name, decl, state, parent, k, o)
             pd = parent.decl
             if pd is not None:
                 nxt = None
@@ -174,23 +195,20 @@ def validate_xml(text: str, dtd: DTD, *, root: str | None = None, base: int = 0,
                 if nxt is not None:
                     parent.state = nxt
                 else:
-                    _check_child(parent, name, decl, o, path)
+                    _check_child(parent, name, decl, o, f)
             parent.last = name
         else:
-            path = "/" + name
+            f = _Frame(name, decl, state, None, 1, o)
             root_seen[0] = True
             if root is not None and name != root:
-                add("wrong-root", path, f"the root element must be <{root}>, not <{name}>", o)
+                add("wrong-root", f.path, f"the root element must be <{root}>, not <{name}>", o)
         if decl is None:
-            add("undeclared-element", path, f"element <{name}> is not declared in the DTD", o)
-        state = None
-        if decl is not None and decl.content == "CHILDREN" and name in checker.models:
-            state = checker.models[name].start
-        stack.append(_Frame(name, decl, state, path, o))
+            add("undeclared-element", f.path, f"element <{name}> is not declared in the DTD", o)
+        stack.append(f)
         if decl is not None and (attrs or checker.required.get(name)):
-            _check_attrs(name, attrs, path, o)
+            _check_attrs(name, attrs, f.path, o)
 
-    def _check_child(parent: _Frame, name: str, decl, o: int, path: str) -> None:
+    def _check_child(parent: _Frame, name: str, decl, o: int, child: _Frame) -> None:
         pd = parent.decl
         if pd is None:
             return
@@ -198,16 +216,16 @@ def validate_xml(text: str, dtd: DTD, *, root: str | None = None, base: int = 0,
         if c == "ANY":
             return
         if c == "EMPTY":
-            add("content-model", path, f"<{pd.name}> is declared EMPTY but contains <{name}>", o)
+            add("content-model", child.path, f"<{pd.name}> is declared EMPTY but contains <{name}>", o)
             return
         if c == "PCDATA":
-            add("content-model", path,
+            add("content-model", child.path,
                 f"<{pd.name}> may contain only text, but contains element <{name}>", o)
             return
         if c == "MIXED":
             if name not in pd.mixed_names:
                 allowed = ", ".join(f"<{n}>" for n in pd.mixed_names) or "no elements"
-                add("content-model", path,
+                add("content-model", child.path,
                     f"<{name}> is not allowed inside <{pd.name}> (allowed: text, {allowed})", o)
             return
         if parent.state is None or decl is None:
@@ -220,7 +238,7 @@ def validate_xml(text: str, dtd: DTD, *, root: str | None = None, base: int = 0,
             prev = parent.last
             where = f"after <{prev}>" if prev else "as the first child"
             want = (" or ".join(f"<{n}>" for n in exp) if exp else f"</{pd.name}>")
-            add("content-model", path,
+            add("content-model", child.path,
                 f"<{name}> is not allowed {where} in <{pd.name}>; expected {want} "
                 f"(content model {model.text})", o)
         parent.state = nxt
