@@ -111,11 +111,12 @@ class Ours(Engine):
 
     def setup(self, vocab: Vocab) -> None:
         from decoding import _native
-        from decoding.index import prepare
+        from decoding.index import _trie, prepare
 
         self.vocab = vocab
         self._native = _native
         prepare(vocab)  # the one-time per-vocabulary trie and plain-text tables: setup, not compile
+        self.trie = _trie(vocab)
 
     def compile(self, schema: Any) -> Any:
         from decoding.api import compile_json_schema
