@@ -21,6 +21,7 @@ def test_suite_no_regression_and_no_invalid_accepted():
 
 def test_bench_sample_no_regression():
     base = json.loads(run.BENCH_BASE.read_text())
+    assert base["mode"] == run.COMPILE_OPTIONS  # baselines record the measuring mode
     # a deterministic sample of schemas already in the baseline, fast ones first
     picked = {}
     for split in run.SPLITS:

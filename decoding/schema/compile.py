@@ -889,8 +889,10 @@ class _Compiler:
                 extra = seq(string_of(keys), self.colon, v)
         elif extras_allowed:
             v = self.node(addl, pointer_join(ptr, "additionalProperties"))
-            if v != NOTHING:
-                extra = seq(string_of(_not_in(names)), self.colon, v)
+            if v != NOTHING:  # a shared rule: lists of extras are built with one copy
+                ename = f"extra{len(self.rules)}:{ptr or '#'}"
+                self.rules[ename] = seq(string_of(_not_in(names)), self.colon, v)
+                extra = Ref(ename)
         n_req = sum(1 for _, _, r in members if r)
         if extra is None and maxp is not None and maxp >= len(members):
             maxp = None

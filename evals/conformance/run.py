@@ -284,7 +284,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.update:
             SUITE_BASE.write_text(json.dumps(res, indent=1, ensure_ascii=False) + "\n")
         elif SUITE_BASE.exists():
-            bad += regressions(res, json.loads(SUITE_BASE.read_text()))
+            base = json.loads(SUITE_BASE.read_text())
+            if base.get("mode") != res["mode"]:
+                bad.append(f"baseline mode {base.get('mode')} differs from {res['mode']}: rerun with --update")
+            bad += regressions(res, base)
     if not args.suite_only:
         res = run_bench(args.split or SPLITS, args.limit, args.timeout)
         print_bench(res)
@@ -296,10 +299,15 @@ def main(argv: list[str] | None = None) -> int:
                 old["schemas"].update(res["schemas"])
                 old["splits"].update(res["splits"])
                 old["limit"] = res["limit"]
+                old["mode"] = res["mode"]
+                old["note"] = res["note"]
                 res = old
             BENCH_BASE.write_text(json.dumps(res, indent=1, ensure_ascii=False) + "\n")
         elif BENCH_BASE.exists():
-            bad += regressions(res, json.loads(BENCH_BASE.read_text()))
+            base = json.loads(BENCH_BASE.read_text())
+            if base.get("mode") != res["mode"]:
+                bad.append(f"baseline mode {base.get('mode')} differs from {res['mode']}: rerun with --update")
+            bad += regressions(res, base)
     for b in bad:
         print("REGRESSION", b)
     return 1 if bad else 0
