@@ -82,7 +82,10 @@ class BudgetMatcher(Matcher):
         if self.dist[0] > self.max_tokens:
             raise GrammarError(f"max_tokens={max_tokens} is too small: the shortest complete output "
                                f"needs {int(self.dist[0])} tokens with this vocabulary")
-        self._cache: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        # budgeted masks are a pure function of (state, tokens left): shared by every matcher
+        # of this compiled grammar, so later requests do not walk the trie again
+        self._cache: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = \
+            compiled.meta.setdefault("_budget_masks", {})
 
     @property
     def remaining(self) -> int:
@@ -103,7 +106,7 @@ class BudgetMatcher(Matcher):
             m.setflags(write=False)
             keep.setflags(write=False)
             hit = (m, keep)
-            if len(self._cache) > 4096:
+            if len(self._cache) > 2048:  # bound the memory (each entry holds one mask)
                 self._cache.clear()
             self._cache[key] = hit
         return hit
