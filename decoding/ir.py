@@ -26,7 +26,7 @@ from .errors import GrammarError
 __all__ = [
     "Lit", "ByteSet", "Seq", "Choice", "Repeat", "Ref", "Special", "Node", "Grammar",
     "EMPTY", "NOTHING", "lit", "seq", "choice", "opt", "star", "plus", "rep",
-    "byteset", "char_class", "any_char", "to_data", "from_data", "DEFAULT_MAX_DEPTH",
+    "byteset", "char_class", "any_char", "normalize_ranges", "to_data", "from_data", "DEFAULT_MAX_DEPTH",
 ]
 
 DEFAULT_MAX_DEPTH = 8
@@ -211,7 +211,8 @@ def plus(item: Node) -> Node:
     return rep(item, 1, None)
 
 
-def _normalize(ranges: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+def normalize_ranges(ranges: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    """Sorted, merged, disjoint inclusive ranges (empty ``lo > hi`` pairs dropped)."""
     out: list[list[int]] = []
     for lo, hi in sorted(ranges):
         if lo > hi:
@@ -224,7 +225,7 @@ def _normalize(ranges: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]
 
 
 def byteset(ranges: Iterable[tuple[int, int]]) -> Node:
-    rs = _normalize(ranges)
+    rs = normalize_ranges(ranges)
     for lo, hi in rs:
         if lo < 0 or hi > 255:
             raise GrammarError(f"byte range {lo}-{hi} outside 0-255")
@@ -258,7 +259,7 @@ def char_class(ranges: Iterable[tuple[int, int]], *, negate: bool = False) -> No
 
     With ``negate=True`` the complement over all scalar values (surrogates excluded).
     """
-    rs = list(_normalize(ranges))
+    rs = list(normalize_ranges(ranges))
     if negate:
         comp, nxt = [], 0
         for lo, hi in rs:
@@ -284,7 +285,7 @@ def char_class(ranges: Iterable[tuple[int, int]], *, negate: bool = False) -> No
         else:
             alts.extend(_utf8_split(lo, hi))
     if ascii_ranges:
-        alts.insert(0, ByteSet(_normalize(ascii_ranges)))
+        alts.insert(0, ByteSet(normalize_ranges(ascii_ranges)))
     if not alts:
         return NOTHING
     return alts[0] if len(alts) == 1 else Choice(tuple(alts))

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 from .automaton import DFA
-from .ir import ByteSet, Choice, Lit, Node, Seq
+from .ir import ByteSet, Choice, Lit, Node, Seq, normalize_ranges
 
 __all__ = ["MAX_CP", "normalize", "charset_of", "codepoint_dfa", "complement",
            "UTF8_SEQUENCES"]
@@ -42,15 +42,7 @@ UTF8_SEQUENCES: tuple[tuple[tuple[int, int], ...], ...] = (
 
 
 def normalize(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
-    out: list[list[int]] = []
-    for lo, hi in sorted(ranges):
-        if lo > hi:
-            continue
-        if out and lo <= out[-1][1] + 1:
-            out[-1][1] = max(out[-1][1], hi)
-        else:
-            out.append([lo, hi])
-    return [(a, b) for a, b in out]
+    return list(normalize_ranges(ranges))
 
 
 def complement(ranges: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:

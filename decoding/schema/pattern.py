@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..ir import EMPTY, Node, choice, rep, seq, star
+from ..ir import EMPTY, Node, choice, normalize_ranges, rep, seq, star
 from .jsonstr import MAX_CP, any_json_char, json_char
 
 __all__ = ["PatternError", "parse_pattern", "pattern_node", "Rx", "length_range", "rx_to_ir"]
@@ -47,15 +47,7 @@ class Rx:
 
 
 def _norm(rs) -> Ranges:
-    out: list[list[int]] = []
-    for lo, hi in sorted(rs):
-        if lo > hi:
-            continue
-        if out and lo <= out[-1][1] + 1:
-            out[-1][1] = max(out[-1][1], hi)
-        else:
-            out.append([lo, hi])
-    return tuple((a, b) for a, b in out)
+    return normalize_ranges(rs)
 
 
 def _complement(rs: Ranges) -> Ranges:
