@@ -12,8 +12,9 @@ Modes
   comparable with the other modes; its tokens/s is.
 - ``gbnf``: the free prompt, masked by llama.cpp's own grammar sampler running the GBNF
   that :func:`decoding.gbnf_emit.to_gbnf` emits (``decoding.gbnf_adapter``).
-- ``outlines``, ``llguidance``: peer engines; reported as unavailable with the reason
-  when they cannot run here.
+- ``llguidance``, ``outlines``: peer engines as logits processors in the same
+  ``create_completion`` call (``evals.harness.peers``); a peer whose package is missing,
+  or a family a peer cannot express (outlines: XML), is reported with the reason.
 
 Timing (per generation)
 - ``prep_s``: getting the compiled grammar; the first request of a (model, family) pays
@@ -24,7 +25,7 @@ Timing (per generation)
 - ``decode_s``: wall time of ``create_completion``, which finds the whole prompt cached
   and starts sampling at once; tokens/s = tokens / decode_s.
 - ``ttft_s`` = prep_s + prompt_s + decode_s / tokens (the first token's share).
-- ``mask_s``: time spent inside our logits processor (automaton mode only; llama.cpp's
+- ``mask_s``: time spent inside the logits processor (automaton and the peers; llama.cpp's
   grammar sampler cannot be timed from Python).
 """
 
@@ -45,9 +46,10 @@ from decoding.gbnf_adapter import to_llama_grammar
 from decoding.processor import GrammarLogitsProcessor
 
 from .families import Family
+from .peers import LLGuidancePeer, OutlinesPeer, outlines_unsupported, peer_available
 from .tasks import Task, example_task
 
-__all__ = ["MODES", "MAIN_MODES", "PEER_MODES", "Runner", "Output", "peer_status"]
+__all__ = ["MODES", "MAIN_MODES", "PEER_MODES", "Runner", "Output", "peer_status", "family_status"]
 
 MAIN_MODES = ("free", "prompt", "automaton", "fastforward", "gbnf")
 PEER_MODES = ("outlines", "llguidance")
@@ -63,12 +65,13 @@ ANCHORS = {"xml": ("<|xml_start|>", "<|xml_end|>"), "json": ("<|json_start|>", "
 
 
 def peer_status(mode: str) -> str:
-    """Why a peer engine is not run (always a reason; the harness has no peer adapters yet)."""
-    pkg = {"outlines": "outlines", "llguidance": "llguidance"}[mode]
-    if importlib.util.find_spec(pkg) is None:
-        return (f"unavailable: python package '{pkg}' is not installed (optional peer; not in the "
-                "project's allowed dependencies, and this machine has no network beyond PyPI for the project)")
-    return f"unavailable: '{pkg}' is installed but this harness has no adapter for it with llama-cpp-python yet"
+    """``"ran"`` for a peer that can run here, else the reason it cannot."""
+    return peer_available(mode) or "ran"
+
+
+def family_status(mode: str, fam: Family) -> str | None:
+    """Why ``mode`` cannot run ``fam`` (a peer's unsupported family), or ``None``."""
+    return outlines_unsupported(fam) if mode == "outlines" else None
 
 
 @dataclass
@@ -160,7 +163,10 @@ class Runner:
         self._gbnf: dict[str, Any] = {}
         self._prefix: dict[tuple[str, str], int] = {}
         self._bound: dict[str, int | None] = {}
-        self.compile_s: dict[str, dict[str, float]] = {"automaton": {}, "gbnf": {}}
+        self.compile_s: dict[str, dict[str, float]] = {"automaton": {}, "gbnf": {}, "llguidance": {},
+                                                       "outlines": {}}
+        self._peers: dict[str, Any] = {}
+        self.peer_setup_s: dict[str, float] = {}
         as_vocab(llm)  # read the vocabulary once (not part of any grammar's compile time)
 
     # ------------------------------------------------------------------ prompts
@@ -209,6 +215,14 @@ class Runner:
             return self._gbnf[fam.name], self.compile_s["gbnf"][fam.name]
         return self._gbnf[fam.name], 0.0
 
+    def peer(self, mode: str):
+        """The model's peer engine state (tokenizer / model wrapper, built once, not compile time)."""
+        if mode not in self._peers:
+            t = time.perf_counter()
+            self._peers[mode] = (LLGuidancePeer if mode == "llguidance" else OutlinesPeer)(self.llm)
+            self.peer_setup_s[mode] = time.perf_counter() - t
+        return self._peers[mode]
+
     def length_bound(self, fam: Family) -> int | None:
         """Longest document of the family's automaton in bytes (None if unbounded): no
         generation under the mask can need more tokens than this (every text token spells
@@ -231,8 +245,16 @@ class Runner:
             kw["logits_processor"] = LogitsProcessorList([timed])
         elif mode == "gbnf":
             kw["grammar"], prep = self.gbnf(fam)
+        elif mode in PEER_MODES:
+            why = peer_available(mode) or family_status(mode, fam)
+            if why:
+                raise ValueError(f"mode {mode!r} cannot run family {fam.name}: {why}")
+            timed, prep = self.peer(mode).processor(fam)
+            if prep:
+                self.compile_s[mode][fam.name] = prep
+            kw["logits_processor"] = LogitsProcessorList([timed])
         elif mode not in ("free", "prompt", "fastforward"):
-            raise ValueError(f"mode {mode!r} cannot run: {peer_status(mode) if mode in PEER_MODES else 'unknown'}")
+            raise ValueError(f"mode {mode!r} is unknown")
         llm = self.llm
         if mode == "fastforward":
             cg, prep = self.automaton(fam)
@@ -258,7 +280,7 @@ class Runner:
         out = llm.create_completion(toks, max_tokens=max_tokens, temperature=0.0, stop=stop, seed=0, **kw)
         t2 = time.perf_counter()
         if timed is not None:
-            timed.proc.raise_if_failed()
+            (timed.proc if isinstance(timed, _Timed) else timed).raise_if_failed()
         ch = out["choices"][0]
         return Output(ch["text"], ch.get("finish_reason") or "stop", int(out["usage"]["completion_tokens"]),
                       prep, t1 - t0, len(toks) - shared, max(t2 - t1, 1e-9),

@@ -2,8 +2,10 @@
 
 Order of work (it keeps prompt work equal between the modes that are compared): per
 model and family, first the few-shot ``prompt`` mode over all tasks (its long prefix
-stays cached), then for each task ``free``, ``automaton`` and ``gbnf`` back to back, so
-the tokens/s ratios compare generations made within seconds of each other.
+stays cached), then for each task ``free``, ``automaton``, ``gbnf`` and the peers back to
+back, so the tokens/s ratios compare generations made within seconds of each other.  A
+peer runs only where it can (its package is installed, it can express the family); the
+rest is reported in ``mode_status`` with the reason.
 """
 
 from __future__ import annotations
@@ -21,13 +23,13 @@ from tqdm import tqdm
 
 from .families import FAMILY
 from .metrics import check_output, wilson
-from .modes import MAIN_MODES, MODES, PEER_MODES, Runner, peer_status
+from .modes import MAIN_MODES, MODES, PEER_MODES, Runner, family_status, peer_status
 from .tasks import FAMILIES, generate_tasks
 
 __all__ = ["run", "aggregate", "RATE_KEYS"]
 
 RATE_KEYS = ("closure", "well_formed", "valid", "fields", "truncated")
-CONSTRAINED = ("automaton", "fastforward", "gbnf")
+CONSTRAINED = ("automaton", "fastforward", "gbnf", "llguidance", "outlines")
 
 
 def _rate(k: int, n: int) -> dict:
@@ -79,16 +81,26 @@ def run(*, models: list[str], modes: list[str], per_family: int | dict[str, int]
     t_start = time.perf_counter()
     per = per_family if isinstance(per_family, dict) else {m: per_family for m in models}
     all_tasks = generate_tasks(seed)
-    run_modes = [m for m in modes if m in MAIN_MODES]
+    run_modes = [m for m in modes if m in MAIN_MODES or (m in PEER_MODES and peer_status(m) == "ran")]
     status = {m: ("ran" if m in run_modes else peer_status(m)) for m in modes}
+    for m in run_modes:
+        skipped = {f: family_status(m, FAMILY[f]) for f in FAMILIES if family_status(m, FAMILY[f])}
+        if skipped:
+            ran = [f for f in FAMILIES if f not in skipped]
+            status[m] = f"ran on {', '.join(ran)}; " + "; ".join(
+                f"{why} ({', '.join(f for f in skipped if skipped[f] == why)})" for why in dict.fromkeys(skipped.values()))
     records: list[dict] = []
     compile_s: dict = {}
     bounds: dict = {}
     load_s: dict = {}
+    peer_setup_s: dict = {}
     def tasks_for(model: str) -> list:
         return generate_tasks(seed, per[model])
 
-    total = sum(len(tasks_for(m)) for m in models) * len(run_modes)
+    def runs(mode: str, fam_name: str) -> bool:
+        return mode in run_modes and family_status(mode, FAMILY[fam_name]) is None
+
+    total = sum(1 for m in models for x in tasks_for(m) for mode in run_modes if runs(mode, x.family))
     bar = tqdm(total=total, desc="eval", unit="gen", dynamic_ncols=True)
     for model in models:
         t = time.perf_counter()
@@ -100,14 +112,15 @@ def run(*, models: list[str], modes: list[str], per_family: int | dict[str, int]
             fam = FAMILY[fam_name]
             ftasks = [x for x in tasks if x.family == fam_name]
             order = [(x, "prompt") for x in ftasks] if "prompt" in run_modes else []
-            order += [(x, m) for x in ftasks for m in ("fastforward", "free", "automaton", "gbnf")
-                      if m in run_modes]
+            order += [(x, m) for x in ftasks
+                      for m in ("fastforward", "free", "automaton", "gbnf", "llguidance", "outlines")
+                      if runs(m, fam_name)]
             for task, mode in order:
                 bar.set_postfix_str(f"{model} {fam_name} {mode}")
                 cap = fam.max_tokens
                 if free_max_tokens is not None and mode in ("free", "prompt"):
                     cap = min(cap, free_max_tokens)
-                if mode in ("automaton", "gbnf"):  # the mask bounds the length: give it that budget
+                if mode in ("automaton", "gbnf", "llguidance", "outlines"):  # the mask bounds the length
                     bound = runner.length_bound(fam)
                     cap = max(cap, bound + 1) if bound is not None else cap
                 o = runner.run(fam, task, mode, cap)
@@ -123,6 +136,7 @@ def run(*, models: list[str], modes: list[str], per_family: int | dict[str, int]
                     "mask_s": o.mask_s, "mask_calls": o.mask_calls})
                 bar.update(1)
         compile_s[model] = runner.compile_s
+        peer_setup_s[model] = runner.peer_setup_s
         bounds[model] = {f: runner._bound.get(f) for f in FAMILIES}
         del runner, llm
     bar.close()
@@ -134,6 +148,7 @@ def run(*, models: list[str], modes: list[str], per_family: int | dict[str, int]
                  "n_generated_prompts": len(all_tasks), "families": list(FAMILIES),
                  "models": models, "modes": modes, "mode_status": status, "elapsed_s": elapsed,
                  "model_load_s": load_s, "grammar_compile_s": compile_s,
+                 "peer_setup_s": peer_setup_s,
                  "constrained_max_tokens": bounds,
                  "max_tokens": {f: FAMILY[f].max_tokens for f in FAMILIES}, "free_max_tokens": free_max_tokens,
                  "decoding": "greedy (temperature 0), n_threads=1",
