@@ -30,6 +30,7 @@ JSON (``extract_json``)
 from __future__ import annotations
 
 import json
+import re
 
 from .results import Fragment, line_col
 
@@ -51,18 +52,15 @@ _NAME_START_ASCII = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVW
 _NAME_ASCII = _NAME_START_ASCII | frozenset("0123456789-.")
 
 
+# A run of name characters: exactly ``is_name_char`` (ASCII alphanumerics, ``_:-.``,
+# and every character above U+007F).  Only name runs are matched by a pattern; the
+# machines below stay hand-written.
+_NAME_RUN = re.compile(r"[0-9A-Za-z_:.\-\u0080-\U0010FFFF]*").match
+
+
 def _read_name(s: str, i: int, n: int) -> int:
     """End of the run of name characters at i (``is_name_char``), at most n."""
-    e = s.find(">", i, i + 64 if i + 64 < n else n)
-    if e > i and s[i:e].isalnum():      # common case: the name runs up to '>'
-        return e
-    while i < n:
-        c = s[i]
-        if c in _NAME_ASCII or c > "\x7f":   # == is_name_char(c), inlined
-            i += 1
-        else:
-            break
-    return i
+    return _NAME_RUN(s, i, n).end()
 
 
 def _skip_ws(s: str, i: int, n: int) -> int:
@@ -77,7 +75,7 @@ _BAD = -2      # the construct does not lex
 
 def _start_tag(s: str, i: int, n: int) -> tuple[int, str, bool]:
     """Lex a start tag at ``s[i] == '<'``; return (end, name, self_closing) or (_EOF|_BAD, ...)."""
-    j = _read_name(s, i + 1, n)
+    j = _NAME_RUN(s, i + 1, n).end()
     name = s[i + 1:j]
     if j < n and s[j] == ">":           # common case: no attributes, no space
         return j + 1, name, False
@@ -180,7 +178,7 @@ def _scan_element(s: str, i: int, n: int, want: str | None, notes: list[str]):
             return n, False, inner
         c = s[lt + 1]
         if c == "/":
-            j = _read_name(s, lt + 2, n)
+            j = _NAME_RUN(s, lt + 2, n).end()       # _read_name(s, lt + 2, n), inlined
             k = j if j < n and s[j] == ">" else _skip_ws(s, j, n)
             if k >= n:
                 return n, False, inner
@@ -219,7 +217,11 @@ def _scan_element(s: str, i: int, n: int, want: str | None, notes: list[str]):
             pos = e
             continue
         if c in _NAME_START_ASCII or c > "\x7f":      # is_name_start(c), inlined
-            e, cname, cempty = _start_tag(s, lt, n)
+            j = _NAME_RUN(s, lt + 1, n).end()
+            if j < n and s[j] == ">":       # _start_tag's common case, inlined
+                e, cname, cempty = j + 1, s[lt + 1:j], False
+            else:
+                e, cname, cempty = _start_tag(s, lt, n)
             if e == _EOF:
                 return n, False, inner
             if e == _BAD:

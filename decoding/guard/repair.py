@@ -34,8 +34,8 @@ from __future__ import annotations
 import json
 
 from ..dtd_model import DTD
-from .extract import (_EOF, _NAME_START_ASCII, _NUM, STRICT_DECODER, _json_string_end,
-                      _markup_end, _number_ok, _read_name, _skip_ws, _start_tag)
+from .extract import (_EOF, _NAME_RUN, _NAME_START_ASCII, _NUM, STRICT_DECODER,
+                      _json_string_end, _markup_end, _number_ok, _skip_ws, _start_tag)
 from .results import Change, Fragment, Repair
 from .validate import dtd_checker, validate_json, validate_xml
 
@@ -160,6 +160,29 @@ def repair_xml(source: str, fragment: Fragment, dtd: DTD, *, root: str | None = 
         lt = s.find("<", pos, n)
         if lt < 0:
             lt = n
+        elif not may_escape and lt + 1 < n:
+            # fast paths, same result as the general code below: a plain end tag of the
+            # innermost element, or a plain start tag outside text-only elements; the text
+            # before the tag and the tag become one piece (no edit splits them later:
+            # pieces are only split or cut after their last non-space character or after
+            # the last markup piece, and a tag ends both)
+            c = s[lt + 1]
+            if c == "/":
+                j = _NAME_RUN(s, lt + 2, n).end()
+                if j < n and s[j] == ">" and j > lt + 2 and stack and stack[-1] == s[lt + 2:j]:
+                    stack.pop()
+                    pieces.append(s[pos:j + 1])
+                    markup_end[0] = len(pieces)
+                    pos = j + 1
+                    continue
+            elif c in _NAME_START_ASCII or c > "\x7f":
+                j = _NAME_RUN(s, lt + 1, n).end()
+                if j < n and s[j] == ">" and not (stack and stack[-1] in text_only_names):
+                    pieces.append(s[pos:j + 1])
+                    markup_end[0] = len(pieces)
+                    stack.append(s[lt + 1:j])
+                    pos = j + 1
+                    continue
         if lt > pos:
             seg = s[pos:lt]
             pieces.append(_escape_text(seg, pos, checker.entities, changes) if may_escape else seg)
@@ -172,7 +195,7 @@ def repair_xml(source: str, fragment: Fragment, dtd: DTD, *, root: str | None = 
             pos = n
             break
         if c == "/":
-            j = _read_name(s, lt + 2, n)
+            j = _NAME_RUN(s, lt + 2, n).end()       # _read_name(s, lt + 2, n), inlined
             k = j if j < n and s[j] == ">" else _skip_ws(s, j, n)
             if k >= n:
                 changes.append(Change("drop-partial", lt, f"dropped cut end tag {s[lt:n]!r}"))
@@ -184,6 +207,12 @@ def repair_xml(source: str, fragment: Fragment, dtd: DTD, *, root: str | None = 
                 pos = lt + 1
                 continue
             name = s[lt + 2:j]
+            if stack and stack[-1] == name:     # common case: closes the innermost element
+                stack.pop()
+                pieces.append(s[lt:k + 1])
+                markup_end[0] = len(pieces)
+                pos = k + 1
+                continue
             if name not in stack:
                 refused = f"end tag </{name}> at offset {lt} matches no open element (wrong nesting)"
                 break
@@ -217,7 +246,11 @@ def repair_xml(source: str, fragment: Fragment, dtd: DTD, *, root: str | None = 
             pos = e
             continue
         if c in _NAME_START_ASCII or c > "\x7f":      # is_name_start(c), inlined
-            e, name, empty = _start_tag(s, lt, n)
+            j = _NAME_RUN(s, lt + 1, n).end()
+            if j < n and s[j] == ">":       # _start_tag's common case, inlined
+                e, name, empty = j + 1, s[lt + 1:j], False
+            else:
+                e, name, empty = _start_tag(s, lt, n)
             if e == _EOF:
                 changes.append(Change("drop-partial", lt, "dropped start tag cut off at the end"))
                 pos = n

@@ -56,6 +56,12 @@ class DTDChecker:
                                                      for e in dtd.elements}
         self.text_only = frozenset(n for n, d in self.decls.items()
                                    if d is not None and d.content in ("PCDATA", "EMPTY"))
+        # name -> (decl, model or None, model start state or None, text must be checked)
+        self.info: dict[str, tuple] = {}
+        for n, d in self.decls.items():
+            m = self.models.get(n) if d is not None and d.content == "CHILDREN" else None
+            self.info[n] = (d, m, None if m is None else m.start,
+                            d is not None and d.content in ("EMPTY", "CHILDREN"))
 
 
 _CHECKERS: dict[int, tuple[DTD, DTDChecker]] = {}
@@ -83,36 +89,27 @@ def _is_nmtoken(v: str) -> bool:
     return bool(v) and all(is_name_char(c) for c in v)
 
 
-class _Frame:
-    """One open element; ``path`` is built on first use (only violations need it)."""
-    __slots__ = ("name", "decl", "state", "parent", "k", "_path", "counts", "text_flagged",
-                 "offset", "last")
+# One open element is a list (cheaper than an object per element):
+# [name, decl, state, parent frame or None, k (k-th child of that name, 1-based),
+#  path or None (built on first use: only violations need it), child-name counts or None,
+#  text still to be checked (decl is EMPTY/element-only, no text flagged yet),
+#  offset, last child name or None, content model or None]
+_NAME, _DECL, _STATE, _PARENT, _K, _PATH, _COUNTS, _TC, _OFF, _LAST, _MODEL = range(11)
+_UNDECLARED = (None, None, None, False)
 
-    def __init__(self, name, decl, state, parent, k, offset):
-        self.name = name
-        self.decl = decl
-        self.state = state
-        self.parent = parent        # the enclosing _Frame, None for the root
-        self.k = k                  # this is the k-th child of that name (1-based)
-        self._path: str | None = None
-        self.counts: dict[str, int] = {}
-        self.text_flagged = False
-        self.offset = offset
-        self.last: str | None = None
 
-    @property
-    def path(self) -> str:
-        p = self._path
-        if p is None:
-            par = self.parent
-            if par is None:
-                p = "/" + self.name
-            elif self.k == 1:
-                p = f"{par.path}/{self.name}"
-            else:
-                p = f"{par.path}/{self.name}[{self.k}]"
-            self._path = p
-        return p
+def _path(f: list) -> str:
+    p = f[_PATH]
+    if p is None:
+        par = f[_PARENT]
+        if par is None:
+            p = "/" + f[_NAME]
+        elif f[_K] == 1:
+            p = f"{_path(par)}/{f[_NAME]}"
+        else:
+            p = f"{_path(par)}/{f[_NAME]}[{f[_K]}]"
+        f[_PATH] = p
+    return p
 
 
 def _expat_error_name(code: int) -> str:
@@ -168,7 +165,7 @@ def validate_xml(text: str, dtd: DTD, *, root: str | None = None, base: int = 0,
         ln, col = line_col(src, offset)
         return f"{ln}:{col}"
 
-    decls = checker.decls
+    info = checker.info
     models = checker.models
     p = expat.ParserCreate()
     p.UseForeignDTD(True)
@@ -177,71 +174,72 @@ def validate_xml(text: str, dtd: DTD, *, root: str | None = None, base: int = 0,
     def start(name: str, attrs: dict[str, str]) -> None:
         bi = p.CurrentByteIndex
         o = base + bi if ascii_only and bi >= 0 else off(bi)
-        decl: ElementDecl | None = decls.get(name)
-        state = None
-        if decl is not None and decl.content == "CHILDREN" and name in models:
-            state = models[name].start
+        decl, model, state, tc = info.get(name, _UNDECLARED)
         if stack:
             parent = stack[-1]
-            counts = parent.counts
-            k = counts.get(name, 0) + 1
-            counts[name] = k
-            f = _Frame(name, decl, state, parent, k, o)
-            pd = parent.decl
-            if pd is not None:
+            counts = parent[_COUNTS]
+            if counts is None:
+                parent[_COUNTS] = counts = {name: 1}
+                k = 1
+            else:
+                k = counts.get(name, 0) + 1
+                counts[name] = k
+            f = [name, decl, state, parent, k, None, None, tc, o, None, model]
+            if parent[_DECL] is not None:
+                ps = parent[_STATE]     # not None only for a declared element-only parent
                 nxt = None
-                if pd.content == "CHILDREN" and parent.state is not None and decl is not None:
-                    nxt = models[pd.name].step(parent.state, name)   # fast path: allowed child
+                if ps is not None and decl is not None:
+                    nxt = parent[_MODEL].step(ps, name)     # fast path: allowed child
                 if nxt is not None:
-                    parent.state = nxt
+                    parent[_STATE] = nxt
                 else:
                     _check_child(parent, name, decl, o, f)
-            parent.last = name
+            parent[_LAST] = name
         else:
-            f = _Frame(name, decl, state, None, 1, o)
+            f = [name, decl, state, None, 1, None, None, tc, o, None, model]
             root_seen[0] = True
             if root is not None and name != root:
-                add("wrong-root", f.path, f"the root element must be <{root}>, not <{name}>", o)
+                add("wrong-root", _path(f), f"the root element must be <{root}>, not <{name}>", o)
         if decl is None:
-            add("undeclared-element", f.path, f"element <{name}> is not declared in the DTD", o)
+            add("undeclared-element", _path(f), f"element <{name}> is not declared in the DTD", o)
         stack.append(f)
         if decl is not None and (attrs or checker.required.get(name)):
-            _check_attrs(name, attrs, f.path, o)
+            _check_attrs(name, attrs, _path(f), o)
 
-    def _check_child(parent: _Frame, name: str, decl, o: int, child: _Frame) -> None:
-        pd = parent.decl
+    def _check_child(parent: list, name: str, decl, o: int, child: list) -> None:
+        pd = parent[_DECL]
         if pd is None:
             return
         c = pd.content
         if c == "ANY":
             return
         if c == "EMPTY":
-            add("content-model", child.path, f"<{pd.name}> is declared EMPTY but contains <{name}>", o)
+            add("content-model", _path(child), f"<{pd.name}> is declared EMPTY but contains <{name}>", o)
             return
         if c == "PCDATA":
-            add("content-model", child.path,
+            add("content-model", _path(child),
                 f"<{pd.name}> may contain only text, but contains element <{name}>", o)
             return
         if c == "MIXED":
             if name not in pd.mixed_names:
                 allowed = ", ".join(f"<{n}>" for n in pd.mixed_names) or "no elements"
-                add("content-model", child.path,
+                add("content-model", _path(child),
                     f"<{name}> is not allowed inside <{pd.name}> (allowed: text, {allowed})", o)
             return
-        if parent.state is None or decl is None:
-            parent.state = None
+        if parent[_STATE] is None or decl is None:
+            parent[_STATE] = None
             return
         model = checker.models[pd.name]
-        nxt = model.step(parent.state, name)
+        nxt = model.step(parent[_STATE], name)
         if nxt is None:
-            exp = model.expected(parent.state)
-            prev = parent.last
+            exp = model.expected(parent[_STATE])
+            prev = parent[_LAST]
             where = f"after <{prev}>" if prev else "as the first child"
             want = (" or ".join(f"<{n}>" for n in exp) if exp else f"</{pd.name}>")
-            add("content-model", child.path,
+            add("content-model", _path(child),
                 f"<{name}> is not allowed {where} in <{pd.name}>; expected {want} "
                 f"(content model {model.text})", o)
-        parent.state = nxt
+        parent[_STATE] = nxt
 
     def _check_attrs(name: str, attrs: dict[str, str], path: str, o: int) -> None:
         decls = checker.attrs.get(name, {})
@@ -289,35 +287,37 @@ def validate_xml(text: str, dtd: DTD, *, root: str | None = None, base: int = 0,
 
     def end(name: str) -> None:
         f = stack.pop()
-        if f.decl is not None and f.state is not None:
-            model = checker.models[f.name]
-            if not model.accepting(f.state):
-                exp = model.expected(f.state)
-                prev = f.last
+        state = f[_STATE]       # not None only for a declared element-only element
+        if state is not None:
+            model = f[_MODEL]
+            if not model.accepting(state):
+                exp = model.expected(state)
+                prev = f[_LAST]
                 where = f" after <{prev}>" if prev else ""
-                add("content-model", f.path,
-                    f"<{f.name}> is incomplete: expected "
+                fname = f[_NAME]
+                add("content-model", _path(f),
+                    f"<{fname}> is incomplete: expected "
                     + " or ".join(f"<{n}>" for n in exp)
-                    + f"{where} before </{f.name}> (content model {model.text})",
+                    + f"{where} before </{fname}> (content model {model.text})",
                     off(p.CurrentByteIndex))
 
     def chars(data: str) -> None:
         if not stack:
             return
         f = stack[-1]
-        d = f.decl
-        if d is None or f.text_flagged:
+        if not f[_TC]:      # undeclared, text allowed, or text already flagged
             return
-        if d.content == "EMPTY" or (d.content == "CHILDREN" and data.strip(" \t\r\n")):
-            f.text_flagged = True
+        d = f[_DECL]
+        if d.content == "EMPTY" or data.strip(" \t\r\n"):
+            f[_TC] = False
             what = "declared EMPTY" if d.content == "EMPTY" else "element-only"
             snippet = data.strip()[:40]
-            add("text-not-allowed", f.path,
-                f"<{f.name}> is {what} but contains text {snippet!r}", off(p.CurrentByteIndex))
+            add("text-not-allowed", _path(f),
+                f"<{f[_NAME]}> is {what} but contains text {snippet!r}", off(p.CurrentByteIndex))
 
     def skipped(name: str, is_pe: bool) -> None:
         if not is_pe and name not in checker.entities:
-            path = stack[-1].path if stack else "/"
+            path = _path(stack[-1]) if stack else "/"
             add("undefined-entity", path,
                 f"entity &{name}; is not defined (write & as &amp;)", off(p.CurrentByteIndex))
 
@@ -338,14 +338,14 @@ def validate_xml(text: str, dtd: DTD, *, root: str | None = None, base: int = 0,
     return out
 
 
-def _wf_error(e: expat.ExpatError, p, text: str, raw: bytes, stack: list[_Frame],
+def _wf_error(e: expat.ExpatError, p, text: str, raw: bytes, stack: list[list],
               off, add, at) -> None:
     """Turn expat's first well-formedness error into specific violations."""
     bi = p.ErrorByteIndex
     o = off(bi)
     code = e.code
     ch = raw[bi:bi + 1].decode("utf-8", "ignore") if 0 <= bi < len(raw) else ""
-    path = stack[-1].path if stack else "/"
+    path = _path(stack[-1]) if stack else "/"
     if code in (_E_NO_ELEMENTS, _E_UNCLOSED_TOKEN, _E_PARTIAL_CHAR) and (stack or bi >= len(raw) - 1):
         if code != _E_NO_ELEMENTS:
             add("truncated-markup", path, f"the text ends inside a tag or markup at {at(o)}", o)
@@ -353,9 +353,9 @@ def _wf_error(e: expat.ExpatError, p, text: str, raw: bytes, stack: list[_Frame]
             add("no-element", "/", "no XML element found", o)
         end = off(len(raw))
         for f in reversed(stack):
-            add("unclosed-tag", f.path,
-                f"element <{f.name}> opened at {at(f.offset)} is never closed "
-                f"(add </{f.name}>)", end)
+            add("unclosed-tag", _path(f),
+                f"element <{f[_NAME]}> opened at {at(f[_OFF])} is never closed "
+                f"(add </{f[_NAME]}>)", end)
         return
     if code == _E_TAG_MISMATCH:
         j = bi
@@ -368,14 +368,14 @@ def _wf_error(e: expat.ExpatError, p, text: str, raw: bytes, stack: list[_Frame]
             k += 1
         ename = raw[j:k].decode("utf-8", "ignore")
         top = stack[-1] if stack else None
-        if top is not None and any(f.name == ename for f in stack):
-            add("unclosed-tag", top.path,
-                f"element <{top.name}> opened at {at(top.offset)} is not closed before "
-                f"</{ename}> at {at(o)} (add </{top.name}>)", o)
+        if top is not None and any(f[_NAME] == ename for f in stack):
+            add("unclosed-tag", _path(top),
+                f"element <{top[_NAME]}> opened at {at(top[_OFF])} is not closed before "
+                f"</{ename}> at {at(o)} (add </{top[_NAME]}>)", o)
         elif top is not None:
-            add("mismatched-tag", top.path,
+            add("mismatched-tag", _path(top),
                 f"end tag </{ename}> at {at(o)} does not match the open element "
-                f"<{top.name}> opened at {at(top.offset)}", o)
+                f"<{top[_NAME]}> opened at {at(top[_OFF])}", o)
         else:
             add("mismatched-tag", "/", f"end tag </{ename}> at {at(o)} matches no open element", o)
         return
