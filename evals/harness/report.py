@@ -116,7 +116,7 @@ def _charts(res: dict, out: Path) -> None:
     axes[0][0].set_title("decode tokens/s by mode (same run)")
     axes[0][1].set_title("mean time to first token (s), incl. grammar compile")
     for ax in axes[0]:
-        ax.set_xticks(x, modes)
+        ax.set_xticks(x, modes, rotation=30, ha="right")
         ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(out / "speed.png", dpi=90)
