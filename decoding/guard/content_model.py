@@ -34,6 +34,10 @@ class ContentModel:
         start, self._final = self._build(particle)
         self.start = self._closure({start})
         self._memo: dict[tuple[frozenset, str], frozenset | None] = {}
+        # read-only views for hot loops: ``transitions[(state, name)]`` is ``step``'s
+        # memo (missing until first computed); ``final in state`` == ``accepting(state)``
+        self.transitions = self._memo
+        self.final = self._final
 
     def _new(self) -> int:
         self._eps.append([])

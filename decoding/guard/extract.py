@@ -178,6 +178,17 @@ def _scan_element(s: str, i: int, n: int, want: str | None, notes: list[str]):
             return n, False, inner
         c = s[lt + 1]
         if c == "/":
+            oname, ostart = stack[-1]
+            k = lt + 2 + len(oname)
+            if k < n and s[k] == ">" and s.startswith(oname, lt + 2):
+                # common case, same as below: '</' + the innermost open name + '>'
+                stack.pop()
+                pos = k + 1
+                if not stack:
+                    return pos, True, None
+                if (want is None or oname == want) and (inner is None or ostart < inner[0]):
+                    inner = (ostart, pos)
+                continue
             j = _NAME_RUN(s, lt + 2, n).end()       # _read_name(s, lt + 2, n), inlined
             k = j if j < n and s[j] == ">" else _skip_ws(s, j, n)
             if k >= n:

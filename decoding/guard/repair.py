@@ -168,13 +168,15 @@ def repair_xml(source: str, fragment: Fragment, dtd: DTD, *, root: str | None = 
             # the last markup piece, and a tag ends both)
             c = s[lt + 1]
             if c == "/":
-                j = _NAME_RUN(s, lt + 2, n).end()
-                if j < n and s[j] == ">" and j > lt + 2 and stack and stack[-1] == s[lt + 2:j]:
-                    stack.pop()
-                    pieces.append(s[pos:j + 1])
-                    markup_end[0] = len(pieces)
-                    pos = j + 1
-                    continue
+                if stack:
+                    top = stack[-1]         # a non-empty name
+                    j = lt + 2 + len(top)
+                    if j < n and s[j] == ">" and s.startswith(top, lt + 2):
+                        stack.pop()
+                        pieces.append(s[pos:j + 1])
+                        markup_end[0] = len(pieces)
+                        pos = j + 1
+                        continue
             elif c in _NAME_START_ASCII or c > "\x7f":
                 j = _NAME_RUN(s, lt + 1, n).end()
                 if j < n and s[j] == ">" and not (stack and stack[-1] in text_only_names):

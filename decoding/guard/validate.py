@@ -96,6 +96,7 @@ def _is_nmtoken(v: str) -> bool:
 #  offset, last child name or None, content model or None]
 _NAME, _DECL, _STATE, _PARENT, _K, _PATH, _COUNTS, _TC, _OFF, _LAST, _MODEL = range(11)
 _UNDECLARED = (None, None, None, False)
+_MISS = object()
 
 
 def _path(f: list) -> str:
@@ -189,7 +190,10 @@ def validate_xml(text: str, dtd: DTD, *, root: str | None = None, base: int = 0,
                 ps = parent[_STATE]     # not None only for a declared element-only parent
                 nxt = None
                 if ps is not None and decl is not None:
-                    nxt = parent[_MODEL].step(ps, name)     # fast path: allowed child
+                    model = parent[_MODEL]                  # fast path: allowed child
+                    nxt = model.transitions.get((ps, name), _MISS)
+                    if nxt is _MISS:
+                        nxt = model.step(ps, name)
                 if nxt is not None:
                     parent[_STATE] = nxt
                 else:
@@ -290,7 +294,7 @@ def validate_xml(text: str, dtd: DTD, *, root: str | None = None, base: int = 0,
         state = f[_STATE]       # not None only for a declared element-only element
         if state is not None:
             model = f[_MODEL]
-            if not model.accepting(state):
+            if model.final not in state:        # not model.accepting(state)
                 exp = model.expected(state)
                 prev = f[_LAST]
                 where = f" after <{prev}>" if prev else ""
