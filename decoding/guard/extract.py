@@ -1,7 +1,9 @@
-"""Find XML elements and JSON values inside mixed model output, without regexes.
+"""Find XML elements and JSON values inside mixed model output with state machines.
 
 Both extractors are hand-written state machines that jump with ``str.find`` between
 the characters that can change state, so a 2 KB document costs a few hundred steps.
+The only pattern is ``_NAME_RUN``, one character class that reads a run of XML name
+characters.
 
 XML (``extract_xml``)
 - A *candidate* starts at ``<`` followed by a name-start character.  Its start tag must
@@ -49,7 +51,6 @@ _WS = " \t\r\n"
 
 
 _NAME_START_ASCII = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_:")
-_NAME_ASCII = _NAME_START_ASCII | frozenset("0123456789-.")
 
 
 # A run of name characters: exactly ``is_name_char`` (ASCII alphanumerics, ``_:-.``,
