@@ -23,7 +23,7 @@ import numpy as np
 from .errors import GrammarError, LimitError
 from .ir import ByteSet, Choice, Grammar, Lit, Node, Ref, Repeat, Seq, Special
 
-__all__ = ["DFA", "compile_dfa", "state_dtype", "DEFAULT_MAX_STATES"]
+__all__ = ["DFA", "NFAMatcher", "compile_dfa", "state_dtype", "DEFAULT_MAX_STATES"]
 
 DEFAULT_MAX_STATES = 200_000
 _DEFAULT_MAX_NFA = 2_000_000
@@ -235,6 +235,48 @@ def _byte_classes(edges: list[list[tuple[int, int, int]]]) -> tuple[np.ndarray, 
     for i in range(len(bounds) - 1):
         bc[bounds[i]:bounds[i + 1]] = i
     return bc, len(bounds) - 1
+
+
+class NFAMatcher:
+    """The same automaton as :func:`compile_dfa`, simulated without determinising it.
+
+    For grammars whose DFA would exceed ``max_states`` (e.g. large DTD content models),
+    this answers membership exactly: the Thompson NFA is built by the same code (refs
+    unrolled to ``max_depth``), and a set of NFA states is advanced byte by byte.
+    Specials are not supported here (byte strings only).
+    """
+
+    def __init__(self, grammar: Grammar, *, max_nfa: int = _DEFAULT_MAX_NFA) -> None:
+        nfa = _NFA(grammar, {}, max_nfa)
+        self._start = nfa.new()
+        end = nfa.build(grammar.rule(grammar.start), self._start)
+        if end is None:
+            raise GrammarError(f"grammar '{grammar.start}' accepts no string")
+        self._end = end
+        self._eps = nfa.eps
+        self._edges = nfa.edges
+        self.n_states = len(nfa.eps)
+
+    def _closure(self, states: Iterable[int]) -> set[int]:
+        seen = set(states)
+        stack = list(seen)
+        eps = self._eps
+        while stack:
+            for y in eps[stack.pop()]:
+                if y not in seen:
+                    seen.add(y)
+                    stack.append(y)
+        return seen
+
+    def accepts(self, data: bytes) -> bool:
+        cur = self._closure([self._start])
+        edges = self._edges
+        for b in data:
+            nxt = [t for x in cur for lo, hi, t in edges[x] if lo <= b <= hi]
+            if not nxt:
+                return False
+            cur = self._closure(nxt)
+        return self._end in cur
 
 
 def compile_dfa(grammar: Grammar, *, max_states: int = DEFAULT_MAX_STATES,
