@@ -26,7 +26,7 @@ from .errors import GrammarError
 __all__ = [
     "Lit", "ByteSet", "Seq", "Choice", "Repeat", "Ref", "Special", "Node", "Grammar",
     "EMPTY", "NOTHING", "lit", "seq", "choice", "opt", "star", "plus", "rep",
-    "byteset", "char_class", "any_char", "normalize_ranges", "to_data", "from_data", "DEFAULT_MAX_DEPTH",
+    "byteset", "char_class", "any_char", "normalize_ranges", "complement_ranges", "to_data", "from_data", "DEFAULT_MAX_DEPTH",
 ]
 
 DEFAULT_MAX_DEPTH = 8
@@ -224,6 +224,18 @@ def normalize_ranges(ranges: Iterable[tuple[int, int]]) -> tuple[tuple[int, int]
     return tuple((a, b) for a, b in out)
 
 
+def complement_ranges(ranges: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    """Complement over code points 0..U+10FFFF (surrogates included; ``char_class`` drops them)."""
+    out, nxt = [], 0
+    for lo, hi in normalize_ranges(ranges):
+        if lo > nxt:
+            out.append((nxt, lo - 1))
+        nxt = max(nxt, hi + 1)
+    if nxt <= _MAX_CP:
+        out.append((nxt, _MAX_CP))
+    return tuple(out)
+
+
 def byteset(ranges: Iterable[tuple[int, int]]) -> Node:
     rs = normalize_ranges(ranges)
     for lo, hi in rs:
@@ -259,16 +271,7 @@ def char_class(ranges: Iterable[tuple[int, int]], *, negate: bool = False) -> No
 
     With ``negate=True`` the complement over all scalar values (surrogates excluded).
     """
-    rs = list(normalize_ranges(ranges))
-    if negate:
-        comp, nxt = [], 0
-        for lo, hi in rs:
-            if lo > nxt:
-                comp.append((nxt, lo - 1))
-            nxt = max(nxt, hi + 1)
-        if nxt <= _MAX_CP:
-            comp.append((nxt, _MAX_CP))
-        rs = comp
+    rs = list(complement_ranges(ranges) if negate else normalize_ranges(ranges))
     # remove surrogates, split at encoding-length boundaries
     pieces: list[tuple[int, int]] = []
     for lo, hi in rs:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 from .automaton import DFA
-from .ir import ByteSet, Choice, Lit, Node, Seq, normalize_ranges
+from .ir import ByteSet, Choice, Lit, Node, Seq, complement_ranges, normalize_ranges
 
 __all__ = ["MAX_CP", "normalize", "charset_of", "codepoint_dfa", "complement",
            "UTF8_SEQUENCES"]
@@ -47,14 +47,7 @@ def normalize(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
 
 def complement(ranges: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
     """Complement over 0..U+10FFFF (surrogates included in the result)."""
-    out, nxt = [], 0
-    for lo, hi in normalize(ranges):
-        if lo > nxt:
-            out.append((nxt, lo - 1))
-        nxt = max(nxt, hi + 1)
-    if nxt <= MAX_CP:
-        out.append((nxt, MAX_CP))
-    return out
+    return list(complement_ranges(ranges))
 
 
 def _payload_ranges(byte_ranges: Sequence[Sequence[tuple[int, int]]]) -> list[tuple[int, int]] | None:

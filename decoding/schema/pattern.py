@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..ir import EMPTY, Node, choice, normalize_ranges, rep, seq, star
+from ..ir import EMPTY, Node, choice, complement_ranges, normalize_ranges, rep, seq, star
 from .jsonstr import MAX_CP, any_json_char, json_char
 
 __all__ = ["PatternError", "parse_pattern", "pattern_node", "Rx", "length_range", "rx_to_ir"]
@@ -51,14 +51,7 @@ def _norm(rs) -> Ranges:
 
 
 def _complement(rs: Ranges) -> Ranges:
-    out, nxt = [], 0
-    for lo, hi in _norm(rs):
-        if lo > nxt:
-            out.append((nxt, lo - 1))
-        nxt = max(nxt, hi + 1)
-    if nxt <= MAX_CP:
-        out.append((nxt, MAX_CP))
-    return tuple(out)
+    return complement_ranges(rs)
 
 
 def _scan(pred) -> Ranges:
