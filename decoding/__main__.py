@@ -109,7 +109,7 @@ def _compile_one(entry: dict, vocab: Any, out_dir: Path, force: bool, bar: Any) 
     t0 = time.perf_counter()
     bar.set_postfix_str(f"{name}: automaton")
     meta.update(grammar_digest=digest, max_depth=g.max_depth, options=opts)
-    cg = compile_grammar(g, vocab, grammar_key=key, meta=meta)
+    cg = compile_grammar(g, vocab, grammar_key=key, meta=meta, backend="dfa")  # artifacts need the DFA
     n = cg.dfa.n_states
     bar.set_postfix_str(f"{name}: token index ({n} states)")
     from tqdm import tqdm

@@ -11,6 +11,7 @@ under the budgeted mask ends complete after at most ``max_tokens`` text tokens.
 from __future__ import annotations
 
 from collections import deque
+from typing import Any
 
 import numpy as np
 
@@ -70,9 +71,15 @@ def min_tokens(compiled: CompiledGrammar) -> np.ndarray:
 
 
 class BudgetMatcher(Matcher):
-    """A :class:`Matcher` that also enforces ``max_tokens`` text tokens in total."""
+    """A :class:`Matcher` that also enforces ``max_tokens`` text tokens in total.  For a
+    pushdown grammar (:mod:`decoding.pushdown`) it is a :class:`PushdownBudgetMatcher`."""
 
     __slots__ = ("max_tokens", "dist", "worst", "_cache")
+
+    def __new__(cls, compiled: CompiledGrammar, max_tokens: int) -> "BudgetMatcher":
+        if cls is BudgetMatcher and not isinstance(compiled, CompiledGrammar):
+            cls = PushdownBudgetMatcher
+        return object.__new__(cls)
 
     def __init__(self, compiled: CompiledGrammar, max_tokens: int) -> None:
         super().__init__(compiled)
@@ -137,3 +144,43 @@ class BudgetMatcher(Matcher):
             if i >= len(ids) or ids[i] != token:
                 return False
         return super().advance(token)
+
+
+class PushdownBudgetMatcher(BudgetMatcher):
+    """Budget for a pushdown grammar: a text token is allowed only if the configuration
+    after it can be completed with ``min_bytes`` <= tokens left - 1 (every byte of a
+    completion is a single token, so this is sufficient; it is conservative when
+    multi-byte tokens could close faster)."""
+
+    __slots__ = ()
+
+    def __init__(self, compiled: Any, max_tokens: int) -> None:
+        Matcher.__init__(self, compiled)
+        self.max_tokens = int(max_tokens)
+        need = compiled.min_bytes(0)
+        if need > self.max_tokens:
+            raise GrammarError(f"max_tokens={max_tokens} is too small: the shortest complete output "
+                               f"needs {need} bytes (budgets of pushdown grammars count one token "
+                               "per byte)")
+        self._cache = compiled.meta.setdefault("_budget_masks", {})
+
+    def _loose(self) -> bool:
+        return self.remaining - 1 >= self.compiled.worst_successor_bytes(self.state)
+
+    def _budgeted(self) -> tuple[np.ndarray, np.ndarray]:
+        r = self.remaining
+        key = (self.state, r)
+        hit = self._cache.get(key)
+        if hit is None:
+            ids, nb = self.compiled.successor_min_bytes(self.state)
+            ok = (nb == -2) | ((nb >= 0) & (nb <= r - 1)) if r > 0 else nb == -2
+            keep = ids[ok]
+            m = np.zeros(self.compiled.n_words, dtype=np.uint32)
+            np.bitwise_or.at(m, keep >> 5, (np.uint32(1) << (keep & 31).astype(np.uint32)))
+            m.setflags(write=False)
+            keep.setflags(write=False)
+            hit = (m, keep)
+            if len(self._cache) > 2048:
+                self._cache.clear()
+            self._cache[key] = hit
+        return hit

@@ -138,7 +138,7 @@ class GrammarCache:
         meta.update(grammar_digest=digest, max_depth=g.max_depth, options=options)
         cg = compile_grammar(g, vocab, eager=True, grammar_key=key, meta=meta)
         self.stats["compiles"] += 1
-        if path is not None:
+        if path is not None and isinstance(cg, CompiledGrammar):  # pushdown grammars stay in memory
             write_artifact(cg, path, name=Path(name).stem if name else "", kind=kind, options=options,
                            source={"name": name or "", "kind": kind, "text": normalized_text(source, kind),
                                    "options": options})

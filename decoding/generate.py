@@ -56,5 +56,5 @@ def generate(llm: Any, prompt: str | None, compiled: CompiledGrammar, *, message
     if reason == "stop":
         complete = proc.matcher.is_accepting()
     else:  # cut at max_tokens: the processor never saw the last token, so check the text
-        complete = not compiled.dfa.specials and compiled.dfa.accepts(text.encode("utf-8"))
+        complete = not compiled.special_token_ids and compiled.accepts(text.encode("utf-8"))
     return Generation(text, complete, reason, n, dt)

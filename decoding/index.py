@@ -25,12 +25,12 @@ import numpy as np
 
 from . import _native
 from .automaton import DFA, DEFAULT_MAX_STATES, compile_dfa
-from .errors import LimitError, VocabError
+from .errors import GrammarError, LimitError, VocabError
 from .ir import Grammar
 from .textloop import PROFILES, UNBOUNDED, plain_step, plain_tables
 from .vocab import Vocab
 
-__all__ = ["CompiledGrammar", "compile_grammar", "prepare", "DEFAULT_MAX_MASKS"]
+__all__ = ["CompiledGrammar", "compile_grammar", "prepare", "DEFAULT_MAX_MASKS", "BACKENDS"]
 
 DEFAULT_MAX_MASKS = 65_536
 
@@ -229,6 +229,32 @@ class CompiledGrammar:
             self.mask(s)
         return self
 
+    def is_accepting(self, state: int) -> bool:
+        return bool(self.dfa.accepting[state])
+
+    def accepts(self, data: bytes) -> bool:
+        """Byte-level membership of ``data`` (no specials)."""
+        return self.dfa.accepts(data)
+
+    def forced_bytes(self, state: int) -> bytes:
+        """The bytes every continuation from ``state`` must start with (empty if there is a
+        choice or the state is accepting).  Specials are not included."""
+        dfa = self.dfa
+        out = bytearray()
+        s = state
+        while not dfa.accepting[s] and len(out) < 4096:
+            row = dfa.trans[s]
+            live = np.nonzero(row >= 0)[0]
+            if len(live) != 1 or live[0] >= dfa.n_classes:
+                break
+            c = int(live[0])
+            members = np.nonzero(dfa.byte_class == c)[0]
+            if len(members) != 1:
+                break
+            out.append(int(members[0]))
+            s = int(row[c])
+        return bytes(out)
+
     # ------------------------------------------------------------------ transitions
     def next_state(self, state: int, token: int) -> int:
         """State after ``token`` from ``state``; -1 if not allowed; -2 for end-of-generation
@@ -261,13 +287,44 @@ class CompiledGrammar:
         }
 
 
+BACKENDS = ("auto", "dfa", "pushdown")
+#: above this IR size estimate (NFA states with refs expanded) ``backend="auto"`` goes
+#: straight to the pushdown back-end instead of trying to build the explicit DFA first
+AUTO_PUSHDOWN_ABOVE = 300_000
+
+
 def compile_grammar(grammar: Grammar, vocab: Vocab, *, max_states: int = DEFAULT_MAX_STATES,
-                    eager: bool = False, grammar_key: str = "", meta: dict | None = None) -> CompiledGrammar:
+                    eager: bool = False, grammar_key: str = "", meta: dict | None = None,
+                    backend: str = "auto") -> Any:
     """Compile ``grammar`` for ``vocab``.  Specials that are one control/user-defined token of
-    the vocabulary are matched as that token, the others as literal text."""
+    the vocabulary are matched as that token, the others as literal text.
+
+    ``backend``: ``"dfa"`` (one explicit byte DFA, refs inlined: fastest masks, can be
+    precompiled to artifacts; LimitError above ``max_states``), ``"pushdown"``
+    (:mod:`decoding.pushdown`: one small DFA per rule plus a stack; same language, for
+    grammars too large to unroll) or ``"auto"`` (the DFA when it fits, else pushdown).
+    Returns a :class:`CompiledGrammar` or a :class:`~decoding.pushdown.CompiledPushdown`
+    (same interface)."""
+    if backend not in BACKENDS:
+        raise GrammarError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+    if backend == "auto":
+        from .schema.compile import estimate_size
+        if estimate_size(grammar) > AUTO_PUSHDOWN_ABOVE:
+            backend = "pushdown"
+    if backend == "pushdown":
+        from .pushdown import compile_grammar_pushdown
+        return compile_grammar_pushdown(grammar, vocab, grammar_key=grammar_key,
+                                        meta=dict(meta or {}, backend="pushdown"))
     specials = grammar.specials()
     literal = [t for t in specials if vocab.special_token(t) is None]
-    dfa = compile_dfa(grammar, max_states=max_states, literal_specials=literal)
+    try:
+        dfa = compile_dfa(grammar, max_states=max_states, literal_specials=literal)
+    except LimitError:
+        if backend == "dfa":
+            raise
+        from .pushdown import compile_grammar_pushdown
+        return compile_grammar_pushdown(grammar, vocab, grammar_key=grammar_key,
+                                        meta=dict(meta or {}, backend="pushdown"))
     dfa = dfa.prune(vocab.single_byte_tokens())
     ids = tuple(int(vocab.special_token(t)) for t in dfa.specials)  # type: ignore[arg-type]
     cg = CompiledGrammar(dfa, vocab, ids, grammar_key=grammar_key, meta=dict(meta or {}))

@@ -63,7 +63,7 @@ class Matcher:
         return int(_native.mask_count(self.mask(), self.compiled.vocab.n_tokens))
 
     def is_accepting(self) -> bool:
-        return self.finished or bool(self.compiled.dfa.accepting[self.state])
+        return self.finished or self.compiled.is_accepting(self.state)
 
     # ------------------------------------------------------------------ moves
     def advance(self, token: int) -> bool:
@@ -90,20 +90,6 @@ class Matcher:
     def forced_bytes(self) -> bytes:
         """The bytes every continuation must start with (empty if there is a choice or the
         state is accepting).  Specials are not included."""
-        dfa = self.compiled.dfa
-        out = bytearray()
-        s = self.state
         if self.finished:
             return b""
-        while not dfa.accepting[s] and len(out) < 4096:
-            row = dfa.trans[s]
-            live = np.nonzero(row >= 0)[0]
-            if len(live) != 1 or live[0] >= dfa.n_classes:
-                break
-            c = int(live[0])
-            members = np.nonzero(dfa.byte_class == c)[0]
-            if len(members) != 1:
-                break
-            out.append(int(members[0]))
-            s = int(row[c])
-        return bytes(out)
+        return self.compiled.forced_bytes(self.state)
