@@ -4,7 +4,9 @@ Compact JSON (no whitespace), object keys in schema order (``properties`` order,
 required-only names, then undeclared keys in instance order), numbers spelled by
 :func:`jsonstr.number_text`, strings as ``json.dumps(ensure_ascii=False)``.  Within
 ``anyOf``/``oneOf`` the first branch the instance validates against decides the order;
-an ``enum``/``const`` match is spelled like the schema's value.
+an ``enum``/``const`` match is spelled like the schema's value.  Under draft-04/03 (whose
+``integer`` excludes ``1.0``) integral floats keep their fraction (``1.0``); later drafts
+spell them as integers.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ class _Canon:
         cls = jsonschema.validators.validator_for(root if isinstance(root, dict) else {},
                                                   default=jsonschema.Draft202012Validator)
         self.validator = cls(root if isinstance(root, (dict, bool)) else {})
+        self.dumps = _dumps_keep_floats if getattr(comp, "legacy", False) else dumps
 
     def _valid(self, s: Any, v: Any) -> bool:
         try:
@@ -41,13 +44,13 @@ class _Canon:
 
     def canon(self, s: Any, v: Any, depth: int) -> str:
         if depth > 200 or not isinstance(s, dict):
-            return dumps(v)
+            return self.dumps(v)
         try:
             s = self.comp._deref(s, "")
         except Exception:  # noqa: BLE001
-            return dumps(v)
+            return self.dumps(v)
         if not isinstance(s, dict):
-            return dumps(v)
+            return self.dumps(v)
         if "allOf" in s:
             from .merge import merge
             acc: Any = {k: x for k, x in s.items() if k != "allOf"}
@@ -57,7 +60,7 @@ class _Canon:
                     if isinstance(p, dict):
                         acc = merge(acc, p, "")
             except Exception:  # noqa: BLE001
-                return dumps(v)
+                return self.dumps(v)
             return self.canon(acc, v, depth + 1)
         for kw in ("anyOf", "oneOf"):
             if kw in s and isinstance(s[kw], list):
@@ -71,13 +74,13 @@ class _Canon:
                         continue
                     if self._valid(m, v):
                         return self.canon(m, v, depth + 1)
-                return dumps(v)
+                return self.dumps(v)
         vals = [s["const"]] if "const" in s else s.get("enum") if isinstance(s.get("enum"), list) else None
         if vals is not None:
             for e in vals:
                 if json_equal(e, v):
-                    return dumps(e)
-            return dumps(v)
+                    return self.dumps(e)
+            return self.dumps(v)
         if isinstance(v, dict):
             props = s.get("properties", {}) if isinstance(s.get("properties"), dict) else {}
             req = s.get("required", []) if isinstance(s.get("required"), list) else []
@@ -106,7 +109,13 @@ class _Canon:
                 sub = prefix[i] if i < len(prefix) else items
                 out.append(self.canon(sub, x, depth + 1))
             return "[" + ",".join(out) + "]"
-        return dumps(v)
+        return self.dumps(v)
+
+
+def _dumps_keep_floats(value: Any) -> str:
+    """Compact JSON with floats spelled as floats (``1.0``), for draft-04/03 instances."""
+    import json
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def _search(re: Any, p: str, k: str) -> bool:

@@ -76,9 +76,13 @@ class SchemaGrammar:
     ignored: tuple[str, ...] = ()
 
 
-def estimate_size(g: Grammar) -> int:
+def estimate_size(g: Grammar, *, inline: bool = True) -> int:
     """Rough NFA-state count of ``g``: refs are expanded, a recursive rule counts
-    ``max_depth`` times.  Used to fail fast with LimitError instead of compiling for long."""
+    ``max_depth`` times (the explicit DFA back-end).  With ``inline=False``: the largest
+    single rule, refs counted as one symbol (the pushdown back-end's per-rule automata).
+    Used to fail fast with LimitError instead of compiling for long."""
+    if not inline:
+        return max(_rule_size(node) for _, node in g.rules)
     memo: dict[int, int] = {}
     rule_size: dict[str, int] = {}
     active: set[str] = set()
@@ -118,6 +122,29 @@ def estimate_size(g: Grammar) -> int:
         return r
 
     return size(g.rule(g.start))
+
+
+def _rule_size(node: Node) -> int:
+    memo: dict[int, int] = {}
+
+    def size(n: Node) -> int:
+        hit = memo.get(id(n))
+        if hit is not None:
+            return hit
+        if isinstance(n, Lit):
+            r = len(n.data)
+        elif isinstance(n, Seq):
+            r = sum(size(x) for x in n.items)
+        elif isinstance(n, Choice):
+            r = 2 + sum(size(x) + 1 for x in n.items)
+        elif isinstance(n, Repeat):
+            r = size(n.item) * (n.min + (1 if n.max is None else n.max - n.min)) + 2
+        else:
+            r = 1
+        memo[id(n)] = r
+        return r
+
+    return size(node)
 
 
 def sep_loop(x: Node, r: Node) -> bool:
@@ -1112,7 +1139,9 @@ def compile_schema(schema: dict | bool | str, *, whitespace: Literal["compact", 
     for generation: nothing, an exact subset that keeps small models on the declared keys)
     or ``"allow"`` (as the spec says: after the declared keys, any number of members whose
     names are any string except the declared names, with free-form values).
-    Raises SchemaError (pointer, keyword, reason) or LimitError (IR larger than ``max_nfa``).
+    Raises SchemaError (pointer, keyword, reason) or LimitError (one rule of the IR larger than
+    ``max_nfa`` automaton states; grammars too large to unroll as a whole are compiled by the
+    pushdown back-end, see :func:`decoding.index.compile_grammar`).
     """
     if isinstance(schema, str):
         try:
@@ -1143,8 +1172,8 @@ def compile_schema(schema: dict | bool | str, *, whitespace: Literal["compact", 
         raise SchemaError("", None, "schema accepts no instance the grammar can generate")
     rules = (("root", root),) + tuple(c.rules.items())
     g = Grammar("root", rules, max_depth)
-    size = estimate_size(g)
+    size = estimate_size(g, inline=False)
     if size > max_nfa:
-        raise LimitError(f"schema expands to about {size} automaton states (limit {max_nfa}); "
-                         "lower max_depth/free_depth or bound fewer repetitions")
+        raise LimitError(f"a rule of the schema expands to about {size} automaton states (limit "
+                         f"{max_nfa}); bound fewer repetitions")
     return SchemaGrammar(g, tuple(c.dropped), tuple(c.ignored))

@@ -5,15 +5,19 @@
 
 Every instance is serialized into the canonical form the grammar generates (compact JSON,
 object keys in schema order; see decoding.schema.canonical) and tested with
-``DFA.accepts``.  Counts and per-schema statuses go to ratchet baselines under
+the compiled grammar's byte-level ``accepts``.  Counts and per-schema statuses go to ratchet baselines under
 evals/baselines/; ``--update`` rewrites them, otherwise the run is compared with them and
 exits 1 on a regression (a schema that compiled no longer compiles, fewer valid
 instances accepted for a schema, or any invalid instance accepted).
-Compile time is IR + byte DFA (the token index for a vocabulary is not included yet).
+Compile time is schema -> IR -> ``compile_grammar`` for the llama-bpe vocabulary with
+``backend="auto"``: the explicit byte DFA when it has at most MAX_STATES states, else the
+pushdown back-end (decoding.pushdown; same language, one small DFA per rule plus a stack).
+Token masks are lazy (computed on first visit) in both, so they are not included.
 
 Mode: the runner measures the spec-faithful policy (``COMPILE_OPTIONS``:
 ``extra_properties="allow"``, i.e. undeclared properties are generated when
-``additionalProperties`` is absent, and free-form values nest ``free_depth`` levels), not
+``additionalProperties`` is absent, and free-form values nest up to ``free_depth`` = 16
+levels), not
 the generation default (``"omit"``); the mode is printed and recorded in the baselines.
 Schemas the compiler proves unsatisfiable (UnsatisfiableSchemaError) get the status
 ``unsatisfiable``; they are left out of the compiled-rate denominator only when
@@ -33,9 +37,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable
 
-from decoding.automaton import compile_dfa
 from decoding.errors import DecodingError, LimitError, UnsatisfiableSchemaError
+from decoding.index import compile_grammar
 from decoding.schema import canonicalize, compile_schema
+from decoding.vocab import Vocab
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT / ".." / "shared" / "corpora"
@@ -46,10 +51,19 @@ BASE_DIR = ROOT / "evals" / "baselines"
 SUITE_BASE = BASE_DIR / "json_schema_test_suite.json"
 BENCH_BASE = BASE_DIR / "jsonschemabench.json"
 MAX_STATES = 50_000
-FREE_DEPTH = 3
-COMPILE_OPTIONS: dict[str, Any] = {"extra_properties": "allow", "free_depth": FREE_DEPTH}
+FREE_DEPTH = 16
+MAX_DEPTH = 16
+VOCAB_PATH = SHARED / "vocab" / "ggml-vocab-llama-bpe.gguf"
+_vocab: list[Vocab] = []
+COMPILE_OPTIONS: dict[str, Any] = {"extra_properties": "allow", "free_depth": FREE_DEPTH, "max_depth": MAX_DEPTH}
 CANONICAL_NOTE = ("instances are serialized canonically (compact, keys in schema order) "
-                  "before DFA.accepts")
+                  "before the compiled grammar's accepts")
+
+
+def vocab() -> Vocab:
+    if not _vocab:
+        _vocab.append(Vocab.from_gguf(VOCAB_PATH))
+    return _vocab[0]
 
 
 class _Timeout(Exception):
@@ -77,13 +91,14 @@ def check_schema(schema: Any, tests: Iterable[dict], timeout: float) -> dict:
     """Compile ``schema`` (with COMPILE_OPTIONS) and run its tests.  Returns a status record."""
     tests = list(tests)
     rec: dict[str, Any] = {"status": "compiled"}
+    v = vocab()
     signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, timeout)
     t0 = time.perf_counter()
     try:
         try:
             g = compile_schema(schema, **COMPILE_OPTIONS)
-            dfa = compile_dfa(g.grammar, max_states=MAX_STATES)
+            cg = compile_grammar(g.grammar, v, max_states=MAX_STATES, backend="auto")
         finally:  # the alarm may still fire in here: the outer handler catches it
             signal.setitimer(signal.ITIMER_REAL, 0)
     except _Timeout:
@@ -98,7 +113,12 @@ def check_schema(schema: Any, tests: Iterable[dict], timeout: float) -> dict:
     except RecursionError:
         return {"status": "limit", "reason": "recursion"}
     rec["ms"] = round((time.perf_counter() - t0) * 1000, 3)
-    rec["states"] = dfa.n_states
+    if hasattr(cg, "pushdown"):
+        rec["backend"] = "pushdown"
+        rec["states"] = cg.pushdown.n_states
+    else:
+        rec["backend"] = "dfa"
+        rec["states"] = cg.dfa.n_states
     va = vt = ia = it = 0
     rejected: list[str] = []
     accepted_invalid: list[str] = []
@@ -107,7 +127,7 @@ def check_schema(schema: Any, tests: Iterable[dict], timeout: float) -> dict:
             text = canonicalize(schema, t["data"])
         except (TypeError, ValueError):
             text = json.dumps(t["data"])
-        ok = dfa.accepts(text.encode("utf-8"))
+        ok = cg.accepts(text.encode("utf-8"))
         if t["valid"]:
             vt += 1
             va += ok
