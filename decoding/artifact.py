@@ -118,13 +118,13 @@ def artifact_bytes(cg: CompiledGrammar, *, name: str = "", kind: str = "", optio
                    source: dict | None = None, budget: bool = True) -> bytes:
     """Serialize ``cg`` (its masks are computed first if needed).  ``source`` (name, kind,
     text, options) is stored for ``gbnf``/validation; ``budget`` stores the budget tables."""
-    if not cg.grammar_key:
-        raise ArtifactError("cannot write an artifact for a grammar without a grammar key "
-                            "(compile it through decoding.cache or decoding.grammar_key)")
     if not isinstance(cg, CompiledGrammar):
         raise ArtifactError("pushdown grammars (too large for one explicit automaton) are compiled "
                             "at run time and cannot be written as artifacts; compile with "
                             "backend='dfa' and a smaller grammar to precompile")
+    if not cg.grammar_key:
+        raise ArtifactError("cannot write an artifact for a grammar without a grammar key "
+                            "(compile it through decoding.cache or decoding.grammar_key)")
     cg.precompute()
     d = cg.dfa
     arrays: dict[str, np.ndarray] = {"byte_class": np.ascontiguousarray(d.byte_class, dtype="<u2"),

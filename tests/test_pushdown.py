@@ -1,0 +1,235 @@
+"""Pushdown back-end: same language and same token masks as the explicit DFA where both
+exist; grammars too large for one DFA (deep free-form JSON, the whole hibernate-mapping
+DTD) generate only valid output, never dead-end, and close within a budget."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+from decoding.automaton import compile_dfa
+from decoding.errors import ArtifactError, GrammarError, LimitError
+from decoding.index import CompiledGrammar, compile_grammar
+from decoding.ir import EMPTY, Grammar, Ref, choice, lit, opt, seq, star
+from decoding.matcher import Matcher
+from decoding.pushdown import CompiledPushdown, compile_pushdown
+from decoding.schema import compile_schema
+from decoding.testing import random_walk
+from decoding.vocab import Vocab
+from tests.conftest import get_vocab
+from tests.xml_helpers import random_walk_bytes
+
+# ----------------------------------------------------------------------------- grammars
+
+NEST = Grammar("v", (("v", choice(lit("1"), seq(lit("["), opt(seq(Ref("v"), star(seq(lit(","), Ref("v"))))),
+                                              lit("]")))),), max_depth=3)
+MUTUAL = Grammar("a", (("a", seq(lit("("), opt(Ref("b")), lit(")"))),
+                       ("b", seq(lit("<"), opt(Ref("a")), lit(">")))), max_depth=2)
+NULLABLE = Grammar("r", (("r", seq(Ref("e"), lit("x"), Ref("e"))),
+                         ("e", choice(EMPTY, lit("y"), seq(lit("("), Ref("r"), lit(")"))))), max_depth=2)
+LEFT = Grammar("a", (("a", choice(lit("z"), seq(Ref("a"), lit("+z")))),), max_depth=4)
+PREFIXES = Grammar("doc", (("doc", seq(lit("<d>"), star(choice(Ref("p"), Ref("ps"))), lit("</d>"))),
+                           ("p", lit("<p/>")), ("ps", seq(lit("<ps>"), opt(Ref("p")), lit("</ps>")))),
+                   max_depth=2)
+GRAMMARS = {"nest": NEST, "mutual": MUTUAL, "nullable": NULLABLE, "left": LEFT, "prefixes": PREFIXES}
+
+
+@pytest.mark.parametrize("name, text, ok", [
+    ("nest", b"1", True), ("nest", b"[]", True), ("nest", b"[1,[1,[]]]", True),
+    ("nest", b"[[[[]]]]", True),  # the start rule plus 3 nested expansions (max_depth=3)
+    ("nest", b"[[[[[]]]]]", False),  # a 4th nested expansion
+    ("nest", b"[[[1]]]", True), ("nest", b"[1,]", False), ("nest", b"[", False),
+    ("mutual", b"()", True), ("mutual", b"(<()>)", True), ("mutual", b"(<(<>)>)", True),
+    ("mutual", b"(<(<(<>)>)>)", False), ("mutual", b"(<)>", False),
+    ("nullable", b"x", True), ("nullable", b"yxy", True), ("nullable", b"(x)x", True),
+    ("nullable", b"(yx)x(x)", True), ("nullable", b"yy", False), ("nullable", b"", False),
+    ("left", b"z", True), ("left", b"z+z+z+z+z", True), ("left", b"z+z+z+z+z+z", False),
+    ("left", b"+z", False),
+    ("prefixes", b"<d><p/><ps><p/></ps></d>", True), ("prefixes", b"<d><ps></ps><p/></d>", True),
+    ("prefixes", b"<d><ps><ps></ps></ps></d>", False), ("prefixes", b"<d><p></d>", False),
+])
+def test_accepts(name, text, ok):
+    g = GRAMMARS[name]
+    pd = compile_grammar(g, TINY, backend="pushdown")
+    assert isinstance(pd, CompiledPushdown)
+    assert pd.accepts(text) is ok
+    assert compile_dfa(g).accepts(text) is ok  # the same language as the explicit DFA
+
+
+@pytest.mark.parametrize("name", list(GRAMMARS))
+def test_same_language_as_dfa(name):
+    """DFA random walks, their prefixes and one-byte edits: both back-ends agree."""
+    g = GRAMMARS[name]
+    dfa = compile_dfa(g)
+    pd = compile_grammar(g, TINY, backend="pushdown")
+    rng = random.Random(7)
+    alphabet = sorted({b for t in TINY.token_bytes for b in t})
+    checked = 0
+    for _ in range(150):
+        w = random_walk_bytes(dfa, rng, stop_prob=0.2, max_len=40)
+        cands = [w, w[:-1], w + bytes([rng.choice(alphabet)])]
+        if w:
+            i = rng.randrange(len(w))
+            cands += [w[:i] + w[i + 1:], w[:i] + bytes([rng.choice(alphabet)]) + w[i + 1:]]
+        for c in cands:
+            assert pd.accepts(c) == dfa.accepts(c), c
+            checked += 1
+    assert checked >= 600
+
+
+TINY = Vocab.from_bytes([b"", *[bytes([c]) for c in b"1[],()<>xyz+/dps"], b"[[", b"]]", b"],", b"[1", b"1]",
+                         b",[", b"()", b"(<", b">)", b"z+", b"+z", b"<d>", b"</d>", b"<p/>", b"<ps>",
+                         b"</ps>", b"<p", b"/>", b"</", b"yx", b"xy", b")x", b"x("], eog_ids=[0])
+
+
+def _ids(m) -> set[int]:
+    return {int(i) for i in m.allowed_tokens()}
+
+
+@pytest.mark.parametrize("name", list(GRAMMARS))
+def test_same_masks_as_dfa_tiny_vocab(name):
+    """At every step of random token walks the two back-ends allow exactly the same tokens."""
+    g = GRAMMARS[name]
+    cg = compile_grammar(g, TINY, backend="dfa")
+    pd = compile_grammar(g, TINY, backend="pushdown")
+    rng = np.random.default_rng(3)
+    for _ in range(60):
+        a, b = Matcher(cg), Matcher(pd)
+        for _step in range(60):
+            ids = _ids(a)
+            assert ids == _ids(b)
+            assert a.is_accepting() == b.is_accepting()
+            t = int(rng.choice(sorted(ids)))
+            assert a.advance(t) and b.advance(t)
+            if a.finished:
+                break
+
+
+# ----------------------------------------------------------------------------- real vocabularies
+
+FREE_SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 6}, "meta": {},
+                                                "tags": {"type": "array", "items": {"type": "string", "maxLength": 4},
+                                                         "maxItems": 3}},
+               "required": ["name", "meta"]}
+
+
+def test_same_masks_as_dfa_llama_bpe():
+    """A schema small enough for both back-ends (free-form values 2 levels deep): identical
+    masks along 40 random walks on the 128k llama-bpe vocabulary."""
+    v = get_vocab("llama-bpe")
+    g = compile_schema(FREE_SCHEMA, free_depth=2).grammar
+    cg = compile_grammar(g, v, backend="dfa")
+    pd = compile_grammar(g, v, backend="pushdown")
+    rng = np.random.default_rng(5)
+    steps = 0
+    for _ in range(40):
+        a, b = Matcher(cg), Matcher(pd)
+        for _step in range(300):
+            ma, mb = a.mask(), b.mask()
+            assert np.array_equal(ma, mb), (steps, b.state)
+            ids = a.allowed_tokens()
+            t = int(ids[rng.integers(len(ids))])
+            assert a.advance(t) and b.advance(t)
+            steps += 1
+            if a.finished:
+                break
+    assert steps > 400
+
+
+@pytest.mark.parametrize("vocab", ["llama-bpe", "gemma-4"])
+def test_deep_free_values_walks_validate(vocab):
+    """free_depth=16 is far beyond one explicit DFA; auto picks the pushdown back-end and
+    every finished walk validates with jsonschema; the mask is never empty."""
+    import jsonschema
+    v = get_vocab(vocab)
+    g = compile_schema(FREE_SCHEMA, free_depth=16).grammar
+    with pytest.raises(LimitError):
+        compile_grammar(g, v, backend="dfa", max_states=50_000)
+    pd = compile_grammar(g, v)
+    assert isinstance(pd, CompiledPushdown)
+    rng = np.random.default_rng(11)
+    done = deepest = 0
+    for _ in range(60):
+        w = random_walk(pd, rng, max_steps=4000)
+        if not w.finished:
+            continue  # a uniform walk inside a free-form string rarely draws the closing quote
+        inst = json.loads(w.text)
+        jsonschema.validate(inst, FREE_SCHEMA)
+        deepest = max(deepest, _depth(inst))
+        done += 1
+    assert done >= 20 and deepest >= 2
+
+
+def _depth(x) -> int:
+    if isinstance(x, dict):
+        return 1 + max((_depth(v) for v in x.values()), default=0)
+    if isinstance(x, list):
+        return 1 + max((_depth(v) for v in x), default=0)
+    return 0
+
+
+def test_deep_instances_accepted():
+    g = compile_schema(FREE_SCHEMA, free_depth=16).grammar
+    pd = compile_grammar(g, get_vocab("llama-bpe"))
+    deep: object = 1
+    for i in range(15):
+        deep = [deep] if i % 2 else {"k": deep}
+    ok = {"name": "a", "meta": deep}
+    assert pd.accepts(json.dumps(ok, separators=(",", ":")).encode())
+    too_deep = {"name": "a", "meta": [deep, [[deep]]]}
+    assert not pd.accepts(json.dumps(too_deep, separators=(",", ":")).encode())
+    assert not pd.accepts(b'{"name":"a","meta":[1,}')
+
+
+@pytest.mark.parametrize("extra", [0, 2, 7, 20])
+def test_budget_closes(extra):
+    """max_tokens = min_bytes + extra: every walk ends complete and valid within the budget."""
+    import jsonschema
+    v = get_vocab("llama-bpe")
+    pd = compile_grammar(compile_schema(FREE_SCHEMA, free_depth=16).grammar, v)
+    budget = pd.min_bytes(0) + extra
+    rng = np.random.default_rng(extra)
+    for _ in range(8):
+        w = random_walk(pd, rng, budget=budget, max_steps=budget + 2)
+        assert w.finished and len(w.tokens) <= budget
+        jsonschema.validate(json.loads(w.text), FREE_SCHEMA)
+
+
+def test_budget_too_small_is_an_error():
+    from decoding.budget import BudgetMatcher
+    pd = compile_grammar(compile_schema(FREE_SCHEMA, free_depth=16).grammar, get_vocab("llama-bpe"))
+    with pytest.raises(GrammarError, match="too small"):
+        BudgetMatcher(pd, pd.min_bytes(0) - 1)
+
+
+def test_backend_errors(tmp_path):
+    with pytest.raises(GrammarError, match="backend"):
+        compile_grammar(NEST, TINY, backend="lr1")
+    pd = compile_grammar(NEST, TINY, backend="pushdown")
+    from decoding.artifact import write_artifact
+    with pytest.raises(ArtifactError, match="pushdown"):
+        write_artifact(pd, tmp_path / "x.gdart")
+    assert isinstance(compile_grammar(NEST, TINY), CompiledGrammar)  # small: auto keeps the DFA
+
+
+def test_unproductive_rule_removed():
+    """A rule that can only recurse (no finite derivation) is dropped with its calls."""
+    g = Grammar("r", (("r", choice(lit("a"), Ref("loop"))), ("loop", seq(lit("("), Ref("loop"), lit(")")))))
+    pd = compile_pushdown(g)
+    assert pd.names == ("r",)
+    with pytest.raises(GrammarError):
+        compile_pushdown(Grammar("loop", (("loop", seq(lit("("), Ref("loop"), lit(")"))),)))
+
+
+def test_unusable_bytes_pruned():
+    """Paths through bytes no single token spells are pruned as in the DFA back-end (so a
+    walk can never get stuck on them)."""
+    v = Vocab.from_bytes([b"", b"[", b"]", b"1", b"2x"], eog_ids=[0])
+    g = Grammar("v", (("v", choice(lit("1"), lit("2x"), seq(lit("["), opt(Ref("v")), lit("]")))),))
+    pd = compile_grammar(g, v, backend="pushdown")
+    cg = compile_grammar(g, v, backend="dfa")
+    for text in (b"[1]", b"[[]]", b"2x", b"[2x]"):
+        assert pd.accepts(text) == cg.accepts(text) == (b"2" not in text)
