@@ -31,7 +31,16 @@ CASES: list[tuple[dict, list[str], list[str]]] = [
     ({"type": "integer", "maximum": -10}, ["-10", "-11", "-1000"], ["-9", "0", "10"]),
     ({"type": "number", "minimum": 0, "maximum": 1}, ["0", "1", "0.5", "0.001"], ["1.5", "-0.5", "2", "1.01"]),
     ({"type": "number", "exclusiveMinimum": 0}, ["0.5", "1", "100.25"], ["0", "-0.5", "-1"]),
-    ({"type": "number", "minimum": -2.5, "maximum": -1}, ["-2", "-1", "-1.5"], ["0", "-3", "-0.5", "-2.75"]),
+    ({"type": "number", "minimum": -2.5, "maximum": -1}, ["-2", "-1", "-1.5", "-2.5", "-2.25"],
+     ["0", "-3", "-0.5", "-2.75", "-2.51"]),
+    # exact fractional digits next to a non-integral bound
+    ({"type": "number", "minimum": 1.1}, ["1.1", "1.15", "1.2", "1.5", "2", "1.100001"], ["1.09", "1", "1.0999"]),
+    ({"type": "number", "exclusiveMinimum": 1.1}, ["1.11", "1.2", "1.1000000000000003"],
+     ["1.1", "1.1000000000000000001", "1.05"]),  # the long one parses to the float 1.1
+    ({"type": "number", "maximum": 3.75, "minimum": 3.125}, ["3.125", "3.5", "3.75", "3.7", "3.13"],
+     ["3.76", "3.12", "3.8", "4", "3"]),
+    ({"type": "number", "exclusiveMaximum": 0.5, "exclusiveMinimum": -0.25}, ["0", "0.49", "-0.2", "-0.249"],
+     ["0.5", "-0.25", "0.51", "-0.3"]),
     ({"type": "string", "minLength": 2, "maxLength": 3}, ['"ab"', '"abc"', '"北京市"'], ['"a"', '"abcd"', '""']),
     ({"type": "string", "pattern": "^[A-Z]{3}$"}, ['"PEK"', '"SHA"'], ['"PE"', '"pek"', '"PEKX"']),
     ({"type": "string", "pattern": "ab"}, ['"ab"', '"xxabyy"'], ['"a"', '"ba"']),
@@ -188,3 +197,39 @@ def test_tool_schema_examples():
     assert _dfa(p).accepts('{"query":"耳机","category":"数码","max_price":300}'.encode())
     assert _dfa(p).accepts('{"query":"耳机"}'.encode())
     assert not _dfa(p).accepts('{"query":"耳机","category":"玩具"}'.encode())
+
+
+def test_number_bounds_exact_against_jsonschema():
+    """Random bounds (inclusive/exclusive, integral/fractional, empty ranges) and random
+    spellings: the automaton accepts a canonical spelling iff jsonschema accepts the parsed
+    value (spellings that round onto a bound are only ever rejected)."""
+    import random
+
+    import jsonschema
+
+    from decoding.automaton import compile_dfa
+    from decoding.errors import SchemaError
+    rng = random.Random(4)
+    checked = 0
+    for _ in range(80):
+        sch = {"type": "number"}
+        for k in rng.sample(["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"], rng.randint(1, 2)):
+            sch[k] = rng.choice([round(rng.uniform(-3, 3), rng.randint(0, 4)), rng.randint(-3, 3), 0.0, 1.1,
+                                 -2.25, 0.105, 1e-5])
+        try:
+            dfa = compile_dfa(compile_schema(sch).grammar)
+        except SchemaError:
+            assert not any(jsonschema.Draft202012Validator(sch).is_valid(x / 100) for x in range(-400, 401))
+            continue
+        for _ in range(100):
+            x = round(rng.uniform(-4, 4), rng.randint(0, 6))
+            txt = str(int(x)) if x == int(x) else repr(x)
+            long = rng.random() < 0.1
+            if long:
+                txt += "0000000000000000001" if "." in txt else ".0000000000000000001"
+            valid = jsonschema.Draft202012Validator(sch).is_valid(json.loads(txt))
+            ok = dfa.accepts(txt.encode())
+            assert not ok or valid, (sch, txt)
+            assert ok or not valid or long, (sch, txt)
+            checked += 1
+    assert checked > 4000

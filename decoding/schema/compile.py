@@ -9,6 +9,7 @@ it never widens the language.  Policies are documented in docs/json-schema.md.
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 from dataclasses import dataclass
@@ -709,7 +710,10 @@ class _Compiler:
                 v = s[k]
                 if isinstance(v, bool) or not isinstance(v, (int, float)):
                     raise SchemaError(ptr, k, "must be a number")
-                bounds[k] = Fraction(v)
+                if isinstance(v, float) and not math.isfinite(v):
+                    raise SchemaError(ptr, k, "must be a finite number")
+                # a float bound is the shortest decimal that parses back to it
+                bounds[k] = Fraction(repr(v)) if isinstance(v, float) else Fraction(v)
         lo, lo_x = _tighter(bounds.get("minimum"), bounds.get("exclusiveMinimum"), True)
         hi, hi_x = _tighter(bounds.get("maximum"), bounds.get("exclusiveMaximum"), False)
         mo = s.get("multipleOf")
