@@ -70,7 +70,26 @@ def test_unknown_keywords_are_reported_as_ignored():
 
 def test_limit_error_not_hang():
     with pytest.raises(LimitError):
-        compile_schema({"type": "array", "items": {"type": "string", "maxLength": 1000}, "maxItems": 1000})
+        compile_schema({"type": "string", "maxLength": 1_000_000})
+    with pytest.raises(LimitError):
+        compile_schema({"type": "array", "items": {"type": "string", "pattern": "^[a-z]{0,900}$"},
+                        "prefixItems": [{"type": "string", "maxLength": 400000}]})
+
+
+def test_large_repeated_items_become_a_rule():
+    """1000 items of up to 1000 characters: too large to unroll in one rule, fine once the
+    item is a rule of its own (the pushdown back-end builds it once)."""
+    from decoding.index import compile_grammar
+    from decoding.pushdown import CompiledPushdown
+    from decoding.vocab import Vocab
+    g = compile_schema({"type": "array", "items": {"type": "string", "maxLength": 1000}, "maxItems": 1000}).grammar
+    v = Vocab.from_bytes([b"", *[bytes([c]) for c in range(32, 127)]], eog_ids=[0])
+    cg = compile_grammar(g, v)
+    assert isinstance(cg, CompiledPushdown)
+    assert cg.accepts(b'["a","' + b"x" * 1000 + b'"]')
+    assert not cg.accepts(b'["a","' + b"x" * 1001 + b'"]')
+    assert cg.accepts(b"[" + b",".join([b'""'] * 1000) + b"]")
+    assert not cg.accepts(b"[" + b",".join([b'""'] * 1001) + b"]")
 
 
 def test_bad_input():

@@ -1,7 +1,8 @@
 """Canonical serialization of an instance: the form the compiled grammar generates.
 
 Compact JSON (no whitespace), object keys in schema order (``properties`` order, then
-required-only names, then undeclared keys in instance order), numbers spelled by
+required-only names, then names from property dependencies, then undeclared keys in
+instance order), numbers spelled by
 :func:`jsonstr.number_text`, strings as ``json.dumps(ensure_ascii=False)``.  Within
 ``anyOf``/``oneOf`` the first branch the instance validates against decides the order;
 an ``enum``/``const`` match is spelled like the schema's value.  Under draft-04/03 (whose
@@ -85,6 +86,12 @@ class _Canon:
             props = s.get("properties", {}) if isinstance(s.get("properties"), dict) else {}
             req = s.get("required", []) if isinstance(s.get("required"), list) else []
             order = [k for k in props if k in v] + [k for k in req if k in v and k not in props]
+            try:  # keys named by property dependencies come next (declared members)
+                deps = self.comp._dep_required(s, "")
+            except Exception:  # noqa: BLE001
+                deps = {}
+            for t, ds in deps.items():
+                order += [k for k in (t, *ds) if k in v and k not in order]
             order += [k for k in v if k not in order]
             pp = s.get("patternProperties", {}) if isinstance(s.get("patternProperties"), dict) else {}
             addl = s.get("additionalProperties", True)

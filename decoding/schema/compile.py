@@ -33,6 +33,7 @@ DEFAULT_MAX_DEPTH = 3
 DEFAULT_MAX_WS = 8
 DEFAULT_FREE_DEPTH = 2
 DEFAULT_MAX_NFA = 300_000
+HOIST_ABOVE = 1_000  # see _Compiler.hoist
 # policies for undeclared properties when ``additionalProperties`` is absent
 EXTRA_PROPERTIES = ("omit", "allow")
 
@@ -213,6 +214,16 @@ class _Compiler:
             return self.any_one_of(s, ptr)
         return self.base(s, ptr)
 
+    def hoist(self, node: Node, ptr: str) -> Node:
+        """A large sub-grammar (more than HOIST_ABOVE automaton states) as a rule of its own:
+        the same language (the DFA back-end inlines it again), but the pushdown back-end
+        then builds it once instead of once per place it is repeated in its parent."""
+        if isinstance(node, Ref) or node == NOTHING or _rule_size(node) <= HOIST_ABOVE:
+            return node
+        name = f"h{len(self.rules)}:{ptr or '#'}"
+        self.rules[name] = node
+        return Ref(name)
+
     def ref_rule(self, tptr: str, target: Any) -> Node:
         name = self.rule_of_ptr.get(tptr)
         if name is None:
@@ -271,7 +282,8 @@ class _Compiler:
         if kw == "oneOf":
             merged = self._separate(self._force_discriminators(merged))
             self._check_disjoint(merged, ptr)
-        alts = [self.node(m, pointer_join(ptr, kw, i)) for i, m in enumerate(merged)]
+        alts = [self.hoist(self.node(m, pointer_join(ptr, kw, i)), pointer_join(ptr, kw, i))
+                for i, m in enumerate(merged)]
         return choice(*[a for a in alts if a != NOTHING]) if any(a != NOTHING for a in alts) else NOTHING
 
     # ------------------------------------------------------------------ unsatisfiability
@@ -758,7 +770,7 @@ class _Compiler:
         for i, p in enumerate(prefix):
             if mx is not None and i >= mx:
                 break
-            e = self.node(p, pointer_join(ptr, "prefixItems", i))
+            e = self.hoist(self.node(p, pointer_join(ptr, "prefixItems", i)), pointer_join(ptr, "prefixItems", i))
             if e == NOTHING:
                 break
             elems.append(e)
@@ -770,7 +782,8 @@ class _Compiler:
                 return NOTHING
             tail = NOTHING
         else:
-            tail = self.node(tail_s, pointer_join(ptr, "items")) if tail_s is not False else NOTHING
+            tail = self.hoist(self.node(tail_s, pointer_join(ptr, "items")), pointer_join(ptr, "items")) \
+                if tail_s is not False else NOTHING
         a = max(0, mn - k)
         b = None if mx is None else max(0, mx - k)
         if tail == NOTHING:
@@ -868,7 +881,7 @@ class _Compiler:
                     return NOTHING
                 continue
             self._keep.append(vs)
-            v = self.node(vs, vptr)
+            v = self.hoist(self.node(vs, vptr), vptr)
             if v == NOTHING:
                 if req:
                     return NOTHING
