@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from . import _native
-from .automaton import DFA, DEFAULT_MAX_STATES, compile_dfa
+from .automaton import DFA, DEFAULT_MAX_STATES, compile_dfa, estimate_size
 from .errors import GrammarError, LimitError, VocabError
 from .ir import Grammar
 from .textloop import PROFILES, UNBOUNDED, plain_step, plain_tables
@@ -308,7 +308,6 @@ def compile_grammar(grammar: Grammar, vocab: Vocab, *, max_states: int = DEFAULT
     if backend not in BACKENDS:
         raise GrammarError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
     if backend == "auto":
-        from .schema.compile import estimate_size
         if estimate_size(grammar) > AUTO_PUSHDOWN_ABOVE:
             backend = "pushdown"
     if backend == "pushdown":

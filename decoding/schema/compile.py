@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal
 
+from ..automaton import estimate_size, node_size
 from ..errors import LimitError, SchemaError, UnsatisfiableSchemaError
-from ..ir import (EMPTY, NOTHING, ByteSet, Choice, Grammar, Lit, Node, Ref, Repeat, Seq, Special,
-                  byteset, choice, lit, opt, rep, seq, star)
+from ..ir import (EMPTY, NOTHING, Grammar, Node, Ref, byteset, choice, lit, opt, rep, seq, star)
 from .formats import CHECKED_FORMATS, check_format, format_regex
 from .jsonstr import any_json_char, dumps, json_char, quote, string_of
 from .merge import TYPES, json_equal, merge, normalize
@@ -76,84 +76,6 @@ class SchemaGrammar:
     grammar: Grammar
     dropped: tuple[str, ...] = ()
     ignored: tuple[str, ...] = ()
-
-
-def estimate_size(g: Grammar, *, inline: bool = True) -> int:
-    """Rough NFA-state count of ``g``: refs are expanded, a recursive rule counts
-    ``max_depth`` times (the explicit DFA back-end).  With ``inline=False``: the largest
-    single rule, refs counted as one symbol (the pushdown back-end's per-rule automata).
-    Used to fail fast with LimitError instead of compiling for long."""
-    if not inline:
-        return max(_rule_size(node) for _, node in g.rules)
-    memo: dict[int, int] = {}
-    rule_size: dict[str, int] = {}
-    active: set[str] = set()
-    recursive: set[str] = set()
-
-    def size(n: Node) -> int:
-        key = id(n)
-        hit = memo.get(key)
-        if hit is not None:
-            return hit
-        if isinstance(n, Lit):
-            r = len(n.data)
-        elif isinstance(n, (ByteSet, Special)):
-            r = 1
-        elif isinstance(n, Seq):
-            items = n.items
-            r = sum(size(x) for i, x in enumerate(items)
-                    if not (i > 0 and isinstance(x, Repeat) and sep_loop(items[i - 1], x)))
-        elif isinstance(n, Choice):
-            r = 2 + sum(size(x) + 1 for x in n.items)
-        elif isinstance(n, Repeat):
-            r = size(n.item) * (n.min + (1 if n.max is None else n.max - n.min)) + 2
-        elif isinstance(n, Ref):
-            if n.name in active:
-                recursive.add(n.name)
-                return 0
-            if n.name not in rule_size:
-                active.add(n.name)
-                body = size(g.rule(n.name))
-                active.discard(n.name)
-                rule_size[n.name] = body * (g.max_depth if n.name in recursive else 1)
-            return rule_size[n.name]
-        else:
-            r = 1
-        if not active:
-            memo[key] = r
-        return r
-
-    return size(g.rule(g.start))
-
-
-def _rule_size(node: Node) -> int:
-    memo: dict[int, int] = {}
-
-    def size(n: Node) -> int:
-        hit = memo.get(id(n))
-        if hit is not None:
-            return hit
-        if isinstance(n, Lit):
-            r = len(n.data)
-        elif isinstance(n, Seq):
-            r = sum(size(x) for x in n.items)
-        elif isinstance(n, Choice):
-            r = 2 + sum(size(x) + 1 for x in n.items)
-        elif isinstance(n, Repeat):
-            r = size(n.item) * (n.min + (1 if n.max is None else n.max - n.min)) + 2
-        else:
-            r = 1
-        memo[id(n)] = r
-        return r
-
-    return size(node)
-
-
-def sep_loop(x: Node, r: Node) -> bool:
-    """True for ``x`` followed by ``r = (S x)*`` with ``x`` a Ref: the automaton builder
-    builds ``x`` once with a back edge (mirrors decoding.automaton)."""
-    return isinstance(x, Ref) and isinstance(r, Repeat) and r.min == 0 and r.max is None and \
-        isinstance(r.item, Seq) and len(r.item.items) >= 2 and r.item.items[-1] == x
 
 
 class _Compiler:
@@ -218,7 +140,7 @@ class _Compiler:
         """A large sub-grammar (more than HOIST_ABOVE automaton states) as a rule of its own:
         the same language (the DFA back-end inlines it again), but the pushdown back-end
         then builds it once instead of once per place it is repeated in its parent."""
-        if isinstance(node, Ref) or node == NOTHING or _rule_size(node) <= HOIST_ABOVE:
+        if isinstance(node, Ref) or node == NOTHING or node_size(node) <= HOIST_ABOVE:
             return node
         name = f"h{len(self.rules)}:{ptr or '#'}"
         self.rules[name] = node
