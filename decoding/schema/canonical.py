@@ -5,9 +5,10 @@ required-only names, then names from property dependencies, then undeclared keys
 instance order), numbers spelled by
 :func:`jsonstr.number_text`, strings as ``json.dumps(ensure_ascii=False)``.  Within
 ``anyOf``/``oneOf`` the first branch the instance validates against decides the order;
-an ``enum``/``const`` match is spelled like the schema's value.  Under draft-04/03 (whose
-``integer`` excludes ``1.0``) integral floats keep their fraction (``1.0``); later drafts
-spell them as integers.
+an ``enum``/``const`` match is spelled like the schema's value.  Integral floats are
+spelled as integers, except under draft-04/03 (whose ``integer`` excludes ``1.0``) where
+the schema asks for an integer or no ``anyOf``/``oneOf`` branch holds: there they keep
+their fraction, as the validator saw them.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ class _Canon:
         cls = jsonschema.validators.validator_for(root if isinstance(root, dict) else {},
                                                   default=jsonschema.Draft202012Validator)
         self.validator = cls(root if isinstance(root, (dict, bool)) else {})
-        self.dumps = _dumps_keep_floats if getattr(comp, "legacy", False) else dumps
+        self.legacy = bool(getattr(comp, "legacy", False))
+        self.dumps = dumps
 
     def _valid(self, s: Any, v: Any) -> bool:
         try:
@@ -75,7 +77,8 @@ class _Canon:
                         continue
                     if self._valid(m, v):
                         return self.canon(m, v, depth + 1)
-                return self.dumps(v)
+                # no branch holds: the instance is invalid; under draft-04 keep 1.0 a float
+                return _dumps_keep_floats(v) if self.legacy else self.dumps(v)
         vals = [s["const"]] if "const" in s else s.get("enum") if isinstance(s.get("enum"), list) else None
         if vals is not None:
             for e in vals:
@@ -116,7 +119,15 @@ class _Canon:
                 sub = prefix[i] if i < len(prefix) else items
                 out.append(self.canon(sub, x, depth + 1))
             return "[" + ",".join(out) + "]"
+        if self.legacy and isinstance(v, float) and v.is_integer() and _integer_only(s):
+            return _dumps_keep_floats(v)  # draft-04: 1.0 is not an integer
         return self.dumps(v)
+
+
+def _integer_only(s: dict) -> bool:
+    t = s.get("type")
+    types = t if isinstance(t, list) else [t]
+    return "integer" in types and "number" not in types
 
 
 def _dumps_keep_floats(value: Any) -> str:
