@@ -58,7 +58,10 @@ CASES: list[tuple[dict, list[str], list[str]]] = [
     ({"type": "string", "format": "ipv6"}, ['"::1"', '"2001:db8::1"', '"1:2:3:4:5:6:7:8"'], ['":::1"', '"1:2:3:4:5:6:7:8:9"', '"g::1"']),
     ({"type": "string", "format": "email"}, ['"a.b@example.com"'], ['"a@b"', '"@example.com"', '"a b@x.com"']),
     ({"type": "string", "format": "hostname"}, ['"example.com"', '"a-b.c"'], ['"-a.com"', '"a..b"']),
-    ({"type": "string", "format": "uri"}, ['"https://example.com/a?b=c#d"'], ['"example.com"', '"http://"', '"https://x/%zz"']),
+    ({"type": "string", "format": "uri"},
+     ['"https://example.com/a?b=c#d"', '"urn:isbn:0451450523"', '"mailto:a@b.c"', '"file:///etc/hosts"',
+      '"did:example:123"', '"http://"'],  # RFC 3986: the authority may be empty
+     ['"example.com"', '"https://x/%zz"', '"http://a b"', '":x"', '"1http://a"']),
     ({"type": "array", "items": {"type": "integer"}}, ["[]", "[1]", "[1,2,3]"], ["[1,]", "[,1]", '["a"]', "[1 ,2]"]),
     ({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 2}, ["[1]", "[1,2]"], ["[]", "[1,2,3]"]),
     ({"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "items": False},

@@ -47,8 +47,11 @@ _WORD = "[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
 EMAIL = rf"[A-Za-z0-9_+-]+(?:\.[A-Za-z0-9_+-]+)*@{_WORD}(?:\.{_WORD})+"
 _PCT = "%[0-9A-Fa-f]{2}"
 _PCHAR = rf"(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|{_PCT})"
-URI = (rf"[A-Za-z][A-Za-z0-9+.-]*://(?:{_LABEL}(?:\.{_LABEL}){{0,7}}|{IPV4})(?::[0-9]{{1,5}})?"
-       rf"(?:/{_PCHAR}*)*(?:\?(?:{_PCHAR}|[/?])*)?(?:#(?:{_PCHAR}|[/?])*)?")
+# RFC 3986 URI: scheme ":" hier-part; hier-part is "//" authority (host name or IPv4,
+# possibly empty as in file:///, optional port) + path, or a path without authority
+# (absolute "/a/b", rootless "isbn:0451450523", or empty); then query and fragment
+URI = (rf"[A-Za-z][A-Za-z0-9+.-]*:(?://(?:{_LABEL}(?:\.{_LABEL}){{0,7}}|{IPV4})?(?::[0-9]{{1,5}})?"
+       rf"(?:/{_PCHAR}*)*|/?(?:{_PCHAR}+(?:/{_PCHAR}*)*)?)(?:\?(?:{_PCHAR}|[/?])*)?(?:#(?:{_PCHAR}|[/?])*)?")
 
 FORMATS: dict[str, str] = {
     "date": DATE,
@@ -73,7 +76,7 @@ FORMAT_HINTS: dict[str, str] = {
     "ipv6": "IPv6 address such as 2001:db8::1",
     "hostname": "dot-separated labels such as example.com",
     "email": "name@example.com",
-    "uri": "absolute URI such as https://example.com/path",
+    "uri": "absolute URI such as https://example.com/path or urn:isbn:0451450523",
 }
 
 
