@@ -103,10 +103,7 @@ class BudgetMatcher(Matcher):
         key = (self.state, r)
         hit = self._cache.get(key)
         if hit is None:
-            ids, nxt = self.compiled.successors(self.state)
-            ok = (nxt == -2) | ((nxt >= 0) & (self.dist[np.maximum(nxt, 0)] <= r - 1))
-            if r <= 0:
-                ok = nxt == -2
+            ids, ok = self._within(r)
             keep = ids[ok]
             m = np.zeros(self.compiled.n_words, dtype=np.uint32)
             np.bitwise_or.at(m, keep >> 5, (np.uint32(1) << (keep & 31).astype(np.uint32)))
@@ -117,6 +114,14 @@ class BudgetMatcher(Matcher):
                 self._cache.clear()
             self._cache[key] = hit
         return hit
+
+    def _within(self, r: int) -> tuple[np.ndarray, np.ndarray]:
+        """(allowed ids, which of them leave a structure completable with ``r - 1`` tokens;
+        end-of-generation always)."""
+        ids, nxt = self.compiled.successors(self.state)
+        if r <= 0:
+            return ids, nxt == -2
+        return ids, (nxt == -2) | ((nxt >= 0) & (self.dist[np.maximum(nxt, 0)] <= r - 1))
 
     def _loose(self) -> bool:
         """True when every successor can still be completed: the plain mask is exact."""
@@ -167,20 +172,8 @@ class PushdownBudgetMatcher(BudgetMatcher):
     def _loose(self) -> bool:
         return self.remaining - 1 >= self.compiled.worst_successor_bytes(self.state)
 
-    def _budgeted(self) -> tuple[np.ndarray, np.ndarray]:
-        r = self.remaining
-        key = (self.state, r)
-        hit = self._cache.get(key)
-        if hit is None:
-            ids, nb = self.compiled.successor_min_bytes(self.state)
-            ok = (nb == -2) | ((nb >= 0) & (nb <= r - 1)) if r > 0 else nb == -2
-            keep = ids[ok]
-            m = np.zeros(self.compiled.n_words, dtype=np.uint32)
-            np.bitwise_or.at(m, keep >> 5, (np.uint32(1) << (keep & 31).astype(np.uint32)))
-            m.setflags(write=False)
-            keep.setflags(write=False)
-            hit = (m, keep)
-            if len(self._cache) > 2048:
-                self._cache.clear()
-            self._cache[key] = hit
-        return hit
+    def _within(self, r: int) -> tuple[np.ndarray, np.ndarray]:
+        ids, nb = self.compiled.successor_min_bytes(self.state)
+        if r <= 0:
+            return ids, nb == -2
+        return ids, (nb == -2) | ((nb >= 0) & (nb <= r - 1))

@@ -54,6 +54,13 @@ def prepare(vocab: Vocab) -> None:
         plain_tables(vocab, name)
 
 
+def mask_ids(m: np.ndarray, n_tokens: int) -> np.ndarray:
+    """Sorted ids (read-only) of the bits set in the uint32 bitmask ``m``."""
+    ids = np.nonzero(np.unpackbits(m.view(np.uint8), bitorder="little")[:n_tokens])[0]
+    ids.setflags(write=False)
+    return ids
+
+
 @dataclass(eq=False)
 class CompiledGrammar:
     """A grammar compiled for one tokenizer: DFA + lazily memoized token masks.
@@ -202,10 +209,7 @@ class CompiledGrammar:
         mid = int(self._state_mask[state])
         ids = self._ids.get(mid)
         if ids is None:
-            bits = np.unpackbits(m.view(np.uint8), bitorder="little")[: self.vocab.n_tokens]
-            ids = np.nonzero(bits)[0]
-            ids.setflags(write=False)
-            self._ids[mid] = ids
+            ids = self._ids[mid] = mask_ids(m, self.vocab.n_tokens)
         return ids
 
     def successors(self, state: int) -> tuple[np.ndarray, np.ndarray]:

@@ -37,6 +37,7 @@ import numpy as np
 from . import _native
 from .automaton import DFA, _prune, compile_dfa
 from .errors import DecodingError, GrammarError, LimitError
+from .index import _trie, mask_ids
 from .ir import Choice, Grammar, Node, Ref, Repeat, Seq, Special
 from .vocab import Vocab
 
@@ -587,10 +588,7 @@ class CompiledPushdown:
         mid = self._config_mask[state]
         ids = self._ids.get(mid)
         if ids is None:
-            bits = np.unpackbits(m.view(np.uint8), bitorder="little")[: self.vocab.n_tokens]
-            ids = np.nonzero(bits)[0]
-            ids.setflags(write=False)
-            self._ids[mid] = ids
+            ids = self._ids[mid] = mask_ids(m, self.vocab.n_tokens)
         return ids
 
     def successors(self, state: int) -> tuple[np.ndarray, np.ndarray]:
@@ -624,7 +622,6 @@ class CompiledPushdown:
         if hit is not None:
             return hit
         ids = self.allowed_ids(state)
-        from .index import _trie
         with self._lock:
             cfg = self._configs[state]
             out = np.full(len(ids), INF, dtype=np.int64)
@@ -701,7 +698,6 @@ class CompiledPushdown:
         hit = self._walks.get(key)
         if hit is not None:
             return hit
-        from .index import _trie
         loc_t, over_t = self._tables(r, sid)
         trie = _trie(self.vocab)
         loc = np.zeros(self.n_words, dtype=np.uint32)
@@ -724,8 +720,7 @@ class CompiledPushdown:
             m |= loc
             cand |= c
         cand &= ~m
-        bits = np.unpackbits(cand.view(np.uint8), bitorder="little")[: self.vocab.n_tokens]
-        ids = np.nonzero(bits)[0].tolist()
+        ids = mask_ids(cand, self.vocab.n_tokens).tolist()
         tb = self._tb
         ids.sort(key=tb.__getitem__)
         path: list[Config] = [cfg]
