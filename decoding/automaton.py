@@ -21,7 +21,7 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from .errors import GrammarError, LimitError
-from .ir import ByteSet, Choice, Grammar, Lit, Node, Ref, Repeat, Seq, Special
+from .ir import ByteSet, Choice, Grammar, Lit, Node, Ref, Repeat, Seq, Special, map_leaves
 
 __all__ = ["DFA", "NFAMatcher", "compile_dfa", "state_dtype", "estimate_size", "node_size",
            "DEFAULT_MAX_STATES"]
@@ -436,16 +436,8 @@ def state_dtype(n_states: int) -> type:
 
 def _replace_specials(g: Grammar, texts: set[str]) -> Grammar:
     def rw(n: Node) -> Node:
-        if isinstance(n, Special):
-            return Lit(n.text.encode("utf-8")) if n.text in texts else n
-        if isinstance(n, Seq):
-            return Seq(tuple(rw(x) for x in n.items))
-        if isinstance(n, Choice):
-            return Choice(tuple(rw(x) for x in n.items))
-        if isinstance(n, Repeat):
-            return Repeat(rw(n.item), n.min, n.max)
-        return n
-    return Grammar(g.start, tuple((name, rw(node)) for name, node in g.rules), g.max_depth)
+        return Lit(n.text.encode("utf-8")) if isinstance(n, Special) and n.text in texts else n
+    return Grammar(g.start, tuple((name, map_leaves(node, rw)) for name, node in g.rules), g.max_depth)
 
 
 def _reverse_edges(trans: np.ndarray) -> list[list[int]]:

@@ -19,14 +19,15 @@ Invariants
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Union
+from typing import Callable, Iterable, Union
 
 from .errors import GrammarError
 
 __all__ = [
     "Lit", "ByteSet", "Seq", "Choice", "Repeat", "Ref", "Special", "Node", "Grammar",
     "EMPTY", "NOTHING", "lit", "seq", "choice", "opt", "star", "plus", "rep",
-    "byteset", "char_class", "any_char", "normalize_ranges", "complement_ranges", "to_data", "from_data", "DEFAULT_MAX_DEPTH",
+    "byteset", "char_class", "any_char", "normalize_ranges", "complement_ranges", "map_leaves", "to_data",
+    "from_data", "DEFAULT_MAX_DEPTH",
 ]
 
 DEFAULT_MAX_DEPTH = 8
@@ -144,6 +145,18 @@ def walk(node: Node) -> Iterable[Node]:
             stack.extend(reversed(n.items))
         elif isinstance(n, Repeat):
             stack.append(n.item)
+
+
+def map_leaves(node: Node, f: "Callable[[Node], Node]") -> Node:
+    """``node`` with every leaf (Lit, ByteSet, Ref, Special) replaced by ``f(leaf)``;
+    sequences, choices and repeats are rebuilt around them."""
+    if isinstance(node, Seq):
+        return Seq(tuple(map_leaves(x, f) for x in node.items))
+    if isinstance(node, Choice):
+        return Choice(tuple(map_leaves(x, f) for x in node.items))
+    if isinstance(node, Repeat):
+        return Repeat(map_leaves(node.item, f), node.min, node.max)
+    return f(node)
 
 
 def _refs(node: Node) -> Iterable[str]:

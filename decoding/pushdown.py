@@ -38,7 +38,7 @@ from . import _native
 from .automaton import DFA, _prune, compile_dfa
 from .errors import DecodingError, GrammarError, LimitError
 from .index import _trie, mask_ids
-from .ir import Choice, Grammar, Node, Ref, Repeat, Seq, Special
+from .ir import Grammar, Node, Ref, Special, map_leaves
 from .vocab import Vocab
 
 __all__ = ["Pushdown", "CompiledPushdown", "compile_pushdown", "compile_grammar_pushdown",
@@ -51,15 +51,7 @@ _IDENT = np.arange(256, dtype=np.uint8)
 
 
 def _calls_as_specials(node: Node) -> Node:
-    if isinstance(node, Ref):
-        return Special(CALL + node.name)
-    if isinstance(node, Seq):
-        return Seq(tuple(_calls_as_specials(x) for x in node.items))
-    if isinstance(node, Choice):
-        return Choice(tuple(_calls_as_specials(x) for x in node.items))
-    if isinstance(node, Repeat):
-        return Repeat(_calls_as_specials(node.item), node.min, node.max)
-    return node
+    return map_leaves(node, lambda n: Special(CALL + n.name) if isinstance(n, Ref) else n)
 
 
 @dataclass(frozen=True, eq=False)
