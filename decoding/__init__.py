@@ -12,14 +12,14 @@ Quick start::
 See README.md for the architecture and the guarantees.
 """
 
-from .api import as_vocab, compile_ir, compile_json_schema
-from .errors import (ArtifactError, DecodingError, DTDError, GBNFError, GrammarError, LimitError,
+from decoding.compiler import as_vocab, compile_ir, compile_json_schema
+from decoding.errors import (ArtifactError, DecodingError, DTDError, GBNFError, GrammarError, LimitError,
                      ProcessorError, SchemaError, VocabError)
-from .generate import Generation, generate
-from .index import CompiledGrammar, compile_grammar
-from .matcher import Matcher
-from .processor import GrammarLogitsProcessor
-from .vocab import Vocab
+from decoding.runtime.generate import Generation, generate
+from decoding.backends.dfa.index import CompiledGrammar, compile_grammar
+from decoding.runtime.matcher import Matcher
+from decoding.runtime.processor import GrammarLogitsProcessor
+from decoding.vocab import Vocab
 
 __version__ = "0.1.0"
 

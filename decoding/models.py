@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .errors import VocabError
+from decoding.errors import VocabError
 
 __all__ = ["model_path", "load_model", "MODELS"]
 

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import DecodingError
-from .index import CompiledGrammar
-from .matcher import Matcher
+from decoding.errors import DecodingError
+from decoding.backends.dfa.index import CompiledGrammar
+from decoding.runtime.matcher import Matcher
 
 __all__ = ["WalkResult", "random_walk", "allowed_ids"]
 
@@ -36,7 +36,7 @@ def random_walk(compiled: CompiledGrammar, rng: np.random.Generator, *, max_step
     output is incomplete, or if an allowed token is refused by the matcher."""
     m = Matcher(compiled)
     if budget is not None:
-        from .budget import BudgetMatcher  # noqa: PLC0415 - optional feature
+        from decoding.runtime.budget import BudgetMatcher  # noqa: PLC0415 - optional feature
 
         m = BudgetMatcher(compiled, budget)  # type: ignore[assignment]
     toks: list[int] = []

@@ -22,7 +22,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from .errors import VocabError
+from decoding.errors import VocabError
 
 __all__ = ["Vocab", "load_vocab"]
 

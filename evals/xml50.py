@@ -51,7 +51,7 @@ def main() -> None:
     from decoding import compile_ir, generate
     from decoding.guard import extract_xml
     from decoding.models import load_model
-    from decoding.xml_grammar import grammar_from_spec
+    from decoding.frontends.xml.grammar import grammar_from_spec
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=50)

@@ -1,57 +1,35 @@
-"""Test helpers for the GBNF suites: sdist grammars, random DFA walks, shared vocab.
+"""Test helpers for the GBNF suites: llama.cpp's example grammars, random DFA walks.
 
-The example grammars come from the llama-cpp-python 0.3.36 sdist
-(``vendor/llama.cpp/grammars/*.gbnf``), fetched once with ``pip download --no-binary
-:all: --no-deps`` into ``~/.cache/guarded-decoding/sdist`` (override with
-``GUARDED_DECODING_CACHE``) and extracted next to it.
+The example grammars are read from ``../shared/corpora/gbnf/llama.cpp-0.3.36/`` (exactly as
+shipped in ``vendor/llama.cpp/grammars/`` of the llama-cpp-python 0.3.36 sdist).  Nothing is
+downloaded: a missing corpus is a test failure that names the folder.
 """
 
 from __future__ import annotations
 
-import os
 import random
-import subprocess
-import sys
-import tarfile
 from pathlib import Path
 
 import numpy as np
 
-from decoding.automaton import DFA
+from decoding.backends.dfa.automaton import DFA
 
-__all__ = ["SDIST_VERSION", "sdist_grammars", "random_walks", "REPO", "SHARED"]
+__all__ = ["SDIST_VERSION", "GBNF_DIR", "sdist_grammars", "random_walks", "REPO", "SHARED"]
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO / ".." / "shared"
 SDIST_VERSION = "0.3.36"
 
 
-def _cache() -> Path:
-    base = os.environ.get("GUARDED_DECODING_CACHE")
-    return Path(base) if base else Path.home() / ".cache" / "guarded-decoding"
+GBNF_DIR = SHARED / "corpora" / "gbnf" / f"llama.cpp-{SDIST_VERSION}"
 
 
 def sdist_grammars() -> dict[str, str]:
-    """``{file name: text}`` of the example grammars shipped in the sdist."""
-    cache = _cache() / "sdist"
-    out_dir = cache / f"grammars-{SDIST_VERSION}"
-    if not out_dir.is_dir() or not any(out_dir.glob("*.gbnf")):
-        cache.mkdir(parents=True, exist_ok=True)
-        tarball = cache / f"llama_cpp_python-{SDIST_VERSION}.tar.gz"
-        if not tarball.is_file():
-            subprocess.run([sys.executable, "-m", "pip", "download", "--no-binary", ":all:",
-                            "--no-deps", f"llama-cpp-python=={SDIST_VERSION}",
-                            "-d", str(cache)], check=True, capture_output=True)
-        tmp = cache / f"grammars-{SDIST_VERSION}.tmp"
-        tmp.mkdir(exist_ok=True)
-        prefix = f"llama_cpp_python-{SDIST_VERSION}/vendor/llama.cpp/grammars/"
-        with tarfile.open(tarball) as tf:
-            for m in tf.getmembers():
-                if m.name.startswith(prefix) and m.name.endswith(".gbnf") and m.isfile():
-                    data = tf.extractfile(m).read()  # type: ignore[union-attr]
-                    (tmp / Path(m.name).name).write_bytes(data)
-        tmp.rename(out_dir)
-    return {p.name: p.read_text(encoding="utf-8") for p in sorted(out_dir.glob("*.gbnf"))}
+    """``{file name: text}`` of llama.cpp's example grammars (from ``shared/``, no network)."""
+    files = sorted(GBNF_DIR.glob("*.gbnf"))
+    if not files:
+        raise FileNotFoundError(f"{GBNF_DIR.resolve()}: no .gbnf files; the shared corpora are missing")
+    return {p.name: p.read_text(encoding="utf-8") for p in files}
 
 
 def random_walks(dfa: DFA, n: int, *, seed: int = 0, max_len: int = 60,

@@ -17,10 +17,10 @@ import pytest
 from lxml import etree
 
 from conftest import get_vocab
-from decoding.anchors import anchored
-from decoding.index import compile_grammar
-from decoding.matcher import Matcher
-from decoding.xml_grammar import grammar_from_spec
+from decoding.frontends.anchors import anchored
+from decoding.backends.dfa.index import compile_grammar
+from decoding.runtime.matcher import Matcher
+from decoding.frontends.xml.grammar import grammar_from_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = json.loads((ROOT / "grammars" / "xml_grammars.json").read_text())["user_query"]

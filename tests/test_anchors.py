@@ -5,12 +5,12 @@ import random
 
 import pytest
 
-from decoding.anchors import anchored, text_without
-from decoding.automaton import compile_dfa
-from decoding.dtd import parse_dtd
+from decoding.frontends.anchors import anchored, text_without
+from decoding.backends.dfa.automaton import compile_dfa
+from decoding.frontends.xml.dtd import parse_dtd
 from decoding.errors import GrammarError
 from decoding.ir import Grammar
-from decoding.xml_grammar import dtd_grammar
+from decoding.frontends.xml.grammar import dtd_grammar
 from tests.xml_helpers import random_walk_bytes
 
 S, E = "<|xml_start|>", "<|xml_end|>"

@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, get_vocab
-from decoding.artifact import (FORMAT_VERSION, MAGIC, artifact_bytes, load_artifact, read_artifact,
+from decoding.artifacts.format import (FORMAT_VERSION, MAGIC, artifact_bytes, load_artifact, read_artifact,
                                write_artifact)
-from decoding.cache import GrammarCache, compile_source, default_cache_dir
+from decoding.artifacts.cache import GrammarCache, compile_source, default_cache_dir
 from decoding.errors import ArtifactError, GrammarError
-from decoding.grammar_key import grammar_digest, grammar_key
+from decoding.ir.key import grammar_digest, grammar_key
 from decoding.ir import Grammar, Special, lit, seq, star, byteset
-from decoding.index import compile_grammar
-from decoding.sources import build_grammar
+from decoding.backends.dfa.index import compile_grammar
+from decoding.frontends.sources import build_grammar
 from decoding.vocab import Vocab
 
 WEATHER = json.loads((ROOT / "grammars" / "get_weather.json").read_text())
@@ -77,7 +77,7 @@ def test_round_trip_identical_masks_transitions_and_budget(name):
     assert np.array_equal(got.dfa.trans, cg.dfa.trans)
     assert np.array_equal(got.dfa.accepting, cg.dfa.accepting)
     assert np.array_equal(got.dfa.byte_class, cg.dfa.byte_class)
-    from decoding.budget import min_tokens
+    from decoding.runtime.budget import min_tokens
     assert np.array_equal(min_tokens(got), min_tokens(cg))
     rng = np.random.default_rng(0)
     for s in rng.integers(0, cg.dfa.n_states, 20):
@@ -128,7 +128,7 @@ def test_wrong_version_is_rejected(monkeypatch):
     struct.pack_into("<I", b, 8, FORMAT_VERSION + 1)
     with pytest.raises(ArtifactError, match=f"format version {FORMAT_VERSION + 1}.*recompile"):
         read_artifact(reseal(b))
-    import decoding.artifact as art
+    import decoding.artifacts.format as art
     monkeypatch.setattr(art, "FORMAT_VERSION", FORMAT_VERSION + 7)
     newer = art.artifact_bytes(compiled("user_query"))
     monkeypatch.undo()

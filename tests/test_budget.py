@@ -12,8 +12,8 @@ import pytest
 
 from conftest import get_vocab
 from decoding import GrammarError, compile_json_schema, generate
-from decoding.budget import BudgetMatcher, min_tokens
-from decoding.index import compile_grammar
+from decoding.runtime.budget import BudgetMatcher, min_tokens
+from decoding.backends.dfa.index import compile_grammar
 from decoding.ir import Grammar, lit, plus, byteset, seq
 from decoding.testing import random_walk
 from decoding.vocab import Vocab

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from decoding.dtd import parse_dtd
-from decoding.dtd_model import Particle
+from decoding.frontends.xml.dtd import parse_dtd
+from decoding.frontends.xml.model import Particle
 from decoding.errors import DTDError
 from tests.xml_helpers import DTD_DIR
 

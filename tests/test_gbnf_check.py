@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from decoding.errors import GBNFError
-from decoding.gbnf_adapter import special_token_ids, to_llama_grammar
-from decoding.gbnf_check import LlamaGrammarEngine, check_gbnf, llama_accepts, load_vocab_model
+from decoding.runtime.llama_grammar import special_token_ids, to_llama_grammar
+from decoding.backends.gbnf.check import LlamaGrammarEngine, check_gbnf, llama_accepts, load_vocab_model
 from decoding.ir import Grammar, Special, lit, seq
 
 

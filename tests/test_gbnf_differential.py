@@ -16,15 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from decoding.automaton import compile_dfa
-from decoding.dtd import parse_dtd
+from decoding.backends.dfa.automaton import compile_dfa
+from decoding.frontends.xml.dtd import parse_dtd
 from decoding.errors import DecodingError
-from decoding.gbnf_check import LlamaGrammarEngine
-from decoding.gbnf_emit import to_gbnf
-from decoding.gbnf_parse import parse_gbnf
+from decoding.backends.gbnf.check import LlamaGrammarEngine
+from decoding.backends.gbnf.emit import to_gbnf
+from decoding.frontends.gbnf.parse import parse_gbnf
 from decoding.ir import Grammar
-from decoding.schema import compile_schema
-from decoding.xml_grammar import dtd_grammar
+from decoding.frontends.jsonschema import compile_schema
+from decoding.frontends.xml.grammar import dtd_grammar
 
 from gbnf_util import SHARED, random_walks
 from test_gbnf_emit import HAND_GRAMMARS

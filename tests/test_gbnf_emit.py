@@ -6,11 +6,11 @@ import re
 
 import pytest
 
-from decoding.automaton import compile_dfa
+from decoding.backends.dfa.automaton import compile_dfa
 from decoding.errors import GBNFError
-from decoding.gbnf_check import LlamaGrammarEngine, check_gbnf, load_vocab_model
-from decoding.gbnf_emit import MAX_REPETITION_THRESHOLD, to_gbnf
-from decoding.gbnf_parse import parse_gbnf
+from decoding.backends.gbnf.check import LlamaGrammarEngine, check_gbnf, load_vocab_model
+from decoding.backends.gbnf.emit import MAX_REPETITION_THRESHOLD, to_gbnf
+from decoding.frontends.gbnf.parse import parse_gbnf
 from decoding.ir import (Grammar, Ref, Special, any_char, byteset, char_class, choice, lit, opt,
                          plus, rep, seq, star)
 

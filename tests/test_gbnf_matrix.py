@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from decoding.automaton import compile_dfa
-from decoding.gbnf_check import LlamaGrammarEngine, check_gbnf
-from decoding.gbnf_emit import to_gbnf
-from decoding.gbnf_parse import parse_gbnf
+from decoding.backends.dfa.automaton import compile_dfa
+from decoding.backends.gbnf.check import LlamaGrammarEngine, check_gbnf
+from decoding.backends.gbnf.emit import to_gbnf
+from decoding.frontends.gbnf.parse import parse_gbnf
 
 CASES = [
     ("literal", 'root ::= "hello"\n', ["hello"], ["hell", "helloo", "Hello", ""]),

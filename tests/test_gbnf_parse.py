@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from decoding.automaton import compile_dfa
+from decoding.backends.dfa.automaton import compile_dfa
 from decoding.errors import GBNFError
-from decoding.gbnf_check import LlamaGrammarEngine
-from decoding.gbnf_parse import parse_gbnf, recursive_rules
+from decoding.backends.gbnf.check import LlamaGrammarEngine
+from decoding.frontends.gbnf.parse import parse_gbnf, recursive_rules
 from decoding.ir import Special, walk
 
 from gbnf_util import sdist_grammars

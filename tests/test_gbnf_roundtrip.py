@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-from decoding.automaton import compile_dfa
+from decoding.backends.dfa.automaton import compile_dfa
 from decoding.errors import DecodingError
-from decoding.gbnf_emit import to_gbnf
-from decoding.gbnf_parse import parse_gbnf
-from decoding.schema import compile_schema
+from decoding.backends.gbnf.emit import to_gbnf
+from decoding.frontends.gbnf.parse import parse_gbnf
+from decoding.frontends.jsonschema import compile_schema
 
 from gbnf_util import SHARED, random_walks
 

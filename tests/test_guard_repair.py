@@ -2,7 +2,7 @@
 
 import pytest
 
-from decoding.dtd import parse_dtd
+from decoding.frontends.xml.dtd import parse_dtd
 from decoding.guard import XML_DECLARATION, guard_json, guard_xml
 
 DTD = parse_dtd("""

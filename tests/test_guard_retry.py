@@ -2,7 +2,7 @@
 
 import pytest
 
-from decoding.dtd import parse_dtd
+from decoding.frontends.xml.dtd import parse_dtd
 from decoding.guard import guarded_call
 
 SCHEMA = {"type": "object",

@@ -2,7 +2,7 @@
 
 import pytest
 
-from decoding.dtd import parse_dtd
+from decoding.frontends.xml.dtd import parse_dtd
 from decoding.guard import guard_json, guard_xml, validate_json, validate_xml
 
 DTD_TEXT = """

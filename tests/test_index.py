@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from decoding.errors import GrammarError
-from decoding.index import compile_grammar
+from decoding.backends.dfa.index import compile_grammar
 from decoding.ir import Grammar, Special, byteset, choice, lit, opt, plus, seq, char_class
-from decoding.matcher import Matcher
+from decoding.runtime.matcher import Matcher
 from decoding.vocab import Vocab
 
 EOS = 0
@@ -152,8 +152,8 @@ def test_plain_text_shortcut_gives_the_full_walk_masks(schema, shortcut, vocab_n
 
 def test_plain_text_shortcut_on_xml_text():
     from conftest import get_vocab
-    from decoding.dtd import parse_dtd
-    from decoding.xml_grammar import dtd_grammar
+    from decoding.frontends.xml.dtd import parse_dtd
+    from decoding.frontends.xml.grammar import dtd_grammar
 
     v = get_vocab("gpt-2")
     g = dtd_grammar(parse_dtd("<!ELEMENT note (to, body)><!ELEMENT to (#PCDATA)><!ELEMENT body (#PCDATA)>"), "note")

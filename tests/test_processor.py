@@ -11,7 +11,7 @@ from llama_cpp import LogitsProcessorList
 
 from decoding import GrammarLogitsProcessor, ProcessorError, VocabError, compile_json_schema, generate
 from decoding.ir import Grammar, byteset, plus
-from decoding.index import compile_grammar
+from decoding.backends.dfa.index import compile_grammar
 from decoding.vocab import Vocab
 from evals.weather50 import weather_prompts
 

@@ -10,13 +10,13 @@ import random
 import numpy as np
 import pytest
 
-from decoding.automaton import compile_dfa
+from decoding.backends.dfa.automaton import compile_dfa
 from decoding.errors import ArtifactError, GrammarError, LimitError
-from decoding.index import CompiledGrammar, compile_grammar
+from decoding.backends.dfa.index import CompiledGrammar, compile_grammar
 from decoding.ir import EMPTY, Grammar, Ref, choice, lit, opt, seq, star
-from decoding.matcher import Matcher
-from decoding.pushdown import CompiledPushdown, compile_pushdown
-from decoding.schema import compile_schema
+from decoding.runtime.matcher import Matcher
+from decoding.backends.pushdown.index import CompiledPushdown, compile_pushdown
+from decoding.frontends.jsonschema import compile_schema
 from decoding.testing import random_walk
 from decoding.vocab import Vocab
 from tests.conftest import get_vocab
@@ -199,7 +199,7 @@ def test_budget_closes(extra):
 
 
 def test_budget_too_small_is_an_error():
-    from decoding.budget import BudgetMatcher
+    from decoding.runtime.budget import BudgetMatcher
     pd = compile_grammar(compile_schema(FREE_SCHEMA, free_depth=16).grammar, get_vocab("llama-bpe"))
     with pytest.raises(GrammarError, match="too small"):
         BudgetMatcher(pd, pd.min_bytes(0) - 1)
@@ -209,7 +209,7 @@ def test_backend_errors(tmp_path):
     with pytest.raises(GrammarError, match="backend"):
         compile_grammar(NEST, TINY, backend="lr1")
     pd = compile_grammar(NEST, TINY, backend="pushdown")
-    from decoding.artifact import write_artifact
+    from decoding.artifacts.format import write_artifact
     with pytest.raises(ArtifactError, match="pushdown"):
         write_artifact(pd, tmp_path / "x.gdart")
     assert isinstance(compile_grammar(NEST, TINY), CompiledGrammar)  # small: auto keeps the DFA
@@ -240,10 +240,10 @@ def test_smollm2_hibernate_generation_valid(smollm2):
     back-end) as logits processor, budget-closed within max_tokens, DTD-valid for lxml."""
     import lxml.etree as ET
 
-    from decoding.api import compile_ir
-    from decoding.dtd import parse_dtd
-    from decoding.generate import generate
-    from decoding.xml_grammar import dtd_grammar
+    from decoding.compiler import compile_ir
+    from decoding.frontends.xml.dtd import parse_dtd
+    from decoding.runtime.generate import generate
+    from decoding.frontends.xml.grammar import dtd_grammar
     from tests.xml_helpers import DTD_DIR
     d = parse_dtd((DTD_DIR / "hibernate-mapping-3.0.dtd").read_text(encoding="utf-8"))
     cg = compile_ir(dtd_grammar(d, "hibernate-mapping", max_depth=2), smollm2)

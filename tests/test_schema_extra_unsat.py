@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from decoding.automaton import compile_dfa
+from decoding.backends.dfa.automaton import compile_dfa
 from decoding.errors import SchemaError, UnsatisfiableSchemaError
-from decoding.schema import compile_schema
+from decoding.frontends.jsonschema import compile_schema
 
 OBJ = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
        "required": ["a"]}

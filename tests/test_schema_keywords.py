@@ -9,8 +9,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from decoding.automaton import compile_dfa
-from decoding.schema import canonicalize, compile_schema
+from decoding.backends.dfa.automaton import compile_dfa
+from decoding.frontends.jsonschema import canonicalize, compile_schema
 
 CASES: list[tuple[dict, list[str], list[str]]] = [
     ({"type": "string"}, ['""', '"abc"', '"北京"', '"a\\"b"', '"\\n"', '"\\u0001"'],
@@ -210,7 +210,7 @@ def test_number_bounds_exact_against_jsonschema():
 
     import jsonschema
 
-    from decoding.automaton import compile_dfa
+    from decoding.backends.dfa.automaton import compile_dfa
     from decoding.errors import SchemaError
     rng = random.Random(4)
     checked = 0

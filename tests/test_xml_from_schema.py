@@ -2,9 +2,9 @@
 
 import pytest
 
-from decoding.automaton import compile_dfa
+from decoding.backends.dfa.automaton import compile_dfa
 from decoding.errors import SchemaError
-from decoding.xml_from_schema import schema_xml_grammar
+from decoding.frontends.xml.from_schema import schema_xml_grammar
 
 QUERY = {"name": "query_user", "parameters": {
     "type": "object",

@@ -5,11 +5,11 @@ import random
 import lxml.etree as ET
 import pytest
 
-from decoding.automaton import compile_dfa
-from decoding.dtd import parse_dtd
+from decoding.backends.dfa.automaton import compile_dfa
+from decoding.frontends.xml.dtd import parse_dtd
 from decoding.errors import DTDError, GrammarError
-from decoding.xml_grammar import dtd_grammar
-from decoding.xml_text import int_range, regex_text
+from decoding.frontends.xml.grammar import dtd_grammar
+from decoding.frontends.xml.text import int_range, regex_text
 from decoding.ir import Grammar
 from tests.xml_helpers import ir_accepts, random_walk_bytes
 

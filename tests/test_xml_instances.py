@@ -8,10 +8,10 @@ from collections import defaultdict
 import lxml.etree as ET
 import pytest
 
-from decoding.automaton import compile_dfa
-from decoding.dtd import parse_dtd
-from decoding.xml_canonical import CanonicalizeError, canonicalize, parse_xml
-from decoding.xml_grammar import dtd_grammar
+from decoding.backends.dfa.automaton import compile_dfa
+from decoding.frontends.xml.dtd import parse_dtd
+from decoding.frontends.xml.canonical import CanonicalizeError, canonicalize, parse_xml
+from decoding.frontends.xml.grammar import dtd_grammar
 from tests.xml_helpers import DTD_DIR, ir_accepts, random_walk_bytes
 
 MANIFEST = json.loads((DTD_DIR / "instances" / "_manifest.json").read_text())
@@ -78,8 +78,8 @@ def _names(el, acc):
 def hibernate_pushdown():
     """The whole hibernate-mapping DTD (no element profile) for llama-bpe: too large for one
     explicit DFA, so ``backend="auto"`` compiles it to the pushdown back-end."""
-    from decoding.index import compile_grammar
-    from decoding.pushdown import CompiledPushdown
+    from decoding.backends.dfa.index import compile_grammar
+    from decoding.backends.pushdown.index import CompiledPushdown
     from tests.conftest import get_vocab
     d = _dtd(HIBERNATE)
     cg = compile_grammar(dtd_grammar(d, "hibernate-mapping", max_depth=2), get_vocab("llama-bpe"))

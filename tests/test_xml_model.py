@@ -9,7 +9,7 @@ import pytest
 from lxml import etree
 
 from decoding import compile_ir, generate
-from decoding.xml_grammar import grammar_from_spec
+from decoding.frontends.xml.grammar import grammar_from_spec
 from evals.xml50 import xml_prompts
 
 pytestmark = pytest.mark.model

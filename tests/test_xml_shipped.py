@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from decoding.automaton import compile_dfa
-from decoding.xml_grammar import grammar_from_spec
+from decoding.backends.dfa.automaton import compile_dfa
+from decoding.frontends.xml.grammar import grammar_from_spec
 
 GRAMMARS = Path(__file__).resolve().parents[1] / "grammars"
 SPECS = json.loads((GRAMMARS / "xml_grammars.json").read_text())

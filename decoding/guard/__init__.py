@@ -7,12 +7,12 @@ every change reported, refused when the result would still be invalid), and re-p
 a llama-cpp-python model with the specific errors (``guarded_call``).
 """
 
-from .check import guard_json, guard_xml
-from .extract import extract_json, extract_xml
-from .repair import XML_DECLARATION, repair_json, repair_xml
-from .results import Change, Fragment, GuardResult, Repair, Violation, line_col
-from .retry import Attempt, CallResult, Clarification, feedback_prompt, guarded_call
-from .validate import checked_formats, validate_json, validate_xml
+from decoding.guard.check import guard_json, guard_xml
+from decoding.guard.extract import extract_json, extract_xml
+from decoding.guard.repair import XML_DECLARATION, repair_json, repair_xml
+from decoding.guard.results import Change, Fragment, GuardResult, Repair, Violation, line_col
+from decoding.guard.retry import Attempt, CallResult, Clarification, feedback_prompt, guarded_call
+from decoding.guard.validate import checked_formats, validate_json, validate_xml
 
 __all__ = [
     "extract_xml", "extract_json",

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 
-from ..dtd_model import DTD
-from .extract import extract_json, extract_xml
-from .repair import XML_DECLARATION, repair_json, repair_xml
-from .results import Change, GuardResult, Violation
-from .validate import validate_json, validate_xml
+from decoding.frontends.xml.model import DTD
+from decoding.guard.extract import extract_json, extract_xml
+from decoding.guard.repair import XML_DECLARATION, repair_json, repair_xml
+from decoding.guard.results import Change, GuardResult, Violation
+from decoding.guard.validate import validate_json, validate_xml
 
 __all__ = ["guard_xml", "guard_json"]
 

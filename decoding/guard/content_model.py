@@ -1,6 +1,6 @@
 """Element content models as small automata over child-element names.
 
-A :class:`~decoding.dtd_model.Particle` compiles (Thompson construction) to an NFA
+A :class:`~decoding.frontends.xml.model.Particle` compiles (Thompson construction) to an NFA
 whose labels are element names; it is run as a lazily built DFA over frozensets of
 NFA states, so non-deterministic models (hibernate-mapping's repeated ``filter-def*``)
 are checked exactly and no input can cause backtracking blow-up.
@@ -11,7 +11,7 @@ survives; results are memoized per (state set, name).
 
 from __future__ import annotations
 
-from ..dtd_model import Particle
+from decoding.frontends.xml.model import Particle
 
 __all__ = ["ContentModel", "render_particle"]
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import re
 
-from .results import Fragment, line_col
+from decoding.guard.results import Fragment, line_col
 
 __all__ = ["extract_xml", "extract_json", "is_name_start", "is_name_char"]
 

@@ -33,11 +33,11 @@ from __future__ import annotations
 
 import json
 
-from ..dtd_model import DTD
-from .extract import (_EOF, _NAME_RUN, _NAME_START_ASCII, _NUM, STRICT_DECODER,
+from decoding.frontends.xml.model import DTD
+from decoding.guard.extract import (_EOF, _NAME_RUN, _NAME_START_ASCII, _NUM, STRICT_DECODER,
                       _json_string_end, _markup_end, _number_ok, _skip_ws, _start_tag)
-from .results import Change, Fragment, Repair
-from .validate import dtd_checker, validate_json, validate_xml
+from decoding.guard.results import Change, Fragment, Repair
+from decoding.guard.validate import dtd_checker, validate_json, validate_xml
 
 __all__ = ["repair_xml", "repair_json", "XML_DECLARATION"]
 
@@ -231,7 +231,7 @@ def repair_xml(source: str, fragment: Fragment, dtd: DTD, *, root: str | None = 
             continue
         if c in "!?":
             if s.startswith("<!DOCTYPE", lt) and not stack:
-                from .extract import _doctype_end
+                from decoding.guard.extract import _doctype_end
                 e = _doctype_end(s, lt, n)
             else:
                 e, _ = _markup_end(s, lt, n)

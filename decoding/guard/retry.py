@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from ..dtd_model import DTD
-from .check import guard_json, guard_xml
-from .results import GuardResult, Violation
+from decoding.frontends.xml.model import DTD
+from decoding.guard.check import guard_json, guard_xml
+from decoding.guard.results import GuardResult, Violation
 
 __all__ = ["guarded_call", "CallResult", "Attempt", "Clarification", "feedback_prompt"]
 

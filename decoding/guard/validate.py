@@ -25,10 +25,10 @@ import re
 import xml.parsers.expat as expat
 from typing import Any
 
-from ..dtd_model import DTD, AttributeDecl, ElementDecl
-from .content_model import ContentModel
-from .json_fast import compile_fast
-from .results import Violation, line_col
+from decoding.frontends.xml.model import DTD, AttributeDecl, ElementDecl
+from decoding.guard.content_model import ContentModel
+from decoding.guard.json_fast import compile_fast
+from decoding.guard.results import Violation, line_col
 
 __all__ = ["validate_xml", "validate_json", "DTDChecker", "dtd_checker",
            "json_validator", "checked_formats"]
@@ -80,12 +80,12 @@ def dtd_checker(dtd: DTD) -> DTDChecker:
 
 
 def _is_name(v: str) -> bool:
-    from .extract import is_name_char, is_name_start
+    from decoding.guard.extract import is_name_char, is_name_start
     return bool(v) and is_name_start(v[0]) and all(is_name_char(c) for c in v)
 
 
 def _is_nmtoken(v: str) -> bool:
-    from .extract import is_name_char
+    from decoding.guard.extract import is_name_char
     return bool(v) and all(is_name_char(c) for c in v)
 
 

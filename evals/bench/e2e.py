@@ -5,7 +5,7 @@
 Modes, interleaved prompt by prompt so that machine noise hits all of them alike:
 - free:        llama-cpp-python create_chat_completion, no constraint
 - processor:   the same call with GrammarLogitsProcessor (plain logits-processor mode)
-- driver-free: decoding.fastforward.generate_fast without a grammar (same sampling loop)
+- driver-free: decoding.runtime.fastforward.generate_fast without a grammar (same sampling loop)
 - fast-fwd:    generate_fast with the grammar and forced-token fast-forward
 Tokens/s is completion tokens over generation time (prompt evaluation excluded: streamed
 from the first token for the llama-cpp-python modes, measured by the driver otherwise).
@@ -23,7 +23,7 @@ from pathlib import Path
 from llama_cpp import LogitsProcessorList
 
 from decoding import GrammarLogitsProcessor, compile_ir, compile_json_schema
-from decoding.fastforward import generate_fast
+from decoding.runtime.fastforward import generate_fast
 from decoding.models import load_model
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,7 +48,7 @@ def tasks(n: int, seed: int = 0) -> list[tuple[str, str]]:
 
 
 def grammars(llm) -> dict:
-    from decoding.xml_grammar import grammar_from_spec
+    from decoding.frontends.xml.grammar import grammar_from_spec
 
     gs = {name: compile_json_schema(json.loads((ROOT / "grammars" / f"{name}.json").read_text()), llm)
           for name in ("get_weather", "search_product")}

@@ -111,7 +111,7 @@ class Ours(Engine):
 
     def setup(self, vocab: Vocab) -> None:
         from decoding import _native
-        from decoding.index import _trie, prepare
+        from decoding.backends.dfa.index import _trie, prepare
 
         self.vocab = vocab
         self._native = _native
@@ -119,12 +119,12 @@ class Ours(Engine):
         self.trie = _trie(vocab)
 
     def compile(self, schema: Any) -> Any:
-        from decoding.api import compile_json_schema
+        from decoding.compiler import compile_json_schema
 
         return compile_json_schema(schema, self.vocab)
 
     def walk(self, cg: Any, tokens: list[int], logits: np.ndarray, eos: int, rec: Samples) -> bool:
-        from decoding.matcher import Matcher
+        from decoding.runtime.matcher import Matcher
 
         apply = self._native.apply_mask
         m = Matcher(cg)

@@ -30,7 +30,7 @@ def pct(xs, q):
 
 
 def bench_compute(vocab: Vocab, n_instances: int) -> dict:
-    from decoding.schema import canonicalize
+    from decoding.frontends.jsonschema import canonicalize
 
     cases = []
     for name in ("get_weather", "search_product"):

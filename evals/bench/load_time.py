@@ -31,12 +31,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from decoding.artifact import load_artifact, read_artifact, write_artifact  # noqa: E402
-from decoding.cache import GrammarCache, compile_source  # noqa: E402
-from decoding.index import compile_grammar  # noqa: E402
-from decoding.matcher import Matcher  # noqa: E402
+from decoding.artifacts.format import load_artifact, read_artifact, write_artifact  # noqa: E402
+from decoding.artifacts.cache import GrammarCache, compile_source  # noqa: E402
+from decoding.backends.dfa.index import compile_grammar  # noqa: E402
+from decoding.runtime.matcher import Matcher  # noqa: E402
 from decoding.models import model_path  # noqa: E402
-from decoding.sources import build_grammar, load_manifest, read_source  # noqa: E402
+from decoding.frontends.sources import build_grammar, load_manifest, read_source  # noqa: E402
 from decoding.vocab import Vocab  # noqa: E402
 
 MB = 1 << 20
@@ -185,10 +185,10 @@ python -m decoding generate --grammar build/grammars/get_weather.gdc --prompt "W
 ```
 
 `compile` skips artifacts that are up to date (same canonical key) unless `--force`.
-At run time, `decoding.cache.load_or_compile(source, kind, tokenizer, **options)` looks a
+At run time, `decoding.artifacts.cache.load_or_compile(source, kind, tokenizer, **options)` looks a
 grammar up in an in-process LRU, then in the cache directory (`GUARDED_DECODING_CACHE`, else
 `$XDG_CACHE_HOME/guarded-decoding`, else `~/.cache/guarded-decoding`), and compiles (and
-stores) it only on a miss; `decoding.artifact.load_artifact(path, vocab)` loads one file.
+stores) it only on a miss; `decoding.artifacts.format.load_artifact(path, vocab)` loads one file.
 
 ## Format (version 1, pinned by `tests/test_artifact.py`)
 

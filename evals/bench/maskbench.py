@@ -15,7 +15,7 @@ over the sorted file names) each engine
    and the instance counts as accepted when the vocabulary's EOS token is allowed there;
 3. checks every invalid instance (untimed, fresh matcher): accepted = a false accept.
 
-Text forms: the instance is spelled (a) canonically, ``decoding.schema.canonicalize`` -
+Text forms: the instance is spelled (a) canonically, ``decoding.frontends.jsonschema.canonicalize`` -
 compact, keys in schema order, numbers and strings as our grammar generates them - and
 (b) as compact ``json.dumps`` in instance key order.  Every engine is configured for
 compact JSON (no optional whitespace) and gets the first form it accepts (checked
@@ -46,7 +46,7 @@ import numpy as np
 
 from decoding.vocab import Vocab
 
-from .engines import ENGINES, Engine, Samples, Unavailable, make_engine
+from evals.bench.engines import ENGINES, Engine, Samples, Unavailable, make_engine
 
 __all__ = ["main", "run", "select_schemas", "stats_us", "render_markdown"]
 
@@ -99,7 +99,7 @@ def select_schemas(split_dir: Path, limit: int | None) -> list[Path]:
 
 
 def _forms(schema: Any, data: Any) -> list[tuple[str, str]]:
-    from decoding.schema import canonicalize
+    from decoding.frontends.jsonschema import canonicalize
 
     out: list[tuple[str, str]] = []
     try:

@@ -18,13 +18,13 @@ from pathlib import Path
 
 import numpy as np
 
-from decoding.dtd import parse_dtd
-from decoding.index import compile_grammar
-from decoding.matcher import Matcher
-from decoding.schema import compile_schema
+from decoding.frontends.xml.dtd import parse_dtd
+from decoding.backends.dfa.index import compile_grammar
+from decoding.runtime.matcher import Matcher
+from decoding.frontends.jsonschema import compile_schema
 from decoding.testing import random_walk
 from decoding.vocab import Vocab
-from decoding.xml_grammar import dtd_grammar
+from decoding.frontends.xml.grammar import dtd_grammar
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT / ".." / "shared" / "corpora"
@@ -58,7 +58,7 @@ def main() -> None:
     ap.add_argument("--vocab", default="llama-bpe")
     a = ap.parse_args()
     v = Vocab.from_gguf(SHARED / "vocab" / f"ggml-vocab-{a.vocab}.gguf")
-    from decoding.index import prepare
+    from decoding.backends.dfa.index import prepare
     prepare(v)
     both = {"tool schema": compile_schema(TOOL).grammar,
             "free-form values (depth 2)": compile_schema(FREE, free_depth=2).grammar}

@@ -4,14 +4,14 @@
                                     [--split NAME ...] [--limit N] [--timeout S]
 
 Every instance is serialized into the canonical form the grammar generates (compact JSON,
-object keys in schema order; see decoding.schema.canonical) and tested with
+object keys in schema order; see decoding.frontends.jsonschema.canonical) and tested with
 the compiled grammar's byte-level ``accepts``.  Counts and per-schema statuses go to ratchet baselines under
 evals/baselines/; ``--update`` rewrites them, otherwise the run is compared with them and
 exits 1 on a regression (a schema that compiled no longer compiles, fewer valid
 instances accepted for a schema, or any invalid instance accepted).
 Compile time is schema -> IR -> ``compile_grammar`` for the llama-bpe vocabulary with
 ``backend="auto"``: the explicit byte DFA when it has at most MAX_STATES states, else the
-pushdown back-end (decoding.pushdown; same language, one small DFA per rule plus a stack).
+pushdown back-end (decoding.backends.pushdown.index; same language, one small DFA per rule plus a stack).
 Token masks are lazy (computed on first visit) in both, so they are not included.
 
 Mode: the runner measures the spec-faithful policy (``COMPILE_OPTIONS``:
@@ -38,8 +38,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from decoding.errors import DecodingError, LimitError, UnsatisfiableSchemaError
-from decoding.index import compile_grammar
-from decoding.schema import canonicalize, compile_schema
+from decoding.backends.dfa.index import compile_grammar
+from decoding.frontends.jsonschema import canonicalize, compile_schema
 from decoding.vocab import Vocab
 
 ROOT = Path(__file__).resolve().parents[2]

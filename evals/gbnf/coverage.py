@@ -1,12 +1,12 @@
 """GBNF coverage on JSONSchemaBench: our emitted GBNF vs llama.cpp's json_schema_to_grammar.
 
 For every schema of each split, both converters produce GBNF:
-  ours   compile_schema(schema).grammar -> decoding.gbnf_emit.to_gbnf
+  ours   compile_schema(schema).grammar -> decoding.backends.gbnf.emit.to_gbnf
   llama  llama_cpp.llama_grammar.json_schema_to_gbnf (what LlamaGrammar.from_json_schema uses)
 A schema counts as converted when the converter returns text *and* llama.cpp's parser
-accepts it (decoding.gbnf_check.check_gbnf).  Each test instance is then fed to
+accepts it (decoding.backends.gbnf.check.check_gbnf).  Each test instance is then fed to
 llama.cpp's grammar engine as Llama-3 BPE tokens of one serialization: the canonical form
-(decoding.schema.canonicalize: compact, keys in schema order), or compact json.dumps when
+(decoding.frontends.jsonschema.canonicalize: compact, keys in schema order), or compact json.dumps when
 canonicalization fails.  Instances of schemas that did not convert count as rejected.
 
 Run:  PYTHONPATH=. .venv/bin/python evals/gbnf/coverage.py --limit 40
@@ -25,9 +25,9 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from decoding.errors import DecodingError  # noqa: E402
-from decoding.gbnf_check import LlamaGrammarEngine  # noqa: E402
-from decoding.gbnf_emit import to_gbnf  # noqa: E402
-from decoding.schema import canonicalize, compile_schema  # noqa: E402
+from decoding.backends.gbnf.check import LlamaGrammarEngine  # noqa: E402
+from decoding.backends.gbnf.emit import to_gbnf  # noqa: E402
+from decoding.frontends.jsonschema import canonicalize, compile_schema  # noqa: E402
 
 BENCH = ROOT / ".." / "shared" / "corpora" / "jsonschemabench"
 SPLITS = ["Glaiveai2K", "Github_trivial", "Github_easy", "Kubernetes", "Snowplow"]

@@ -20,11 +20,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from decoding.dtd import parse_dtd  # noqa: E402
-from decoding.gbnf_adapter import generate_with_gbnf  # noqa: E402
+from decoding.frontends.xml.dtd import parse_dtd  # noqa: E402
+from decoding.runtime.llama_grammar import generate_with_gbnf  # noqa: E402
 from decoding.models import load_model  # noqa: E402
-from decoding.schema import compile_schema  # noqa: E402
-from decoding.xml_grammar import dtd_grammar  # noqa: E402
+from decoding.frontends.jsonschema import compile_schema  # noqa: E402
+from decoding.frontends.xml.grammar import dtd_grammar  # noqa: E402
 
 SCHEMA = {
     "type": "object",

@@ -24,7 +24,7 @@ from typing import Callable
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import make_corpus  # noqa: E402
 
-from decoding.dtd import parse_dtd  # noqa: E402
+from decoding.frontends.xml.dtd import parse_dtd  # noqa: E402
 from decoding.guard import extract_json, extract_xml, guard_json, guard_xml  # noqa: E402
 
 

@@ -8,8 +8,8 @@ import sys
 from datetime import date
 from pathlib import Path
 
-from .modes import MAIN_MODES, MODES
-from .run import run
+from evals.harness.modes import MAIN_MODES, MODES
+from evals.harness.run import run
 
 QUICK_MODES = ("free", "automaton", "fastforward", "gbnf")
 
@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.cmd == "report":
         import json
 
-        from .report import write_report
+        from evals.harness.report import write_report
         d = Path(a.dir)
         write_report(json.loads((d / "results.json").read_text(encoding="utf-8")), d)
         print(f"wrote {d / 'results.md'}, {d / 'rates.png'}, {d / 'speed.png'}")

@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any, Callable
 from xml.etree import ElementTree as ET
 
-from decoding.dtd import parse_dtd
+from decoding.frontends.xml.dtd import parse_dtd
 from decoding.ir import Grammar
-from decoding.schema import compile_schema
-from decoding.xml_grammar import dtd_grammar, grammar_from_spec
-from decoding.xml_text import escape_text
+from decoding.frontends.jsonschema import compile_schema
+from decoding.frontends.xml.grammar import dtd_grammar, grammar_from_spec
+from decoding.frontends.xml.text import escape_text
 
 __all__ = ["Family", "FAMILY", "ROOT", "TOOL_ROUTING_SCHEMA"]
 

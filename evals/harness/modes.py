@@ -6,12 +6,12 @@ Modes
   and one few-shot example in the prompt; no mask.
 - ``automaton``: the free prompt, masked by :class:`decoding.GrammarLogitsProcessor`.
 - ``fastforward``: the free prompt, same automaton, through the project's own driver
-  (:func:`decoding.fastforward.generate_fast`): forced bytes are appended in one batched
+  (:func:`decoding.runtime.fastforward.generate_fast`): forced bytes are appended in one batched
   eval and budget-aware closing keeps the output completable within ``max_tokens``.  The
   driver evaluates the whole prompt each call (no prefix reuse), so its TTFT is not
   comparable with the other modes; its tokens/s is.
 - ``gbnf``: the free prompt, masked by llama.cpp's own grammar sampler running the GBNF
-  that :func:`decoding.gbnf_emit.to_gbnf` emits (``decoding.gbnf_adapter``).
+  that :func:`decoding.backends.gbnf.emit.to_gbnf` emits (``decoding.runtime.llama_grammar``).
 - ``llguidance``, ``outlines``: peer engines as logits processors in the same
   ``create_completion`` call (``evals.harness.peers``); a peer whose package is missing,
   or a family a peer cannot express (outlines: XML), is reported with the reason.
@@ -40,14 +40,14 @@ import llama_cpp
 from llama_cpp import LogitsProcessorList
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-from decoding.api import as_vocab, compile_ir
-from decoding.fastforward import generate_fast
-from decoding.gbnf_adapter import to_llama_grammar
-from decoding.processor import GrammarLogitsProcessor
+from decoding.compiler import as_vocab, compile_ir
+from decoding.runtime.fastforward import generate_fast
+from decoding.runtime.llama_grammar import to_llama_grammar
+from decoding.runtime.processor import GrammarLogitsProcessor
 
-from .families import Family
-from .peers import LLGuidancePeer, OutlinesPeer, outlines_unsupported, peer_available
-from .tasks import Task, example_task
+from evals.harness.families import Family
+from evals.harness.peers import LLGuidancePeer, OutlinesPeer, outlines_unsupported, peer_available
+from evals.harness.tasks import Task, example_task
 
 __all__ = ["MODES", "MAIN_MODES", "PEER_MODES", "Runner", "Output", "peer_status", "family_status"]
 

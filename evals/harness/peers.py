@@ -7,7 +7,7 @@ mode (same prompt, same greedy sampling, same prefix caching), so only the mask 
   model's llama.cpp vocabulary (``llguidance.llamacpp.lltokenizer_from_vocab``, end tokens =
   the model's end-of-generation ids).  JSON families: ``LLMatcher.grammar_from_json_schema``
   of the family's schema.  XML families: the project's GBNF of the family grammar
-  (``decoding.gbnf_emit.to_gbnf``) converted by llguidance's own ``gbnf_to_lark`` (with one
+  (``decoding.backends.gbnf.emit.to_gbnf``) converted by llguidance's own ``gbnf_to_lark`` (with one
   escape fixed, see :meth:`LLGuidancePeer.grammar`).
 - ``outlines``: outlines' llama.cpp model (``outlines.from_llamacpp`` wrapping the loaded
   ``Llama``) and its default JSON-schema backend (``outlines_core``).  JSON families only:
@@ -20,7 +20,7 @@ Invariants
   compile time (like ``as_vocab`` for the automaton); the per-family grammar compile is.
 - A processor object serves one generation at a time: the harness resets it before each.
 - The llguidance processor advances on ``input_ids[-1]`` exactly like
-  :class:`decoding.processor.GrammarLogitsProcessor`; a matcher error is recorded, only
+  :class:`decoding.runtime.processor.GrammarLogitsProcessor`; a matcher error is recorded, only
   end-of-generation tokens are allowed from then on, and :meth:`raise_if_failed` re-raises.
 """
 
@@ -35,11 +35,11 @@ from typing import Any
 import numpy as np
 
 from decoding import _native
-from decoding.api import as_vocab
+from decoding.compiler import as_vocab
 from decoding.errors import ProcessorError
-from decoding.gbnf_emit import to_gbnf
+from decoding.backends.gbnf.emit import to_gbnf
 
-from .families import Family
+from evals.harness.families import Family
 
 __all__ = ["peer_available", "outlines_unsupported", "LLGuidancePeer", "OutlinesPeer", "LLGuidanceProcessor"]
 

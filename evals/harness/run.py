@@ -21,10 +21,10 @@ from typing import Iterable
 
 from tqdm import tqdm
 
-from .families import FAMILY
-from .metrics import check_output, wilson
-from .modes import MAIN_MODES, MODES, PEER_MODES, Runner, family_status, peer_status
-from .tasks import FAMILIES, generate_tasks
+from evals.harness.families import FAMILY
+from evals.harness.metrics import check_output, wilson
+from evals.harness.modes import MAIN_MODES, MODES, PEER_MODES, Runner, family_status, peer_status
+from evals.harness.tasks import FAMILIES, generate_tasks
 
 __all__ = ["run", "aggregate", "RATE_KEYS"]
 
@@ -161,7 +161,7 @@ def run(*, models: list[str], modes: list[str], per_family: int | dict[str, int]
         with open(out_dir / "records.jsonl", "w", encoding="utf-8") as fh:
             for r in records:
                 fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-        from .report import write_report
+        from evals.harness.report import write_report
         write_report(result, out_dir)
     result["records"] = records
     return result

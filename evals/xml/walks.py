@@ -24,9 +24,9 @@ import lxml.etree as ET
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from decoding.automaton import compile_dfa  # noqa: E402
-from decoding.dtd import parse_dtd  # noqa: E402
-from decoding.xml_grammar import dtd_grammar  # noqa: E402
+from decoding.backends.dfa.automaton import compile_dfa  # noqa: E402
+from decoding.frontends.xml.dtd import parse_dtd  # noqa: E402
+from decoding.frontends.xml.grammar import dtd_grammar  # noqa: E402
 from tests.xml_helpers import DTD_DIR, random_walk_bytes  # noqa: E402
 
 HIBERNATE_PROFILE = ["hibernate-mapping", "class", "id", "generator", "param", "property",
@@ -52,7 +52,7 @@ def run(name: str, n: int, seed: int) -> None:
     if name in TOKEN_LEVEL:
         import numpy as np
 
-        from decoding.index import compile_grammar
+        from decoding.backends.dfa.index import compile_grammar
         from decoding.testing import random_walk
         from decoding.vocab import Vocab
         vocab = Vocab.from_gguf(DTD_DIR.parent / "vocab" / "ggml-vocab-llama-bpe.gguf")

@@ -1,0 +1,437 @@
+"""Versioned binary artifact of a :class:`~decoding.backends.dfa.index.CompiledGrammar` (build time -> run time).
+
+Layout (all integers little-endian)::
+
+    0   8   magic  b"\\x89GDA\\r\\n\\x1a\\n"
+    8   4   u32    format version (FORMAT_VERSION)
+    12  4   u32    header length H (UTF-8 JSON)
+    16  8   u64    body length B (bytes 0..B; the checksum follows)
+    24  H   header JSON: key, tokenizer fingerprint, front-end options, depth bound, sizes,
+            and the offset/dtype/shape of every section
+    ... sections, each 64-byte aligned: DFA (byte_class, trans dense or CSR, accepting),
+            token index (state -> mask id; masks dense, or as sorted token-id lists of the
+            allowed or of the disallowed tokens, whichever is smallest), budget tables
+    B   32  sha256 of bytes 0..B
+
+Invariants
+- :func:`read_artifact` checks size, magic, version and checksum *before* trusting any
+  byte, then checks every section's bounds and every value range (states, mask ids, token
+  ids sorted and in range, padding bits clear); any failure raises
+  :class:`~decoding.errors.ArtifactError` naming the file and the reason.  A loaded
+  artifact therefore yields exactly the masks that were written, or nothing.
+- :func:`load_artifact` also requires the tokenizer fingerprint to match the vocabulary.
+- Loading reads the file in one go; dense sections are zero-copy views of that buffer;
+  sparse masks are expanded on first use into a bounded LRU (``mask_cache`` masks).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import struct
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from decoding.backends.dfa.automaton import DFA, state_dtype
+from decoding.errors import ArtifactError
+from decoding.backends.dfa.index import CompiledGrammar
+from decoding.vocab import Vocab
+
+__all__ = ["FORMAT_VERSION", "MAGIC", "ARTIFACT_SUFFIX", "ArtifactData", "artifact_bytes", "write_artifact",
+           "read_artifact", "read_header", "load_artifact", "DEFAULT_MASK_CACHE"]
+
+FORMAT_VERSION = 1
+MAGIC = b"\x89GDA\r\n\x1a\n"
+ARTIFACT_SUFFIX = ".gdc"
+DEFAULT_MASK_CACHE = 32
+_PRE = struct.Struct("<8sIIQ")
+_ALIGN = 64
+_SUM = 32
+_DENSE, _POS, _NEG = 0, 1, 2
+_DTYPES = {"|u1", "<u2", "<u4", "<i4", "<u8"}
+_GENERATOR = "guarded-decoding"
+
+
+@dataclass(frozen=True)
+class ArtifactData:
+    """A verified artifact: its header and its sections (read-only arrays)."""
+    header: dict
+    arrays: dict
+    size: int
+    path: str
+
+
+# ----------------------------------------------------------------------------- writing
+
+def _encode_masks(cg: CompiledGrammar) -> tuple[dict, dict]:
+    n_tokens, n_words = cg.vocab.n_tokens, cg.n_words
+    id_dtype = np.dtype("<u2") if n_tokens <= 1 << 16 else np.dtype("<u4")
+    kinds, starts, ends, dense, ids = [], [], [], [], []
+    n_ids = 0
+    for mid in range(len(cg._masks)):
+        m = np.asarray(cg._masks[mid], dtype=np.uint32)
+        bits = np.unpackbits(m.view(np.uint8), bitorder="little")[:n_tokens]
+        on = np.flatnonzero(bits)
+        dense_cost, pos_cost, neg_cost = 4 * n_words, id_dtype.itemsize * len(on), id_dtype.itemsize * (n_tokens - len(on))
+        if dense_cost <= min(pos_cost, neg_cost):
+            kinds.append(_DENSE)
+            starts.append(len(dense))
+            ends.append(len(dense) + 1)
+            dense.append(m)
+            continue
+        sel = on if pos_cost <= neg_cost else np.flatnonzero(bits == 0)
+        kinds.append(_POS if pos_cost <= neg_cost else _NEG)
+        starts.append(n_ids)
+        n_ids += len(sel)
+        ends.append(n_ids)
+        ids.append(sel.astype(id_dtype))
+    arrays = {
+        "mask_kind": np.array(kinds, dtype="<u1"),
+        "mask_start": np.array(starts, dtype="<u4"),
+        "mask_end": np.array(ends, dtype="<u4"),
+        "dense_masks": (np.stack(dense) if dense else np.zeros((0, n_words), dtype=np.uint32)).astype("<u4"),
+        "mask_ids": np.concatenate(ids) if ids else np.zeros(0, dtype=id_dtype),
+    }
+    info = {"n_masks": len(kinds), "n_dense": len(dense), "n_sparse": len(kinds) - len(dense),
+            "id_dtype": id_dtype.str}
+    return arrays, info
+
+
+def _encode_trans(trans: np.ndarray) -> tuple[dict, str]:
+    t = np.ascontiguousarray(trans, dtype="<i4")
+    rows, cols = np.nonzero(t >= 0)
+    csr_bytes = 4 * (t.shape[0] + 1) + 2 * len(rows) + 4 * len(rows)
+    if csr_bytes >= t.nbytes:
+        return {"trans": t}, "dense"
+    ptr = np.zeros(t.shape[0] + 1, dtype="<u4")
+    np.cumsum(np.bincount(rows, minlength=t.shape[0]), out=ptr[1:])
+    return {"trans_ptr": ptr, "trans_col": cols.astype("<u2"), "trans_next": t[rows, cols].astype("<i4")}, "csr"
+
+
+def artifact_bytes(cg: CompiledGrammar, *, name: str = "", kind: str = "", options: dict | None = None,
+                   source: dict | None = None, budget: bool = True) -> bytes:
+    """Serialize ``cg`` (its masks are computed first if needed).  ``source`` (name, kind,
+    text, options) is stored for ``gbnf``/validation; ``budget`` stores the budget tables."""
+    if not isinstance(cg, CompiledGrammar):
+        raise ArtifactError("pushdown grammars (too large for one explicit automaton) are compiled "
+                            "at run time and cannot be written as artifacts; compile with "
+                            "backend='dfa' and a smaller grammar to precompile")
+    if not cg.grammar_key:
+        raise ArtifactError("cannot write an artifact for a grammar without a grammar key "
+                            "(compile it through decoding.artifacts.cache or decoding.ir.key)")
+    cg.precompute()
+    d = cg.dfa
+    arrays: dict[str, np.ndarray] = {"byte_class": np.ascontiguousarray(d.byte_class, dtype="<u2"),
+                                     "accepting": np.ascontiguousarray(d.accepting, dtype="<u1"),
+                                     "state_mask": np.ascontiguousarray(cg._state_mask, dtype="<i4")}
+    tr, trans_form = _encode_trans(d.trans)
+    arrays.update(tr)
+    marr, minfo = _encode_masks(cg)
+    arrays.update(marr)
+    if budget:
+        from decoding.runtime.budget import min_tokens
+
+        mt = min_tokens(cg)
+        arrays["min_tokens"] = np.ascontiguousarray(mt, dtype="<i4")
+        arrays["worst_successor"] = np.ascontiguousarray(cg.meta["_worst_successor"], dtype="<i4")
+    meta = {k: v for k, v in cg.meta.items() if not k.startswith("_")}
+    header = {
+        "format_version": FORMAT_VERSION,
+        "generator": _GENERATOR,
+        "grammar_key": cg.grammar_key,
+        "grammar_digest": meta.pop("grammar_digest", ""),
+        "name": name,
+        "kind": kind,
+        "options": options or {},
+        "max_depth": meta.pop("max_depth", None),
+        "meta": meta,
+        "source": source or {},
+        "vocab": {"fingerprint": cg.vocab.fingerprint, "name": cg.vocab.name,
+                  "n_tokens": cg.vocab.n_tokens, "n_words": cg.n_words},
+        "dfa": {"n_states": d.n_states, "n_classes": d.n_classes, "specials": list(d.specials),
+                "special_token_ids": [int(t) for t in cg.special_token_ids], "trans": trans_form,
+                "width": int(d.trans.shape[1])},
+        "index": minfo,
+        "sections": {},
+    }
+    # Offsets depend on the header length, which depends on the offsets: iterate to a fixpoint.
+    hlen = 0
+    for _ in range(8):
+        off = _align(_PRE.size + hlen)
+        secs = {}
+        for key, a in arrays.items():
+            secs[key] = {"dtype": a.dtype.str, "shape": list(a.shape), "offset": off, "nbytes": int(a.nbytes)}
+            off = _align(off + a.nbytes)
+        header["sections"] = secs
+        hb = json.dumps(header, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+        if len(hb) == hlen:
+            break
+        hlen = len(hb)
+    else:  # pragma: no cover - the header length converges in two rounds
+        raise ArtifactError("artifact header did not converge")
+    body_len = off
+    buf = bytearray(body_len + _SUM)
+    _PRE.pack_into(buf, 0, MAGIC, FORMAT_VERSION, hlen, body_len)
+    buf[_PRE.size:_PRE.size + hlen] = hb
+    for key, a in arrays.items():
+        o = secs[key]["offset"]
+        buf[o:o + a.nbytes] = a.tobytes()
+    buf[body_len:] = hashlib.sha256(memoryview(buf)[:body_len]).digest()
+    return bytes(buf)
+
+
+def write_artifact(cg: CompiledGrammar, path: str | os.PathLike, **kw: Any) -> int:
+    """Write the artifact of ``cg`` to ``path`` atomically; returns its size in bytes."""
+    data = artifact_bytes(cg, **kw)
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, p)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return len(data)
+
+
+def _align(n: int) -> int:
+    return (n + _ALIGN - 1) // _ALIGN * _ALIGN
+
+
+# ----------------------------------------------------------------------------- reading
+
+def _fail(where: str, reason: str) -> ArtifactError:
+    return ArtifactError(f"{where}: {reason}")
+
+
+def _prelude(buf: bytes | memoryview, where: str) -> tuple[int, int, int]:
+    if len(buf) < _PRE.size:
+        raise _fail(where, f"truncated artifact ({len(buf)} bytes, shorter than the {_PRE.size}-byte prelude)")
+    magic, version, hlen, body_len = _PRE.unpack_from(buf, 0)
+    if magic != MAGIC:
+        raise _fail(where, "not a guarded-decoding artifact (bad magic bytes)")
+    if version != FORMAT_VERSION:
+        raise _fail(where, f"artifact format version {version}, but this build reads version "
+                           f"{FORMAT_VERSION}; recompile it (python -m decoding compile ...)")
+    return version, hlen, body_len
+
+
+def read_header(path: str | os.PathLike) -> dict:
+    """The header of an artifact, reading only its first bytes (no checksum check: use it
+    to decide whether an artifact is up to date, never to load masks)."""
+    where = os.fspath(path)
+    try:
+        with open(path, "rb") as fh:
+            pre = fh.read(_PRE.size)
+            _, hlen, _ = _prelude(pre, where)
+            hb = fh.read(hlen)
+    except OSError as e:
+        raise _fail(where, f"cannot read artifact: {e.strerror or e}") from None
+    if len(hb) != hlen:
+        raise _fail(where, "truncated artifact (header cut short)")
+    try:
+        return json.loads(hb)
+    except ValueError:
+        raise _fail(where, "corrupt artifact header (not JSON)") from None
+
+
+def read_artifact(source: str | os.PathLike | bytes) -> ArtifactData:
+    """Read and fully verify an artifact (a path, or its bytes) in one go."""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        buf, where = bytes(source), "<artifact bytes>"
+    else:
+        where = os.fspath(source)
+        try:
+            with open(source, "rb") as fh:
+                buf = fh.read()
+        except OSError as e:
+            raise _fail(where, f"cannot read artifact: {e.strerror or e}") from None
+    _, hlen, body_len = _prelude(buf, where)
+    if len(buf) != body_len + _SUM:
+        what = "truncated" if len(buf) < body_len + _SUM else "has trailing bytes"
+        raise _fail(where, f"artifact {what} or its length field is corrupt ({len(buf)} bytes, "
+                           f"the prelude says {body_len + _SUM})")
+    mv = memoryview(buf)
+    if hashlib.sha256(mv[:body_len]).digest() != buf[body_len:]:
+        raise _fail(where, "corrupt artifact (sha256 checksum mismatch)")
+    if _PRE.size + hlen > body_len:
+        raise _fail(where, "corrupt artifact (header longer than the body)")
+    try:
+        header = json.loads(mv[_PRE.size:_PRE.size + hlen].tobytes())
+        secs = header["sections"]
+    except (ValueError, KeyError, TypeError):
+        raise _fail(where, "corrupt artifact header") from None
+    arrays: dict[str, np.ndarray] = {}
+    for key, s in secs.items():
+        try:
+            dt, shape, off, nb = s["dtype"], tuple(int(x) for x in s["shape"]), int(s["offset"]), int(s["nbytes"])
+        except (KeyError, TypeError, ValueError):
+            raise _fail(where, f"corrupt section table entry {key!r}") from None
+        if dt not in _DTYPES or any(x < 0 for x in shape):
+            raise _fail(where, f"section {key!r} has an unsupported dtype or shape")
+        dtype = np.dtype(dt)
+        if int(np.prod(shape, dtype=np.int64)) * dtype.itemsize != nb or off < _PRE.size + hlen or off + nb > body_len:
+            raise _fail(where, f"section {key!r} is out of bounds")
+        a = np.frombuffer(buf, dtype=dtype, count=nb // dtype.itemsize, offset=off).reshape(shape)
+        if not dtype.isnative:
+            a = a.astype(dtype.newbyteorder("="))
+            a.setflags(write=False)
+        arrays[key] = a
+    return ArtifactData(header, arrays, len(buf), where)
+
+
+class _StoredMasks:
+    """The distinct masks of an artifact, indexed by mask id.
+
+    Dense masks are zero-copy views of the artifact buffer; sparse ones (sorted ids of the
+    allowed, or of the disallowed, tokens) are expanded on first use and kept in an LRU of
+    at most ``capacity`` masks.  Returned arrays are read-only and stay valid after eviction.
+    """
+
+    __slots__ = ("kind", "start", "end", "dense", "ids", "n_tokens", "n_words", "capacity", "_lru", "_lock")
+
+    def __init__(self, a: dict, n_tokens: int, n_words: int, capacity: int) -> None:
+        self.kind, self.start, self.end = a["mask_kind"], a["mask_start"], a["mask_end"]
+        self.dense, self.ids = a["dense_masks"], a["mask_ids"]
+        self.n_tokens, self.n_words = n_tokens, n_words
+        self.capacity = max(1, int(capacity))
+        self._lru: OrderedDict[int, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+    def __getitem__(self, mid: Any) -> np.ndarray:
+        mid = int(mid)
+        k = self.kind[mid]
+        if k == _DENSE:
+            return self.dense[self.start[mid]]
+        with self._lock:
+            m = self._lru.get(mid)
+            if m is not None:
+                self._lru.move_to_end(mid)
+                return m
+        sel = self.ids[self.start[mid]:self.end[mid]]
+        bits = np.zeros(self.n_words * 32, dtype=np.uint8)
+        if k == _POS:
+            bits[sel] = 1
+        else:
+            bits[:self.n_tokens] = 1
+            bits[sel] = 0
+        m = np.packbits(bits, bitorder="little").view("<u4").astype(np.uint32, copy=False)
+        m.setflags(write=False)
+        with self._lock:
+            self._lru[mid] = m
+            while len(self._lru) > self.capacity:
+                self._lru.popitem(last=False)
+        return m
+
+    def expanded_bytes(self) -> int:
+        return sum(m.nbytes for m in self._lru.values())
+
+
+def _validate(data: ArtifactData) -> None:
+    """Value-range checks that make a checksummed artifact safe to use."""
+    h, a, where = data.header, data.arrays, data.path
+    try:
+        n, C, width = int(h["dfa"]["n_states"]), int(h["dfa"]["n_classes"]), int(h["dfa"]["width"])
+        specials, sids = list(h["dfa"]["specials"]), [int(x) for x in h["dfa"]["special_token_ids"]]
+        n_tokens, n_words = int(h["vocab"]["n_tokens"]), int(h["vocab"]["n_words"])
+        form = h["dfa"]["trans"]
+        nm = int(h["index"]["n_masks"])
+    except (KeyError, TypeError, ValueError):
+        raise _fail(where, "artifact header lacks automaton or index sizes") from None
+    need = ["byte_class", "accepting", "state_mask", "mask_kind", "mask_start", "mask_end", "dense_masks", "mask_ids"]
+    need += ["trans"] if form == "dense" else ["trans_ptr", "trans_col", "trans_next"]
+    for key in need:
+        if key not in a:
+            raise _fail(where, f"artifact lacks section {key!r}")
+
+    def check(ok: bool, reason: str) -> None:
+        if not ok:
+            raise _fail(where, f"inconsistent artifact: {reason}")
+
+    check(n >= 1 and 1 <= C <= 256 and width == C + len(specials) == len(sids) + C, "automaton sizes")
+    check(n_words == (n_tokens + 31) // 32 and all(0 <= t < n_tokens for t in sids), "vocabulary sizes")
+    bc = a["byte_class"]
+    check(bc.shape == (256,) and int(bc.max()) < C, "byte classes")
+    check(a["accepting"].shape == (n,) and int(a["accepting"].max(initial=0)) <= 1, "accepting flags")
+    sm = a["state_mask"]
+    check(sm.shape == (n,) and int(sm.min()) >= 0 and int(sm.max()) < nm, "state -> mask ids")
+    kind, st, en, dense, ids = a["mask_kind"], a["mask_start"], a["mask_end"], a["dense_masks"], a["mask_ids"]
+    check(kind.shape == st.shape == en.shape == (nm,) and int(kind.max(initial=0)) <= _NEG, "mask table")
+    check(dense.ndim == 2 and dense.shape[1] == n_words, "dense mask width")
+    isd = kind == _DENSE
+    check(bool(np.all(st[isd] < dense.shape[0])) and bool(np.all(en[isd] == st[isd] + 1)), "dense mask rows")
+    sp = ~isd
+    check(bool(np.all(st[sp] <= en[sp])) and bool(np.all(en[sp] <= len(ids))), "sparse mask ranges")
+    if len(ids):
+        check(int(ids.max()) < n_tokens, "token id out of range")
+        inc = np.diff(ids.astype(np.int64)) > 0
+        starts = st[sp][(st[sp] > 0) & (st[sp] < en[sp])].astype(np.int64)
+        inc[starts[starts <= len(inc)] - 1] = True  # segment boundaries need not increase
+        check(bool(inc.all()), "sparse token ids not strictly increasing")
+    if n_tokens % 32 and dense.shape[0]:
+        check(not np.any(dense[:, -1] >> np.uint32(n_tokens % 32)), "padding bits set")
+    if form == "dense":
+        t = a["trans"]
+        check(t.shape == (n, width), "transition table shape")
+    else:
+        ptr, col, nxt = a["trans_ptr"], a["trans_col"], a["trans_next"]
+        check(ptr.shape == (n + 1,) and int(ptr[0]) == 0 and int(ptr[-1]) == len(col) == len(nxt)
+              and bool(np.all(np.diff(ptr.astype(np.int64)) >= 0)), "sparse transition rows")
+        check(len(col) == 0 or int(col.max()) < width, "sparse transition columns")
+        t = nxt
+    check(t.size == 0 or (int(t.min()) >= -1 and int(t.max()) < n), "transition to a missing state")
+    for key in ("min_tokens", "worst_successor"):
+        if key in a:
+            check(a[key].shape == (n,), f"{key} table shape")
+
+
+def load_artifact(source: str | os.PathLike | bytes | ArtifactData, vocab: Vocab, *,
+                  expect_key: str | None = None, mask_cache: int = DEFAULT_MASK_CACHE) -> CompiledGrammar:
+    """A ready :class:`CompiledGrammar` from an artifact, for ``vocab`` (no recompilation).
+
+    Raises :class:`ArtifactError` if the artifact is corrupt, truncated, of another format
+    version, for another tokenizer, or (with ``expect_key``) for another grammar."""
+    data = source if isinstance(source, ArtifactData) else read_artifact(source)
+    h, a, where = data.header, data.arrays, data.path
+    _validate(data)
+    fp = h["vocab"]["fingerprint"]
+    if fp != vocab.fingerprint:
+        raise _fail(where, f"built for tokenizer {h['vocab'].get('name') or '?'} (fingerprint {fp}), "
+                           f"not for {vocab.name or 'this tokenizer'} (fingerprint {vocab.fingerprint}); "
+                           "recompile it for this model")
+    if int(h["vocab"]["n_tokens"]) != vocab.n_tokens:  # pragma: no cover - implied by the fingerprint
+        raise _fail(where, "vocabulary size differs")
+    if expect_key is not None and h.get("grammar_key") != expect_key:
+        raise _fail(where, f"holds grammar {h.get('grammar_key')}, expected {expect_key}")
+    d = h["dfa"]
+    n, width = int(d["n_states"]), int(d["width"])
+    if d["trans"] == "dense":
+        trans = a["trans"]
+    else:
+        ptr = a["trans_ptr"].astype(np.intp)
+        rows = np.repeat(np.arange(n, dtype=np.intp), np.diff(ptr))
+        trans = np.full((n, width), -1, dtype=state_dtype(n))
+        trans[rows, a["trans_col"].astype(np.intp)] = a["trans_next"]
+        trans.setflags(write=False)
+    dfa = DFA(a["byte_class"], trans, a["accepting"].view(np.bool_), tuple(d["specials"]), int(d["n_classes"]))
+    meta = dict(h.get("meta") or {})
+    meta.update(name=h.get("name", ""), kind=h.get("kind", ""), options=h.get("options", {}),
+                max_depth=h.get("max_depth"), grammar_digest=h.get("grammar_digest", ""),
+                artifact=where, artifact_bytes=data.size)
+    if "min_tokens" in a:
+        meta["_min_tokens"] = a["min_tokens"]
+        meta["_worst_successor"] = a["worst_successor"]
+    masks = _StoredMasks(a, vocab.n_tokens, vocab.n_words, mask_cache)
+    return CompiledGrammar.from_precomputed(dfa, vocab, tuple(d["special_token_ids"]), a["state_mask"], masks,
+                                            grammar_key=h["grammar_key"], meta=meta)

@@ -1,0 +1,1 @@
+"""Back-ends: compiled grammars for one tokenizer behind one contract (:mod:`decoding.backends.contract`)."""

@@ -1,0 +1,589 @@
+"""Byte-level DFA compiled from the grammar IR.
+
+Pipeline: IR -> Thompson NFA (refs inlined, recursion unrolled to ``max_depth``)
+-> subset construction over byte equivalence classes -> Moore minimisation -> pruning.
+
+Invariants of a :class:`DFA`
+- state 0 is the start state; ``-1`` in ``trans`` means "no transition" (dead);
+- every state is reachable from the start and can reach an accepting state, so a
+  walk that only follows existing transitions never gets stuck before acceptance;
+- columns ``0..n_classes-1`` of ``trans`` are byte classes (``byte_class[b]`` maps a
+  byte to its class); columns ``n_classes + k`` are the special symbols ``specials[k]``;
+- arrays are read-only; the object is immutable and picklable;
+- ``trans`` is int16 when there are fewer than 32,767 states, else int32.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+
+from decoding.errors import GrammarError, LimitError
+from decoding.ir import ByteSet, Choice, Grammar, Lit, Node, Ref, Repeat, Seq, Special, map_leaves
+
+__all__ = ["DFA", "NFAMatcher", "compile_dfa", "state_dtype", "estimate_size", "node_size",
+           "DEFAULT_MAX_STATES"]
+
+DEFAULT_MAX_STATES = 200_000
+_DEFAULT_MAX_NFA = 2_000_000
+
+
+@dataclass(frozen=True, eq=False)
+class DFA:
+    byte_class: np.ndarray  # uint16[256]
+    trans: np.ndarray  # int32[n_states, n_classes + len(specials)]
+    accepting: np.ndarray  # bool[n_states]
+    specials: tuple[str, ...]
+    n_classes: int
+
+    @property
+    def n_states(self) -> int:
+        return int(self.trans.shape[0])
+
+    def step(self, state: int, byte: int) -> int:
+        return int(self.trans[state, self.byte_class[byte]])
+
+    def step_special(self, state: int, k: int) -> int:
+        return int(self.trans[state, self.n_classes + k])
+
+    def run(self, data: bytes, state: int = 0) -> int:
+        """State after consuming ``data`` from ``state``, or -1 if rejected on the way."""
+        trans, bc = self.trans, self.byte_class
+        for b in data:
+            state = int(trans[state, bc[b]])
+            if state < 0:
+                return -1
+        return state
+
+    def accepts(self, data: bytes) -> bool:
+        s = self.run(data)
+        return s >= 0 and bool(self.accepting[s])
+
+    def full_table(self) -> np.ndarray:
+        """int32[n_states, 256] transition table over raw bytes (for the native trie walk)."""
+        return np.ascontiguousarray(self.trans[:, self.byte_class.astype(np.intp)], dtype=np.int32)
+
+    def prune(self, usable_bytes: Sequence[bool] | None = None) -> "DFA":
+        """Drop states that cannot reach acceptance using only ``usable_bytes`` (default all)
+        and specials, then drop unreachable states.  Raises if the start state dies."""
+        return _prune(self, usable_bytes)
+
+    def min_steps_to_accept(self) -> np.ndarray:
+        """int32[n_states]: fewest transitions from each state to an accepting state."""
+        n = self.n_states
+        dist = np.full(n, -1, dtype=np.int32)
+        rev = _reverse_edges(self.trans)
+        frontier = list(np.nonzero(self.accepting)[0])
+        for s in frontier:
+            dist[s] = 0
+        d = 0
+        while frontier:
+            d += 1
+            nxt = []
+            for t in frontier:
+                for s in rev[t]:
+                    if dist[s] < 0:
+                        dist[s] = d
+                        nxt.append(s)
+            frontier = nxt
+        return dist
+
+
+# ----------------------------------------------------------------------------- NFA
+
+class _NFA:
+    __slots__ = ("eps", "edges", "spec", "max_states", "grammar", "special_ids", "depth")
+
+    def __init__(self, grammar: Grammar, special_ids: dict[str, int], max_states: int) -> None:
+        self.eps: list[list[int]] = []
+        self.edges: list[list[tuple[int, int, int]]] = []  # (lo, hi, target)
+        self.spec: list[list[tuple[int, int]]] = []  # (special index, target)
+        self.max_states = max_states
+        self.grammar = grammar
+        self.special_ids = special_ids
+        self.depth: dict[str, int] = {}
+
+    def new(self) -> int:
+        self.eps.append([])
+        self.edges.append([])
+        self.spec.append([])
+        n = len(self.eps)
+        if n > self.max_states:
+            raise LimitError(f"grammar expands to more than {self.max_states} NFA states; "
+                             "lower the recursion depth or bounded repetitions")
+        return n - 1
+
+    def build_sep_loop(self, x: Node, sep: tuple[Node, ...], s: int) -> int | None:
+        """``x (sep x)*`` with one copy of ``x``: a fresh entry state ``a`` (only ``s`` and
+        the back edge lead into it, so entering it always starts ``x`` afresh), ``x`` from
+        ``a`` to ``e``, ``sep`` from ``e`` to ``e2`` and an epsilon edge ``e2 -> a``; the
+        list ends at ``e``.  Same language as the two-copy construction."""
+        a = self.new()
+        self.eps[s].append(a)
+        e = self.build(x, a)
+        if e is None:
+            return None
+        e2 = e
+        for it in sep:
+            e2 = self.build(it, e2)
+            if e2 is None:
+                return e  # the separator is empty-language: just one x
+        self.eps[e2].append(a)
+        return e
+
+    def build(self, node: Node, s: int) -> int | None:
+        """Add ``node`` starting at state ``s``; return its end state, or None if empty language."""
+        if isinstance(node, Lit):
+            for b in node.data:
+                t = self.new()
+                self.edges[s].append((b, b, t))
+                s = t
+            return s
+        if isinstance(node, ByteSet):
+            if not node.ranges:
+                return None
+            t = self.new()
+            for lo, hi in node.ranges:
+                self.edges[s].append((lo, hi, t))
+            return t
+        if isinstance(node, Seq):
+            items = node.items
+            i = 0
+            while i < len(items):
+                it = items[i]
+                if i + 1 < len(items) and _sep_loop(it, items[i + 1]):
+                    e = self.build_sep_loop(it, items[i + 1].item.items[:-1], s)  # type: ignore[union-attr]
+                    i += 2
+                else:
+                    e = self.build(it, s)
+                    i += 1
+                if e is None:
+                    return None
+                s = e
+            return s
+        if isinstance(node, Choice):
+            end = None
+            for it in node.items:
+                a = self.new()
+                self.eps[s].append(a)
+                e = self.build(it, a)
+                if e is None:
+                    continue
+                if end is None:
+                    end = self.new()
+                self.eps[e].append(end)
+            return end
+        if isinstance(node, Repeat):
+            lo, hi = node.min, node.max
+            for _ in range(lo):
+                e = self.build(node.item, s)
+                if e is None:
+                    return None
+                s = e
+            if hi is None:
+                a = self.new()
+                self.eps[s].append(a)
+                e = self.build(node.item, a)
+                if e is not None:
+                    self.eps[e].append(a)
+                return a
+            ends = [s]
+            for _ in range(hi - lo):
+                e = self.build(node.item, s)
+                if e is None:
+                    break
+                ends.append(e)
+                s = e
+            if len(ends) == 1:
+                return ends[0]
+            end = self.new()
+            for e in ends:
+                self.eps[e].append(end)
+            return end
+        if isinstance(node, Ref):
+            d = self.depth.get(node.name, 0)
+            if d >= self.grammar.max_depth:
+                return None  # recursion bound reached: empty language here
+            self.depth[node.name] = d + 1
+            try:
+                return self.build(self.grammar.rule(node.name), s)
+            finally:
+                self.depth[node.name] = d
+        if isinstance(node, Special):
+            k = self.special_ids[node.text]
+            t = self.new()
+            self.spec[s].append((k, t))
+            return t
+        raise GrammarError(f"not an IR node: {node!r}")
+
+
+def _sep_loop(x: Node, r: Node) -> bool:
+    """``x`` followed by ``r = (S x)*`` where ``x`` is a Ref (a separated list)."""
+    return isinstance(x, Ref) and isinstance(r, Repeat) and r.min == 0 and r.max is None and \
+        isinstance(r.item, Seq) and len(r.item.items) >= 2 and r.item.items[-1] == x
+
+
+def _shape_size(n: Node, size: "Callable[[Node], int]") -> int:
+    """Rough NFA-state count of a non-Ref node, ``size`` giving its children's."""
+    if isinstance(n, Lit):
+        return len(n.data)
+    if isinstance(n, Seq):
+        items = n.items
+        return sum(size(x) for i, x in enumerate(items) if not (i > 0 and _sep_loop(items[i - 1], x)))
+    if isinstance(n, Choice):
+        return 2 + sum(size(x) + 1 for x in n.items)
+    if isinstance(n, Repeat):
+        return size(n.item) * (n.min + (1 if n.max is None else n.max - n.min)) + 2
+    return 1  # ByteSet, Special
+
+
+def node_size(node: Node) -> int:
+    """Rough NFA-state count of ``node`` with each Ref counted as one symbol (a call of the
+    pushdown back-end)."""
+    memo: dict[int, int] = {}
+
+    def size(n: Node) -> int:
+        hit = memo.get(id(n))
+        if hit is None:
+            hit = memo[id(n)] = 1 if isinstance(n, Ref) else _shape_size(n, size)
+        return hit
+
+    return size(node)
+
+
+def estimate_size(g: Grammar, *, inline: bool = True) -> int:
+    """Rough NFA-state count of ``g`` for the explicit DFA back-end: refs expanded, a
+    recursive rule counted ``max_depth`` times.  With ``inline=False``: the largest single
+    rule (:func:`node_size`, the pushdown back-end's per-rule automata).  Used to fail fast
+    or to choose a back-end instead of compiling for long."""
+    if not inline:
+        return max(node_size(node) for _, node in g.rules)
+    memo: dict[int, int] = {}
+    rule_size: dict[str, int] = {}
+    active: set[str] = set()
+    recursive: set[str] = set()
+
+    def size(n: Node) -> int:
+        hit = memo.get(id(n))
+        if hit is not None:
+            return hit
+        if isinstance(n, Ref):
+            if n.name in active:
+                recursive.add(n.name)
+                return 0
+            if n.name not in rule_size:
+                active.add(n.name)
+                body = size(g.rule(n.name))
+                active.discard(n.name)
+                rule_size[n.name] = body * (g.max_depth if n.name in recursive else 1)
+            return rule_size[n.name]
+        r = _shape_size(n, size)
+        if not active:
+            memo[id(n)] = r
+        return r
+
+    return size(g.rule(g.start))
+
+
+def _byte_classes(edges: list[list[tuple[int, int, int]]]) -> tuple[np.ndarray, int]:
+    cuts = {0, 256}
+    for es in edges:
+        for lo, hi, _ in es:
+            cuts.add(lo)
+            cuts.add(hi + 1)
+    bounds = sorted(cuts)
+    bc = np.zeros(256, dtype=np.uint16)
+    for i in range(len(bounds) - 1):
+        bc[bounds[i]:bounds[i + 1]] = i
+    return bc, len(bounds) - 1
+
+
+class NFAMatcher:
+    """The same automaton as :func:`compile_dfa`, simulated without determinising it.
+
+    For grammars whose DFA would exceed ``max_states`` (e.g. large DTD content models),
+    this answers membership exactly: the Thompson NFA is built by the same code (refs
+    unrolled to ``max_depth``), and a set of NFA states is advanced byte by byte.
+    Specials are not supported here (byte strings only).
+    """
+
+    def __init__(self, grammar: Grammar, *, max_nfa: int = _DEFAULT_MAX_NFA) -> None:
+        nfa = _NFA(grammar, {}, max_nfa)
+        self._start = nfa.new()
+        end = nfa.build(grammar.rule(grammar.start), self._start)
+        if end is None:
+            raise GrammarError(f"grammar '{grammar.start}' accepts no string")
+        self._end = end
+        self._eps = nfa.eps
+        self._edges = nfa.edges
+        self.n_states = len(nfa.eps)
+
+    def _closure(self, states: Iterable[int]) -> set[int]:
+        seen = set(states)
+        stack = list(seen)
+        eps = self._eps
+        while stack:
+            for y in eps[stack.pop()]:
+                if y not in seen:
+                    seen.add(y)
+                    stack.append(y)
+        return seen
+
+    def accepts(self, data: bytes) -> bool:
+        cur = self._closure([self._start])
+        edges = self._edges
+        for b in data:
+            nxt = [t for x in cur for lo, hi, t in edges[x] if lo <= b <= hi]
+            if not nxt:
+                return False
+            cur = self._closure(nxt)
+        return self._end in cur
+
+
+def compile_dfa(grammar: Grammar, *, max_states: int = DEFAULT_MAX_STATES,
+                literal_specials: Iterable[str] = ()) -> DFA:
+    """Compile ``grammar`` to a minimal, pruned byte DFA.
+
+    ``literal_specials``: texts of :class:`Special` nodes to match as their UTF-8 bytes
+    (because the vocabulary has no single token for them); the others become special
+    symbols.
+    """
+    lit_specials = set(literal_specials)
+    if lit_specials:
+        grammar = _replace_specials(grammar, lit_specials)
+    specials = tuple(grammar.specials())
+    sid = {t: i for i, t in enumerate(specials)}
+    nfa = _NFA(grammar, sid, _DEFAULT_MAX_NFA)
+    start = nfa.new()
+    end = nfa.build(grammar.rule(grammar.start), start)
+    if end is None:
+        raise GrammarError(f"grammar '{grammar.start}' accepts no string "
+                           f"(recursion deeper than max_depth={grammar.max_depth}?)")
+    bc, ncls = _byte_classes(nfa.edges)
+    nsym = ncls + len(specials)
+
+    # per-NFA-state moves over classes
+    moves: list[list[tuple[int, int]]] = []
+    for s in range(len(nfa.eps)):
+        mv = []
+        for lo, hi, t in nfa.edges[s]:
+            for c in range(int(bc[lo]), int(bc[hi]) + 1):
+                mv.append((c, t))
+        for k, t in nfa.spec[s]:
+            mv.append((ncls + k, t))
+        moves.append(mv)
+
+    eps = nfa.eps
+    closure_cache: dict[frozenset, frozenset] = {}
+
+    def closure(states: Iterable[int]) -> frozenset:
+        key = frozenset(states)
+        hit = closure_cache.get(key)
+        if hit is not None:
+            return hit
+        seen = set(key)
+        stack = list(key)
+        while stack:
+            x = stack.pop()
+            for y in eps[x]:
+                if y not in seen:
+                    seen.add(y)
+                    stack.append(y)
+        # keep only states that matter: those with moves, or the end state
+        res = frozenset(x for x in seen if moves[x] or x == end)
+        closure_cache[key] = res
+        return res
+
+    s0 = closure([start])
+    index = {s0: 0}
+    order = [s0]
+    rows: list[list[int]] = []
+    acc: list[bool] = []
+    i = 0
+    while i < len(order):
+        cur = order[i]
+        i += 1
+        row = [-1] * nsym
+        by_sym: dict[int, set[int]] = {}
+        for x in cur:
+            for c, t in moves[x]:
+                by_sym.setdefault(c, set()).add(t)
+        for c, ts in by_sym.items():
+            tgt = closure(ts)
+            j = index.get(tgt)
+            if j is None:
+                j = len(order)
+                if j >= max_states:
+                    raise LimitError(f"automaton exceeds max_states={max_states}; simplify the "
+                                     "grammar or raise the limit")
+                index[tgt] = j
+                order.append(tgt)
+            row[c] = j
+        rows.append(row)
+        acc.append(end in cur)
+    trans = np.array(rows, dtype=np.int32).reshape(len(rows), nsym)
+    dfa = DFA(bc, trans, np.array(acc, dtype=bool), specials, ncls)
+    return _minimize(_prune(dfa, None))
+
+
+def state_dtype(n_states: int) -> type:
+    """Smallest signed dtype holding every state id and -1: int16 below 32,767 states (half
+    the memory of the transition table), else int32."""
+    return np.int16 if n_states < 32767 else np.int32
+
+
+def _replace_specials(g: Grammar, texts: set[str]) -> Grammar:
+    def rw(n: Node) -> Node:
+        return Lit(n.text.encode("utf-8")) if isinstance(n, Special) and n.text in texts else n
+    return Grammar(g.start, tuple((name, map_leaves(node, rw)) for name, node in g.rules), g.max_depth)
+
+
+def _reverse_edges(trans: np.ndarray) -> list[list[int]]:
+    n = trans.shape[0]
+    rev: list[set[int]] = [set() for _ in range(n)]
+    src, _ = np.nonzero(trans >= 0)
+    dst = trans[trans >= 0]
+    for s, t in zip(src.tolist(), dst.tolist()):
+        rev[t].add(s)
+    return [list(r) for r in rev]
+
+
+def _prune(dfa: DFA, usable_bytes: Sequence[bool] | None) -> DFA:
+    trans = dfa.trans
+    if usable_bytes is not None:
+        usable_cls = np.zeros(trans.shape[1], dtype=bool)
+        usable_cls[dfa.n_classes:] = True
+        for b in range(256):
+            if usable_bytes[b]:
+                usable_cls[dfa.byte_class[b]] = True
+        live_trans = np.where(usable_cls[None, :], trans, -1)
+    else:
+        live_trans = trans
+    n = trans.shape[0]
+    rev = _reverse_edges(live_trans)
+    live = np.zeros(n, dtype=bool)
+    stack = list(np.nonzero(dfa.accepting)[0])
+    live[stack] = True
+    while stack:
+        t = stack.pop()
+        for s in rev[t]:
+            if not live[s]:
+                live[s] = True
+                stack.append(s)
+    if not live[0]:
+        raise GrammarError("grammar accepts no string that this vocabulary can spell"
+                           if usable_bytes is not None else "grammar accepts no string")
+    t2 = np.where((trans >= 0) & live[np.maximum(trans, 0)], trans, -1)
+    # reachability from 0
+    reach = np.zeros(n, dtype=bool)
+    reach[0] = True
+    stack = [0]
+    while stack:
+        s = stack.pop()
+        for t in t2[s]:
+            if t >= 0 and not reach[t]:
+                reach[t] = True
+                stack.append(int(t))
+    keep = live & reach
+    return _renumber(dfa, t2, keep)
+
+
+def _renumber(dfa: DFA, trans: np.ndarray, keep: np.ndarray) -> DFA:
+    new_id = np.full(trans.shape[0] + 1, -1, dtype=np.int32)
+    idx = np.nonzero(keep)[0]
+    new_id[idx] = np.arange(len(idx), dtype=np.int32)
+    t = trans[idx]
+    t = np.where(t >= 0, new_id[t], -1).astype(state_dtype(len(idx)))
+    t.setflags(write=False)
+    acc = dfa.accepting[idx].copy()
+    acc.setflags(write=False)
+    bc = dfa.byte_class.copy()
+    bc.setflags(write=False)
+    return DFA(bc, t, acc, dfa.specials, dfa.n_classes)
+
+
+def _row_classes(key: np.ndarray, rows: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exact equivalence classes of the rows ``(key[i], *rows[i])`` (int64), numbered 0..m-1.
+    Returns (class of each row, first row of each class).
+
+    Rows are hashed with random 64-bit weights (wrapping arithmetic), grouped by hash, and
+    every row is then compared with its group's first row; only if some hash collides is
+    the exact (slower) ``np.unique(axis=0)`` used."""
+    with np.errstate(over="ignore"):
+        h = key * weights[0] + (rows * weights[None, 1:]).sum(axis=1, dtype=np.int64)
+    _, first, inv = np.unique(h, return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
+    rep = first[inv]
+    if np.array_equal(key, key[rep]) and np.array_equal(rows, rows[rep]):
+        return inv, first
+    _, first, inv = np.unique(np.column_stack([key, rows]), axis=0, return_index=True,
+                              return_inverse=True)
+    return inv.reshape(-1), first
+
+
+def _minimize(dfa: DFA) -> DFA:
+    """Moore partition refinement, exact, with a worklist: block ids are stable (a block
+    that splits keeps its id for the part holding its first state), and a round only
+    re-examines the blocks holding a predecessor of a state whose id changed in the last
+    round; the others cannot split.  Stops when no id changes, so every block is uniform
+    in (block, successor blocks): the coarsest congruence, i.e. the minimal DFA.  Keeps
+    state 0 as the start."""
+    n = dfa.n_states
+    trans = dfa.trans
+    _, part = np.unique(dfa.accepting, return_inverse=True)
+    part = part.reshape(-1).astype(np.int64)
+    nblocks = int(part.max()) + 1 if n else 0
+    weights = np.random.default_rng(0x5EED).integers(1, 2**62, trans.shape[1] + 1, dtype=np.int64) | 1
+    # a missing transition (-1) goes to the extra index n, whose block is -1
+    ext = np.where(trans < 0, n, trans)
+    src, col = np.nonzero(trans >= 0)
+    dst = trans[src, col]
+    part_ext = np.empty(n + 1, dtype=np.int64)
+    part_ext[n] = -1
+    cand = np.arange(n)
+    while len(cand):
+        part_ext[:n] = part
+        blocks = np.zeros(nblocks, dtype=bool)
+        blocks[part[cand]] = True
+        idx = np.nonzero(blocks[part])[0]
+        key = part[idx]
+        cls, first = _row_classes(key, part_ext[ext[idx]], weights)
+        gblock = key[first]
+        order = np.lexsort((first, gblock))
+        keep = np.ones(len(order), dtype=bool)
+        keep[1:] = gblock[order][1:] != gblock[order][:-1]
+        gid = np.empty(len(order), dtype=np.int64)
+        n_new = int((~keep).sum())
+        gid[order] = np.where(keep, gblock[order], 0)
+        gid[order[~keep]] = nblocks + np.arange(n_new)
+        nblocks += n_new
+        newp = gid[cls]
+        moved = idx[newp != key]
+        part[idx] = newp
+        if not len(moved):
+            break
+        changed = np.zeros(n, dtype=bool)
+        changed[moved] = True
+        cand = np.unique(src[changed[dst]])
+    if nblocks == n:
+        return dfa
+    # representative per block, block of state 0 first, others by first occurrence
+    order: list[int] = []
+    seen: dict[int, int] = {}
+    for s in range(n):
+        b = int(part[s])
+        if b not in seen:
+            seen[b] = len(order)
+            order.append(s)
+    block_new = np.zeros(nblocks, dtype=np.int32)
+    for b, i in seen.items():
+        block_new[b] = i
+    reps = np.array(order)
+    t = trans[reps]
+    t = np.where(t >= 0, block_new[part[np.maximum(t, 0)]], -1).astype(state_dtype(nblocks))
+    t.setflags(write=False)
+    acc = dfa.accepting[reps].copy()
+    acc.setflags(write=False)
+    return DFA(dfa.byte_class, t, acc, dfa.specials, dfa.n_classes)

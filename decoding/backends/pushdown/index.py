@@ -1,0 +1,755 @@
+"""Pushdown back-end: the grammar IR recognised with a stack instead of unrolled refs.
+
+The byte DFA of :mod:`decoding.backends.dfa.automaton` inlines every ``Ref`` and unrolls recursion, so
+grammars with deep free-form JSON values or DTDs whose elements refer to many others
+(hibernate-mapping) grow past any state limit.  Here each rule gets its own small minimal
+DFA in which ``Ref(X)`` is a *call* symbol; a run keeps a *configuration*: a set of stacks
+of frames ``(rule, state, counts)``.  A byte moves the top frame along its DFA; a call
+pushes the callee's start state; a frame in an accepting state may pop back to its caller.
+
+Invariants
+- Same language as :func:`decoding.backends.dfa.automaton.compile_dfa` on the same grammar: a rule may
+  be nested inside expansions of itself at most ``Grammar.max_depth`` times on one path
+  (the start rule's own bottom frame is not counted); bytes no single token spells are
+  pruned the same way.
+- Every frame of every stack can still be completed given the recursion counts below it,
+  so a configuration reached by allowed tokens can always reach acceptance: the mask is
+  never empty before acceptance.  (A derivation that avoids the rules already nested
+  ``max_depth`` times exists iff one without any repeated rule on a path does, so
+  liveness only depends on that *saturated* set.)
+- Masks: tokens consumed by the top frame's own bytes come from the native trie walk over
+  that rule's DFA (memoized per rule, state and saturated set); tokens that may enter a
+  call or return to a caller (over-approximated with FIRST/FOLLOW byte sets) are checked
+  exactly by stepping the configuration.  Compile-time data (:class:`Pushdown`) is
+  immutable and shared; :class:`CompiledPushdown` adds per-vocabulary memos.
+"""
+
+from __future__ import annotations
+
+import heapq
+import threading
+import zlib
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from decoding import _native
+from decoding.backends.dfa.automaton import DFA, _prune, compile_dfa
+from decoding.errors import DecodingError, GrammarError, LimitError
+from decoding.backends.dfa.index import _trie, mask_ids
+from decoding.ir import Grammar, Node, Ref, Special, map_leaves
+from decoding.vocab import Vocab
+
+__all__ = ["Pushdown", "CompiledPushdown", "compile_pushdown", "compile_grammar_pushdown",
+           "MAX_STACKS"]
+
+CALL = "\x00call\x00"  # prefix of the special symbols that stand for calls in rule DFAs
+MAX_STACKS = 4096  # stacks in one configuration (ambiguity bound)
+INF = 1 << 40
+_IDENT = np.arange(256, dtype=np.uint8)
+
+
+def _calls_as_specials(node: Node) -> Node:
+    return map_leaves(node, lambda n: Special(CALL + n.name) if isinstance(n, Ref) else n)
+
+
+@dataclass(frozen=True, eq=False)
+class Pushdown:
+    """Compile-time part: one pruned minimal DFA per rule reachable from the start.
+
+    ``names[0]`` is the start rule.  ``cols[r]`` maps each special column of ``dfas[r]`` to
+    ``("call", callee index)`` or ``("special", index into specials)``.  Rules that accept
+    nothing are absent and calls to them are removed.
+    """
+    names: tuple[str, ...]
+    dfas: tuple[DFA, ...]
+    cols: tuple[tuple[tuple[str, int], ...], ...]
+    specials: tuple[str, ...]
+    max_depth: int
+
+    @property
+    def n_states(self) -> int:
+        return sum(d.n_states for d in self.dfas)
+
+
+def compile_pushdown(grammar: Grammar, *, literal_specials: Iterable[str] = (),
+                     usable_bytes: Sequence[bool] | None = None,
+                     max_rule_states: int = 200_000) -> Pushdown:
+    """Compile ``grammar`` to per-rule DFAs with calls.  ``usable_bytes``: prune bytes no
+    single token spells (as :meth:`DFA.prune`).  Raises GrammarError if the start rule
+    accepts nothing."""
+    lit = set(literal_specials)
+    order = [grammar.start]
+    index = {grammar.start: 0}
+    raw: list[DFA | None] = []
+    i = 0
+    while i < len(order):
+        name = order[i]
+        i += 1
+        node = _calls_as_specials(grammar.rule(name))
+        try:
+            d = compile_dfa(Grammar(name, ((name, node),), grammar.max_depth),
+                            max_states=max_rule_states, literal_specials=lit)
+            if usable_bytes is not None:
+                d = d.prune(usable_bytes)
+        except GrammarError:
+            d = None
+        raw.append(d)
+        if d is not None:
+            for sp in d.specials:
+                if sp.startswith(CALL) and sp[len(CALL):] not in index:
+                    index[sp[len(CALL):]] = len(order)
+                    order.append(sp[len(CALL):])
+    # productive rules (least fixpoint: the start reaches acceptance through bytes, specials
+    # and calls to productive rules); calls to the others are removed
+    def callee(d: DFA, c: int) -> int:
+        sp = d.specials[c]
+        return index[sp[len(CALL):]] if sp.startswith(CALL) else -1
+
+    productive: set[int] = set()
+    changed = True
+    while changed:
+        changed = False
+        for k, d in enumerate(raw):
+            if d is None or k in productive:
+                continue
+            cols = [c for c in range(d.trans.shape[1])
+                    if c < d.n_classes or callee(d, c - d.n_classes) in productive
+                    or callee(d, c - d.n_classes) < 0]
+            seen_s = {0}
+            todo = [0]
+            while todo:
+                s = todo.pop()
+                for c in cols:
+                    t = int(d.trans[s, c])
+                    if t >= 0 and t not in seen_s:
+                        seen_s.add(t)
+                        todo.append(t)
+            if any(d.accepting[s] for s in seen_s):
+                productive.add(k)
+                changed = True
+    for k, d in enumerate(raw):
+        if d is None:
+            continue
+        if k not in productive:
+            raw[k] = None
+            continue
+        dead_cols = [d.n_classes + j for j in range(len(d.specials))
+                     if 0 <= callee(d, j) and callee(d, j) not in productive]
+        if dead_cols and (d.trans[:, dead_cols] >= 0).any():
+            t = np.array(d.trans, dtype=np.int32)
+            t[:, dead_cols] = -1
+            raw[k] = _prune(DFA(d.byte_class, t, d.accepting, d.specials, d.n_classes), None)
+    if raw[0] is None:
+        raise GrammarError(f"grammar '{grammar.start}' accepts no string")
+    # keep rules reachable from the start through live calls, renumbered
+    keep = [0]
+    seen = {0}
+    j = 0
+    while j < len(keep):
+        d = raw[keep[j]]
+        j += 1
+        assert d is not None
+        for c, sp in enumerate(d.specials):
+            if sp.startswith(CALL):
+                k = index[sp[len(CALL):]]
+                if k not in seen and raw[k] is not None and (d.trans[:, d.n_classes + c] >= 0).any():
+                    seen.add(k)
+                    keep.append(k)
+    new = {k: n for n, k in enumerate(keep)}
+    specials: list[str] = []
+    cols = []
+    for k in keep:
+        d = raw[k]
+        assert d is not None
+        row = []
+        for sp in d.specials:
+            if sp.startswith(CALL):
+                row.append(("call", new.get(index[sp[len(CALL):]], -1)))
+            else:
+                if sp not in specials:
+                    specials.append(sp)
+                row.append(("special", specials.index(sp)))
+        cols.append(tuple(row))
+    return Pushdown(tuple(order[k] for k in keep), tuple(raw[k] for k in keep),  # type: ignore[misc]
+                    tuple(cols), tuple(specials), grammar.max_depth)
+
+
+class _Tables:
+    """Python-level step tables and the FIRST/FOLLOW exit sets of a :class:`Pushdown`."""
+
+    def __init__(self, pd: Pushdown) -> None:
+        self.pd = pd
+        R = len(pd.dfas)
+        self.bc = [d.byte_class.astype(np.int64).tolist() for d in pd.dfas]
+        self.tr = [d.trans[:, :d.n_classes].astype(np.int64).tolist() for d in pd.dfas]
+        self.fin = [d.accepting.tolist() for d in pd.dfas]
+        self.full = [np.ascontiguousarray(d.full_table(), dtype=np.int32) for d in pd.dfas]
+        self.calls: list[list[tuple[tuple[int, int], ...]]] = []
+        self.specs: list[list[dict[int, int]]] = []
+        for r, d in enumerate(pd.dfas):
+            cr, sr = [], []
+            for s in range(d.n_states):
+                cs, ss = [], {}
+                for c, (kind, k) in enumerate(pd.cols[r]):
+                    t = int(d.trans[s, d.n_classes + c])
+                    if t < 0 or k < 0:
+                        continue
+                    if kind == "call":
+                        cs.append((k, t))
+                    else:
+                        ss[k] = t
+                cr.append(tuple(cs))
+                sr.append(ss)
+            self.calls.append(cr)
+            self.specs.append(sr)
+        self.calls_to: list[list[tuple[int, int, int]]] = [[] for _ in range(R)]
+        for r in range(R):
+            for s, cs in enumerate(self.calls[r]):
+                for x, t in cs:
+                    self.calls_to[x].append((r, s, t))
+        self.rev_b: list[list[list[int]]] = []
+        self.rev_c: list[list[list[tuple[int, int]]]] = []
+        for r in range(R):
+            n = len(self.fin[r])
+            rb: list[list[int]] = [[] for _ in range(n)]
+            rc: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+            for s in range(n):
+                for tt in set(self.tr[r][s]):
+                    if tt >= 0:
+                        rb[tt].append(s)
+                for x, tt in self.calls[r][s]:
+                    rc[tt].append((s, x))
+            self.rev_b.append(rb)
+            self.rev_c.append(rc)
+        self._exit_sets()
+
+    def min_bytes(self, forbidden: frozenset) -> list[list[int]]:
+        """Per rule, per state: fewest bytes to complete the frame without calling the rules
+        in ``forbidden`` (INF if impossible).  Dijkstra inside each rule with the callees'
+        start costs of the previous round, repeated until those costs are stable."""
+        R = len(self.fin)
+        starts = [INF] * R
+        while True:
+            mb = []
+            for r in range(R):
+                d = [INF] * len(self.fin[r])
+                heap = [(0, s) for s, f in enumerate(self.fin[r]) if f]
+                for _, s in heap:
+                    d[s] = 0
+                heapq.heapify(heap)
+                while heap:
+                    c, t = heapq.heappop(heap)
+                    if c > d[t]:
+                        continue
+                    for s in self.rev_b[r][t]:
+                        if c + 1 < d[s]:
+                            d[s] = c + 1
+                            heapq.heappush(heap, (c + 1, s))
+                    for s, x in self.rev_c[r][t]:
+                        w = starts[x]
+                        if x not in forbidden and w < INF and c + w < d[s]:
+                            d[s] = c + w
+                            heapq.heappush(heap, (c + w, s))
+                mb.append(d)
+            new = [m[0] for m in mb]
+            if new == starts:
+                return mb
+            starts = new
+
+    def _exit_sets(self) -> None:
+        R = len(self.pd.dfas)
+        direct = []
+        for r in range(R):
+            full = self.full[r]
+            direct.append([int(sum(1 << b for b in np.nonzero(full[s] >= 0)[0].tolist()))
+                           for s in range(full.shape[0])])
+        null = [list(f) for f in self.fin]
+        changed = True
+        while changed:
+            changed = False
+            for r in range(R):
+                for s, cs in enumerate(self.calls[r]):
+                    if not null[r][s] and any(null[x][0] and null[r][t] for x, t in cs):
+                        null[r][s] = True
+                        changed = True
+        first = [list(d) for d in direct]
+        changed = True
+        while changed:
+            changed = False
+            for r in range(R):
+                for s, cs in enumerate(self.calls[r]):
+                    v = first[r][s]
+                    for x, t in cs:
+                        v |= first[x][0]
+                        if null[x][0]:
+                            v |= first[r][t]
+                    if v != first[r][s]:
+                        first[r][s] = v
+                        changed = True
+        follow = [0] * R
+        changed = True
+        while changed:
+            changed = False
+            for x in range(R):
+                v = follow[x]
+                for q, _s, t in self.calls_to[x]:
+                    v |= first[q][t]
+                    if null[q][t]:
+                        v |= follow[q]
+                if v != follow[x]:
+                    follow[x] = v
+                    changed = True
+        self.exit: list[list[int]] = []
+        for r in range(R):
+            row = []
+            for s, cs in enumerate(self.calls[r]):
+                v = 0
+                for x, t in cs:
+                    v |= first[x][0]
+                    if null[x][0]:
+                        v |= first[r][t]
+                if null[r][s]:
+                    v |= follow[r]
+                row.append(v)
+            self.exit.append(row)
+
+
+Stack = tuple  # tuple of frames (rule, state, counts id)
+Config = frozenset  # of stacks
+
+
+@dataclass(eq=False)
+class CompiledPushdown:
+    """A :class:`Pushdown` for one tokenizer, with the interface of
+    :class:`~decoding.backends.dfa.index.CompiledGrammar` (``mask``, ``next_state``, ``allowed_ids``,
+    ``is_accepting``): states are interned configurations, 0 is the start.
+
+    Shareable between requests; memos only grow with pure functions of (grammar, vocab).
+    """
+
+    pushdown: Pushdown
+    vocab: Vocab
+    special_token_ids: tuple[int, ...]  # per Pushdown special
+    grammar_key: str = ""
+    meta: dict = field(default_factory=dict)
+    max_configs: int = 1_000_000
+    _t: _Tables = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._t = _Tables(self.pushdown)
+        self._lock = threading.RLock()
+        self._configs: list[Config] = []
+        self._config_id: dict[Config, int] = {}
+        self._masks: list[np.ndarray] = []
+        self._mask_ids: dict[int, list[int]] = {}
+        self._config_mask: dict[int, int] = {}
+        self._ids: dict[int, np.ndarray] = {}
+        self._next: dict[tuple[int, int], int] = {}
+        self._mb_memo: dict[int, list[list[int]]] = {}
+        self._succ_memo: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._walks: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._tabs: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._closure_memo: dict[Config, tuple] = {}
+        self._step_memo: dict[tuple[Config, int], Config] = {}
+        # recursion counts: id -> {rule: count}; push memo; saturated-set id per counts id
+        self._counts: list[dict[int, int]] = [{}]
+        self._push: dict[tuple[int, int], int] = {}
+        self._sat_of: list[int] = [0]
+        self._sat_sets: list[frozenset] = [frozenset()]
+        self._sat_id: dict[frozenset, int] = {frozenset(): 0}
+        self._live: dict[int, list[list[bool]] | None] = {0: None}  # None: everything live
+        self._special_set = frozenset(self.special_token_ids)
+        self._special_of = {tid: k for k, tid in enumerate(self.special_token_ids)}
+        self._eog = sorted(self.vocab.eog_ids)
+        self._tb = self.vocab.token_bytes
+        self._intern(frozenset({((0, 0, 0),)}))
+
+    # ------------------------------------------------------------------ counts / liveness
+    def _push_counts(self, ck: int, x: int) -> int:
+        """Counts id after pushing rule ``x``, or -1 if ``x`` is already nested max_depth times."""
+        key = (ck, x)
+        hit = self._push.get(key)
+        if hit is not None:
+            return hit
+        c = dict(self._counts[ck])
+        if c.get(x, 0) >= self.pushdown.max_depth:
+            self._push[key] = -1
+            return -1
+        c[x] = c.get(x, 0) + 1
+        nid = len(self._counts)
+        self._counts.append(c)
+        sat = frozenset(r for r, n in c.items() if n >= self.pushdown.max_depth)
+        sid = self._sat_id.get(sat)
+        if sid is None:
+            sid = len(self._sat_sets)
+            self._sat_sets.append(sat)
+            self._sat_id[sat] = sid
+        self._sat_of.append(sid)
+        self._push[key] = nid
+        return nid
+
+    def _live_for(self, sid: int) -> list[list[bool]] | None:
+        """Per rule, per state: completable without calling the rules of saturated set ``sid``
+        (None when that set is empty: every state of the pruned rule DFAs is live)."""
+        if sid in self._live:
+            return self._live[sid]
+        S = self._sat_sets[sid]
+        t = self._t
+        R = len(t.tr)
+        live = [[False] * len(t.fin[r]) for r in range(R)]
+        rev_b, rev_c = t.rev_b, t.rev_c
+        work = []
+        for r in range(R):
+            for s, f in enumerate(t.fin[r]):
+                if f:
+                    live[r][s] = True
+                    work.append((r, s))
+        while work:
+            r, tt = work.pop()
+            for s in rev_b[r][tt]:
+                if not live[r][s]:
+                    live[r][s] = True
+                    work.append((r, s))
+            for s, x in rev_c[r][tt]:
+                if x not in S and live[x][0] and not live[r][s]:
+                    live[r][s] = True
+                    work.append((r, s))
+            if tt == 0 and r not in S:
+                for q, s, t2 in t.calls_to[r]:
+                    if live[q][t2] and not live[q][s]:
+                        live[q][s] = True
+                        work.append((q, s))
+        self._live[sid] = live
+        return live
+
+    def _ok(self, r: int, s: int, ck: int) -> bool:
+        sid = self._sat_of[ck]
+        if sid == 0:
+            return True
+        live = self._live_for(sid)
+        return bool(live[r][s])  # type: ignore[index]
+
+    # ------------------------------------------------------------------ configurations
+    def _closure(self, cfg: Config) -> tuple:
+        hit = self._closure_memo.get(cfg)
+        if hit is not None:
+            return hit
+        t = self._t
+        seen = set(cfg)
+        todo = list(cfg)
+        while todo:
+            st = todo.pop()
+            r, s, ck = st[-1]
+            for x, tt in t.calls[r][s]:
+                ck2 = self._push_counts(ck, x)
+                if ck2 < 0 or not self._ok(r, tt, ck) or not self._ok(x, 0, ck2):
+                    continue
+                new = st[:-1] + ((r, tt, ck), (x, 0, ck2))
+                if new not in seen:
+                    seen.add(new)
+                    todo.append(new)
+            if t.fin[r][s] and len(st) > 1:
+                new = st[:-1]
+                if new not in seen:
+                    seen.add(new)
+                    todo.append(new)
+            if len(seen) > MAX_STACKS:
+                raise LimitError(f"pushdown configuration exceeds {MAX_STACKS} stacks (grammar too ambiguous)")
+        res = tuple(seen)
+        if len(self._closure_memo) > 200_000:
+            self._closure_memo.clear()
+        self._closure_memo[cfg] = res
+        return res
+
+    def _step(self, cfg: Config, b: int) -> Config:
+        key = (cfg, b)
+        hit = self._step_memo.get(key)
+        if hit is not None:
+            return hit
+        t = self._t
+        out = set()
+        for st in self._closure(cfg):
+            r, s, ck = st[-1]
+            nt = t.tr[r][s][t.bc[r][b]]
+            if nt >= 0 and self._ok(r, nt, ck):
+                out.add(st[:-1] + ((r, nt, ck),))
+        res = frozenset(out)
+        if len(self._step_memo) > 200_000:
+            self._step_memo.clear()
+        self._step_memo[key] = res
+        return res
+
+    def _step_special(self, cfg: Config, k: int) -> Config:
+        t = self._t
+        out = set()
+        for st in self._closure(cfg):
+            r, s, ck = st[-1]
+            nt = t.specs[r][s].get(k, -1)
+            if nt >= 0 and self._ok(r, nt, ck):
+                out.add(st[:-1] + ((r, nt, ck),))
+        return frozenset(out)
+
+    def _accepting_cfg(self, cfg: Config) -> bool:
+        fin = self._t.fin
+        return any(len(st) == 1 and fin[st[0][0]][st[0][1]] for st in self._closure(cfg))
+
+    def _run(self, data: bytes, cfg: Config) -> Config:
+        for b in data:
+            cfg = self._step(cfg, b)
+            if not cfg:
+                break
+        return cfg
+
+    def _intern(self, cfg: Config) -> int:
+        cid = self._config_id.get(cfg)
+        if cid is None:
+            if len(self._configs) >= self.max_configs:
+                raise LimitError(f"pushdown matcher exceeds max_configs={self.max_configs} configurations")
+            cid = len(self._configs)
+            self._configs.append(cfg)
+            self._config_id[cfg] = cid
+        return cid
+
+    # ------------------------------------------------------------------ public (CompiledGrammar interface)
+    @property
+    def n_words(self) -> int:
+        return self.vocab.n_words
+
+    def accepts(self, data: bytes) -> bool:
+        """Byte-level membership of ``data`` (no specials)."""
+        with self._lock:
+            cfg = self._run(data, self._configs[0])
+            return bool(cfg) and self._accepting_cfg(cfg)
+
+    def is_accepting(self, state: int) -> bool:
+        with self._lock:
+            return self._accepting_cfg(self._configs[state])
+
+    def precompute(self) -> "CompiledPushdown":
+        """Compute the start configuration's mask now (the others depend on the run)."""
+        self.mask(0)
+        return self
+
+    def forced_bytes(self, state: int) -> bytes:
+        """Not computed for pushdown grammars (fast-forward then samples every token)."""
+        return b""
+
+    def next_state(self, state: int, token: int) -> int:
+        """Configuration id after ``token``; -1 if not allowed; -2 for end-of-generation in
+        an accepting configuration."""
+        key = (state, token)
+        hit = self._next.get(key)
+        if hit is not None:
+            return hit
+        with self._lock:
+            cfg = self._configs[state]
+            if token in self.vocab.eog_ids and token not in self._special_set:
+                ns = -2 if self._accepting_cfg(cfg) else -1
+            elif token in self._special_set:
+                nc = self._step_special(cfg, self._special_of[token])
+                ns = self._intern(nc) if nc else -1
+            elif 0 <= token < self.vocab.n_tokens and self._tb[token]:
+                nc = self._run(self._tb[token], cfg)
+                ns = self._intern(nc) if nc else -1
+            else:
+                ns = -1
+            self._next[key] = ns
+            return ns
+
+    def mask(self, state: int) -> np.ndarray:
+        """Read-only uint32 bitmask of the tokens allowed in configuration ``state``."""
+        mid = self._config_mask.get(state)
+        if mid is not None:
+            return self._masks[mid]
+        with self._lock:
+            m = self._compute(self._configs[state])
+            key = zlib.crc32(m)
+            mid = next((i for i in self._mask_ids.get(key, ()) if np.array_equal(self._masks[i], m)), None)
+            if mid is None:
+                mid = len(self._masks)
+                m.setflags(write=False)
+                self._masks.append(m)
+                self._mask_ids.setdefault(key, []).append(mid)
+            self._config_mask[state] = mid
+            return self._masks[mid]
+
+    def allowed_ids(self, state: int) -> np.ndarray:
+        m = self.mask(state)
+        mid = self._config_mask[state]
+        ids = self._ids.get(mid)
+        if ids is None:
+            ids = self._ids[mid] = mask_ids(m, self.vocab.n_tokens)
+        return ids
+
+    def successors(self, state: int) -> tuple[np.ndarray, np.ndarray]:
+        raise DecodingError("successors() enumerates automaton states of the DFA back-end; a "
+                            "pushdown grammar's states are run-time configurations "
+                            "(budgets use min_bytes / successor_min_bytes instead)")
+
+    # ------------------------------------------------------------------ budgets
+    def _mb(self, sid: int) -> list[list[int]]:
+        hit = self._mb_memo.get(sid)
+        if hit is None:
+            hit = self._t.min_bytes(self._sat_sets[sid])
+            self._mb_memo[sid] = hit
+        return hit
+
+    def _stack_bytes(self, st: Stack) -> int:
+        return sum(self._mb(self._sat_of[ck])[r][s] for r, s, ck in st)
+
+    def min_bytes(self, state: int) -> int:
+        """Fewest bytes (so at most that many tokens: every byte on a completion is a
+        single token of the vocabulary) that complete configuration ``state``."""
+        with self._lock:
+            return min(self._stack_bytes(st) for st in self._configs[state])
+
+    def successor_min_bytes(self, state: int) -> tuple[np.ndarray, np.ndarray]:
+        """(allowed token ids, min_bytes after each); end-of-generation tokens get -2.  For
+        tokens that stay in a top frame the value comes from one native walk that records
+        the end state; the others are stepped.  An upper bound on the exact value, never
+        below it (safe for budgets)."""
+        hit = self._succ_memo.get(state)
+        if hit is not None:
+            return hit
+        ids = self.allowed_ids(state)
+        with self._lock:
+            cfg = self._configs[state]
+            out = np.full(len(ids), INF, dtype=np.int64)
+            trie = _trie(self.vocab)
+            for st in cfg:
+                r, s, ck = st[-1]
+                sid = self._sat_of[ck]
+                loc_t, _ = self._tables(r, sid)
+                nxt = np.full(self.n_words * 32, -1, dtype=np.int32)
+                scratch = np.zeros(self.n_words, dtype=np.uint32)
+                _native.trie_walk(trie, _IDENT, loc_t.reshape(-1), 256, s, scratch, nxt)
+                mbr = np.array(self._mb(sid)[r] + [INF], dtype=np.int64)
+                below = sum(self._mb(self._sat_of[c])[q][p] for q, p, c in st[:-1])
+                end = nxt[ids]
+                vals = np.where(end >= 0, below + mbr[np.where(end >= 0, end, len(mbr) - 1)], INF)
+                np.minimum(out, vals, out=out)
+            eog = set(self._eog) - self._special_set
+            for i in np.nonzero(out >= INF)[0].tolist():
+                tid = int(ids[i])
+                if tid in eog:
+                    out[i] = -2
+                    continue
+                ns = self.next_state(state, tid)
+                out[i] = min(self._stack_bytes(x) for x in self._configs[ns]) if ns >= 0 else INF
+            out.setflags(write=False)
+            res = (ids, out)
+            if len(self._succ_memo) > 4096:
+                self._succ_memo.clear()
+            self._succ_memo[state] = res
+            return res
+
+    def worst_successor_bytes(self, state: int) -> int:
+        """Largest min_bytes among the text tokens allowed in ``state`` (0 if none)."""
+        _, nb = self.successor_min_bytes(state)
+        return int(nb.max()) if len(nb) and nb.max() >= 0 else 0
+
+    def stats(self) -> dict:
+        return {"backend": "pushdown", "rules": len(self.pushdown.dfas),
+                "states": self.pushdown.n_states, "configs": len(self._configs),
+                "distinct_masks": len(self._masks), "walks": len(self._walks),
+                "vocab": self.vocab.name, "fingerprint": self.vocab.fingerprint}
+
+    # ------------------------------------------------------------------ masks
+    def _tables(self, r: int, sid: int) -> tuple[np.ndarray, np.ndarray]:
+        """(local, over) int32 tables [n+1, 256] of rule ``r`` for saturated set ``sid``:
+        local keeps the rule's own byte moves into live states; over also sends every
+        byte that may enter a call or return to the caller (exit set) to the absorbing
+        state ``n``."""
+        key = (r, sid)
+        hit = self._tabs.get(key)
+        if hit is not None:
+            return hit
+        full = self._t.full[r]
+        n = full.shape[0]
+        loc = np.full((n + 1, 256), -1, dtype=np.int32)
+        loc[:n] = full
+        live = self._live_for(sid)
+        if live is not None:
+            lv = np.array(live[r] + [False], dtype=bool)
+            loc[:n] = np.where((full >= 0) & lv[np.maximum(full, 0)], full, -1)
+            loc[:n][~lv[:n]] = -1
+        over = loc.copy()
+        over[n, :] = n
+        for s, ex in enumerate(self._t.exit[r]):
+            if ex:
+                cols = [b for b in range(256) if (ex >> b) & 1]
+                over[s, cols] = n
+        self._tabs[key] = (loc, over)
+        return loc, over
+
+    def _walk(self, r: int, s: int, ck: int) -> tuple[np.ndarray, np.ndarray]:
+        sid = self._sat_of[ck]
+        key = (r, s, sid)
+        hit = self._walks.get(key)
+        if hit is not None:
+            return hit
+        loc_t, over_t = self._tables(r, sid)
+        trie = _trie(self.vocab)
+        loc = np.zeros(self.n_words, dtype=np.uint32)
+        over = np.zeros(self.n_words, dtype=np.uint32)
+        _native.trie_walk(trie, _IDENT, loc_t.reshape(-1), 256, s, loc)
+        _native.trie_walk(trie, _IDENT, over_t.reshape(-1), 256, s, over)
+        for tid in self.special_token_ids:
+            loc[tid >> 5] &= ~np.uint32(1 << (tid & 31))
+            over[tid >> 5] &= ~np.uint32(1 << (tid & 31))
+        cand = over & ~loc
+        self._walks[key] = (loc, cand)
+        return loc, cand
+
+    def _compute(self, cfg: Config) -> np.ndarray:
+        m = np.zeros(self.n_words, dtype=np.uint32)
+        cand = np.zeros(self.n_words, dtype=np.uint32)
+        for st in cfg:
+            r, s, ck = st[-1]
+            loc, c = self._walk(r, s, ck)
+            m |= loc
+            cand |= c
+        cand &= ~m
+        ids = mask_ids(cand, self.vocab.n_tokens).tolist()
+        tb = self._tb
+        ids.sort(key=tb.__getitem__)
+        path: list[Config] = [cfg]
+        prev = b""
+        for tid in ids:
+            data = tb[tid]
+            n = 0
+            lim = min(len(prev), len(data), len(path) - 1)
+            while n < lim and prev[n] == data[n]:
+                n += 1
+            del path[n + 1:]
+            ok = True
+            for b in data[n:]:
+                nxt = self._step(path[-1], b)
+                if not nxt:
+                    ok = False
+                    break
+                path.append(nxt)
+            prev = data
+            if ok:
+                m[tid >> 5] |= np.uint32(1 << (tid & 31))
+        for k, tid in enumerate(self.special_token_ids):
+            if self._step_special(cfg, k):
+                m[tid >> 5] |= np.uint32(1 << (tid & 31))
+        if self._accepting_cfg(cfg):
+            for tid in self._eog:
+                m[tid >> 5] |= np.uint32(1 << (tid & 31))
+        return m
+
+
+def compile_grammar_pushdown(grammar: Grammar, vocab: Vocab, *, grammar_key: str = "",
+                             meta: dict | None = None) -> CompiledPushdown:
+    """Compile ``grammar`` for ``vocab`` with the pushdown back-end (specials that are one
+    control/user-defined token of the vocabulary are matched as that token)."""
+    specials = grammar.specials()
+    literal = [t for t in specials if vocab.special_token(t) is None]
+    pd = compile_pushdown(grammar, literal_specials=literal, usable_bytes=vocab.single_byte_tokens())
+    ids = tuple(int(vocab.special_token(t)) for t in pd.specials)  # type: ignore[arg-type]
+    return CompiledPushdown(pd, vocab, ids, grammar_key=grammar_key, meta=dict(meta or {}))
+

@@ -1,0 +1,436 @@
+"""Command line: ``python -m decoding {compile,inspect,gbnf,generate,demo}`` (also ``guarded-decoding``).
+
+Every failure is one line on stderr, ``error: <place>: <reason>``, with exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+from decoding.errors import DecodingError, GrammarError
+
+__all__ = ["main"]
+
+DEFAULT_BUILD_DIR = "build/grammars"
+DEFAULT_MANIFEST = "grammars/manifest.json"
+
+
+class _Fail(Exception):
+    """A one-line CLI error (exit code 2)."""
+
+
+# ----------------------------------------------------------------------------- helpers
+
+@contextlib.contextmanager
+def _quiet_native() -> Iterator[None]:
+    """Silence llama.cpp's C-level stderr chatter while loading a model or vocabulary."""
+    try:
+        fd = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(fd)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), fd)
+        yield
+    finally:
+        os.dup2(saved, fd)
+        os.close(saved)
+
+
+def _located(where: str, e: Exception) -> str:
+    msg = " ".join(str(e).split())
+    return msg if where and msg.startswith(where) else f"{where}: {msg}" if where else msg
+
+
+def _parse_options(pairs: list[str] | None, root: str | None) -> dict:
+    out: dict[str, Any] = {}
+    for p in pairs or ():
+        k, sep, v = p.partition("=")
+        if not sep or not k:
+            raise _Fail(f"--option {p!r}: expected KEY=VALUE")
+        try:
+            out[k.replace("-", "_")] = json.loads(v)
+        except ValueError:
+            out[k.replace("-", "_")] = v
+    if root:
+        out["root"] = root
+    return out
+
+
+def _vocab(args: argparse.Namespace) -> Any:
+    from decoding.vocab import Vocab
+
+    if getattr(args, "vocab", None):
+        with _quiet_native():
+            return Vocab.from_gguf(args.vocab)
+    from decoding.models import model_path
+
+    path = model_path(args.model or "smollm2")
+    with _quiet_native():
+        return Vocab.from_gguf(path)
+
+
+def _kb(n: int) -> str:
+    return f"{n / 1024:.0f} KB" if n < 1 << 20 else f"{n / (1 << 20):.1f} MB"
+
+
+# ----------------------------------------------------------------------------- compile
+
+def _compile_one(entry: dict, vocab: Any, out_dir: Path, force: bool, bar: Any) -> str:
+    from decoding.artifacts.format import ARTIFACT_SUFFIX, read_artifact, write_artifact
+    from decoding.ir.key import grammar_digest, grammar_key
+    from decoding.backends.dfa.index import compile_grammar
+    from decoding.frontends.sources import build_grammar, normalized_text, read_source
+
+    path, kind, opts, name = entry["path"], entry["kind"], entry["options"], entry["name"]
+    where = os.fspath(path)
+    out = out_dir / f"{name}{ARTIFACT_SUFFIX}"
+    bar.set_postfix_str(f"{name}: front-end")
+    text = read_source(path)
+    g, meta = build_grammar(text, kind, name=where, base_dir=os.path.dirname(os.path.abspath(path)), **opts)
+    digest = grammar_digest(g)
+    key = grammar_key(digest, vocab.fingerprint)
+    if not force and out.is_file():
+        try:
+            if read_artifact(out).header.get("grammar_key") == key:
+                return f"{out}: up to date ({key[:12]})"
+        except DecodingError:
+            pass  # unreadable: rebuild it
+    t0 = time.perf_counter()
+    bar.set_postfix_str(f"{name}: automaton")
+    meta.update(grammar_digest=digest, max_depth=g.max_depth, options=opts)
+    cg = compile_grammar(g, vocab, grammar_key=key, meta=meta, backend="dfa")  # artifacts need the DFA
+    n = cg.dfa.n_states
+    bar.set_postfix_str(f"{name}: token index ({n} states)")
+    from tqdm import tqdm
+
+    for s in tqdm(range(n), desc=f"{name} masks", unit="state", leave=False, disable=None if n > 2000 else True):
+        cg.mask(s)
+    bar.set_postfix_str(f"{name}: writing")
+    size = write_artifact(cg, out, name=name, kind=kind, options=opts,
+                          source={"name": where, "kind": kind, "text": normalized_text(text, kind), "options": opts})
+    st = cg.stats()
+    return (f"{out}: {st['states']} states, {st['distinct_masks']} distinct masks, {_kb(size)}, "
+            f"{time.perf_counter() - t0:.1f} s")
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from decoding.frontends.sources import kind_of, load_manifest
+
+    entries: list[dict] = []
+    if args.manifest:
+        entries += load_manifest(args.manifest)
+    opts = _parse_options(args.option, args.root)
+    for src in args.sources:
+        p = Path(src)
+        if p.name == "manifest.json" or p.suffix.lower() not in (".json", ".dtd", ".gbnf"):
+            continue  # `compile grammars/*` skips the manifest and non-grammar files
+        entries.append({"name": p.stem, "path": p, "kind": kind_of(p, args.kind), "options": dict(opts)})
+    if not entries:
+        raise _Fail("nothing to compile: give SOURCE files or --manifest")
+    names = [e["name"] for e in entries]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise _Fail(f"two sources would write the same artifact name: {', '.join(dup)}")
+    vocab = _vocab(args)
+    out_dir = Path(args.output)
+    lines = []
+    with tqdm(entries, desc="compile", unit="grammar", disable=None, file=sys.stderr) as bar:
+        for e in bar:
+            try:
+                lines.append(_compile_one(e, vocab, out_dir, args.force, bar))
+            except DecodingError as err:
+                raise _Fail(_located(os.fspath(e["path"]), err)) from None
+    for ln in lines:
+        print(ln)
+    print(f"{len(lines)} artifact(s) in {out_dir} for tokenizer {vocab.name} ({vocab.fingerprint})")
+    return 0
+
+
+# ----------------------------------------------------------------------------- inspect / gbnf
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from decoding.artifacts.format import read_artifact
+
+    data = read_artifact(args.artifact)
+    h = data.header
+    idx, d, v = h["index"], h["dfa"], h["vocab"]
+    if args.json:
+        print(json.dumps({k: h[k] for k in h if k not in ("sections", "source")} | {"bytes": data.size},
+                         ensure_ascii=False, indent=1))
+        return 0
+    rows = [
+        ("artifact", f"{data.path} ({data.size} bytes, format v{h['format_version']}, sha256 ok)"),
+        ("name / kind", f"{h.get('name') or '-'} / {h.get('kind') or '-'}"),
+        ("grammar key", h["grammar_key"]),
+        ("grammar digest", h.get("grammar_digest") or "-"),
+        ("tokenizer", f"{v.get('name') or '-'} ({v['n_tokens']} tokens), fingerprint {v['fingerprint']}"),
+        ("states", f"{d['n_states']} ({d['n_classes']} byte classes, transitions stored {d['trans']})"),
+        ("specials", ", ".join(f"{s}={t}" for s, t in zip(d["specials"], d["special_token_ids"])) or "none"),
+        ("distinct masks", f"{idx['n_masks']} ({idx['n_dense']} dense, {idx['n_sparse']} sparse token lists)"),
+        ("max depth", str(h.get("max_depth"))),
+        ("options", json.dumps(h.get("options") or {}, ensure_ascii=False, sort_keys=True)),
+    ]
+    secs = h["sections"]
+    rows.append(("sections", ", ".join(f"{k} {_kb(s['nbytes'])}" for k, s in secs.items() if s["nbytes"])))
+    w = max(len(r[0]) for r in rows)
+    for k, val in rows:
+        print(f"{k:<{w}}  {val}")
+    return 0
+
+
+def _source_from_args(args: argparse.Namespace) -> tuple[Any, str, dict, str, str | None]:
+    """(text, kind, options, place, base_dir) for a source file or an artifact's stored source."""
+    from decoding.artifacts.format import ARTIFACT_SUFFIX, read_artifact
+    from decoding.frontends.sources import kind_of, read_source
+
+    p = Path(args.source)
+    if p.suffix == ARTIFACT_SUFFIX:
+        src = read_artifact(p).header.get("source") or {}
+        if not src.get("text"):
+            raise _Fail(f"{p}: artifact does not store its grammar source")
+        return src["text"], src["kind"], dict(src.get("options") or {}), os.fspath(p), None
+    opts = _parse_options(getattr(args, "option", None), getattr(args, "root", None))
+    return read_source(p), kind_of(p, getattr(args, "kind", None)), opts, os.fspath(p), \
+        os.path.dirname(os.path.abspath(p))
+
+
+def cmd_gbnf(args: argparse.Namespace) -> int:
+    from decoding.backends.gbnf.emit import to_gbnf
+    from decoding.frontends.sources import build_grammar
+
+    text, kind, opts, where, base = _source_from_args(args)
+    try:
+        g, _ = build_grammar(text, kind, name=where, base_dir=base, **opts)
+        out = to_gbnf(g)
+    except DecodingError as e:
+        raise _Fail(_located(where, e)) from None
+    sys.stdout.write(out if out.endswith("\n") else out + "\n")
+    return 0
+
+
+# ----------------------------------------------------------------------------- generate / demo
+
+def _validity(text: str, header_source: dict) -> str:
+    """"yes", or "no (first violation)", checked by the guard's validators (independent of
+    the automaton)."""
+    from decoding.guard import validate_json, validate_xml
+
+    kind, src = header_source.get("kind"), header_source.get("text")
+    if not src:
+        return "unknown (no source)"
+    if kind == "json-schema":
+        _, bad = validate_json(text, json.loads(src))
+    elif kind == "dtd":
+        from decoding.frontends.xml.dtd import parse_dtd
+
+        bad = validate_xml(text, parse_dtd(src), root=(header_source.get("options") or {}).get("root"))
+    else:
+        return "n/a (GBNF: see complete)"
+    return "yes" if not bad else f"no ({bad[0].message})"
+
+
+def _load_grammar(path: str, vocab: Any, args: argparse.Namespace) -> tuple[Any, float, dict]:
+    """(compiled grammar, load ms, source info) from an artifact or a source file."""
+    from decoding.artifacts.format import ARTIFACT_SUFFIX, load_artifact, read_artifact
+    from decoding.runtime.matcher import Matcher
+
+    p = Path(path)
+    t0 = time.perf_counter()
+    if p.suffix == ARTIFACT_SUFFIX:
+        data = read_artifact(p)
+        cg = load_artifact(data, vocab)
+        Matcher(cg).mask()
+        ms = (time.perf_counter() - t0) * 1e3
+        return cg, ms, data.header.get("source") or {}
+    from decoding.artifacts.cache import load_or_compile
+    from decoding.frontends.sources import kind_of, normalized_text, read_source
+
+    opts = _parse_options(args.option, args.root)
+    kind = kind_of(p, args.kind)
+    try:
+        cg = load_or_compile(p, kind if args.kind else None, vocab, **opts)
+    except DecodingError as e:
+        raise _Fail(_located(os.fspath(p), e)) from None
+    Matcher(cg).mask()
+    ms = (time.perf_counter() - t0) * 1e3
+    return cg, ms, {"kind": kind, "text": normalized_text(read_source(p), kind), "options": opts}
+
+
+def _load_model(name: str) -> tuple[Any, Any, float]:
+    from decoding.compiler import as_vocab
+    from decoding.models import load_model
+
+    t0 = time.perf_counter()
+    with _quiet_native():
+        llm = load_model(name, n_ctx=2048, n_threads=1)
+        vocab = as_vocab(llm)
+    vocab.fingerprint  # noqa: B018 - computed once, outside the grammar load timing
+    return llm, vocab, time.perf_counter() - t0
+
+
+_SYSTEM = "You are a tool-calling assistant. Answer with the tool call only."
+
+
+def _run(llm: Any, cg: Any, prompt: str, max_tokens: int, temperature: float, seed: int, chat: bool) -> Any:
+    from decoding.runtime.generate import generate
+
+    if chat:
+        msgs = [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": prompt}]
+        return generate(llm, None, cg, messages=msgs, max_tokens=max_tokens, temperature=temperature, seed=seed)
+    return generate(llm, prompt, cg, max_tokens=max_tokens, temperature=temperature, seed=seed)
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    llm, vocab, _ = _load_model(args.model)
+    cg, ms, src = _load_grammar(args.grammar, vocab, args)
+    out = _run(llm, cg, args.prompt, args.max_tokens, args.temperature, args.seed, not args.raw)
+    print(out.text)
+    print(f"complete: {'yes' if out.complete else 'no'}  valid: {_validity(out.text, src)}  "
+          f"grammar load: {ms:.2f} ms  {out.n_tokens} tokens, {out.tokens_per_second:.1f} tok/s")
+    return 0
+
+
+DEMO = [
+    ("get_weather", "Call get_weather for this request: what will the weather be in Beijing (北京市) on "
+                    "2025-06-01? Reply with the JSON arguments."),
+    ("search_product", "Call search_product: find wireless headphones (数码) under 500 yuan. "
+                       "Reply with the JSON arguments."),
+    ("user_query", "Write the XML request for user 12345 who wants to query their account."),
+    ("soap_execute_command", "Write the SOAP envelope that calls ExecuteCommand with command GetUserInfo "
+                             "and id U9C123456."),
+]
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from decoding.artifacts.format import ARTIFACT_SUFFIX, load_artifact, read_artifact
+    from decoding.runtime.matcher import Matcher
+
+    d = Path(args.artifacts)
+    files = sorted(d.glob(f"*{ARTIFACT_SUFFIX}"))
+    missing = [n for n, _ in DEMO if not (d / f"{n}{ARTIFACT_SUFFIX}").is_file()]
+    if missing:
+        raise _Fail(f"{d}: no artifact for {', '.join(missing)}; build them with: python -m decoding compile "
+                    f"--manifest {DEFAULT_MANIFEST} --model {args.model} -o {d}")
+    print(f"loading {args.model} (llama.cpp, CPU, 1 thread) ...", flush=True)
+    llm, vocab, secs = _load_model(args.model)
+    print(f"model + tokenizer ready in {secs:.1f} s ({vocab.n_tokens} tokens, fingerprint {vocab.fingerprint})")
+    print(f"\nprecompiled grammars from {d}/ (read + verify + load to a ready matcher; no compilation):")
+    print(f"  {'grammar':<22} {'first':>8} {'p50 of 20':>10} {'states':>7} {'masks':>6} {'size':>7}")
+    loaded = {}
+
+    def load(f: Path) -> tuple[Any, dict]:
+        data = read_artifact(f)
+        cg = load_artifact(data, vocab)
+        Matcher(cg).mask()
+        return cg, data.header | {"_size": data.size}
+
+    for f in files:
+        t0 = time.perf_counter()
+        cg, h = load(f)
+        first = (time.perf_counter() - t0) * 1e3
+        ts = []
+        for _ in range(20):
+            t0 = time.perf_counter()
+            load(f)
+            ts.append((time.perf_counter() - t0) * 1e3)
+        loaded[f.stem] = (cg, h.get("source") or {})
+        print(f"  {f.stem:<22} {first:5.2f} ms {sorted(ts)[10]:7.2f} ms {h['dfa']['n_states']:>7} "
+              f"{h['index']['n_masks']:>6} {_kb(h['_size']):>7}")
+    for name, prompt in DEMO:
+        cg, src = loaded[name]
+        print(f"\n[{name}] {prompt}")
+        out = _run(llm, cg, prompt, args.max_tokens, args.temperature, args.seed, True)
+        print(f"  {out.text}")
+        print(f"  valid: {_validity(out.text, src)}  complete: {'yes' if out.complete else 'no'}  "
+              f"{out.n_tokens} tokens  {out.tokens_per_second:.1f} tok/s")
+    return 0
+
+
+# ----------------------------------------------------------------------------- main
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m decoding", description="guarded-decoding command line")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    def source_opts(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--kind", choices=["json-schema", "dtd", "gbnf", "json", "xml"],
+                       help="grammar kind (default: from the extension)")
+        p.add_argument("--root", help="root element (DTD sources)")
+        p.add_argument("-O", "--option", action="append", metavar="KEY=VALUE",
+                       help="front-end option, e.g. -O whitespace=flexible -O max_depth=3 (repeatable)")
+
+    p = sub.add_parser("compile", help="precompile grammars to artifacts for one tokenizer")
+    p.add_argument("sources", nargs="*", metavar="SOURCE", help=".json (JSON Schema), .dtd, .gbnf")
+    p.add_argument("--manifest", help="grammar manifest (e.g. grammars/manifest.json)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--vocab", metavar="GGUF", help="tokenizer from a GGUF file")
+    g.add_argument("--model", default="smollm2", help="packaged model whose tokenizer to use (default smollm2)")
+    p.add_argument("-o", "--output", required=True, metavar="DIR")
+    p.add_argument("--force", action="store_true", help="rebuild artifacts that are up to date")
+    source_opts(p)
+    p.set_defaults(fn=cmd_compile)
+
+    p = sub.add_parser("inspect", help="describe an artifact (verifies its checksum)")
+    p.add_argument("artifact")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=cmd_inspect)
+
+    p = sub.add_parser("gbnf", help="print the GBNF of a grammar source (or of an artifact's source)")
+    p.add_argument("source")
+    source_opts(p)
+    p.set_defaults(fn=cmd_gbnf)
+
+    p = sub.add_parser("generate", help="generate with the default model under a grammar")
+    p.add_argument("--grammar", required=True, help="artifact (.gdc) or grammar source")
+    p.add_argument("--prompt", required=True)
+    p.add_argument("--model", default="smollm2")
+    p.add_argument("--max-tokens", type=int, default=128)
+    p.add_argument("--temperature", type=float, default=0.2)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--raw", action="store_true", help="plain completion instead of the chat template")
+    source_opts(p)
+    p.set_defaults(fn=cmd_generate)
+
+    p = sub.add_parser("demo", help="load the precompiled grammars and run constrained generations")
+    p.add_argument("--artifacts", default=DEFAULT_BUILD_DIR)
+    p.add_argument("--model", default="smollm2")
+    p.add_argument("--max-tokens", type=int, default=160)
+    p.add_argument("--temperature", type=float, default=0.2)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(fn=cmd_demo)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return int(args.fn(args) or 0)
+    except _Fail as e:
+        msg = str(e)
+    except DecodingError as e:
+        where = getattr(args, "source", None) or getattr(args, "artifact", None) or getattr(args, "grammar", None) or ""
+        msg = _located(os.fspath(where), e) if not isinstance(e, GrammarError) or where else _located("", e)
+    except OSError as e:
+        msg = f"{e.filename + ': ' if e.filename else ''}{e.strerror or e}"
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    print(f"error: {' '.join(msg.split())}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""GBNF front-end: llama.cpp GBNF text -> grammar IR."""

@@ -1,0 +1,1118 @@
+"""JSON Schema -> Grammar IR.
+
+Invariant: every byte string the returned grammar accepts is valid JSON that
+``jsonschema`` validates against the schema (formats included).  Where a keyword cannot
+be honoured exactly the compiler raises :class:`SchemaError` (pointer, keyword, reason);
+it never widens the language.  Policies are documented in docs/json-schema.md.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Literal
+
+from decoding.backends.dfa.automaton import estimate_size, node_size
+from decoding.errors import LimitError, SchemaError, UnsatisfiableSchemaError
+from decoding.ir import (EMPTY, NOTHING, Grammar, Node, Ref, byteset, choice, lit, opt, rep, seq, star)
+from decoding.frontends.jsonschema.formats import CHECKED_FORMATS, check_format, format_regex
+from decoding.frontends.jsonschema.jsonstr import any_json_char, dumps, json_char, quote, string_of
+from decoding.frontends.jsonschema.merge import TYPES, json_equal, merge, normalize
+from decoding.frontends.jsonschema.numbers import INTEGER, NUMBER, integer_range, number_range
+from decoding.text.regex import PatternError, Rx, length_range, parse_pattern, rx_to_ir
+from decoding.frontends.jsonschema.refs import pointer_join, resolve_ref
+
+__all__ = ["SchemaGrammar", "compile_schema", "DEFAULT_MAX_DEPTH", "DEFAULT_MAX_WS",
+           "DEFAULT_FREE_DEPTH", "DEFAULT_MAX_NFA", "EXTRA_PROPERTIES", "estimate_size"]
+
+DEFAULT_MAX_DEPTH = 3
+DEFAULT_MAX_WS = 8
+DEFAULT_FREE_DEPTH = 2
+DEFAULT_MAX_NFA = 300_000
+HOIST_ABOVE = 1_000  # see _Compiler.hoist
+# policies for undeclared properties when ``additionalProperties`` is absent
+EXTRA_PROPERTIES = ("omit", "allow")
+
+ANNOTATIONS = frozenset({
+    "$schema", "$id", "id", "$comment", "title", "description", "default", "examples", "example",
+    "deprecated", "readOnly", "writeOnly", "$anchor", "$dynamicAnchor", "$vocabulary",
+    "contentMediaType", "contentEncoding", "contentSchema", "$defs", "definitions",
+})
+SUPPORTED = frozenset({
+    "type", "enum", "const", "properties", "required", "additionalProperties", "patternProperties",
+    "minProperties", "maxProperties", "items", "prefixItems", "additionalItems", "minItems",
+    "maxItems", "minLength", "maxLength", "pattern", "format", "minimum", "maximum",
+    "exclusiveMinimum", "exclusiveMaximum", "anyOf", "oneOf", "allOf", "$ref",
+    "uniqueItems", "multipleOf", "unevaluatedProperties", "unevaluatedItems", "if",
+    "dependentRequired", "dependentSchemas", "dependencies",
+})
+MAX_DEP_SCHEMAS = 3
+# known semantic keywords we cannot honour, and the instance kinds they constrain
+UNSUPPORTED: dict[str, frozenset[str]] = {
+    "not": frozenset(TYPES), "then": frozenset(TYPES), "else": frozenset(TYPES),
+    "contains": frozenset({"array"}), "minContains": frozenset({"array"}),
+    "maxContains": frozenset({"array"}), "propertyNames": frozenset({"object"}), "$dynamicRef": frozenset(TYPES),
+    "$recursiveRef": frozenset(TYPES),
+}
+_KIND_KW = {
+    "object": ("properties", "required", "additionalProperties", "patternProperties",
+               "minProperties", "maxProperties", "propertyNames", "unevaluatedProperties",
+               "dependentRequired", "dependentSchemas", "dependencies"),
+    "array": ("items", "prefixItems", "minItems", "maxItems", "uniqueItems", "contains",
+              "unevaluatedItems", "minContains", "maxContains"),
+    "string": ("minLength", "maxLength", "pattern", "format"),
+    "number": ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"),
+}
+
+
+@dataclass(frozen=True)
+class SchemaGrammar:
+    """Compiled schema: the grammar, what ``lenient`` dropped and which unknown keywords
+    were treated as annotations (each entry is ``"<pointer> <keyword>"``)."""
+    grammar: Grammar
+    dropped: tuple[str, ...] = ()
+    ignored: tuple[str, ...] = ()
+
+
+class _Compiler:
+    def __init__(self, root: Any, *, whitespace: str, max_ws: int, max_depth: int,
+                 free_depth: int, lenient: bool, extra_properties: str = "omit") -> None:
+        self.root = root
+        self.allow_extra = extra_properties == "allow"
+        self.lenient = lenient
+        self.max_depth = max_depth
+        self.free_depth = free_depth
+        self.ws: Node = EMPTY if whitespace == "compact" else rep(byteset([(9, 10), (13, 13), (32, 32)]), 0, max_ws)
+        self.comma = seq(self.ws, lit(","), self.ws)
+        self.colon = seq(self.ws, lit(":"), self.ws)
+        self.rules: dict[str, Node] = {}
+        self.rule_of_ptr: dict[str, str] = {}
+        self.dropped: list[str] = []
+        self.ignored: list[str] = []
+        self._free: dict[int, Node] = {}
+        self._inline_refs: list[str] = []
+        self._keep: list[Any] = []
+        dialect = root.get("$schema", "") if isinstance(root, dict) else ""
+        self.legacy = isinstance(dialect, str) and ("draft-04" in dialect or "draft-03" in dialect)
+
+    # ------------------------------------------------------------------ entry points
+    def node(self, s: Any, ptr: str) -> Node:
+        if s is True:
+            return self.free(self.free_depth)
+        if s is False:
+            return NOTHING
+        if not isinstance(s, dict):
+            raise SchemaError(ptr, None, f"a schema must be an object or a boolean, got {type(s).__name__}")
+        if set(s) <= ANNOTATIONS:
+            return self.free(self.free_depth)
+        if "$ref" in s:
+            rest = {k: v for k, v in s.items() if k != "$ref"}
+            tptr, target = resolve_ref(self.root, s["$ref"], pointer_join(ptr, "$ref"))
+            if set(rest) <= ANNOTATIONS:
+                return self.ref_rule(tptr, target)
+            if tptr in self._inline_refs:
+                raise SchemaError(ptr, "$ref", "recursive reference combined with sibling keywords "
+                                  "is not supported")
+            self._inline_refs.append(tptr)
+            try:
+                if target is False:
+                    return NOTHING
+                t = normalize(target) if isinstance(target, dict) else {}
+                return self.node(merge(normalize(rest), t, ptr), ptr)
+            finally:
+                self._inline_refs.pop()
+        s = normalize(s)
+        for k in ("unevaluatedProperties", "unevaluatedItems"):
+            if k in s and s[k] is not True and s[k] != {} and any(
+                    x in s for x in ("allOf", "anyOf", "oneOf", "$ref", "if", "dependentSchemas")):
+                raise SchemaError(ptr, k, f"'{k}' next to in-place applicators is not supported")
+        if "allOf" in s:
+            return self.all_of(s, ptr)
+        if "anyOf" in s or "oneOf" in s:
+            return self.any_one_of(s, ptr)
+        return self.base(s, ptr)
+
+    def hoist(self, node: Node, ptr: str) -> Node:
+        """A large sub-grammar (more than HOIST_ABOVE automaton states) as a rule of its own:
+        the same language (the DFA back-end inlines it again), but the pushdown back-end
+        then builds it once instead of once per place it is repeated in its parent."""
+        if isinstance(node, Ref) or node == NOTHING or node_size(node) <= HOIST_ABOVE:
+            return node
+        name = f"h{len(self.rules)}:{ptr or '#'}"
+        self.rules[name] = node
+        return Ref(name)
+
+    def ref_rule(self, tptr: str, target: Any) -> Node:
+        name = self.rule_of_ptr.get(tptr)
+        if name is None:
+            name = f"r{len(self.rule_of_ptr)}:{tptr or '#'}"
+            self.rule_of_ptr[tptr] = name
+            self.rules[name] = NOTHING  # placeholder for cycles
+            self.rules[name] = self.node(target, tptr)
+        return Ref(name)
+
+    def _deref(self, s: Any, ptr: str, depth: int = 0) -> Any:
+        while isinstance(s, dict) and "$ref" in s:
+            if depth > 16:
+                raise SchemaError(ptr, "$ref", "reference chain too deep or cyclic inside allOf")
+            rest = {k: v for k, v in s.items() if k != "$ref"}
+            _, target = resolve_ref(self.root, s["$ref"], pointer_join(ptr, "$ref"))
+            if target is False:
+                return False
+            target = self._deref(target, ptr, depth + 1)
+            s = merge(normalize(rest), normalize(target) if isinstance(target, dict) else {}, ptr) \
+                if target is not True else rest
+            depth += 1
+        return normalize(s) if isinstance(s, dict) else s
+
+    def all_of(self, s: dict, ptr: str) -> Node:
+        parts = s["allOf"]
+        if not isinstance(parts, list) or not parts:
+            raise SchemaError(ptr, "allOf", "must be a non-empty array")
+        acc: Any = {k: v for k, v in s.items() if k != "allOf"}
+        for i, p in enumerate(parts):
+            p = self._deref(p, pointer_join(ptr, "allOf", i))
+            if p is False:
+                return NOTHING
+            if p is True:
+                continue
+            acc = merge(acc, p, pointer_join(ptr, "allOf", i))
+        self._keep.append(acc)
+        return self.node(acc, ptr)
+
+    def any_one_of(self, s: dict, ptr: str) -> Node:
+        kw = "anyOf" if "anyOf" in s else "oneOf"
+        branches = s[kw]
+        if not isinstance(branches, list) or not branches:
+            raise SchemaError(ptr, kw, "must be a non-empty array")
+        rest = {k: v for k, v in s.items() if k != kw}
+        merged = []
+        for i, b in enumerate(branches):
+            bp = pointer_join(ptr, kw, i)
+            b = self._deref(b, bp)
+            if b is False:
+                merged.append(False)
+                continue
+            merged.append(merge(rest, b if b is not True else {}, bp) if rest else b)
+        self._keep.append(merged)
+        if kw == "oneOf" and self.unsat(s, ptr) is not None:
+            return NOTHING  # provably no instance: the empty language is exact
+        if kw == "oneOf":
+            merged = self._separate(self._force_discriminators(merged))
+            self._check_disjoint(merged, ptr)
+        alts = [self.hoist(self.node(m, pointer_join(ptr, kw, i)), pointer_join(ptr, kw, i))
+                for i, m in enumerate(merged)]
+        return choice(*[a for a in alts if a != NOTHING]) if any(a != NOTHING for a in alts) else NOTHING
+
+    # ------------------------------------------------------------------ unsatisfiability
+    def unsat(self, s: Any, ptr: str, depth: int = 0) -> tuple[str, str | None, str] | None:
+        """A proof that no instance is valid against ``s``: ``(pointer, keyword, reason)``,
+        or None.  Sound, not complete; independent of the generation policies.  Rules: the
+        ``false`` schema; an empty ``enum``; ``allOf``/``$ref`` with an unsatisfiable part;
+        ``anyOf``/``oneOf`` whose branches are all unsatisfiable; ``oneOf`` with two or more
+        branches that every instance of the sibling keywords satisfies (branches that only
+        say ``required`` with names the siblings already require, or no constraint at all);
+        an object-only schema with a required property whose schema is unsatisfiable."""
+        if s is False:
+            return (ptr, None, "the schema is false")
+        if not isinstance(s, dict) or depth > 32:
+            return None
+        if "$ref" in s:
+            try:
+                tptr, target = resolve_ref(self.root, s["$ref"], pointer_join(ptr, "$ref"))
+            except SchemaError:
+                return None
+            hit = self.unsat(target, tptr, depth + 1)
+            if hit is not None:
+                return hit
+        if isinstance(s.get("enum"), list) and not s["enum"]:
+            return (ptr, "enum", "enum is empty")
+        if isinstance(s.get("allOf"), list):
+            for i, p in enumerate(s["allOf"]):
+                hit = self.unsat(p, pointer_join(ptr, "allOf", i), depth + 1)
+                if hit is not None:
+                    return hit
+        for kw in ("anyOf", "oneOf"):
+            br = s.get(kw)
+            if not isinstance(br, list) or not br:
+                continue
+            hits = [self.unsat(b, pointer_join(ptr, kw, i), depth + 1) for i, b in enumerate(br)]
+            if all(h is not None for h in hits):
+                return (ptr, kw, f"every {kw} branch is unsatisfiable ({hits[0][0] or '/'}: {hits[0][2]})")
+            if kw == "oneOf":
+                req = s.get("required") if isinstance(s.get("required"), list) else []
+                implied = [i for i, b in enumerate(br) if _implied_by_required(b, req)]
+                if len(implied) >= 2:
+                    return (ptr, "oneOf", f"branches {implied[0]} and {implied[1]} hold for every "
+                            "instance of the sibling keywords (their required names are already "
+                            "required), so no instance matches exactly one branch")
+        t = s.get("type")
+        if t == "object" or t == ["object"]:
+            props = s.get("properties") if isinstance(s.get("properties"), dict) else {}
+            req = s.get("required") if isinstance(s.get("required"), list) else []
+            for k in req:
+                if k in props:
+                    hit = self.unsat(props[k], pointer_join(ptr, "properties", k), depth + 1)
+                    if hit is not None:
+                        return hit
+        return None
+
+    # ------------------------------------------------------------------ oneOf disjointness
+    def _kinds(self, s: Any) -> set[str]:
+        if s is True or not isinstance(s, dict):
+            return set(TYPES) if s is not False else set()
+        vals = None
+        if "const" in s:
+            vals = [s["const"]]
+        elif "enum" in s and isinstance(s["enum"], list):
+            vals = s["enum"]
+        if vals is not None:
+            return {_kind_of(v) for v in vals}
+        t = s.get("type")
+        if t is None:
+            inferred = self._inferred(s)
+            return set(TYPES) if inferred is None else inferred
+        ts = {t} if isinstance(t, str) else set(t)
+        if "number" in ts:
+            ts.add("integer")
+        if "integer" in ts:
+            ts.add("number")
+        return ts
+
+    def _check_disjoint(self, branches: list, ptr: str) -> None:
+        for i in range(len(branches)):
+            for j in range(i + 1, len(branches)):
+                a, b = branches[i], branches[j]
+                if a is False or b is False:
+                    continue
+                if not (self._kinds(a) & self._kinds(b)):
+                    continue
+                if self._disjoint_values(a, b) or self._discriminated(a, b):
+                    continue
+                if self._gen_excluded(a, b) and self._gen_excluded(b, a):
+                    continue
+                if json_equal(a, b):
+                    raise SchemaError(ptr, "oneOf", f"branches {i} and {j} are identical once the "
+                                      "sibling keywords are merged in, so no instance matches "
+                                      "exactly one of them")
+                raise SchemaError(ptr, "oneOf", f"branches {i} and {j} may both match the same "
+                                  "instance; oneOf is only supported for provably disjoint branches "
+                                  "(different types, enum/const values, or a required "
+                                  "discriminator property)")
+
+    def _separate(self, branches: list) -> list:
+        """oneOf of object branches that differ only in ``required``: let branch i omit
+        one key that each other branch j requires and i does not (a subset of branch i),
+        so every generated instance fails the other branches."""
+        out = list(branches)
+        for i, a in enumerate(branches):
+            for j, b in enumerate(branches):
+                if i == j or not (isinstance(a, dict) and isinstance(b, dict)):
+                    continue
+                if self._kinds(a) != {"object"} or self._gen_excluded(out[i], b):
+                    continue
+                ra = a.get("required", []) if isinstance(a.get("required"), list) else []
+                rb = b.get("required", []) if isinstance(b.get("required"), list) else []
+                diff = [k for k in rb if k not in ra]
+                if not diff:
+                    continue
+                cur = dict(out[i])
+                props = dict(cur.get("properties", {}) if isinstance(cur.get("properties"), dict) else {})
+                props[diff[0]] = False
+                cur["properties"] = props
+                out[i] = cur
+        self._keep.append(out)
+        return out
+
+    def _gen_excluded(self, gen: Any, other: Any) -> bool:
+        return self._never_emits_required(gen, other) or self._always_emits_forbidden(gen, other)
+
+    def _always_emits_forbidden(self, gen: Any, other: Any) -> bool:
+        """True if objects generated from ``gen`` always carry a key ``other`` forbids."""
+        if not (isinstance(gen, dict) and isinstance(other, dict)):
+            return False
+        if self._kinds(gen) != {"object"} or not isinstance(gen.get("required"), list):
+            return False
+        oprops = other.get("properties", {}) if isinstance(other.get("properties"), dict) else {}
+        opp = other.get("patternProperties", {}) or {}
+        for k in gen["required"]:
+            if oprops.get(k, None) is False:
+                return True
+            if k not in oprops and other.get("additionalProperties") is False and \
+                    not any(re.search(p, k) for p in opp):
+                return True
+        return False
+
+    def _never_emits_required(self, gen: Any, other: Any) -> bool:
+        """True if objects generated from ``gen`` always lack a key ``other`` requires (our
+        grammar emits only declared keys unless extra properties are allowed)."""
+        if not (isinstance(gen, dict) and isinstance(other, dict)):
+            return False
+        if self._kinds(gen) != {"object"}:
+            return False
+        if gen.get("additionalProperties") not in (None, False) or _bare_object(gen):
+            return False
+        if self.allow_extra and gen.get("additionalProperties", gen.get("unevaluatedProperties")) is None and \
+                not gen.get("patternProperties"):
+            return False  # undeclared keys (any name but the declared ones) may be emitted
+        emits = set(gen.get("properties", {})) | set(gen.get("required", []))
+        pp = gen.get("patternProperties", {}) or {}
+        for k in other.get("required", []) if isinstance(other.get("required"), list) else []:
+            if k in emits or gen.get("properties", {}).get(k, True) is False:
+                continue
+            if any(re.search(p, k) for p in pp):
+                continue
+            return True
+        return False
+
+    @staticmethod
+    def _values(s: dict) -> list | None:
+        if "const" in s:
+            return [s["const"]]
+        if isinstance(s.get("enum"), list):
+            return s["enum"]
+        return None
+
+    def _disjoint_values(self, a: Any, b: Any) -> bool:
+        if not (isinstance(a, dict) and isinstance(b, dict)):
+            return False
+        va, vb = self._values(a), self._values(b)
+        if va is None or vb is None:
+            return False
+        return not any(json_equal(x, y) for x in va for y in vb)
+
+    def _discriminated(self, a: Any, b: Any) -> bool:
+        if not (isinstance(a, dict) and isinstance(b, dict)):
+            return False
+        if self._kinds(a) & self._kinds(b) - {"object"}:
+            return False
+        pa, pb = a.get("properties", {}), b.get("properties", {})
+        for k in set(pa) & set(pb):
+            if k in a.get("required", []) and k in b.get("required", []):
+                if self._disjoint_values(self._flat(pa[k]), self._flat(pb[k])):
+                    return True
+        return False
+
+    def _flat(self, s: Any) -> Any:
+        """``s`` with top-level ``$ref`` and ``allOf`` merged away (``s`` itself if that fails)."""
+        try:
+            d = self._deref(s, "")
+            if isinstance(d, dict) and isinstance(d.get("allOf"), list):
+                acc: Any = {k: v for k, v in d.items() if k != "allOf"}
+                for p in d["allOf"]:
+                    p = self._flat(p)
+                    if p is False:
+                        return False
+                    if p is not True:
+                        acc = merge(acc, p, "")
+                return acc
+            return d
+        except SchemaError:
+            return s
+
+    def _force_discriminators(self, branches: list) -> list:
+        """oneOf of object branches that declare a common property with disjoint enum/const
+        values: require that property in both, so each generated instance matches exactly
+        one branch (a subset of the valid instances: those without it are not generated)."""
+        out = list(branches)
+        for i in range(len(out)):
+            for j in range(i + 1, len(out)):
+                a, b = out[i], out[j]
+                if not (isinstance(a, dict) and isinstance(b, dict)) or \
+                        self._kinds(a) & self._kinds(b) - {"object"} or \
+                        not self._kinds(a) & self._kinds(b) or self._discriminated(a, b):
+                    continue
+                pa, pb = a.get("properties", {}), b.get("properties", {})
+                if not (isinstance(pa, dict) and isinstance(pb, dict)):
+                    continue
+                for k in [k for k in pa if k in pb]:
+                    if self._disjoint_values(self._flat(pa[k]), self._flat(pb[k])):
+                        for idx in (i, j):
+                            req = out[idx].get("required", [])
+                            if isinstance(req, list) and k not in req:
+                                out[idx] = {**out[idx], "required": list(req) + [k]}
+                        break
+        self._keep.append(out)
+        return out
+
+    # ------------------------------------------------------------------ base schemas
+    def _inferred(self, s: dict) -> set[str] | None:
+        kinds = {k for k, kws in _KIND_KW.items() if any(w in s for w in kws)}
+        if "number" in kinds:
+            kinds.add("integer")
+        return kinds or None
+
+    def base(self, s: dict, ptr: str) -> Node:
+        for k in s:
+            if k not in SUPPORTED and k not in ANNOTATIONS and k not in UNSUPPORTED:
+                self.ignored.append(f"{ptr or '/'} {k}")
+        if "enum" in s or "const" in s:
+            return self.enumeration(s, ptr)
+        if "dependentSchemas" in s or isinstance(s.get("dependencies"), dict) and any(
+                not isinstance(v, list) for v in s["dependencies"].values()):
+            return self.dep_schemas(s, ptr)
+        t = s.get("type")
+        if t is None:
+            kinds = self._inferred(s)
+            if kinds is None:
+                self._check_unsupported(s, ptr, set(TYPES))
+                return self.free(self.free_depth)
+        else:
+            ts = [t] if isinstance(t, str) else t
+            if not isinstance(ts, list) or any(x not in TYPES for x in ts):
+                raise SchemaError(ptr, "type", f"unknown type {t!r}")
+            kinds = set(ts)
+            if "number" in kinds:
+                kinds.discard("integer")
+        self._check_unsupported(s, ptr, kinds)
+        if "if" in s and ("then" in s or "else" in s):
+            raise SchemaError(ptr, "if", "if/then/else is not supported")
+        alts: list[Node] = []
+        for kind in ("object", "array", "string", "integer", "number", "boolean", "null"):
+            if kind in kinds:
+                alts.append(self.kind(kind, s, ptr))
+        alts = [a for a in alts if a != NOTHING]
+        return choice(*alts) if alts else NOTHING
+
+    def dep_schemas(self, s: dict, ptr: str) -> Node:
+        """Schema-valued dependencies, exactly: for each optional trigger ``t`` the union of
+        "``t`` absent" and "``t`` present and the dependent schema holds" (at most
+        MAX_DEP_SCHEMAS optional triggers, i.e. 2**n branches); a required trigger merges."""
+        rest = {k: v for k, v in s.items() if k != "dependentSchemas"}
+        dep: dict[str, Any] = dict(s.get("dependentSchemas") or {})
+        if not isinstance(s.get("dependentSchemas", {}), dict):
+            raise SchemaError(ptr, "dependentSchemas", "must be an object")
+        if isinstance(s.get("dependencies"), dict):
+            arrays = {t: v for t, v in s["dependencies"].items() if isinstance(v, list)}
+            for t, v in s["dependencies"].items():
+                if not isinstance(v, list):
+                    dep[t] = {"allOf": [dep[t], v]} if t in dep else v
+            rest.pop("dependencies")
+            if arrays:
+                rest["dependencies"] = arrays
+        branches: list[Any] = [rest]
+        for t, ds in dep.items():
+            dptr = pointer_join(ptr, "dependentSchemas", t)
+            ds = self._deref(ds, dptr)
+            nxt: list[Any] = []
+            for b in branches:
+                req = b.get("required", []) if isinstance(b.get("required"), list) else []
+                bprops = b.get("properties", {}) if isinstance(b.get("properties"), dict) else {}
+                if bprops.get(t, True) is False or ds is True or ds == {}:
+                    nxt.append(b)  # the trigger is never present, or the dependency is vacuous
+                    continue
+                with_t = {**b, "required": req + ([t] if t not in req else [])}
+                nxt.append(False if ds is False else merge(with_t, ds, dptr))
+                if t not in req:
+                    nxt.append({**b, "properties": {**bprops, t: False}})
+            branches = [b for b in nxt if b is not False]
+            if len(branches) > 2 ** MAX_DEP_SCHEMAS:
+                raise SchemaError(ptr, "dependentSchemas", f"more than {MAX_DEP_SCHEMAS} optional "
+                                  "triggers of schema dependencies")
+        self._keep.append(branches)
+        alts = [self.node(b, ptr) for b in branches]
+        alts = [a for a in alts if a != NOTHING]
+        return choice(*alts) if alts else NOTHING
+
+    def _check_unsupported(self, s: dict, ptr: str, kinds: set[str]) -> None:
+        if "number" in kinds:
+            kinds = kinds | {"integer"}
+        for k, affected in UNSUPPORTED.items():
+            if k in s and affected & kinds:
+                if k in ("then", "else") and "if" not in s:
+                    continue  # then/else without if have no effect
+                raise SchemaError(ptr, k, f"keyword '{k}' is not supported")
+        if s.get("uniqueItems") is True and "array" in kinds:
+            if not (isinstance(s.get("maxItems"), int) and s["maxItems"] <= 1):
+                raise SchemaError(ptr, "uniqueItems", "uniqueItems is not supported (except with "
+                                  "maxItems <= 1)")
+
+    def kind(self, kind: str, s: dict, ptr: str) -> Node:
+        if kind == "null":
+            return lit("null")
+        if kind == "boolean":
+            return choice(lit("true"), lit("false"))
+        if kind == "string":
+            return self.string(s, ptr)
+        if kind in ("integer", "number"):
+            return self.number(s, ptr, kind == "integer")
+        if kind == "array":
+            return self.array(s, ptr)
+        return self.obj(s, ptr)
+
+    # ------------------------------------------------------------------ enum / const
+    def enumeration(self, s: dict, ptr: str) -> Node:
+        if "const" in s:
+            values = [s["const"]]
+            kw = "const"
+            if "enum" in s:
+                values = [v for v in values if any(json_equal(v, e) for e in s["enum"])]
+        else:
+            kw = "enum"
+            values = s["enum"]
+            if not isinstance(values, list):
+                raise SchemaError(ptr, "enum", "must be an array")
+        rest = {k: v for k, v in s.items() if k not in ("enum", "const") and k not in ANNOTATIONS}
+        keep = [v for v in values if self._value_ok(v, rest, ptr, kw)]
+        alts: list[Node] = []
+        for v in keep:
+            try:
+                alts.append(lit(dumps(v)))
+            except (TypeError, ValueError) as e:
+                raise SchemaError(ptr, kw, f"value {v!r} is not JSON: {e}") from None
+        return choice(*alts) if alts else NOTHING
+
+    def _value_ok(self, v: Any, rest: dict, ptr: str, kw: str) -> bool:
+        if not rest:
+            return True
+        if set(rest) == {"type"}:
+            t = rest["type"]
+            return _kind_of(v) in ({t} if isinstance(t, str) else set(t)) or (
+                _kind_of(v) == "integer" and ("number" in t if isinstance(t, list) else t == "number"))
+        if "$ref" in json.dumps(rest):
+            raise SchemaError(ptr, kw, "enum/const combined with $ref siblings is not supported")
+        import jsonschema  # deferred: only needed for this rare case
+        cls = jsonschema.validators.validator_for(self.root if isinstance(self.root, dict) else {},
+                                                  default=jsonschema.Draft202012Validator)
+        if not cls(rest).is_valid(v):
+            return False
+        fmt = rest.get("format")
+        if isinstance(fmt, str) and isinstance(v, str) and check_format(fmt, v) is False:
+            return False
+        return True
+
+    # ------------------------------------------------------------------ strings
+    def string(self, s: dict, ptr: str) -> Node:
+        lo = s.get("minLength", 0)
+        hi = s.get("maxLength")
+        for k, v in (("minLength", lo), ("maxLength", hi)):
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+                if not (isinstance(v, float) and v.is_integer() and v >= 0):
+                    raise SchemaError(ptr, k, "must be a non-negative integer")
+        lo = int(lo)
+        hi = None if hi is None else int(hi)
+        if hi is not None and hi < lo:
+            return NOTHING
+        rx: Rx | None = None
+        fmt = s.get("format")
+        if fmt is not None:
+            src = format_regex(fmt) if isinstance(fmt, str) else None
+            if src is None and isinstance(fmt, str) and fmt not in CHECKED_FORMATS:
+                self.ignored.append(f"{ptr or '/'} format")  # an annotation: nothing asserts it
+            elif src is None:
+                if self.lenient:
+                    self.dropped.append(f"{ptr or '/'} format")
+                else:
+                    raise SchemaError(ptr, "format", f"format {fmt!r} is not supported "
+                                      "(pass lenient=True to treat it as an annotation)")
+            else:
+                rx = parse_pattern("^(?:" + src + ")$")
+        if "pattern" in s:
+            if rx is not None:
+                raise SchemaError(ptr, "pattern", "pattern combined with format cannot be intersected")
+            pat = s["pattern"]
+            if not isinstance(pat, str):
+                raise SchemaError(ptr, "pattern", "must be a string")
+            try:
+                re.compile(pat)
+                rx = parse_pattern(pat)
+            except PatternError as e:
+                raise SchemaError(ptr, "pattern", str(e)) from None
+            except re.error as e:
+                raise SchemaError(ptr, "pattern", f"not a valid regex: {e}") from None
+        if rx is None:
+            return string_of(rep(any_json_char(), lo, hi))
+        plo, phi = length_range(rx)
+        if plo >= lo and (hi is None or (phi is not None and phi <= hi)):
+            return string_of(rx_to_ir(rx))
+        adj = _bound_single_repeat(rx, lo, hi)
+        if adj is not None:
+            return string_of(rx_to_ir(adj))
+        raise SchemaError(ptr, "maxLength" if hi is not None else "minLength",
+                          "length bounds combined with this pattern/format cannot be expressed "
+                          "exactly")
+
+    # ------------------------------------------------------------------ numbers
+    def number(self, s: dict, ptr: str, integer: bool) -> Node:
+        bounds = {}
+        for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+            if k in s:
+                v = s[k]
+                if isinstance(v, bool) or not isinstance(v, (int, float)):
+                    raise SchemaError(ptr, k, "must be a number")
+                if isinstance(v, float) and not math.isfinite(v):
+                    raise SchemaError(ptr, k, "must be a finite number")
+                # a float bound is the shortest decimal that parses back to it
+                bounds[k] = Fraction(repr(v)) if isinstance(v, float) else Fraction(v)
+        lo, lo_x = _tighter(bounds.get("minimum"), bounds.get("exclusiveMinimum"), True)
+        hi, hi_x = _tighter(bounds.get("maximum"), bounds.get("exclusiveMaximum"), False)
+        mo = s.get("multipleOf")
+        if mo is not None:
+            if isinstance(mo, bool) or not isinstance(mo, (int, float)) or mo <= 0:
+                raise SchemaError(ptr, "multipleOf", "must be a positive number")
+            if Fraction(mo) == 1 or (integer and Fraction(mo).denominator == 1 and mo == 1):
+                integer = True
+            elif integer and Fraction(mo).numerator == 1:
+                pass  # 1/n divides every integer
+            else:
+                raise SchemaError(ptr, "multipleOf", "multipleOf is only supported when it is 1 "
+                                  "(or divides 1 for integers)")
+        if integer:
+            a = None
+            if lo is not None:
+                a = int(lo) + 1 if lo_x and lo.denominator == 1 else -((-lo.numerator) // lo.denominator)
+            b = None
+            if hi is not None:
+                b = int(hi) - 1 if hi_x and hi.denominator == 1 else hi.numerator // hi.denominator
+            if a is None and b is None:
+                return INTEGER
+            if a is not None and b is not None and a > b:
+                return NOTHING
+            return integer_range(a, b)
+        if lo is None and hi is None:
+            return NUMBER
+        return number_range(lo, lo_x, hi, hi_x)
+
+    # ------------------------------------------------------------------ arrays
+    def array(self, s: dict, ptr: str) -> Node:
+        prefix = s.get("prefixItems", [])
+        if not isinstance(prefix, list):
+            raise SchemaError(ptr, "prefixItems", "must be an array")
+        tail_s = s.get("items", s.get("unevaluatedItems", True))
+        mn = int(s.get("minItems", 0))
+        mx = s.get("maxItems")
+        mx = None if mx is None else int(mx)
+        if mx is not None and mx < mn:
+            return NOTHING
+        elems: list[Node] = []
+        for i, p in enumerate(prefix):
+            if mx is not None and i >= mx:
+                break
+            e = self.hoist(self.node(p, pointer_join(ptr, "prefixItems", i)), pointer_join(ptr, "prefixItems", i))
+            if e == NOTHING:
+                break
+            elems.append(e)
+        k = len(elems)
+        if k < len(prefix) and (mx is None or k < mx):
+            # a prefix item is unsatisfiable: arrays must stop before it
+            mx = k if mx is None else min(mx, k)
+            if mn > k:
+                return NOTHING
+            tail = NOTHING
+        else:
+            tail = self.hoist(self.node(tail_s, pointer_join(ptr, "items")), pointer_join(ptr, "items")) \
+                if tail_s is not False else NOTHING
+        a = max(0, mn - k)
+        b = None if mx is None else max(0, mx - k)
+        if tail == NOTHING:
+            if a > 0:
+                return NOTHING
+            b = 0
+        # after k prefix elements: the tail
+        if k == 0:
+            if b == 0:
+                body = EMPTY if mn == 0 else NOTHING
+            else:
+                rest_hi = None if b is None else b - 1
+                more = rep(seq(self.comma, tail), max(0, a - 1), rest_hi)
+                body = seq(tail, more)
+                if a == 0:
+                    body = opt(body)
+        else:
+            r: Node = rep(seq(self.comma, tail), a, b) if b != 0 else EMPTY
+            for j in range(k - 1, 0, -1):  # r = R(j): after j elements
+                nxt = seq(self.comma, elems[j], r)
+                r = choice(EMPTY, nxt) if j >= mn else nxt
+            body = seq(elems[0], r)
+            if mn == 0:
+                body = opt(body)
+        if body == NOTHING:
+            return NOTHING
+        return seq(lit("["), self.ws, body, self.ws, lit("]"))
+
+    # ------------------------------------------------------------------ objects
+    def obj(self, s: dict, ptr: str) -> Node:
+        props = s.get("properties", {})
+        if not isinstance(props, dict):
+            raise SchemaError(ptr, "properties", "must be an object")
+        required = s.get("required", [])
+        if not isinstance(required, list):
+            raise SchemaError(ptr, "required", "must be an array of property names")
+        pp = s.get("patternProperties", {}) or {}
+        addl = s.get("additionalProperties", s.get("unevaluatedProperties", None))
+        if _bare_object(s):
+            addl = True  # a bare object schema: any members (see docs, additionalProperties)
+        elif addl is None and self.allow_extra:
+            addl = True  # spec-faithful: undeclared members with free-form values
+        minp = int(s.get("minProperties", 0))
+        maxp = s.get("maxProperties")
+        maxp = None if maxp is None else int(maxp)
+        for p in pp:
+            try:
+                re.compile(p)
+            except re.error as e:
+                raise SchemaError(pointer_join(ptr, "patternProperties", p), "patternProperties",
+                                  f"not a valid regex: {e}") from None
+        extras_allowed = addl not in (None, False)
+        required = list(required)
+        deps = self._dep_required(s, ptr)
+        for k in {k for t, ds in deps.items() for k in (t, *ds)} - set(props) - set(required):
+            if any(re.search(p, k) for p in pp):
+                raise SchemaError(ptr, "dependentRequired", f"dependency on {k!r}, which only "
+                                  "patternProperties declare, is not supported")
+        changed = True
+        while changed:  # a required trigger makes its dependents required
+            changed = False
+            for t, ds in deps.items():
+                if t in required:
+                    for d in ds:
+                        if d not in required:
+                            required.append(d)
+                            changed = True
+
+        def value_schema(key: str) -> Any:
+            parts = [props[key]] if key in props else []
+            matched = [v for p, v in pp.items() if re.search(p, key)]
+            parts += matched
+            if key not in props and not matched and addl is not None:
+                parts.append(addl)
+            if not parts:
+                return True
+            acc: Any = parts[0]
+            for x in parts[1:]:
+                acc = {"allOf": [acc, x]} if acc is not True else x
+            return acc
+
+        names = list(props) + [r for r in required if r not in props]
+        if extras_allowed:  # dependency keys become declared members (excluded from extras)
+            for t, ds in deps.items():
+                for k in [t, *ds]:
+                    if k not in names:
+                        names.append(k)
+        members: list[tuple[str, Node, bool]] = []
+        for key in names:
+            vs = value_schema(key)
+            req = key in required
+            vptr = pointer_join(ptr, "properties", key)
+            if vs is False or (key not in props and addl is False and not any(re.search(p, key) for p in pp)):
+                if req:
+                    return NOTHING
+                continue
+            self._keep.append(vs)
+            v = self.hoist(self.node(vs, vptr), vptr)
+            if v == NOTHING:
+                if req:
+                    return NOTHING
+                continue
+            members.append((key, seq(lit(quote(key)), self.colon, v), req))
+        # dependencies between emittable members (a trigger whose dependent can never be
+        # emitted is itself never emitted)
+        while True:
+            emitted = {k for k, _, _ in members}
+            banned = {t for t, ds in deps.items() if t in emitted and not set(ds) <= emitted}
+            if not banned:
+                break
+            if any(r for k, _, r in members if k in banned):
+                return NOTHING
+            members = [m for m in members if m[0] not in banned]
+        emitted = {k for k, _, _ in members}
+        cons = [(t, frozenset(ds) - {t}) for t, ds in deps.items()
+                if t in emitted and t not in required and not set(ds) <= set(required)]
+        cons = [(t, ds) for t, ds in cons if ds]
+        pos = {k: i for i, (k, _, _) in enumerate(members)}
+        last = [max(pos[k] for k in (t, *ds)) for t, ds in cons]
+        tracked = {k for t, ds in cons for k in (t, *ds)}
+        if len(tracked) > 12:
+            raise SchemaError(ptr, "dependentRequired", f"dependencies among {len(tracked)} properties "
+                              "are too many to track exactly (limit 12)")
+        # extra (undeclared) members
+        extra: Node | None = None
+        if pp:
+            for p in pp:
+                for key in names:
+                    if re.search(p, key):
+                        raise SchemaError(pointer_join(ptr, "patternProperties", p), "patternProperties",
+                                          f"pattern overlaps declared property {key!r}")
+            # keys matching no pattern (governed by additionalProperties) are not generated:
+            # the complement of the patterns is not built.  Each pattern's keys get the
+            # conjunction of all pattern schemas, since a key may match several patterns.
+            distinct = {json.dumps(v, sort_keys=True) for v in pp.values()}
+            vals = list(pp.values())
+            vs: Any = vals[0]
+            if len(distinct) > 1:
+                vs = {"allOf": vals}
+                self._keep.append(vs)
+            try:
+                keys = choice(*(rx_to_ir(parse_pattern(p)) for p in pp))
+            except PatternError as e:
+                raise SchemaError(ptr, "patternProperties", str(e)) from None
+            v = self.node(vs, pointer_join(ptr, "patternProperties", next(iter(pp))))
+            if v != NOTHING and keys != NOTHING:
+                extra = seq(string_of(keys), self.colon, v)
+        elif extras_allowed:
+            v = self.node(addl, pointer_join(ptr, "additionalProperties"))
+            if v != NOTHING:  # a shared rule: lists of extras are built with one copy
+                ename = f"extra{len(self.rules)}:{ptr or '#'}"
+                self.rules[ename] = seq(string_of(_not_in(names)), self.colon, v)
+                extra = Ref(ename)
+        n_req = sum(1 for _, _, r in members if r)
+        if extra is None and maxp is not None and maxp >= len(members):
+            maxp = None
+        if minp <= n_req:
+            minp = 0
+        if extra is None and minp > len(members):
+            return NOTHING
+        cap = maxp if maxp is not None else max(minp, 1)
+        empty: frozenset[str] = frozenset()
+        states: dict[tuple[int, frozenset[str]], Node] = {(0, empty): EMPTY}
+        for i, (key, m, req) in enumerate(members):
+            new: dict[tuple[int, frozenset[str]], list[Node]] = {}
+            for (c, fl), L in states.items():
+                if not req:
+                    new.setdefault((c, fl), []).append(L)
+                c2 = c + 1
+                if maxp is not None and c2 > maxp:
+                    continue
+                c2 = min(c2, cap)
+                fl2 = fl | {key} if key in tracked else fl
+                new.setdefault((c2, fl2), []).append(seq(L, self.comma if c else EMPTY, m))
+            if key in tracked:
+                done = [cons[j] for j in range(len(cons)) if last[j] == i]
+                live = {k for j in range(len(cons)) if last[j] > i for k in (cons[j][0], *cons[j][1])}
+                pruned: dict[tuple[int, frozenset[str]], list[Node]] = {}
+                for (c, fl), ls in new.items():
+                    if any(t in fl and not ds <= fl for t, ds in done):
+                        continue
+                    pruned.setdefault((c, fl & live), []).extend(ls)
+                new = pruned
+            states = {k: choice(*ls) for k, ls in new.items()}
+            states = {k: L for k, L in states.items() if L != NOTHING}
+        counts: dict[int, list[Node]] = {}
+        for (c, _), L in states.items():
+            counts.setdefault(c, []).append(L)
+        by_count = {c: choice(*ls) for c, ls in counts.items()}
+        if extra is not None:
+            final: list[Node] = []
+            too_few = False
+            for c, L in by_count.items():
+                room = None if maxp is None else maxp - c
+                need = max(0, minp - c)
+                if need > 1:
+                    # several undeclared members would have to carry distinct names: this
+                    # count of declared members is not generated
+                    too_few = True
+                    continue
+                if room is not None and need > room:
+                    continue
+                if room == 0:
+                    final.append(L)
+                elif c == 0:
+                    more = seq(extra, rep(seq(self.comma, extra), 0, None if room is None else room - 1))
+                    final.append(seq(L, more if need else opt(more)))
+                else:
+                    final.append(seq(L, rep(seq(self.comma, extra), need, room)))
+            if not final and too_few:
+                raise SchemaError(ptr, "minProperties", "minProperties needing more than one "
+                                  "undeclared property cannot be enforced exactly")
+            body = choice(*final) if final else NOTHING
+        else:
+            ok = [L for c, L in by_count.items() if c >= minp]
+            body = choice(*ok) if ok else NOTHING
+        if body == NOTHING:
+            return NOTHING
+        return seq(lit("{"), self.ws, body, self.ws, lit("}"))
+
+    def _dep_required(self, s: dict, ptr: str) -> dict[str, list[str]]:
+        """Property-presence dependencies (``dependentRequired``, array-valued ``dependencies``)."""
+        out: dict[str, list[str]] = {}
+        for kw in ("dependentRequired", "dependencies"):
+            d = s.get(kw)
+            if d is None:
+                continue
+            if not isinstance(d, dict):
+                raise SchemaError(ptr, kw, "must be an object")
+            for t, v in d.items():
+                if kw == "dependencies" and not isinstance(v, list):
+                    continue  # schema-valued: expanded in base()
+                if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+                    raise SchemaError(pointer_join(ptr, kw, t), kw, "must be an array of property names")
+                out.setdefault(t, [])
+                out[t] += [x for x in v if x not in out[t]]
+        return out
+
+    # ------------------------------------------------------------------ free-form values
+    def free(self, depth: int) -> Node:
+        """A free-form JSON value nesting at most ``depth`` levels, as a shared rule
+        ``free:<depth>`` (the IR stays a DAG; lists are ``X (, X)*`` with X a Ref, which
+        the automaton builder expands once per list instead of twice)."""
+        hit = self._free.get(depth)
+        if hit is not None:
+            return hit
+        scalars = [lit("null"), lit("true"), lit("false"), NUMBER, string_of(star(any_json_char()))]
+        alts = list(scalars)
+        if depth > 0:
+            v = self.free(depth - 1)
+            alts.append(seq(lit("["), self.ws, opt(seq(v, star(seq(self.comma, v)))), self.ws, lit("]")))
+            mname = f"free-member:{depth - 1}"
+            self.rules[mname] = seq(string_of(star(any_json_char())), self.colon, v)
+            mem = Ref(mname)
+            alts.append(seq(lit("{"), self.ws, opt(seq(mem, star(seq(self.comma, mem)))), self.ws, lit("}")))
+        name = f"free:{depth}"
+        self.rules[name] = choice(*alts)
+        node = Ref(name)
+        self._free[depth] = node
+        return node
+
+
+def _implied_by_required(b: Any, required: list) -> bool:
+    """True if every instance satisfying ``required`` satisfies branch ``b``."""
+    if b is True:
+        return True
+    if not isinstance(b, dict) or not set(b) <= ANNOTATIONS | {"required"}:
+        return False
+    r = b.get("required", [])
+    return isinstance(r, list) and set(r) <= set(required)
+
+
+def _bare_object(s: dict) -> bool:
+    """True if obj() lets ``s`` have any members (no properties, patterns or additional)."""
+    return not s.get("properties") and not s.get("patternProperties") and \
+        "additionalProperties" not in s and "unevaluatedProperties" not in s
+
+
+def _kind_of(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int) or isinstance(v, float) and v.is_integer():
+        return "integer"
+    if isinstance(v, float):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, list):
+        return "array"
+    return "object"
+
+
+def _tighter(incl: Fraction | None, excl: Fraction | None, lower: bool) -> tuple[Fraction | None, bool]:
+    if incl is None:
+        return excl, excl is not None
+    if excl is None:
+        return incl, False
+    if lower:
+        return (excl, True) if excl >= incl else (incl, False)
+    return (excl, True) if excl <= incl else (incl, False)
+
+
+def _bound_single_repeat(rx: Rx, lo: int, hi: int | None) -> Rx | None:
+    """``^C{m,n}$``-shaped patterns: fold length bounds into the repeat."""
+    items = rx.items if rx.kind == "seq" else (rx,)
+    inner = [x for x in items if not (x.kind == "seq" and not x.items)]
+    if len(inner) == 1 and inner[0].kind == "seq":
+        inner = [x for x in inner[0].items]
+    if len(inner) != 1 or inner[0].kind != "rep" or inner[0].items[0].kind != "chars":
+        return None
+    r = inner[0]
+    if r.lo == 0 and r.hi is None and r.items[0].ranges == ((0, 0x10FFFF),) and rx.kind == "seq" and len(rx.items) > 1:
+        return None
+    nlo = max(lo, r.lo)
+    nhi = hi if r.hi is None else (r.hi if hi is None else min(hi, r.hi))
+    if nhi is not None and nhi < nlo:
+        return Rx("chars", ())
+    return Rx("rep", items=r.items, lo=nlo, hi=nhi)
+
+
+def _not_in(names: list[str]) -> Node:
+    """Content of a JSON string whose decoded value is not one of ``names``."""
+    if not names:
+        return star(any_json_char())
+    trie: dict = {}
+    for n in names:
+        t = trie
+        for ch in n:
+            t = t.setdefault(ch, {})
+        t[""] = {}
+    anystar = star(any_json_char())
+
+    def build(t: dict) -> Node:
+        alts: list[Node] = []
+        if "" not in t:
+            alts.append(EMPTY)
+        kids = [c for c in t if c]
+        cps = sorted(ord(c) for c in kids)
+        comp = []
+        prev = 0
+        for cp in cps:
+            if cp > prev:
+                comp.append((prev, cp - 1))
+            prev = cp + 1
+        comp.append((prev, 0x10FFFF))
+        alts.append(seq(json_char(comp), anystar))
+        for c in kids:
+            alts.append(seq(json_char([(ord(c), ord(c))]), build(t[c])))
+        return choice(*alts)
+
+    return build(trie)
+
+
+def compile_schema(schema: dict | bool | str, *, whitespace: Literal["compact", "flexible"] = "compact",
+                   max_ws: int = DEFAULT_MAX_WS, max_depth: int = DEFAULT_MAX_DEPTH,
+                   free_depth: int = DEFAULT_FREE_DEPTH, lenient: bool = False,
+                   max_nfa: int = DEFAULT_MAX_NFA,
+                   extra_properties: Literal["omit", "allow"] = "omit") -> SchemaGrammar:
+    """Compile ``schema`` (a dict, a boolean, or JSON text) to a :class:`SchemaGrammar`.
+
+    whitespace: ``"compact"`` (no insignificant whitespace) or ``"flexible"`` (a run of at
+    most ``max_ws`` of space/tab/CR/LF around every structural character).
+    max_depth: recursive ``$ref`` unrolling depth.  free_depth: nesting depth of values
+    left unconstrained by the schema (``{}``/``true``).  lenient: treat unsupported
+    ``format`` values as annotations and list them in ``.dropped``.
+    extra_properties: what an object schema with ``properties``/``patternProperties`` but
+    no ``additionalProperties`` generates beyond its declared keys: ``"omit"`` (default,
+    for generation: nothing, an exact subset that keeps small models on the declared keys)
+    or ``"allow"`` (as the spec says: after the declared keys, any number of members whose
+    names are any string except the declared names, with free-form values).
+    Raises SchemaError (pointer, keyword, reason) or LimitError (one rule of the IR larger than
+    ``max_nfa`` automaton states; grammars too large to unroll as a whole are compiled by the
+    pushdown back-end, see :func:`decoding.backends.dfa.index.compile_grammar`).
+    """
+    if isinstance(schema, str):
+        try:
+            schema = json.loads(schema)
+        except json.JSONDecodeError as e:
+            raise SchemaError("", None, f"schema is not valid JSON: {e}") from None
+    if whitespace not in ("compact", "flexible"):
+        raise SchemaError("", None, f"whitespace must be 'compact' or 'flexible', not {whitespace!r}")
+    if extra_properties not in EXTRA_PROPERTIES:
+        raise SchemaError("", None, f"extra_properties must be 'omit' or 'allow', not {extra_properties!r}")
+    if max_depth < 1 or max_ws < 1 or free_depth < 0:
+        raise SchemaError("", None, "max_depth and max_ws must be >= 1, free_depth >= 0")
+    c = _Compiler(schema, whitespace=whitespace, max_ws=max_ws, max_depth=max_depth,
+                  free_depth=free_depth, lenient=lenient, extra_properties=extra_properties)
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, 20000))
+    try:
+        root = c.node(schema, "")
+    except RecursionError:
+        raise LimitError("schema nesting too deep to compile") from None
+    finally:
+        sys.setrecursionlimit(old)
+    if root == NOTHING:
+        proof = c.unsat(schema, "")
+        if proof is not None:
+            ptr, kw, why = proof
+            raise UnsatisfiableSchemaError(ptr, kw, f"no instance is valid against the schema: {why}")
+        raise SchemaError("", None, "schema accepts no instance the grammar can generate")
+    rules = (("root", root),) + tuple(c.rules.items())
+    g = Grammar("root", rules, max_depth)
+    size = estimate_size(g, inline=False)
+    if size > max_nfa:
+        raise LimitError(f"a rule of the schema expands to about {size} automaton states (limit "
+                         f"{max_nfa}); bound fewer repetitions")
+    return SchemaGrammar(g, tuple(c.dropped), tuple(c.ignored))

@@ -1,0 +1,129 @@
+"""JSON string encoding at byte level, and canonical JSON spelling of values.
+
+Invariant: the grammar spells every character of a JSON string in exactly one way,
+the way ``json.dumps(..., ensure_ascii=False)`` does: ``\\"``, ``\\\\``, the short
+escapes ``\\b \\f \\n \\r \\t``, ``\\u00xx`` (lowercase hex) for other control
+characters, and the raw UTF-8 bytes of everything else.  So every accepted string
+decodes to the characters the grammar meant, and canonical serialisations are accepted.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from functools import lru_cache
+from typing import Iterable
+
+from decoding.ir import NOTHING, Node, char_class, choice, lit, seq, star
+
+__all__ = ["json_char", "any_json_char", "string_of", "quote", "dumps", "number_text",
+           "MAX_CP"]
+
+MAX_CP = 0x10FFFF
+_SHORT = {0x08: "\\b", 0x09: "\\t", 0x0A: "\\n", 0x0C: "\\f", 0x0D: "\\r",
+          0x22: '\\"', 0x5C: "\\\\"}
+_SPECIAL = sorted(set(range(0x20)) | {0x22, 0x5C})
+
+
+def _escape(cp: int) -> str:
+    return _SHORT.get(cp) or f"\\u{cp:04x}"
+
+
+@lru_cache(maxsize=4096)
+def _json_char(ranges: tuple[tuple[int, int], ...]) -> Node:
+    raw: list[tuple[int, int]] = []
+    specials: list[int] = []
+    for lo, hi in ranges:
+        # cut out 0x00-0x1f, '"' and '\\'
+        cur = lo
+        for sp in _SPECIAL:
+            if sp < cur or sp > hi:
+                continue
+            if sp > cur:
+                raw.append((cur, sp - 1))
+            specials.append(sp)
+            cur = sp + 1
+        if cur <= hi:
+            raw.append((cur, hi))
+    alts: list[Node] = []
+    if raw:
+        alts.append(char_class(raw))
+    sp = set(specials)
+    controls = {c for c in sp if c < 0x20 and c not in _SHORT}
+    full_ctrl = {c for c in range(0x20) if c not in _SHORT}
+    for c in sorted(sp - controls):
+        alts.append(lit(_escape(c)))
+    if controls == full_ctrl:
+        alts.append(seq(lit("\\u00"), choice(seq(lit("0"), char_class([(0x30, 0x37), (0x62, 0x62),
+                                                                           (0x65, 0x66)])),
+                                            seq(lit("1"), char_class([(0x30, 0x39), (0x61, 0x66)])))))
+    else:
+        for c in sorted(controls):
+            alts.append(lit(_escape(c)))
+    if not alts:
+        return NOTHING
+    return choice(*alts)
+
+
+def json_char(ranges: Iterable[tuple[int, int]]) -> Node:
+    """One character whose code point is in ``ranges``, spelled canonically inside a JSON string."""
+    norm: list[list[int]] = []
+    for lo, hi in sorted(ranges):
+        lo, hi = max(lo, 0), min(hi, MAX_CP)
+        if lo > hi:
+            continue
+        if norm and lo <= norm[-1][1] + 1:
+            norm[-1][1] = max(norm[-1][1], hi)
+        else:
+            norm.append([lo, hi])
+    return _json_char(tuple((a, b) for a, b in norm))
+
+
+def any_json_char() -> Node:
+    return _json_char(((0, MAX_CP),))
+
+
+def string_of(body: Node) -> Node:
+    """A JSON string whose (encoded) content is ``body``."""
+    return seq(lit('"'), body, lit('"'))
+
+
+def quote(s: str) -> bytes:
+    return json.dumps(s, ensure_ascii=False).encode("utf-8")
+
+
+def number_text(x: int | float) -> str:
+    """Canonical number spelling: integral values as integers, others as Python ``repr``."""
+    if isinstance(x, bool):
+        raise TypeError("bool is not a number")
+    if isinstance(x, int):
+        return str(x)
+    if math.isnan(x) or math.isinf(x):
+        raise ValueError("NaN/Infinity are not JSON")
+    if x.is_integer() and abs(x) < 1e16:
+        return str(int(x))
+    return repr(x)
+
+
+def dumps(value: object) -> str:
+    """Compact canonical JSON of ``value`` with object keys in their given order."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, (int, float)):
+        return number_text(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list):
+        return "[" + ",".join(dumps(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ",".join(json.dumps(str(k), ensure_ascii=False) + ":" + dumps(v)
+                              for k, v in value.items()) + "}"
+    raise TypeError(f"not a JSON value: {type(value).__name__}")
+
+
+def string_any() -> Node:
+    return string_of(star(any_json_char()))

@@ -1,0 +1,281 @@
+"""Exact digit automata for bounded integers and numbers.
+
+Spellings (the canonical ones, see docs/json-schema.md):
+- integer: ``0`` or ``-?[1-9][0-9]*`` (no ``-0``, no exponent, no ``.0``);
+- unbounded number: the JSON number grammar (``-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+-]?[0-9]+)?``);
+- bounded number: no exponent; an integer, or ``I.F`` with ``F`` ending in a non-zero digit.
+
+Bounds are exact: for integers by digit automata, for numbers also on the fractional
+digits (``I.F`` next to a non-integral bound compares ``F`` digit by digit with the
+bound's decimal digits).  Float bounds are taken as the shortest decimal that parses back
+to the same float.  Validators parse ``I.F`` spellings as floats, so next to an exclusive
+bound the fractional spellings must reach the next float (inclusive): a long ``F`` that
+rounds onto the bound itself is never generated.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+from decoding.ir import EMPTY, NOTHING, Node, byteset, choice, lit, opt, plus, rep, seq, star
+
+__all__ = ["integer_range", "number_range", "INTEGER", "NUMBER"]
+
+_D = byteset([(48, 57)])
+_D19 = byteset([(49, 57)])
+
+
+def _digits(lo: int, hi: int) -> Node:
+    return byteset([(48 + lo, 48 + hi)]) if lo <= hi else NOTHING
+
+
+def _ge(u: str) -> Node:
+    """Digit strings of length len(u) that are >= u (leading zeros allowed)."""
+    if not u:
+        return EMPTY
+    if set(u) == {"0"}:
+        return rep(_D, len(u), len(u))
+    d = int(u[0])
+    return choice(seq(lit(u[0]), _ge(u[1:])), seq(_digits(d + 1, 9), rep(_D, len(u) - 1, len(u) - 1)))
+
+
+def _le(u: str) -> Node:
+    if not u:
+        return EMPTY
+    if set(u) == {"9"}:
+        return rep(_D, len(u), len(u))
+    d = int(u[0])
+    return choice(seq(_digits(0, d - 1), rep(_D, len(u) - 1, len(u) - 1)), seq(lit(u[0]), _le(u[1:])))
+
+
+def _between(s: str, t: str) -> Node:
+    """Digit strings of equal length n with s <= x <= t."""
+    k = 0
+    while k < len(s) and s[k] == t[k]:
+        k += 1
+    if k == len(s):
+        return lit(s)
+    pre, a, b = s[:k], int(s[k]), int(t[k])
+    m = len(s) - k - 1
+    return seq(lit(pre), choice(seq(lit(str(a)), _ge(s[k + 1:])),
+                                seq(_digits(a + 1, b - 1), rep(_D, m, m)),
+                                seq(lit(str(b)), _le(t[k + 1:]))))
+
+
+def _nonneg(a: int, b: int | None) -> Node:
+    """Canonical spellings of integers in [a, b] (0 <= a; b None = unbounded)."""
+    if b is not None and b < a:
+        return NOTHING
+    alts: list[Node] = []
+    la = len(str(a))
+    lb = None if b is None else len(str(b))
+    top = lb if lb is not None else la
+    for n in range(la, top + 1):
+        lo = max(a, 0 if n == 1 else 10 ** (n - 1))
+        hi = 10 ** n - 1 if b is None else min(b, 10 ** n - 1)
+        if lo <= hi:
+            alts.append(_between(str(lo), str(hi)))
+    if b is None:
+        alts.append(seq(_D19, rep(_D, la, None)))
+    return choice(*alts) if alts else NOTHING
+
+
+def integer_range(lo: int | None, hi: int | None) -> Node:
+    """Canonical spellings of the integers in [lo, hi] (None = unbounded side)."""
+    alts: list[Node] = []
+    if hi is None or hi >= 0:
+        alts.append(_nonneg(max(lo, 0) if lo is not None else 0, hi))
+    if lo is None or lo < 0:
+        # negative part: -(n) with n in [max(1, -hi), -lo]
+        a = max(1, -hi) if hi is not None else 1
+        b = None if lo is None else -lo
+        if b is None or a <= b:
+            alts.append(seq(lit("-"), _nonneg(a, b)))
+    alts = [x for x in alts if x != NOTHING]
+    return choice(*alts) if alts else NOTHING
+
+
+INTEGER: Node = choice(lit("0"), seq(opt(lit("-")), _D19, star(_D)))
+NUMBER: Node = seq(opt(lit("-")), choice(lit("0"), seq(_D19, star(_D))),
+                   opt(seq(lit("."), plus(_D))),
+                   opt(seq(byteset([(69, 69), (101, 101)]), opt(byteset([(43, 43), (45, 45)])), plus(_D))))
+_FRAC: Node = seq(lit("."), star(_D), _D19)
+
+
+def _int_bounds(lo: Fraction | None, lo_x: bool, hi: Fraction | None, hi_x: bool) -> tuple[int | None, int | None]:
+    a = None
+    if lo is not None:
+        a = math.floor(lo) + 1 if lo_x and lo.denominator == 1 else math.ceil(lo)
+    b = None
+    if hi is not None:
+        b = math.ceil(hi) - 1 if hi_x and hi.denominator == 1 else math.floor(hi)
+    return a, b
+
+
+_FREE_FRAC: Node = seq(star(_D), _D19)  # fractional digits: nonempty, ending in a non-zero digit
+
+
+def _frac_digits(x: Fraction) -> str:
+    """Fractional decimal digits of ``x`` (a finite decimal), without trailing zeros."""
+    f = x - math.floor(x)
+    out = []
+    while f:
+        f *= 10
+        d = math.floor(f)
+        out.append(str(d))
+        f -= d
+        if len(out) > 400:
+            raise ValueError("bound is not a finite decimal")
+    return "".join(out)
+
+
+def _ge_frac(lo: str, strict: bool) -> Node:
+    """F (nonempty, ending non-zero) with 0.F >= 0.lo (> if strict); ``lo`` ends non-zero.
+    Flat: one alternative per run of equal digits of ``lo`` (so 5e-324 stays small)."""
+    alts: list[Node] = [seq(lit(lo), _FREE_FRAC)]  # longer than lo: greater
+    if not strict:
+        alts.append(lit(lo))
+    i = 0
+    while i < len(lo):
+        j = i
+        while j < len(lo) and lo[j] == lo[i]:
+            j += 1
+        c = int(lo[i])
+        if c < 9:  # F = lo[:k] + (digit > c) + tail, for k in [i, j)
+            alts.append(seq(lit(lo[:i]), rep(lit(lo[i]), 0, j - i - 1), _digits(c + 1, 9), opt(_FREE_FRAC)))
+        i = j
+    return choice(*alts)
+
+
+def _le_frac(hi: str, strict: bool) -> Node:
+    """F (nonempty, ending non-zero) with 0.F <= 0.hi (< if strict); ``hi`` ends non-zero."""
+    alts: list[Node] = [] if strict else [lit(hi)]
+    i = 0
+    while i < len(hi):
+        j = i
+        while j < len(hi) and hi[j] == hi[i]:
+            j += 1
+        c = int(hi[i])
+        if c > 0:  # F = hi[:k] + (digit < c) + tail, or F = hi[:k] ending in c (k in (i, j])
+            reps = rep(lit(hi[i]), 0, j - i - 1)
+            if c > 1:
+                alts.append(seq(lit(hi[:i]), reps, _digits(1, c - 1), opt(_FREE_FRAC)))
+            alts.append(seq(lit(hi[:i]), reps, lit("0"), _FREE_FRAC))
+            last = j if j < len(hi) else j - 1  # hi itself is handled above
+            if last > i:
+                alts.append(seq(lit(hi[:i]), rep(lit(hi[i]), 1, last - i)))
+        i = j
+    return choice(*alts) if alts else NOTHING
+
+
+def _frac(lo: str | None, lo_x: bool, hi: str | None, hi_x: bool) -> Node:
+    """Fractional digit strings F (nonempty, last digit non-zero) with 0.lo <= 0.F <= 0.hi
+    (strict where ``*_x``); ``None`` = no bound on that side."""
+    if lo is None and hi is None:
+        return _FREE_FRAC
+    if hi is None:
+        return _ge_frac(lo, lo_x)  # type: ignore[arg-type]
+    if lo is None:
+        return _le_frac(hi, hi_x)
+    n = max(len(lo), len(hi))
+    if lo.ljust(n, "0") > hi.ljust(n, "0") or (lo == hi and (lo_x or hi_x)):
+        return NOTHING
+    k = 0
+    while k < len(lo) and k < len(hi) and lo[k] == hi[k]:
+        k += 1
+    c = hi[:k]
+    if k == len(lo):  # lo is a prefix of hi: F = lo, or lo + G with 0.G <= 0.hi[k:]
+        alts = [seq(lit(lo), _le_frac(hi[k:], hi_x))] if k < len(hi) else []
+        if not lo_x and (k < len(hi) or not hi_x):
+            alts.append(lit(lo))
+        return choice(*alts) if alts else NOTHING
+    a, b = int(lo[k]), int(hi[k])  # a < b (lo < hi)
+    rest_lo = lo[k + 1:]
+    alts = []
+    if rest_lo:
+        alts.append(seq(lit(c + lo[k]), _ge_frac(rest_lo, lo_x)))
+    else:  # F = c + a (if allowed), or longer: greater
+        alts.append(seq(lit(c + lo[k]), _FREE_FRAC))
+        if not lo_x:
+            alts.append(lit(c + lo[k]))
+    if b - a > 1:
+        alts.append(seq(lit(c), _digits(a + 1, b - 1), opt(_FREE_FRAC)))
+    rest_hi = hi[k + 1:]
+    if rest_hi:
+        alts.append(seq(lit(c + hi[k]), _le_frac(rest_hi, hi_x)))
+        alts.append(lit(c + hi[k]))  # b > 0 and hi continues: smaller than hi
+    elif not hi_x:
+        alts.append(lit(c + hi[k]))
+    return choice(*[x for x in alts if x != NOTHING])
+
+
+def _pos_fractional(lo: Fraction | None, lo_x: bool, hi: Fraction | None, hi_x: bool) -> Node:
+    """Spellings ``I.F`` (F ending non-zero) of the non-integral values y > 0 within the
+    bounds (``lo`` None or negative: no lower bound above 0)."""
+    if lo is not None and lo < 0:
+        lo, lo_x = None, False
+    i_lo = 0 if lo is None else math.floor(lo)
+    if hi is None:
+        i_hi = None
+    else:
+        i_hi = math.floor(hi) - (1 if hi.denominator == 1 else 0)
+    if i_hi is not None and i_hi < i_lo:
+        return NOTHING
+    lo_tight = lo is not None and lo.denominator != 1  # the integer part floor(lo) needs F >= lo's digits
+    hi_tight = hi is not None and hi.denominator != 1
+    alts: list[Node] = []
+    special = set()
+    if lo_tight:
+        special.add(i_lo)
+    if hi_tight and i_hi is not None:
+        special.add(i_hi)
+    for i in sorted(special):
+        ld = _frac_digits(lo) if lo_tight and i == i_lo else None  # type: ignore[arg-type]
+        hd = _frac_digits(hi) if hi_tight and i == i_hi else None  # type: ignore[arg-type]
+        f = _frac(ld, lo_x, hd, hi_x)
+        if f != NOTHING:
+            alts.append(seq(lit(str(i)), lit("."), f))
+    a = i_lo + 1 if lo_tight else i_lo
+    b = None if i_hi is None else (i_hi - 1 if hi_tight else i_hi)
+    if b is None or a <= b:
+        alts.append(seq(_nonneg(a, b), lit("."), _FREE_FRAC))
+    return choice(*alts) if alts else NOTHING
+
+
+def _float_side(b: Fraction | None, excl: bool, toward: float) -> tuple[Fraction | None, bool]:
+    if b is None or not excl:
+        return b, excl
+    try:
+        f = float(b)
+    except OverflowError:
+        return b, excl
+    if not math.isfinite(f) or Fraction(f) != b and Fraction(repr(f)) != b:
+        return b, excl  # not a float value: keep the exact strict bound
+    return Fraction(repr(math.nextafter(f, toward))), False
+
+
+def number_range(lo: Fraction | None, lo_x: bool, hi: Fraction | None, hi_x: bool) -> Node:
+    """Bounded numbers (no exponent): exactly the canonical spellings of the values within
+    the bounds (``lo``/``hi`` finite decimals; ``*_x`` = exclusive)."""
+    if lo is None and hi is None:
+        return NUMBER
+    if lo is not None and hi is not None and (lo > hi or (lo == hi and (lo_x or hi_x))):
+        return NOTHING
+    ia, ib = _int_bounds(lo, lo_x, hi, hi_x)
+    alts: list[Node] = [integer_range(ia, ib)]
+    # fractional spellings are compared after float parsing: exclusive -> next float, inclusive
+    flo, flo_x = _float_side(lo, lo_x, math.inf)
+    fhi, fhi_x = _float_side(hi, hi_x, -math.inf)
+    # non-integral, positive: x = I.F
+    if hi is None or hi > 0:
+        alts.append(_pos_fractional(flo, flo_x, fhi, fhi_x))
+    # non-integral, negative: x = -(I.F), y = -x in [-hi, -lo] (bounds swap sides)
+    if lo is None or lo < 0:
+        ylo = -fhi if fhi is not None else None
+        yhi = -flo if flo is not None else None
+        neg = _pos_fractional(ylo, fhi_x, yhi, flo_x)
+        if neg != NOTHING:
+            alts.append(seq(lit("-"), neg))
+    alts = [x for x in alts if x != NOTHING]
+    return choice(*alts) if alts else NOTHING

@@ -1,0 +1,362 @@
+"""Grammar IR: a small immutable algebra of byte-level languages.
+
+Every front-end (JSON Schema, DTD, GBNF, anchors) returns a :class:`Grammar` built from
+these nodes, and every back-end (byte automaton, GBNF emitter) reads it.
+
+Invariants
+- Nodes are frozen dataclasses; a grammar is hashable, comparable and serializable
+  to plain JSON data (:func:`to_data` / :func:`from_data`).
+- The alphabet is *bytes*: characters are spelled as their UTF-8 byte sequences
+  (see :func:`char_class`), so tokens that split a UTF-8 character work.
+- ``Special(text)`` is an anchor / special token.  When the vocabulary has ``text`` as
+  one control or user-defined token it is matched as that token, otherwise as the
+  literal UTF-8 bytes of ``text``.
+- ``Ref(name)`` refers to a rule of the enclosing grammar.  The automaton back-end
+  unrolls recursion to ``Grammar.max_depth`` nested expansions of the same rule;
+  deeper expansions denote the empty language (and are pruned).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Union
+
+from decoding.errors import GrammarError
+
+__all__ = [
+    "Lit", "ByteSet", "Seq", "Choice", "Repeat", "Ref", "Special", "Node", "Grammar",
+    "EMPTY", "NOTHING", "lit", "seq", "choice", "opt", "star", "plus", "rep",
+    "byteset", "char_class", "any_char", "normalize_ranges", "complement_ranges", "map_leaves", "to_data",
+    "from_data", "walk", "DEFAULT_MAX_DEPTH",
+]
+
+DEFAULT_MAX_DEPTH = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Lit:
+    """The exact byte string ``data``."""
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ByteSet:
+    """One byte in any of ``ranges`` (sorted, disjoint, inclusive ``(lo, hi)`` pairs)."""
+    ranges: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Seq:
+    """Concatenation; ``Seq(())`` is the empty string."""
+    items: tuple["Node", ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """Alternation; ``Choice(())`` is the empty language."""
+    items: tuple["Node", ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Repeat:
+    """``item{min,max}``; ``max=None`` means unbounded."""
+    item: "Node"
+    min: int = 0
+    max: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """Reference to the rule ``name`` of the enclosing grammar."""
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Special:
+    """An anchor / special token such as ``<|xml_start|>`` or ``<tool_call>``."""
+    text: str
+
+
+Node = Union[Lit, ByteSet, Seq, Choice, Repeat, Ref, Special]
+
+EMPTY: Node = Seq(())
+NOTHING: Node = Choice(())
+
+
+@dataclass(frozen=True)
+class Grammar:
+    """A start rule plus named rules.  ``rules`` is a tuple of ``(name, node)`` pairs."""
+    start: str
+    rules: tuple[tuple[str, Node], ...]
+    max_depth: int = DEFAULT_MAX_DEPTH
+    _by_name: dict = field(default=None, init=False, repr=False, compare=False, hash=False)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        names = [n for n, _ in self.rules]
+        if len(set(names)) != len(names):
+            dup = sorted({n for n in names if names.count(n) > 1})
+            raise GrammarError(f"duplicate rule name(s): {', '.join(dup)}")
+        table = dict(self.rules)
+        if self.start not in table:
+            raise GrammarError(f"start rule '{self.start}' is not defined")
+        for name, node in self.rules:
+            for ref in _refs(node):
+                if ref not in table:
+                    raise GrammarError(f"rule '{name}' refers to undefined rule '{ref}'")
+        if self.max_depth < 1:
+            raise GrammarError("max_depth must be at least 1")
+        object.__setattr__(self, "_by_name", table)
+
+    @classmethod
+    def single(cls, node: Node, *, max_depth: int = DEFAULT_MAX_DEPTH) -> "Grammar":
+        """A grammar whose start rule ``root`` is ``node``."""
+        return cls("root", (("root", node),), max_depth)
+
+    def rule(self, name: str) -> Node:
+        return self._by_name[name]
+
+    @property
+    def names(self) -> list[str]:
+        return [n for n, _ in self.rules]
+
+    def specials(self) -> list[str]:
+        """Texts of all :class:`Special` nodes, in first-seen order."""
+        out: list[str] = []
+        for _, node in self.rules:
+            for n in walk(node):
+                if isinstance(n, Special) and n.text not in out:
+                    out.append(n.text)
+        return out
+
+
+def walk(node: Node) -> Iterable[Node]:
+    """Pre-order iteration over ``node`` and its children (not following refs).  A subtree
+    shared by several parents (the same object) is visited once, so IR that shares
+    subtrees heavily is walked in time linear in its distinct nodes."""
+    stack = [node]
+    seen: set[int] = set()
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        yield n
+        if isinstance(n, (Seq, Choice)):
+            stack.extend(reversed(n.items))
+        elif isinstance(n, Repeat):
+            stack.append(n.item)
+
+
+def map_leaves(node: Node, f: "Callable[[Node], Node]") -> Node:
+    """``node`` with every leaf (Lit, ByteSet, Ref, Special) replaced by ``f(leaf)``;
+    sequences, choices and repeats are rebuilt around them."""
+    if isinstance(node, Seq):
+        return Seq(tuple(map_leaves(x, f) for x in node.items))
+    if isinstance(node, Choice):
+        return Choice(tuple(map_leaves(x, f) for x in node.items))
+    if isinstance(node, Repeat):
+        return Repeat(map_leaves(node.item, f), node.min, node.max)
+    return f(node)
+
+
+def _refs(node: Node) -> Iterable[str]:
+    for n in walk(node):
+        if isinstance(n, Ref):
+            yield n.name
+
+
+# ----------------------------------------------------------------------------- builders
+
+def lit(s: str | bytes) -> Node:
+    return Lit(s.encode("utf-8") if isinstance(s, str) else bytes(s))
+
+
+def seq(*items: Node) -> Node:
+    flat: list[Node] = []
+    for it in items:
+        if isinstance(it, Seq):
+            flat.extend(it.items)
+        else:
+            flat.append(it)
+    # merge adjacent literals
+    merged: list[Node] = []
+    for it in flat:
+        if isinstance(it, Lit) and merged and isinstance(merged[-1], Lit):
+            merged[-1] = Lit(merged[-1].data + it.data)  # type: ignore[union-attr]
+        elif isinstance(it, Lit) and not it.data:
+            continue
+        else:
+            merged.append(it)
+    if any(m == NOTHING for m in merged):
+        return NOTHING
+    return merged[0] if len(merged) == 1 else Seq(tuple(merged))
+
+
+def choice(*items: Node) -> Node:
+    flat: list[Node] = []
+    for it in items:
+        its = it.items if isinstance(it, Choice) else (it,)
+        for x in its:
+            if x not in flat:
+                flat.append(x)
+    return flat[0] if len(flat) == 1 else Choice(tuple(flat))
+
+
+def rep(item: Node, lo: int = 0, hi: int | None = None) -> Node:
+    if lo < 0 or (hi is not None and hi < lo):
+        raise GrammarError(f"invalid repetition bounds {{{lo},{hi}}}")
+    if hi == 0:
+        return EMPTY
+    if lo == 1 and hi == 1:
+        return item
+    return Repeat(item, lo, hi)
+
+
+def opt(item: Node) -> Node:
+    return rep(item, 0, 1)
+
+
+def star(item: Node) -> Node:
+    return rep(item, 0, None)
+
+
+def plus(item: Node) -> Node:
+    return rep(item, 1, None)
+
+
+def normalize_ranges(ranges: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    """Sorted, merged, disjoint inclusive ranges (empty ``lo > hi`` pairs dropped)."""
+    out: list[list[int]] = []
+    for lo, hi in sorted(ranges):
+        if lo > hi:
+            continue
+        if out and lo <= out[-1][1] + 1:
+            out[-1][1] = max(out[-1][1], hi)
+        else:
+            out.append([lo, hi])
+    return tuple((a, b) for a, b in out)
+
+
+def complement_ranges(ranges: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    """Complement over code points 0..U+10FFFF (surrogates included; ``char_class`` drops them)."""
+    out, nxt = [], 0
+    for lo, hi in normalize_ranges(ranges):
+        if lo > nxt:
+            out.append((nxt, lo - 1))
+        nxt = max(nxt, hi + 1)
+    if nxt <= _MAX_CP:
+        out.append((nxt, _MAX_CP))
+    return tuple(out)
+
+
+def byteset(ranges: Iterable[tuple[int, int]]) -> Node:
+    rs = normalize_ranges(ranges)
+    for lo, hi in rs:
+        if lo < 0 or hi > 255:
+            raise GrammarError(f"byte range {lo}-{hi} outside 0-255")
+    return ByteSet(rs) if rs else NOTHING
+
+
+_MAX_CP = 0x10FFFF
+_SURROGATES = (0xD800, 0xDFFF)
+_UTF8_BOUNDS = ((0, 0x7F), (0x80, 0x7FF), (0x800, 0xFFFF), (0x10000, _MAX_CP))
+
+
+def _utf8_split(lo: int, hi: int) -> list[Node]:
+    """Byte-sequence alternatives for code points lo..hi of one encoded length."""
+    blo, bhi = chr(lo).encode(), chr(hi).encode()
+    n = len(blo)
+    if n == 1:
+        return [ByteSet(((lo, hi),))]
+    # split where continuation bytes are not full ranges (classic utf8-ranges algorithm)
+    for i in range(n - 1, 0, -1):
+        m = (1 << (6 * (n - i))) - 1
+        if lo & ~m != hi & ~m:
+            if lo & m != 0:
+                return _utf8_split(lo, (lo | m)) + _utf8_split((lo | m) + 1, hi)
+            if hi & m != m:
+                return _utf8_split(lo, (hi & ~m) - 1) + _utf8_split(hi & ~m, hi)
+    return [Seq(tuple(ByteSet(((blo[i], bhi[i]),)) for i in range(n)))]
+
+
+def char_class(ranges: Iterable[tuple[int, int]], *, negate: bool = False) -> Node:
+    """One Unicode scalar value in ``ranges`` (inclusive code-point pairs), as UTF-8 bytes.
+
+    With ``negate=True`` the complement over all scalar values (surrogates excluded).
+    """
+    rs = list(complement_ranges(ranges) if negate else normalize_ranges(ranges))
+    # remove surrogates, split at encoding-length boundaries
+    pieces: list[tuple[int, int]] = []
+    for lo, hi in rs:
+        for a, b in ((lo, min(hi, _SURROGATES[0] - 1)), (max(lo, _SURROGATES[1] + 1), hi)):
+            for blo, bhi in _UTF8_BOUNDS:
+                x, y = max(a, blo), min(b, bhi)
+                if x <= y:
+                    pieces.append((x, y))
+    alts: list[Node] = []
+    ascii_ranges: list[tuple[int, int]] = []
+    for lo, hi in pieces:
+        if hi <= 0x7F:
+            ascii_ranges.append((lo, hi))
+        else:
+            alts.extend(_utf8_split(lo, hi))
+    if ascii_ranges:
+        alts.insert(0, ByteSet(normalize_ranges(ascii_ranges)))
+    if not alts:
+        return NOTHING
+    return alts[0] if len(alts) == 1 else Choice(tuple(alts))
+
+
+def any_char() -> Node:
+    """Any Unicode scalar value, UTF-8 encoded."""
+    return char_class([(0, _MAX_CP)])
+
+
+# ----------------------------------------------------------------------------- plain data
+
+def _node_to_data(n: Node) -> list:
+    if isinstance(n, Lit):
+        return ["lit", n.data.hex()]
+    if isinstance(n, ByteSet):
+        return ["bytes", [list(r) for r in n.ranges]]
+    if isinstance(n, Seq):
+        return ["seq", [_node_to_data(x) for x in n.items]]
+    if isinstance(n, Choice):
+        return ["choice", [_node_to_data(x) for x in n.items]]
+    if isinstance(n, Repeat):
+        return ["repeat", _node_to_data(n.item), n.min, n.max]
+    if isinstance(n, Ref):
+        return ["ref", n.name]
+    if isinstance(n, Special):
+        return ["special", n.text]
+    raise GrammarError(f"not an IR node: {n!r}")
+
+
+def _node_from_data(d: list) -> Node:
+    tag = d[0]
+    if tag == "lit":
+        return Lit(bytes.fromhex(d[1]))
+    if tag == "bytes":
+        return ByteSet(tuple((int(a), int(b)) for a, b in d[1]))
+    if tag == "seq":
+        return Seq(tuple(_node_from_data(x) for x in d[1]))
+    if tag == "choice":
+        return Choice(tuple(_node_from_data(x) for x in d[1]))
+    if tag == "repeat":
+        return Repeat(_node_from_data(d[1]), int(d[2]), None if d[3] is None else int(d[3]))
+    if tag == "ref":
+        return Ref(str(d[1]))
+    if tag == "special":
+        return Special(str(d[1]))
+    raise GrammarError(f"unknown IR tag {tag!r}")
+
+
+def to_data(g: Grammar) -> dict:
+    """Plain JSON-serializable form of ``g``."""
+    return {"start": g.start, "max_depth": g.max_depth,
+            "rules": [[name, _node_to_data(node)] for name, node in g.rules]}
+
+
+def from_data(d: dict) -> Grammar:
+    return Grammar(d["start"], tuple((n, _node_from_data(x)) for n, x in d["rules"]),
+                   int(d.get("max_depth", DEFAULT_MAX_DEPTH)))

@@ -1,0 +1,1 @@
+"""Runtime: the per-request matcher, budgets, the llama-cpp-python processor and generation drivers."""

@@ -1,0 +1,119 @@
+"""llama-cpp-python adapter: a logits processor that masks every token the grammar forbids.
+
+Use as ``llm.create_completion(..., logits_processor=LogitsProcessorList([proc]))`` (or in
+``create_chat_completion``), then call :meth:`GrammarLogitsProcessor.raise_if_failed`, or
+use :func:`decoding.generate`, which does both.
+
+How it tracks the generation
+- llama-cpp-python calls the processor once per sampled token with ``input_ids`` (prompt
+  plus everything sampled so far) and ``scores`` (a float32 view, index = token id, over
+  llama.cpp's candidate array: stride 12 bytes).  The processor learns the token sampled
+  last time only from ``input_ids[-1]`` of the next call.
+- A call whose ``input_ids`` is not the previous one plus one token starts a new
+  generation (the matcher resets).
+- Errors: llama-cpp-python swallows exceptions raised inside processors.  Ours catches
+  everything, records the first error, logs it, and from then on allows only
+  end-of-generation tokens so the generation stops at once; ``raise_if_failed`` re-raises
+  it as :class:`~decoding.errors.ProcessorError`.
+- ``max_tokens`` (optional): budget-aware closing; tokens after which the structure can no
+  longer be completed within the remaining budget are forbidden.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+
+from decoding import _native
+from decoding.errors import ProcessorError, VocabError
+from decoding.backends.dfa.index import CompiledGrammar
+from decoding.runtime.matcher import Matcher
+
+__all__ = ["GrammarLogitsProcessor"]
+
+log = logging.getLogger("decoding")
+
+
+class GrammarLogitsProcessor:
+    def __init__(self, compiled: CompiledGrammar, *, max_tokens: int | None = None) -> None:
+        self.compiled = compiled
+        if max_tokens is not None:
+            from decoding.runtime.budget import BudgetMatcher
+
+            self.matcher: Matcher = BudgetMatcher(compiled, max_tokens)
+        else:
+            self.matcher = Matcher(compiled)
+        self.error: BaseException | None = None
+        self._prompt_len: int | None = None
+        self._last_len = -1
+        self._last_tok = -1
+        self.calls = 0
+
+    # ------------------------------------------------------------------ llama-cpp-python API
+    def __call__(self, input_ids: Any, scores: np.ndarray) -> np.ndarray:
+        self.calls += 1
+        if self.error is not None:
+            self._stop(scores)
+            return scores
+        try:
+            self._sync(input_ids)
+            if scores.shape[0] > self.compiled.vocab.n_tokens:
+                raise VocabError(f"model has {scores.shape[0]} logits but the grammar was compiled for "
+                                 f"a {self.compiled.vocab.n_tokens}-token vocabulary "
+                                 f"({self.compiled.vocab.name}); compile it for this model's tokenizer")
+            _native.apply_mask(scores, self.matcher.mask())
+        except BaseException as e:  # noqa: BLE001 - recorded and re-raised by raise_if_failed
+            self.error = e
+            log.error("guarded-decoding logits processor failed: %r", e)
+            self._stop(scores)
+        return scores
+
+    def _stop(self, scores: np.ndarray) -> None:
+        """After an error: allow only end-of-generation tokens, so the generation ends now."""
+        keep = [t for t in self.compiled.vocab.eog_ids if t < scores.shape[0]]
+        saved = scores[keep].copy()
+        scores[:] = -np.inf
+        if keep:
+            scores[keep] = saved
+
+    def _sync(self, input_ids: Any) -> None:
+        n = len(input_ids)
+        if self._prompt_len is not None and n == self._last_len + 1 and \
+                (self._last_len == 0 or int(input_ids[self._last_len - 1]) == self._last_tok):
+            tok = int(input_ids[-1])
+            if not self.matcher.advance(tok):
+                raise ProcessorError(
+                    f"token {tok} ({self.compiled.vocab.token_bytes[tok]!r}) was sampled although the "
+                    f"grammar forbids it in state {self.matcher.state}; another sampler or processor "
+                    "overrode the mask")
+        else:
+            self.matcher.reset()
+            self._prompt_len = n
+        self._last_len = n
+        self._last_tok = int(input_ids[-1]) if n else -1
+
+    # ------------------------------------------------------------------ caller API
+    def reset(self) -> None:
+        """Forget the current generation (the next call starts a new one) and any error."""
+        self.matcher.reset()
+        self.error = None
+        self._prompt_len = None
+        self._last_len = -1
+        self._last_tok = -1
+
+    def raise_if_failed(self) -> None:
+        if self.error is not None:
+            err = self.error
+            raise ProcessorError(f"constrained decoding failed inside the logits processor: {err}") from err
+
+    def finish(self, completion_ids: list[int] | None = None) -> bool:
+        """After a generation: feed the last sampled token (which the processor never sees
+        through ``input_ids``) and report whether the output is complete."""
+        self.raise_if_failed()
+        if completion_ids:
+            tok = completion_ids[-1]
+            if not self.matcher.finished:
+                self.matcher.advance(tok)
+        return self.matcher.is_accepting()

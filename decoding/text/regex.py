@@ -1,0 +1,379 @@
+"""ECMA-262 regular-expression subset -> Grammar IR over JSON-string-encoded characters.
+
+Supported: literals, ``.``, classes ``[...]``/``[^...]`` with ranges, escapes
+(``\\d \\w \\s \\D \\W \\S \\n \\t \\xHH \\uHHHH \\u{H..}``...), groups ``(...)``,
+``(?:...)``, ``(?<name>...)``, alternation, quantifiers ``* + ? {n} {n,} {n,m}`` (lazy
+forms are the same language), ``^`` at the start and ``$`` at the end of a top-level
+branch.  Rejected with :class:`PatternError`: lookaround, backreferences, ``\\b``, anchors
+elsewhere, flags.
+
+Exactness: a pattern is validated by Python's ``re.search`` (jsonschema) but written for
+ECMA engines.  Where the two disagree, the grammar takes the *intersection*: positive
+shorthands are ASCII (``\\d`` = ``[0-9]``), negated ones exclude what either engine
+counts (``\\D`` excludes every Unicode decimal digit), ``.`` excludes ECMA line terminators.
+Unanchored patterns get ``any*`` on the open side (search semantics).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from decoding.ir import EMPTY, Node, choice, complement_ranges, normalize_ranges, rep, seq, star
+
+MAX_CP = 0x10FFFF
+
+__all__ = ["PatternError", "parse_pattern", "pattern_node", "Rx", "length_range", "rx_to_ir"]
+
+Ranges = tuple[tuple[int, int], ...]
+
+
+class PatternError(ValueError):
+    """The pattern uses a feature outside the supported subset; ``pos`` is the offset."""
+
+    def __init__(self, pattern: str, pos: int, reason: str) -> None:
+        self.pos = pos
+        self.reason = reason
+        super().__init__(f"pattern {pattern!r} at offset {pos}: {reason}")
+
+
+@dataclass(frozen=True, slots=True)
+class Rx:
+    """Character-level regex AST: kind in {'chars','seq','alt','rep'}."""
+    kind: str
+    ranges: Ranges = ()
+    items: tuple["Rx", ...] = ()
+    lo: int = 0
+    hi: int | None = None
+
+
+def _norm(rs) -> Ranges:
+    return normalize_ranges(rs)
+
+
+def _complement(rs: Ranges) -> Ranges:
+    return complement_ranges(rs)
+
+
+def _scan(pred) -> Ranges:
+    out: list[tuple[int, int]] = []
+    start = None
+    for cp in range(MAX_CP + 2):
+        ok = cp <= MAX_CP and pred(chr(cp))
+        if ok and start is None:
+            start = cp
+        elif not ok and start is not None:
+            out.append((start, cp - 1))
+            start = None
+    return tuple(out)
+
+
+_ECMA_SPACE: Ranges = _norm([(9, 13), (32, 32), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A),
+                             (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F),
+                             (0x3000, 0x3000), (0xFEFF, 0xFEFF)])
+
+
+@lru_cache(maxsize=None)
+def _wide(name: str) -> Ranges:
+    """Largest reading of a shorthand (union of Python-re and ECMA meanings)."""
+    if name == "d":
+        return _scan(str.isdecimal)
+    if name == "w":
+        return _scan(lambda c: c.isalnum() or c == "_")
+    return _norm(_ECMA_SPACE + _scan(str.isspace) + ((0x1C, 0x1F),))
+
+
+_NARROW = {"d": ((48, 57),), "w": _norm([(48, 57), (65, 90), (95, 95), (97, 122)]),
+           "s": ((9, 13), (32, 32))}
+
+
+def _shorthand(ch: str) -> tuple[Ranges, Ranges]:
+    """(narrow, wide) readings of ``\\d \\D \\w \\W \\s \\S``."""
+    low = ch.lower()
+    if ch == low:
+        return _NARROW[low], _wide(low)
+    return _complement(_wide(low)), _complement(_NARROW[low])
+
+
+_DOT: Ranges = _complement(((10, 10), (13, 13), (0x2028, 0x2029)))
+_ANY: Ranges = ((0, MAX_CP),)
+_SIMPLE_ESC = {"n": 10, "r": 13, "t": 9, "f": 12, "v": 11, "0": 0}
+
+
+class _Parser:
+    def __init__(self, src: str) -> None:
+        self.s = src
+        self.i = 0
+
+    def err(self, reason: str, pos: int | None = None) -> PatternError:
+        return PatternError(self.s, self.i if pos is None else pos, reason)
+
+    def peek(self) -> str | None:
+        return self.s[self.i] if self.i < len(self.s) else None
+
+    def top(self) -> Rx:
+        branches = [self.branch(top=True)]
+        while self.peek() == "|":
+            self.i += 1
+            branches.append(self.branch(top=True))
+        if self.i != len(self.s):
+            raise self.err("unbalanced ')'")
+        return Rx("alt", items=tuple(branches)) if len(branches) > 1 else branches[0]
+
+    def alt(self) -> Rx:
+        branches = [self.branch(top=False)]
+        while self.peek() == "|":
+            self.i += 1
+            branches.append(self.branch(top=False))
+        return Rx("alt", items=tuple(branches)) if len(branches) > 1 else branches[0]
+
+    def branch(self, top: bool) -> Rx:
+        items: list[Rx] = []
+        anchored_start = anchored_end = False
+        if top and self.peek() == "^":
+            self.i += 1
+            anchored_start = True
+        while True:
+            c = self.peek()
+            if c is None or c in "|)":
+                break
+            if c == "$":
+                if top and (self.i + 1 == len(self.s) or self.s[self.i + 1] == "|"):
+                    self.i += 1
+                    anchored_end = True
+                    break
+                raise self.err("'$' is only supported at the end of the pattern")
+            if c == "^":
+                raise self.err("'^' is only supported at the start of the pattern")
+            atom = self.atom()
+            items.append(self.quant(atom))
+        body = Rx("seq", items=tuple(items))
+        if top:
+            anyr = Rx("rep", items=(Rx("chars", _ANY),), lo=0, hi=None)
+            parts = ([] if anchored_start else [anyr]) + [body] + ([] if anchored_end else [anyr])
+            return Rx("seq", items=tuple(parts))
+        return body
+
+    def quant(self, atom: Rx) -> Rx:
+        c = self.peek()
+        if c in ("*", "+", "?"):
+            self.i += 1
+            lo, hi = {"*": (0, None), "+": (1, None), "?": (0, 1)}[c]
+        elif c == "{":
+            q = self._braces()
+            if q is None:
+                return atom
+            lo, hi = q
+        else:
+            return atom
+        if self.peek() == "?":
+            self.i += 1  # lazy: same language
+        if self.peek() in ("*", "+", "?") or (self.peek() == "{" and self._is_braces()):
+            raise self.err("multiple quantifiers on one atom")
+        return Rx("rep", items=(atom,), lo=lo, hi=hi)
+
+    def _is_braces(self) -> bool:
+        save = self.i
+        try:
+            return self._braces() is not None
+        finally:
+            self.i = save
+
+    def _braces(self) -> tuple[int, int | None] | None:
+        j = self.s.find("}", self.i)
+        if j < 0:
+            return None
+        body = self.s[self.i + 1:j]
+        parts = body.split(",")
+        try:
+            if len(parts) == 1:
+                lo = hi = int(parts[0])
+            elif len(parts) == 2:
+                lo = int(parts[0])
+                hi = int(parts[1]) if parts[1] else None
+            else:
+                return None
+        except ValueError:
+            return None  # literal '{' as in Annex B / Python
+        if hi is not None and hi < lo:
+            raise self.err("quantifier {n,m} with m < n")
+        self.i = j + 1
+        return lo, hi
+
+    def atom(self) -> Rx:
+        c = self.s[self.i]
+        if c == "(":
+            start = self.i
+            self.i += 1
+            if self.s.startswith("?:", self.i):
+                self.i += 2
+            elif self.s.startswith("?<", self.i) and not self.s.startswith(("?<=", "?<!"), self.i):
+                j = self.s.find(">", self.i)
+                if j < 0:
+                    raise self.err("unterminated group name")
+                self.i = j + 1
+            elif self.peek() == "?":
+                raise self.err("lookaround and inline flags are not supported")
+            inner = self.alt()
+            if self.peek() != ")":
+                raise self.err("missing ')'", start)
+            self.i += 1
+            return inner
+        if c == "[":
+            return Rx("chars", self.klass())
+        if c == ".":
+            self.i += 1
+            return Rx("chars", _DOT)
+        if c == "\\":
+            narrow, _wide_ = self.escape(in_class=False)
+            return Rx("chars", narrow)
+        if c in "*+?":
+            raise self.err("quantifier without operand")
+        if c == ")":
+            raise self.err("unbalanced ')'")
+        self.i += 1
+        cp = ord(c)
+        return Rx("chars", ((cp, cp),))
+
+    def escape(self, in_class: bool) -> tuple[Ranges, Ranges]:
+        pos = self.i
+        self.i += 1
+        if self.i >= len(self.s):
+            raise self.err("trailing backslash", pos)
+        c = self.s[self.i]
+        self.i += 1
+        if c in "dDwWsS":
+            return _shorthand(c)
+        if c == "b" and in_class:
+            return ((8, 8),), ((8, 8),)
+        if c in "bB":
+            raise self.err("word boundaries are not supported", pos)
+        if c.isdigit() and c != "0":
+            raise self.err("backreferences are not supported", pos)
+        if c in _SIMPLE_ESC:
+            cp = _SIMPLE_ESC[c]
+        elif c == "x":
+            h = self.s[self.i:self.i + 2]
+            if len(h) != 2 or any(x not in "0123456789abcdefABCDEF" for x in h):
+                raise self.err("bad \\x escape", pos)
+            cp = int(h, 16)
+            self.i += 2
+        elif c == "u":
+            if self.peek() == "{":
+                j = self.s.find("}", self.i)
+                try:
+                    cp = int(self.s[self.i + 1:j], 16)
+                except ValueError:
+                    raise self.err("bad \\u{...} escape", pos) from None
+                self.i = j + 1
+            else:
+                h = self.s[self.i:self.i + 4]
+                if len(h) != 4 or any(x not in "0123456789abcdefABCDEF" for x in h):
+                    raise self.err("bad \\u escape", pos)
+                cp = int(h, 16)
+                self.i += 4
+            if 0xD800 <= cp <= 0xDFFF:
+                raise self.err("surrogate code points are not supported", pos)
+        elif c == "c":
+            raise self.err("\\c control escapes are not supported", pos)
+        elif c == "p" or c == "P":
+            raise self.err("Unicode property escapes are not supported", pos)
+        elif c.isalnum():
+            raise self.err(f"unknown escape \\{c}", pos)
+        else:
+            cp = ord(c)
+        r = ((cp, cp),)
+        return r, r
+
+    def klass(self) -> Ranges:
+        start = self.i
+        self.i += 1
+        neg = self.peek() == "^"
+        if neg:
+            self.i += 1
+        narrow: list[tuple[int, int]] = []
+        wide: list[tuple[int, int]] = []
+        first = True
+        while True:
+            c = self.peek()
+            if c is None:
+                raise self.err("unterminated character class", start)
+            if c == "]" and not first:
+                self.i += 1
+                break
+            if c == "]" and first:
+                # ECMA: '[]' is the empty class, '[^]' any char
+                self.i += 1
+                return _ANY if neg else ()
+            first = False
+            lo_n, lo_w = self._class_atom()
+            if self.peek() == "-" and self.i + 1 < len(self.s) and self.s[self.i + 1] != "]":
+                self.i += 1
+                hi_n, hi_w = self._class_atom()
+                if len(lo_n) != 1 or lo_n[0][0] != lo_n[0][1] or len(hi_n) != 1 or hi_n[0][0] != hi_n[0][1]:
+                    raise self.err("class range with a shorthand endpoint")
+                a, b = lo_n[0][0], hi_n[0][0]
+                if a > b:
+                    raise self.err("class range out of order")
+                narrow.append((a, b))
+                wide.append((a, b))
+            else:
+                narrow.extend(lo_n)
+                wide.extend(lo_w)
+        return _complement(_norm(wide)) if neg else _norm(narrow)
+
+    def _class_atom(self) -> tuple[Ranges, Ranges]:
+        c = self.s[self.i]
+        if c == "\\":
+            return self.escape(in_class=True)
+        if c == "[" and self.s.startswith("[:", self.i):
+            raise self.err("POSIX classes are not supported")
+        self.i += 1
+        r = ((ord(c), ord(c)),)
+        return r, r
+
+
+@lru_cache(maxsize=2048)
+def parse_pattern(src: str) -> Rx:
+    """Parse ``src``; the result has search semantics made explicit (``any*`` on open sides)."""
+    return _Parser(src).top()
+
+
+def length_range(rx: Rx) -> tuple[int, int | None]:
+    """(min, max) number of characters of strings in ``rx`` (max None = unbounded)."""
+    if rx.kind == "chars":
+        return (1, 1) if rx.ranges else (0, 0)
+    if rx.kind == "seq":
+        lo, hi = 0, 0
+        for it in rx.items:
+            a, b = length_range(it)
+            lo += a
+            hi = None if hi is None or b is None else hi + b
+        return lo, hi
+    if rx.kind == "alt":
+        rs = [length_range(it) for it in rx.items]
+        return min(r[0] for r in rs), (None if any(r[1] is None for r in rs) else max(r[1] for r in rs))
+    a, b = length_range(rx.items[0])
+    return a * rx.lo, (None if rx.hi is None or b is None else b * rx.hi)
+
+
+def rx_to_ir(rx: Rx) -> Node:
+    if rx.kind == "chars":
+        if rx.ranges == _ANY:
+            from decoding.frontends.jsonschema.jsonstr import any_json_char  # TODO(text/): encoder
+            return any_json_char()
+        from decoding.frontends.jsonschema.jsonstr import json_char
+        return json_char(rx.ranges)
+    if rx.kind == "seq":
+        return seq(*(rx_to_ir(x) for x in rx.items)) if rx.items else EMPTY
+    if rx.kind == "alt":
+        return choice(*(rx_to_ir(x) for x in rx.items))
+    item = rx_to_ir(rx.items[0])
+    if rx.lo == 0 and rx.hi is None:
+        return star(item)
+    return rep(item, rx.lo, rx.hi)
+
+
+def pattern_node(src: str) -> Node:
+    """IR for the *content* of a JSON string whose decoded value matches ``src`` (search)."""
+    return rx_to_ir(parse_pattern(src))
