@@ -16,8 +16,6 @@ The runtime names below are imported on first access (module ``__getattr__``), s
 ``decoding._native``; only the error classes are imported eagerly.
 """
 
-from __future__ import annotations
-
 import importlib as _importlib
 from typing import Any as _Any
 
