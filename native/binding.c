@@ -149,7 +149,10 @@ static PyObject *py_trie_build(PyObject *self, PyObject *args) {
             PyBuffer_Release(&off);
             return PyErr_Format(PyExc_ValueError, "offsets decrease at token %zd", i);
         }
-    gd_trie *t = gd_trie_build(blob.buf, o, (uint32_t)n); /* GIL held: build uses a static comparator */
+    gd_trie *t;
+    Py_BEGIN_ALLOW_THREADS /* the build is re-entrant (no global state); buffers stay held */
+    t = gd_trie_build(blob.buf, o, (uint32_t)n);
+    Py_END_ALLOW_THREADS
     PyBuffer_Release(&blob);
     PyBuffer_Release(&off);
     if (!t) return PyErr_NoMemory();
@@ -269,7 +272,7 @@ static PyMethodDef methods[] = {
     {"mask_count", py_mask_count, METH_VARARGS, "mask_count(mask, n): set bits among the first n."},
     {"apply_mask", (PyCFunction)(void (*)(void))py_apply_mask, METH_VARARGS | METH_KEYWORDS,
      "apply_mask(logits, mask, fill=-inf): in place; logits is a 1-D float32 view, any stride. Releases the GIL."},
-    {"trie_build", py_trie_build, METH_VARARGS, "trie_build(blob, offsets_u64) -> capsule."},
+    {"trie_build", py_trie_build, METH_VARARGS, "trie_build(blob, offsets_u64) -> capsule. Releases the GIL."},
     {"trie_info", py_trie_info, METH_VARARGS, "trie_info(trie) -> (nodes, bytes)."},
     {"trie_walk", py_trie_walk, METH_VARARGS,
      "trie_walk(trie, classes_u8[256], table_i32_or_i16, ncols, state, mask_out_u32, next_state_i32=None) -> allowed count. Releases the GIL."},

@@ -43,7 +43,8 @@ void gd_apply_mask_strided_f32(void *base, size_t n, ptrdiff_t stride_bytes,
 typedef struct gd_trie gd_trie;
 
 /* Build from n_tokens byte strings: token t is blob[offsets[t] .. offsets[t+1]).
- * Empty strings (control/unused tokens) are left out.  Returns NULL on allocation failure. */
+ * Empty strings (control/unused tokens) are left out.  Re-entrant (no global state; the
+ * binding may release the GIL).  Returns NULL on allocation failure. */
 gd_trie *gd_trie_build(const uint8_t *blob, const uint64_t *offsets, uint32_t n_tokens);
 void gd_trie_free(gd_trie *trie);
 size_t gd_trie_nodes(const gd_trie *trie);

@@ -22,17 +22,39 @@ struct gd_trie {
     uint32_t n_ids;
 };
 
-static const uint8_t *g_blob;
-static const uint64_t *g_off;
+/* Order of token ids by their bytes (ties: by id).  The comparison context is passed
+ * explicitly, so building is re-entrant (no process-global state). */
+typedef struct {
+    const uint8_t *blob;
+    const uint64_t *off;
+} token_order;
 
-static int cmp_tokens(const void *pa, const void *pb) {
-    uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
-    uint64_t la = g_off[a + 1] - g_off[a], lb = g_off[b + 1] - g_off[b];
+static int cmp_tokens(const token_order *ctx, uint32_t a, uint32_t b) {
+    uint64_t la = ctx->off[a + 1] - ctx->off[a], lb = ctx->off[b + 1] - ctx->off[b];
     uint64_t m = la < lb ? la : lb;
-    int c = memcmp(g_blob + g_off[a], g_blob + g_off[b], (size_t)m);
+    int c = memcmp(ctx->blob + ctx->off[a], ctx->blob + ctx->off[b], (size_t)m);
     if (c) return c;
     if (la != lb) return la < lb ? -1 : 1;
     return a < b ? -1 : (a > b);
+}
+
+/* Stable bottom-up merge sort of ids[0..n) using tmp[0..n) as scratch. */
+static void sort_tokens(const token_order *ctx, uint32_t *ids, uint32_t *tmp, uint32_t n) {
+    uint32_t *src = ids, *dst = tmp;
+    for (uint64_t width = 1; width < n; width *= 2) {
+        for (uint64_t lo = 0; lo < n; lo += 2 * width) {
+            uint64_t mid = lo + width < n ? lo + width : n;
+            uint64_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+            uint64_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi) dst[k++] = cmp_tokens(ctx, src[i], src[j]) <= 0 ? src[i++] : src[j++];
+            while (i < mid) dst[k++] = src[i++];
+            while (j < hi) dst[k++] = src[j++];
+        }
+        uint32_t *sw = src;
+        src = dst;
+        dst = sw;
+    }
+    if (src != ids) memcpy(ids, src, sizeof(uint32_t) * n);
 }
 
 void gd_trie_free(gd_trie *t) {
@@ -60,10 +82,13 @@ gd_trie *gd_trie_build(const uint8_t *blob, const uint64_t *offsets, uint32_t n_
         total += len;
         if (len > maxlen) maxlen = len;
     }
-    /* qsort is not re-entrant with these globals; the binding holds the GIL while building. */
-    g_blob = blob;
-    g_off = offsets;
-    qsort(order, n, sizeof(uint32_t), cmp_tokens);
+    {
+        token_order ctx = {blob, offsets};
+        uint32_t *scratch = malloc(sizeof(uint32_t) * (n ? n : 1));
+        if (!scratch) goto fail;
+        sort_tokens(&ctx, order, scratch, n);
+        free(scratch);
+    }
     t->byte = malloc(total ? total : 1);
     t->depth = malloc(sizeof(uint16_t) * (total ? total : 1));
     t->skip = malloc(sizeof(uint32_t) * (total ? total : 1));
