@@ -13,7 +13,8 @@ and *why*, so it can be shown to a user or put into a retry prompt unchanged.
     │   └── LimitError        a configured limit (states, index size, depth) was hit
     ├── VocabError            tokenizer problems, fingerprint mismatches
     ├── ArtifactError         corrupt, truncated, wrong-version or mismatched artifact
-    └── ProcessorError        a failure inside a logits processor, surfaced to the caller
+    ├── ProcessorError        a failure inside a logits processor, surfaced to the caller
+    └── UsageError            a public function got an invalid argument (also a ValueError)
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ __all__ = [
     "VocabError",
     "ArtifactError",
     "ProcessorError",
+    "UsageError",
 ]
 
 
@@ -102,3 +104,8 @@ class ProcessorError(DecodingError):
     llama-cpp-python swallows exceptions raised inside logits processors; ours record
     the exception and this error re-raises it (as ``__cause__``) to the caller.
     """
+
+
+class UsageError(DecodingError, ValueError):
+    """A public function was called with an invalid argument (wrong type, out of range,
+    conflicting options).  Also a ``ValueError``, so ``except ValueError`` keeps working."""

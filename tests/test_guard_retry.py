@@ -2,6 +2,7 @@
 
 import pytest
 
+from decoding.errors import UsageError
 from decoding.frontends.xml.dtd import parse_dtd
 from decoding.guard import guarded_call
 
@@ -48,8 +49,9 @@ def test_xml_with_repair():
 @pytest.mark.parametrize("kw", [{}, {"schema": SCHEMA, "dtd": parse_dtd("<!ELEMENT r EMPTY>")},
                                 {"schema": SCHEMA, "retries": -1}, {"schema": SCHEMA, "retries": 99}])
 def test_bad_arguments(kw):
-    with pytest.raises(ValueError):
+    with pytest.raises(UsageError, match="guarded_call") as info:
         guarded_call(Scripted("{}"), "Q", **kw)
+    assert isinstance(info.value, ValueError)     # UsageError keeps except ValueError working
 
 
 @pytest.mark.model

@@ -113,3 +113,19 @@ def test_date_time_format_checked():
     s = {"type": "string", "format": "date-time"}
     assert validate_json('"2024-06-15T10:30:00Z"', s)[1] == []
     assert validate_json('"2024-06-15 10:30"', s)[1][0].code == "schema-format"
+
+
+@pytest.mark.parametrize("schema, pointer, keyword", [
+    ({"type": "foo"}, "", "type"),
+    ({"$ref": "#/nope"}, "", "$ref"),
+    ({"properties": {"a": {"type": 5}}}, "/properties/a/type", None),
+    ("not a schema", "", None),
+])
+def test_unusable_schema_is_a_schema_error(schema, pointer, keyword):
+    """A schema jsonschema cannot use is the caller's error, raised as SchemaError (never a
+    jsonschema/TypeError escape); bad model output still comes back as violations."""
+    from decoding.errors import SchemaError
+
+    with pytest.raises(SchemaError, match="validate_json") as info:
+        guard_json('{"a": "b"}', schema)
+    assert info.value.pointer == pointer and info.value.keyword == keyword

@@ -348,6 +348,8 @@ _DECODER = json.JSONDecoder()
 
 
 def _no_constant(name: str):
+    # control flow only: every STRICT_DECODER.raw_decode caller catches ValueError
+    # (like json.JSONDecodeError), so this never leaves the guard
     raise ValueError(f"{name} is not JSON")
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from decoding.errors import UsageError
 from decoding.frontends.xml.model import DTD
 from decoding.guard.check import guard_json, guard_xml
 from decoding.guard.results import GuardResult, Violation
@@ -59,12 +60,13 @@ def guarded_call(llm, prompt: str, *, schema: dict | None = None, dtd: DTD | Non
 
     Exactly one of ``schema`` (JSON Schema dict) or ``dtd`` (with ``root``) is given.
     ``completion_kwargs`` go to ``llm.create_completion`` (e.g. ``max_tokens``,
-    ``temperature``, ``seed``).  Never raises on bad model output.
+    ``temperature``, ``seed``).  Never raises on bad model output; raises
+    :class:`~decoding.errors.UsageError` on invalid arguments.
     """
     if (schema is None) == (dtd is None):
-        raise ValueError("guarded_call: give exactly one of schema= or dtd=")
+        raise UsageError("guarded_call: give exactly one of schema= or dtd=")
     if not isinstance(retries, int) or not 0 <= retries <= MAX_RETRIES:
-        raise ValueError(f"guarded_call: retries must be an int in 0..{MAX_RETRIES}, got {retries!r}")
+        raise UsageError(f"guarded_call: retries must be an int in 0..{MAX_RETRIES}, got {retries!r}")
     kind = "JSON" if schema is not None else "XML"
     attempts: list[Attempt] = []
     current = prompt

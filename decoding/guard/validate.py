@@ -25,13 +25,13 @@ import re
 import xml.parsers.expat as expat
 from typing import Any
 
+from decoding.errors import SchemaError
 from decoding.frontends.xml.model import DTD, AttributeDecl, ElementDecl
 from decoding.guard.content_model import ContentModel
 from decoding.guard.json_fast import compile_fast
 from decoding.guard.results import Violation, line_col
 
-__all__ = ["validate_xml", "validate_json", "DTDChecker", "dtd_checker",
-           "json_validator", "checked_formats"]
+__all__ = ["validate_xml", "validate_json", "DTDChecker", "dtd_checker", "checked_formats"]
 
 MAX_VIOLATIONS = 50
 _PREDEFINED = frozenset(("lt", "gt", "amp", "apos", "quot"))
@@ -111,10 +111,6 @@ def _path(f: list) -> str:
             p = f"{_path(par)}/{f[_NAME]}[{f[_K]}]"
         f[_PATH] = p
     return p
-
-
-def _expat_error_name(code: int) -> str:
-    return expat.ErrorString(code)
 
 
 _E_NO_ELEMENTS = expat.errors.codes[expat.errors.XML_ERROR_NO_ELEMENTS]
@@ -474,9 +470,17 @@ def _compiled(schema: dict) -> tuple[Any, Any, Any]:
     return entry
 
 
-def json_validator(schema: dict):
-    """Cached ``jsonschema`` validator for ``schema`` (draft by ``$schema``, 2020-12 default)."""
-    return _compiled(schema)[1]
+def _malformed(schema: dict, e: Exception) -> Exception:
+    """The :class:`SchemaError` for a schema that made jsonschema fail with ``e``, located by
+    the draft's meta-schema; ``e`` itself when the schema is well-formed (a bug, not bad input)."""
+    import jsonschema
+
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    problem = jsonschema.exceptions.best_match(cls(cls.META_SCHEMA).iter_errors(schema))
+    if problem is None:
+        return e
+    return SchemaError(_pointer(problem.absolute_path), None,
+                       f"validate_json: the schema is malformed: {problem.message}")
 
 
 def _pointer(parts) -> str:
@@ -566,16 +570,30 @@ def validate_json(text: str, schema: dict, *, base: int = 0, source: str | None 
         ln, col = line_col(src, o)
         return None, [Violation("json-syntax", "", f"invalid JSON at {ln}:{col}: {e.msg}",
                                 ln, col, o)]
-    _, validator, fast = _compiled(schema)
-    if fast is not None and fast.is_valid(value):
-        return value, []        # exact (see json_fast); jsonschema only explains failures
+    if not isinstance(schema, (dict, bool)):
+        raise SchemaError("", None, f"validate_json: a schema is a JSON object or boolean, "
+                                    f"not {type(schema).__name__}")
+    import jsonschema
+    import referencing.exceptions
+
+    try:
+        _, validator, fast = _compiled(schema)
+        if fast is not None and fast.is_valid(value):
+            return value, []        # exact (see json_fast); jsonschema only explains failures
+        if fast is not None:
+            found = fast.iter_errors(validator, value, known_invalid=True)
+        else:
+            found = validator.iter_errors(value)
+        errors = sorted(found,
+                        key=lambda er: (list(map(str, er.absolute_path)), er.validator or ""))
+    except jsonschema.exceptions.UnknownType as e:
+        raise SchemaError("", "type", f"validate_json: unknown type {e.type!r} in the schema") from e
+    except referencing.exceptions.Unresolvable as e:
+        raise SchemaError("", "$ref", f"validate_json: cannot resolve a reference in the schema: "
+                                      f"{e}") from e
+    except (TypeError, AttributeError) as e:
+        raise _malformed(schema, e) from e
     out: list[Violation] = []
-    if fast is not None:
-        found = fast.iter_errors(validator, value, known_invalid=True)
-    else:
-        found = validator.iter_errors(value)
-    errors = sorted(found,
-                    key=lambda er: (list(map(str, er.absolute_path)), er.validator or ""))
     for err in errors[:MAX_VIOLATIONS]:
         parts = list(err.absolute_path)
         try:
