@@ -7,7 +7,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 ARTIFACTS := build/grammars
 
-.PHONY: setup demo grammars test test-python test-native cross-tools bench evals clean
+.PHONY: setup demo grammars test lint test-python test-native cross-tools bench evals clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,8 +28,14 @@ grammars: setup
 demo: grammars
 	$(BIN)/python -m decoding demo --artifacts $(ARTIFACTS)
 
-# README command 2: the tests (C kernels natively and, for NEON, under qemu-aarch64; then pytest)
-test: setup test-native test-python
+# README command 2: the tests (C kernels natively and, for NEON, under qemu-aarch64; the layering
+# contracts; then pytest). Prerequisites run in this order; the first failure stops the rest.
+test: setup test-native lint test-python
+
+# import-linter contracts of pyproject.toml [tool.importlinter] (front-ends / back-ends / runtime /
+# guard / text+ir layering, no package cycle); module cycles are tests/test_layering.py
+lint: setup
+	$(BIN)/lint-imports --no-cache
 
 cross-tools:
 	@command -v aarch64-linux-gnu-gcc >/dev/null && command -v qemu-aarch64 >/dev/null || \
@@ -39,6 +45,7 @@ cross-tools:
 test-native: cross-tools
 	$(MAKE) -C native test
 
+# pytest exit 5 = no tests collected (e.g. a PYTEST_ARGS selection that matches nothing): not a failure
 test-python: setup
 	@$(BIN)/python -m pytest -q $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest: no tests were collected (exit 5)"; exit 0; fi; exit $$rc

@@ -1,7 +1,14 @@
-"""Shared fixtures: paths to ../shared, real vocabularies and the packaged models."""
+"""Shared fixtures: paths to ../shared, real vocabularies and the packaged models.
+
+The tests use no network: every corpus is read from ../shared and every model from an
+installed package.  ``_no_network`` makes that a rule: an IP connection from the test
+process to anything but the loopback fails the test that tried it.
+"""
 
 from __future__ import annotations
 
+import ipaddress
+import socket
 from pathlib import Path
 
 import pytest
@@ -39,6 +46,30 @@ def get_model(name: str = "smollm2"):
     if name not in _models:
         _models[name] = load_model(name, n_ctx=1024)
     return _models[name]
+
+
+def _loopback(address) -> bool:
+    host = address[0] if isinstance(address, tuple) else address
+    if host in ("localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def pytest_configure(config):
+    """Refuse IP connections to other hosts for the whole run (collection included)."""
+    real_connect = socket.socket.connect
+
+    def connect(self, address):
+        if self.family in (socket.AF_INET, socket.AF_INET6) and not _loopback(address):
+            raise OSError(f"tests must not use the network (connect to {address!r}); "
+                          f"read the corpus from ../shared instead")
+        return real_connect(self, address)
+
+    socket.socket.connect = connect
+    socket.socket.connect_ex = lambda self, address: connect(self, address) or 0
 
 
 @pytest.fixture(scope="session")
