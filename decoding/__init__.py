@@ -2,12 +2,12 @@
 
 Quick start::
 
-    from decoding import compile_json_schema, generate
+    from decoding import Compiler, generate
     from decoding.models import load_model
 
     llm = load_model("smollm2")
-    cg = compile_json_schema(schema, llm)
-    out = generate(llm, "Weather in Beijing tomorrow?", cg)
+    cg = Compiler(llm).compile_json_schema(schema)
+    out = generate(llm, cg, messages=[{"role": "user", "content": "Weather in Beijing tomorrow?"}])
 
 See README.md for the architecture and the guarantees.
 
@@ -20,29 +20,38 @@ import importlib as _importlib
 from typing import Any as _Any
 
 from decoding.errors import (ArtifactError, DecodingError, DTDError, GBNFError, GrammarError, LimitError,
-                             ProcessorError, SchemaError, VocabError)
+                             ProcessorError, SchemaError, UnsatisfiableSchemaError, UsageError, VocabError)
 
 __version__ = "0.1.0"
 
 # public name -> module that defines it; imported lazily by __getattr__
 _LAZY = {
-    "as_vocab": "decoding.compiler",
-    "compile_ir": "decoding.compiler",
+    "Compiler": "decoding.compiler",
     "compile_json_schema": "decoding.compiler",
+    "CompiledGrammar": "decoding.backends.contract",
+    "Matcher": "decoding.runtime.matcher",
+    "BudgetMatcher": "decoding.runtime.budget",
+    "GrammarLogitsProcessor": "decoding.runtime.processor",
     "Generation": "decoding.runtime.generate",
     "generate": "decoding.runtime.generate",
-    "CompiledGrammar": "decoding.backends.dfa.index",
-    "compile_grammar": "decoding.backends.dfa.index",
-    "Matcher": "decoding.runtime.matcher",
-    "GrammarLogitsProcessor": "decoding.runtime.processor",
     "Vocab": "decoding.vocab",
+    "as_vocab": "decoding.vocab",
+    "canonical_json": "decoding.canonical",
+    "canonical_xml": "decoding.canonical",
+    "CanonicalizeError": "decoding.frontends.xml.canonical",
 }
 
 __all__ = [
-    "as_vocab", "compile_ir", "compile_json_schema", "compile_grammar", "CompiledGrammar", "Matcher",
-    "GrammarLogitsProcessor", "Generation", "generate", "Vocab",
-    "DecodingError", "GrammarError", "SchemaError", "DTDError", "GBNFError", "LimitError", "VocabError",
-    "ArtifactError", "ProcessorError", "__version__",
+    # compile
+    "Compiler", "compile_json_schema", "CompiledGrammar", "Vocab", "as_vocab",
+    # run
+    "Matcher", "BudgetMatcher", "GrammarLogitsProcessor", "generate", "Generation",
+    # canonical forms
+    "canonical_json", "canonical_xml",
+    # errors
+    "DecodingError", "GrammarError", "SchemaError", "UnsatisfiableSchemaError", "DTDError", "GBNFError",
+    "LimitError", "VocabError", "ArtifactError", "ProcessorError", "UsageError", "CanonicalizeError",
+    "__version__",
 ]
 
 

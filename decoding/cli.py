@@ -86,20 +86,17 @@ def _kb(n: int) -> str:
 
 # ----------------------------------------------------------------------------- compile
 
-def _compile_one(entry: dict, vocab: Any, out_dir: Path, force: bool, bar: Any) -> str:
+def _compile_one(entry: dict, compiler: Any, out_dir: Path, force: bool, bar: Any) -> str:
     from decoding.artifacts.format import ARTIFACT_SUFFIX, read_artifact, write_artifact
-    from decoding.ir.key import grammar_digest, grammar_key
-    from decoding.backends.dfa.index import compile_grammar
-    from decoding.frontends.sources import build_grammar, normalized_text, read_source
+    from decoding.frontends.sources import read_source
 
     path, kind, opts, name = entry["path"], entry["kind"], entry["options"], entry["name"]
     where = os.fspath(path)
     out = out_dir / f"{name}{ARTIFACT_SUFFIX}"
     bar.set_postfix_str(f"{name}: front-end")
-    text = read_source(path)
-    g, meta = build_grammar(text, kind, name=where, base_dir=os.path.dirname(os.path.abspath(path)), **opts)
-    digest = grammar_digest(g)
-    key = grammar_key(digest, vocab.fingerprint)
+    prepared = compiler.prepare_source(read_source(path), kind, name=where,
+                                       base_dir=os.path.dirname(os.path.abspath(path)), **opts)
+    key = prepared.key
     if not force and out.is_file():
         try:
             if read_artifact(out).header.get("grammar_key") == key:
@@ -108,17 +105,11 @@ def _compile_one(entry: dict, vocab: Any, out_dir: Path, force: bool, bar: Any) 
             pass  # unreadable: rebuild it
     t0 = time.perf_counter()
     bar.set_postfix_str(f"{name}: automaton")
-    meta.update(grammar_digest=digest, max_depth=g.max_depth, options=opts)
-    cg = compile_grammar(g, vocab, grammar_key=key, meta=meta, backend="dfa")  # artifacts need the DFA
-    n = cg.dfa.n_states
-    bar.set_postfix_str(f"{name}: token index ({n} states)")
-    from tqdm import tqdm
-
-    for s in tqdm(range(n), desc=f"{name} masks", unit="state", leave=False, disable=None if n > 2000 else True):
-        cg.mask(s)
+    cg = compiler.compile_prepared(prepared)
+    bar.set_postfix_str(f"{name}: token index")
+    cg.precompute()
     bar.set_postfix_str(f"{name}: writing")
-    size = write_artifact(cg, out, name=name, kind=kind, options=opts,
-                          source={"name": where, "kind": kind, "text": normalized_text(text, kind), "options": opts})
+    size = write_artifact(cg, out, name=name, kind=kind, options=prepared.meta["options"], source=prepared.source)
     st = cg.stats()
     return (f"{out}: {st['states']} states, {st['distinct_masks']} distinct masks, {_kb(size)}, "
             f"{time.perf_counter() - t0:.1f} s")
@@ -144,13 +135,16 @@ def cmd_compile(args: argparse.Namespace) -> int:
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise _Fail(f"two sources would write the same artifact name: {', '.join(dup)}")
+    from decoding.compiler import Compiler
+
     vocab = _vocab(args)
+    compiler = Compiler(vocab, cache=False, backend="dfa")  # an artifact holds one explicit DFA
     out_dir = Path(args.output)
     lines = []
     with tqdm(entries, desc="compile", unit="grammar", disable=None, file=sys.stderr) as bar:
         for e in bar:
             try:
-                lines.append(_compile_one(e, vocab, out_dir, args.force, bar))
+                lines.append(_compile_one(e, compiler, out_dir, args.force, bar))
             except DecodingError as err:
                 raise _Fail(_located(os.fspath(e["path"]), err)) from None
     for ln in lines:
@@ -255,13 +249,13 @@ def _load_grammar(path: str, vocab: Any, args: argparse.Namespace) -> tuple[Any,
         Matcher(cg).mask()
         ms = (time.perf_counter() - t0) * 1e3
         return cg, ms, data.header.get("source") or {}
-    from decoding.artifacts.cache import load_or_compile
+    from decoding.compiler import Compiler
     from decoding.frontends.sources import kind_of, normalized_text, read_source
 
     opts = _parse_options(args.option, args.root)
     kind = kind_of(p, args.kind)
     try:
-        cg = load_or_compile(p, kind if args.kind else None, vocab, **opts)
+        cg = Compiler(vocab, cache=True).compile_file(p, kind, **opts)
     except DecodingError as e:
         raise _Fail(_located(os.fspath(p), e)) from None
     Matcher(cg).mask()
@@ -270,8 +264,8 @@ def _load_grammar(path: str, vocab: Any, args: argparse.Namespace) -> tuple[Any,
 
 
 def _load_model(name: str) -> tuple[Any, Any, float]:
-    from decoding.compiler import as_vocab
     from decoding.models import load_model
+    from decoding.vocab import as_vocab
 
     t0 = time.perf_counter()
     with _quiet_native():
@@ -289,8 +283,8 @@ def _run(llm: Any, cg: Any, prompt: str, max_tokens: int, temperature: float, se
 
     if chat:
         msgs = [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": prompt}]
-        return generate(llm, None, cg, messages=msgs, max_tokens=max_tokens, temperature=temperature, seed=seed)
-    return generate(llm, prompt, cg, max_tokens=max_tokens, temperature=temperature, seed=seed)
+        return generate(llm, cg, messages=msgs, max_tokens=max_tokens, temperature=temperature, seed=seed)
+    return generate(llm, cg, prompt=prompt, max_tokens=max_tokens, temperature=temperature, seed=seed)
 
 
 def cmd_generate(args: argparse.Namespace) -> int:

@@ -1,4 +1,19 @@
-"""Front door: compile a JSON Schema / IR grammar for a tokenizer, in one call.
+"""The compiler facade: the one way from a grammar source to a compiled grammar.
+
+``Compiler(tokenizer, cache=..., backend=..., **defaults)`` compiles JSON Schemas, DTDs,
+GBNF text and IR grammars for one tokenizer, through one pipeline::
+
+    source --front-end--> IR --digest--> grammar key --> cache lookup (memory, disk)
+           --back-end selection (compile_grammar)--> cache store
+
+Invariants
+- every result carries a non-empty ``grammar_key`` (canonical IR + tokenizer fingerprint +
+  artifact format version) and plain-data ``meta`` (front-end, its options, the grammar
+  digest, the depth bound), so any result can be written as an artifact;
+- equal grammars (same IR, whatever the source formatting) get the same key and share one
+  cache entry;
+- options are checked by name: an unknown one is a :class:`~decoding.errors.GrammarError`
+  naming it, never ignored.
 
 ``tokenizer`` may be a :class:`~decoding.vocab.Vocab`, a ``llama_cpp.Llama`` or a GGUF path.
 """
@@ -7,43 +22,204 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from decoding.backends.dfa.index import CompiledGrammar, compile_grammar
+from decoding.artifacts.cache import GrammarCache, default_cache
+from decoding.artifacts.format import FORMAT_VERSION
+from decoding.backends.contract import CompiledGrammar
+from decoding.backends.select import compile_grammar
+from decoding.errors import GrammarError
+from decoding.frontends.sources import (KINDS, build_grammar, kind_of, normalized_text, option_names,
+                                        read_source)
 from decoding.ir import Grammar
-from decoding.vocab import Vocab
+from decoding.ir.key import grammar_digest, grammar_key, source_key
+from decoding.vocab import Vocab, as_vocab
 
-__all__ = ["as_vocab", "compile_json_schema", "compile_ir"]
+__all__ = ["Compiler", "Prepared", "COMPILE_OPTIONS", "compile_json_schema", "as_vocab"]
+
+#: options of the compile step itself (every other option goes to the front-end):
+#: ``backend`` ("auto", "dfa", "pushdown"), ``eager`` (do the mask work now),
+#: ``max_states`` (the DFA size limit; "auto" falls back to pushdown above it) and
+#: ``max_masks`` (the limit on distinct masks); see :func:`decoding.backends.select.compile_grammar`
+COMPILE_OPTIONS = ("backend", "eager", "max_states", "max_masks")
 
 
-def as_vocab(tokenizer: Any) -> Vocab:
-    if isinstance(tokenizer, Vocab):
-        return tokenizer
-    if isinstance(tokenizer, (str, os.PathLike)):
-        return Vocab.from_gguf(tokenizer)
-    cached = getattr(tokenizer, "_guarded_decoding_vocab", None)
-    if cached is None:
-        cached = Vocab.from_llama(tokenizer)
+@dataclass(frozen=True)
+class Prepared:
+    """A grammar ready for the back-end: its IR, key and plain-data meta.
+
+    ``source`` (``name``, ``kind``, normalized ``text``, ``options``) is what an artifact
+    stores to re-derive the grammar (``None`` for IR input)."""
+
+    grammar: Grammar
+    key: str
+    meta: dict
+    kind: str
+    source: dict | None = None
+
+
+def _plain(options: dict) -> dict:
+    """``options`` as JSON data for ``meta`` (a value that is not JSON, such as an IR node in
+    ``text_patterns``, is kept as its ``repr``; the key never depends on it: the IR does)."""
+    return json.loads(json.dumps(options, ensure_ascii=False, default=repr))
+
+
+class Compiler:
+    """Compiles grammars for one tokenizer.
+
+    ``cache``: ``None`` (default) keeps compiled grammars in a private in-memory LRU;
+    ``False`` caches nothing; ``True`` uses the process-wide cache (default directory on
+    disk); a :class:`~decoding.artifacts.cache.GrammarCache` or a directory path uses that.
+
+    ``backend`` and ``defaults`` apply to every call unless the call overrides them.
+    ``defaults`` are compile options (:data:`COMPILE_OPTIONS`) or front-end options (for
+    example ``whitespace="flexible"``, ``max_depth=4``); a front-end default applies to the
+    grammar kinds whose front-end has that option.
+    """
+
+    def __init__(self, tokenizer: Any, *, cache: GrammarCache | str | os.PathLike | bool | None = None,
+                 backend: str = "auto", **defaults: Any) -> None:
+        self.vocab: Vocab = as_vocab(tokenizer)
+        if cache is None:
+            cache = GrammarCache(False)
+        elif cache is True:
+            cache = default_cache()
+        elif isinstance(cache, (str, os.PathLike)):
+            cache = GrammarCache(cache)
+        self.cache: GrammarCache | None = None if cache is False else cache  # (an empty cache is falsy)
+        known = set(COMPILE_OPTIONS).union(*(option_names(k) for k in KINDS))
+        for k in defaults:
+            if k not in known:
+                raise GrammarError(f"Compiler: unknown option {k!r}; known: {', '.join(sorted(known))}")
+        self._compile_defaults: dict[str, Any] = {"backend": backend, "eager": False}
+        self._compile_defaults.update({k: v for k, v in defaults.items() if k in COMPILE_OPTIONS})
+        self._frontend_defaults = {k: v for k, v in defaults.items() if k not in COMPILE_OPTIONS}
+
+    # ------------------------------------------------------------------ one call per source kind
+    def compile_json_schema(self, schema: dict | bool | str, **options: Any) -> CompiledGrammar:
+        """A JSON Schema (dict, bool or JSON text).  Options: compile options and those of
+        :func:`decoding.frontends.jsonschema.compile_schema` (whitespace, max_depth, lenient, ...)."""
+        return self.compile_source(schema, "json-schema", **options)
+
+    def compile_dtd(self, dtd: str | os.PathLike, *, root: str, base_dir: str | os.PathLike | None = None,
+                    **options: Any) -> CompiledGrammar:
+        """A DTD with root element ``root``: DTD text, or the path of a DTD file (a
+        ``PathLike``, or a ``str`` without ``<``).  ``base_dir`` resolves relative external
+        entities (default for a file: its directory).  Options: compile options and those of
+        :func:`decoding.frontends.xml.grammar.dtd_grammar`."""
+        if isinstance(dtd, os.PathLike) or (isinstance(dtd, str) and "<" not in dtd):
+            return self.compile_file(dtd, "dtd", base_dir=base_dir, root=root, **options)
+        return self.compile_source(dtd, "dtd", base_dir=base_dir, root=root, **options)
+
+    def compile_gbnf(self, text: str, **options: Any) -> CompiledGrammar:
+        """GBNF text.  Options: compile options and those of
+        :func:`decoding.frontends.gbnf.parse.parse_gbnf` (root rule, max_depth, ...)."""
+        return self.compile_source(text, "gbnf", **options)
+
+    def compile_ir(self, grammar: Grammar, **options: Any) -> CompiledGrammar:
+        """An IR grammar (already built).  Options: compile options only."""
+        opts = self._compile_options(options)
+        if options:
+            raise GrammarError(f"unknown option {next(iter(options))!r} for ir grammars; "
+                               f"known: {', '.join(COMPILE_OPTIONS)}")
+        return self.compile_prepared(self.prepare_ir(grammar), **opts)
+
+    def compile_file(self, path: str | os.PathLike, kind: str | None = None, *,
+                     base_dir: str | os.PathLike | None = None, **options: Any) -> CompiledGrammar:
+        """A grammar source file; ``kind`` defaults to the one of its extension (.json, .dtd,
+        .gbnf).  Errors name the file."""
+        kind = kind_of(path, kind)
+        base = base_dir if base_dir is not None else os.path.dirname(os.path.abspath(path))
+        return self.compile_source(read_source(path), kind, name=os.fspath(path), base_dir=base, **options)
+
+    def compile_source(self, source: str | dict | bool, kind: str, *, name: str | None = None,
+                       base_dir: str | os.PathLike | None = None, **options: Any) -> CompiledGrammar:
+        """Source text (or a parsed JSON Schema) of ``kind`` (``json-schema``, ``dtd``,
+        ``gbnf``; aliases json/xml).  ``name`` names the source in errors."""
+        kind = kind_of("", kind)
+        opts = self._compile_options(options)
+        alias = self._alias(source, kind, options, base_dir)
+        if alias is not None and self.cache is not None:
+            hit = self.cache.get_alias(alias, backend=opts["backend"])
+            if hit is not None:
+                return hit.precompute() if opts["eager"] else hit
+        p = self.prepare_source(source, kind, name=name, base_dir=base_dir, **options)
+        if alias is not None and self.cache is not None:
+            self.cache.alias(alias, p.key)
+        return self.compile_prepared(p, **opts)
+
+    # ------------------------------------------------------------------ the pipeline
+    def prepare_source(self, source: str | dict | bool, kind: str, *, name: str | None = None,
+                       base_dir: str | os.PathLike | None = None, **options: Any) -> Prepared:
+        """Front-end, digest, key and meta of a source (nothing is compiled or cached).
+        ``options`` are front-end options only (defaults added)."""
+        kind = kind_of("", kind)
+        options = self._frontend_options(options, kind)
+        g, meta = build_grammar(source, kind, name=name, base_dir=base_dir, **options)
+        plain = _plain(options)
+        src = {"name": name or "", "kind": kind, "text": normalized_text(source, kind), "options": plain}
+        return self._prepared(g, meta, kind, plain, src)
+
+    def prepare_ir(self, grammar: Grammar) -> Prepared:
+        """Digest, key and meta of an IR grammar."""
+        if not isinstance(grammar, Grammar):
+            raise GrammarError(f"compile_ir needs a decoding.ir.Grammar, not {type(grammar).__name__}")
+        return self._prepared(grammar, {"frontend": "ir"}, "ir", {}, None)
+
+    def _prepared(self, g: Grammar, meta: dict, kind: str, options: dict, source: dict | None) -> Prepared:
+        digest = grammar_digest(g)
+        key = grammar_key(digest, self.vocab.fingerprint, version=FORMAT_VERSION)
+        meta = dict(meta, grammar_digest=digest, max_depth=g.max_depth, options=options)
+        return Prepared(g, key, meta, kind, source)
+
+    def compile_prepared(self, prepared: Prepared, **options: Any) -> CompiledGrammar:
+        """The compiled grammar of ``prepared``: from the cache, else compiled by the back-end
+        selection with the compile ``options`` (defaults: the compiler's) and stored in the
+        cache."""
+        opts = self._compile_options(options)
+        if options:
+            raise GrammarError(f"unknown compile option {next(iter(options))!r}; known: {', '.join(COMPILE_OPTIONS)}")
+        backend, eager = opts.pop("backend"), opts.pop("eager")
+        cache = self.cache
+        if cache is not None:
+            cg = cache.lookup(prepared.key, self.vocab, backend=backend)
+            if cg is not None:
+                return cg.precompute() if eager else cg
+        cg = compile_grammar(prepared.grammar, self.vocab, eager=eager, grammar_key=prepared.key,
+                             meta=dict(prepared.meta), backend=backend, **opts)
+        if cache is not None:
+            src = prepared.source or {}
+            cache.store(cg, name=Path(src["name"]).stem if src.get("name") else "", kind=prepared.kind,
+                        options=prepared.meta["options"], **({"source": src} if src else {}))
+        return cg
+
+    # ------------------------------------------------------------------ options
+    def _compile_options(self, options: dict) -> dict:
+        """Pop the compile options out of ``options`` (defaults filled in)."""
+        out = dict(self._compile_defaults)
+        for k in COMPILE_OPTIONS:
+            if k in options:
+                out[k] = options.pop(k)
+        return out
+
+    def _frontend_options(self, options: dict, kind: str) -> dict:
+        names = option_names(kind)
+        return {**{k: v for k, v in self._frontend_defaults.items() if k in names}, **options}
+
+    def _alias(self, source: Any, kind: str, options: dict, base_dir: Any) -> str | None:
+        """The request alias of a source compile, or None where it cannot be formed."""
         try:
-            tokenizer._guarded_decoding_vocab = cached
-        except AttributeError:  # pragma: no cover - objects without __dict__
-            pass
-    return cached
+            opts = json.dumps(self._frontend_options(options, kind), sort_keys=True)
+            text = normalized_text(source, kind)
+        except (TypeError, ValueError, GrammarError):
+            return None
+        base = os.path.abspath(base_dir) if base_dir is not None else None
+        return source_key(text, kind, {"options": opts, "base_dir": base}, self.vocab.fingerprint,
+                          version=FORMAT_VERSION)
 
 
-def compile_ir(grammar: Grammar, tokenizer: Any, **kw: Any) -> CompiledGrammar:
-    return compile_grammar(grammar, as_vocab(tokenizer), **kw)
-
-
-def compile_json_schema(schema: dict | bool | str, tokenizer: Any, *, eager: bool = False,
-                        **options: Any) -> CompiledGrammar:
-    """Compile a JSON Schema (dict, bool or JSON text) for ``tokenizer``.  ``options`` go to
-    :func:`decoding.frontends.jsonschema.compile_schema` (whitespace, max_depth, lenient, ...)."""
-    from decoding.frontends.jsonschema import compile_schema
-
-    if isinstance(schema, str):
-        schema = json.loads(schema)
-    sg = compile_schema(schema, **options)
-    return compile_grammar(sg.grammar, as_vocab(tokenizer), eager=eager,
-                           meta={"frontend": "json-schema", "options": options,
-                                 "dropped": list(getattr(sg, "dropped", ()))})
+def compile_json_schema(schema: dict | bool | str, tokenizer: Any, **options: Any) -> CompiledGrammar:
+    """``Compiler(tokenizer).compile_json_schema(schema, **options)``."""
+    return Compiler(tokenizer).compile_json_schema(schema, **options)

@@ -54,7 +54,7 @@ def main() -> None:
     ok_c = ok_f = 0
     for i, p in enumerate(weather_prompts(args.n)):
         msgs = [{"role": "user", "content": p}]
-        g = generate(llm, None, cg, messages=msgs, max_tokens=64, temperature=0.7, seed=i)
+        g = generate(llm, cg, messages=msgs, max_tokens=64, temperature=0.7, seed=i)
         ok_c += valid(g.text, validator)
         out = llm.create_chat_completion(messages=msgs, max_tokens=64, temperature=0.7, seed=i)
         ok_f += valid((out["choices"][0]["message"]["content"] or "").strip(), validator)

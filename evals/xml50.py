@@ -48,7 +48,7 @@ def xml_prompts(n: int, seed: int = 0) -> list[tuple[str, str]]:
 
 
 def main() -> None:
-    from decoding import compile_ir, generate
+    from decoding import Compiler, generate
     from decoding.guard import extract_xml
     from decoding.models import load_model
     from decoding.frontends.xml.grammar import grammar_from_spec
@@ -60,7 +60,7 @@ def main() -> None:
     llm = load_model("smollm2")
     compiled, dtds = {}, {}
     for name in ("user_query", "soap_execute_command", "vehicle_request"):
-        compiled[name] = compile_ir(grammar_from_spec(specs[name], str(GRAMMARS)), llm)
+        compiled[name] = Compiler(llm).compile_ir(grammar_from_spec(specs[name], str(GRAMMARS)))
         dtds[name] = etree.DTD(str(GRAMMARS / specs[name]["dtd"]))
 
     def valid(name: str, text: str | None) -> bool:
@@ -74,7 +74,7 @@ def main() -> None:
     ok_c = ok_f = 0
     for i, (name, prompt) in enumerate(xml_prompts(args.n)):
         msgs = [{"role": "user", "content": prompt}]
-        g = generate(llm, None, compiled[name], messages=msgs, max_tokens=160, temperature=0.7, seed=i)
+        g = generate(llm, compiled[name], messages=msgs, max_tokens=160, temperature=0.7, seed=i)
         ok_c += valid(name, g.text)
         out = llm.create_chat_completion(messages=msgs, max_tokens=160, temperature=0.7, seed=i)
         frag = extract_xml(out["choices"][0]["message"]["content"] or "")

@@ -11,7 +11,7 @@ from llama_cpp import LogitsProcessorList
 
 from decoding import GrammarLogitsProcessor, ProcessorError, VocabError, compile_json_schema, generate
 from decoding.ir import Grammar, byteset, plus
-from decoding.backends.dfa.index import compile_grammar
+from decoding.backends.select import compile_grammar
 from decoding.vocab import Vocab
 from evals.weather50 import weather_prompts
 
@@ -50,7 +50,7 @@ def test_error_inside_processor_is_surfaced(smollm2):
     tiny = Vocab.from_bytes([b""] + [bytes([i]) for i in range(1, 256)], eog_ids=[0])
     cg = compile_grammar(Grammar.single(plus(byteset([(48, 57)]))), tiny)
     with pytest.raises(ProcessorError, match="compiled for a 256-token vocabulary") as ei:
-        generate(smollm2, "Count:", cg, max_tokens=5)
+        generate(smollm2, cg, prompt="Count:", max_tokens=5)
     assert isinstance(ei.value.__cause__, VocabError)
 
 
@@ -58,7 +58,7 @@ def test_50_weather_calls_all_validate(smollm2, weather):
     """Acceptance: 50 prompts at temperature 0.7, all constrained outputs parse and validate."""
     ok = 0
     for i, p in enumerate(weather_prompts(50)):
-        g = generate(smollm2, None, weather, messages=[{"role": "user", "content": p}], max_tokens=64,
+        g = generate(smollm2, weather, messages=[{"role": "user", "content": p}], max_tokens=64,
                      temperature=0.7, seed=i)
         assert g.complete, g
         VALIDATOR.validate(json.loads(g.text))

@@ -1,17 +1,21 @@
-"""Grammar cache: an in-process LRU of compiled grammars plus an on-disk artifact directory.
+"""Grammar cache: storage only.  An in-process LRU of compiled grammars plus an on-disk
+artifact directory, both keyed by :func:`decoding.ir.key.grammar_key`.
 
-Both are keyed by :func:`decoding.ir.key.grammar_key` (canonical IR + tokenizer
-fingerprint + format version), so equal grammars share one entry whatever their source
-formatting.  The directory is ``GUARDED_DECODING_CACHE`` if set, else
+Compiling is :class:`decoding.compiler.Compiler`'s job; it looks grammars up here and
+stores what it compiled.  The directory is ``GUARDED_DECODING_CACHE`` if set, else
 ``$XDG_CACHE_HOME/guarded-decoding``, else ``~/.cache/guarded-decoding``.
 
 Invariants
-- an entry is only ever produced by compiling its grammar or by loading a verified
-  artifact with the same key and tokenizer fingerprint;
-- a corrupt or mismatched file in the directory is never used: it is recompiled and
-  replaced (counted in ``stats["disk_errors"]``);
+- an entry is stored under its own ``grammar_key`` (canonical IR + tokenizer fingerprint +
+  format version), so equal grammars share one entry whatever their source formatting;
+- a disk entry is used only after :func:`~decoding.artifacts.format.load_artifact` verified
+  it (checksum, tokenizer fingerprint, key); a corrupt or mismatched file is never used: it
+  counts in ``stats["disk_errors"]`` and the caller compiles and replaces it;
 - files are written atomically (temporary file + rename), so concurrent processes see
-  either no artifact or a whole one.
+  either no artifact or a whole one; a grammar whose back-end cannot be written as an
+  artifact stays in memory only;
+- ``alias`` entries (a request's source text -> key) only skip the front-end on a repeated
+  identical request: they lead to an entry of the LRU or to nothing.
 """
 
 from __future__ import annotations
@@ -22,16 +26,15 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from decoding.compiler import as_vocab
 from decoding.artifacts.format import ARTIFACT_SUFFIX, load_artifact, write_artifact
+from decoding.backends.contract import CompiledGrammar
 from decoding.errors import ArtifactError
-from decoding.ir.key import grammar_digest, grammar_key, source_key
-from decoding.backends.dfa.index import CompiledGrammar, compile_grammar
-from decoding.frontends.sources import build_grammar, kind_of, normalized_text, read_source
+from decoding.vocab import Vocab
 
-__all__ = ["GrammarCache", "default_cache_dir", "default_cache", "load_or_compile", "compile_source"]
+__all__ = ["GrammarCache", "default_cache_dir", "default_cache", "ENV_VAR"]
 
 ENV_VAR = "GUARDED_DECODING_CACHE"
+_MAX_ALIASES = 4096
 
 
 def default_cache_dir() -> Path:
@@ -43,21 +46,16 @@ def default_cache_dir() -> Path:
     return base / "guarded-decoding"
 
 
-def compile_source(source: Any, kind: str, vocab: Any, *, name: str | None = None,
-                   base_dir: str | os.PathLike | None = None, eager: bool = True,
-                   **options: Any) -> CompiledGrammar:
-    """Front-end + automaton + token index for ``source`` (no cache).  The result carries
-    its canonical key, digest, depth bound and front-end options in ``meta``."""
-    v = as_vocab(vocab)
-    g, meta = build_grammar(source, kind, name=name, base_dir=base_dir, **options)
-    digest = grammar_digest(g)
-    meta.update(grammar_digest=digest, max_depth=g.max_depth, options=options)
-    return compile_grammar(g, v, eager=eager, grammar_key=grammar_key(digest, v.fingerprint), meta=meta)
+def _fits(cg: CompiledGrammar, backend: str) -> bool:
+    return backend == "auto" or cg.backend == backend
 
 
 class GrammarCache:
     """LRU of ``capacity`` compiled grammars in memory, backed by ``directory`` on disk
-    (``directory=None``: the default cache dir; ``False``: memory only)."""
+    (``directory=None``: the default cache dir; ``False``: memory only).  Thread-safe.
+
+    ``stats``: ``memory_hits``, ``disk_hits``, ``compiles`` (grammars stored after a miss)
+    and ``disk_errors`` (unusable files met on lookup)."""
 
     def __init__(self, directory: str | os.PathLike | None | bool = None, *, capacity: int = 32) -> None:
         if directory is None or directory is True:
@@ -65,21 +63,29 @@ class GrammarCache:
         self.directory = None if directory is False else Path(directory)
         self.capacity = max(1, int(capacity))
         self._lru: OrderedDict[str, CompiledGrammar] = OrderedDict()
-        self._alias: dict[str, str] = {}
+        self._alias: OrderedDict[str, str] = OrderedDict()
         self._lock = threading.Lock()
         self.stats = {"memory_hits": 0, "disk_hits": 0, "compiles": 0, "disk_errors": 0}
 
     def path_for(self, key: str) -> Path | None:
+        """Where the artifact of ``key`` lives (``None`` for a memory-only cache)."""
         return None if self.directory is None else self.directory / f"{key}{ARTIFACT_SUFFIX}"
 
-    def get(self, key: str) -> CompiledGrammar | None:
+    # ------------------------------------------------------------------ memory
+    def get(self, key: str, *, backend: str = "auto") -> CompiledGrammar | None:
+        """The entry of ``key`` in memory (built by ``backend`` unless ``"auto"``), without
+        counting a hit."""
         with self._lock:
             cg = self._lru.get(key)
-            if cg is not None:
-                self._lru.move_to_end(key)
+            if cg is None or not _fits(cg, backend):
+                return None
+            self._lru.move_to_end(key)
             return cg
 
     def put(self, cg: CompiledGrammar) -> None:
+        """Keep ``cg`` in memory under its ``grammar_key`` (evicting the least recently used)."""
+        if not cg.grammar_key:
+            raise ArtifactError("grammar cache: cannot store a grammar without a grammar key")
         with self._lock:
             self._lru[cg.grammar_key] = cg
             self._lru.move_to_end(cg.grammar_key)
@@ -94,56 +100,64 @@ class GrammarCache:
     def __len__(self) -> int:
         return len(self._lru)
 
-    def load_or_compile(self, source: Any, kind: str | None, tokenizer: Any, **options: Any) -> CompiledGrammar:
-        """The compiled grammar of ``source`` for ``tokenizer``: from memory, else from the
-        cache directory, else compiled (and written there).
-
-        ``source``: a ``Path`` (kind from the extension when ``kind`` is None), a ``str``
-        that is a path when ``kind`` is None and source text otherwise, or a parsed JSON
-        Schema (dict/bool).  ``options`` go to the front-end (``root`` for DTDs)."""
-        vocab = as_vocab(tokenizer)
-        fp = vocab.fingerprint
-        name, base_dir = None, None
-        if isinstance(source, os.PathLike) or (isinstance(source, str) and kind is None):
-            name, base_dir = os.fspath(source), os.path.dirname(os.path.abspath(source))
-            kind = kind_of(source, kind)
-            source = read_source(source)
-        kind = kind_of("", kind)
-        alias = source_key(normalized_text(source, kind), kind, {**options, "_base": base_dir}, fp)
-        with self._lock:
-            key = self._alias.get(alias)
-        if key is not None:
-            cg = self.get(key)
-            if cg is not None:
-                self.stats["memory_hits"] += 1
-                return cg
-        g, meta = build_grammar(source, kind, name=name, base_dir=base_dir, **options)
-        digest = grammar_digest(g)
-        key = grammar_key(digest, fp)
+    # ------------------------------------------------------------------ aliases
+    def alias(self, alias: str, key: str) -> None:
+        """Remember that the request ``alias`` compiles to ``key``."""
         with self._lock:
             self._alias[alias] = key
-        cg = self.get(key)
+            self._alias.move_to_end(alias)
+            while len(self._alias) > _MAX_ALIASES:
+                self._alias.popitem(last=False)
+
+    def get_alias(self, alias: str, *, backend: str = "auto") -> CompiledGrammar | None:
+        """The in-memory entry a remembered request leads to (a memory hit), or ``None``."""
+        with self._lock:
+            key = self._alias.get(alias)
+        cg = None if key is None else self.get(key, backend=backend)
         if cg is not None:
-            self.stats["memory_hits"] += 1
+            self._count("memory_hits")
+        return cg
+
+    # ------------------------------------------------------------------ lookup / store
+    def lookup(self, key: str, vocab: Vocab, *, backend: str = "auto") -> CompiledGrammar | None:
+        """The grammar of ``key`` for ``vocab``: from memory, else from a verified artifact in
+        the directory (then kept in memory), else ``None``."""
+        cg = self.get(key, backend=backend)
+        if cg is not None:
+            self._count("memory_hits")
             return cg
         path = self.path_for(key)
-        if path is not None and path.is_file():
-            try:
-                cg = load_artifact(path, vocab, expect_key=key)
-                self.stats["disk_hits"] += 1
-                self.put(cg)
-                return cg
-            except ArtifactError:
-                self.stats["disk_errors"] += 1
-        meta.update(grammar_digest=digest, max_depth=g.max_depth, options=options)
-        cg = compile_grammar(g, vocab, eager=True, grammar_key=key, meta=meta)
-        self.stats["compiles"] += 1
-        if path is not None and isinstance(cg, CompiledGrammar):  # pushdown grammars stay in memory
-            write_artifact(cg, path, name=Path(name).stem if name else "", kind=kind, options=options,
-                           source={"name": name or "", "kind": kind, "text": normalized_text(source, kind),
-                                   "options": options})
+        if path is None or not path.is_file():
+            return None
+        try:
+            cg = load_artifact(path, vocab, expect_key=key)
+        except ArtifactError:
+            self._count("disk_errors")
+            return None
+        if not _fits(cg, backend):
+            return None
+        self._count("disk_hits")
         self.put(cg)
         return cg
+
+    def store(self, cg: CompiledGrammar, **artifact: Any) -> None:
+        """Keep a freshly compiled ``cg`` in memory and write its artifact to the directory
+        (``artifact``: header fields for :func:`~decoding.artifacts.format.write_artifact`:
+        ``name``, ``kind``, ``options``, ``source``).  A back-end that cannot be written as
+        an artifact (:class:`~decoding.errors.ArtifactError`) stays in memory only."""
+        self._count("compiles")
+        self.put(cg)
+        path = self.path_for(cg.grammar_key)
+        if path is None:
+            return
+        try:
+            write_artifact(cg, path, **artifact)
+        except ArtifactError:
+            pass
+
+    def _count(self, what: str) -> None:
+        with self._lock:
+            self.stats[what] += 1
 
 
 _default: list[GrammarCache] = []
@@ -156,9 +170,3 @@ def default_cache() -> GrammarCache:
         if not _default:
             _default.append(GrammarCache())
         return _default[0]
-
-
-def load_or_compile(source: Any, kind: str | None, tokenizer: Any, *, cache: GrammarCache | None = None,
-                    **options: Any) -> CompiledGrammar:
-    """:meth:`GrammarCache.load_or_compile` on ``cache`` (default: the process-wide cache)."""
-    return (cache or default_cache()).load_or_compile(source, kind, tokenizer, **options)

@@ -8,6 +8,7 @@ ignored.  Kinds: ``json-schema`` (``.json``), ``dtd`` (``.dtd``, option ``root``
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import os
@@ -17,7 +18,7 @@ from typing import Any
 from decoding.errors import GrammarError, SchemaError
 from decoding.ir import Grammar
 
-__all__ = ["KINDS", "kind_of", "build_grammar", "read_source", "normalized_text", "load_manifest"]
+__all__ = ["KINDS", "kind_of", "option_names", "build_grammar", "read_source", "normalized_text", "load_manifest"]
 
 KINDS = ("json-schema", "dtd", "gbnf")
 _EXT = {".json": "json-schema", ".dtd": "dtd", ".gbnf": "gbnf"}
@@ -64,12 +65,34 @@ def normalized_text(text: str | dict | bool, kind: str) -> str:
     return text
 
 
-def _check_options(fn: Any, options: dict, kind: str, skip: tuple[str, ...] = ()) -> None:
+def _frontend(kind: str) -> tuple[Any, tuple[str, ...], tuple[str, ...]]:
+    """(front-end function, its parameters that are not options, extra option names)."""
+    if kind == "json-schema":
+        from decoding.frontends.jsonschema import compile_schema
+
+        return compile_schema, (), ()
+    if kind == "dtd":
+        from decoding.frontends.xml.grammar import dtd_grammar
+
+        return dtd_grammar, (), ("root",)
+    from decoding.frontends.gbnf.parse import parse_gbnf
+
+    return parse_gbnf, ("source",), ()
+
+
+@functools.lru_cache(maxsize=None)
+def option_names(kind: str) -> tuple[str, ...]:
+    """The option names the front-end of ``kind`` accepts (sorted)."""
+    fn, skip, extra = _frontend(kind_of("", kind))
     params = inspect.signature(fn).parameters
-    known = [n for n, p in params.items() if p.kind == p.KEYWORD_ONLY and n not in skip]
+    return tuple(sorted({n for n, p in params.items() if p.kind == p.KEYWORD_ONLY and n not in skip} | set(extra)))
+
+
+def _check_options(options: dict, kind: str) -> None:
+    known = option_names(kind)
     for k in options:
         if k not in known:
-            raise GrammarError(f"unknown option {k!r} for {kind} grammars; known: {', '.join(sorted(known))}")
+            raise GrammarError(f"unknown option {k!r} for {kind} grammars; known: {', '.join(known)}")
 
 
 def build_grammar(source: str | dict | bool, kind: str, *, name: str | None = None,
@@ -79,10 +102,10 @@ def build_grammar(source: str | dict | bool, kind: str, *, name: str | None = No
     Returns ``(grammar, meta)``; ``meta`` is plain data (front-end name, what a lenient
     schema compile dropped).  Errors name ``name`` (a file) and the place inside it."""
     kind = kind_of("", kind)
+    _check_options(options, kind)
     if kind == "json-schema":
         from decoding.frontends.jsonschema import compile_schema
 
-        _check_options(compile_schema, options, kind)
         try:
             schema = json.loads(source) if isinstance(source, str) else source
         except json.JSONDecodeError as e:
@@ -100,12 +123,10 @@ def build_grammar(source: str | dict | bool, kind: str, *, name: str | None = No
         root = opts.pop("root", None)
         if not root:
             raise GrammarError(f"{name or '<dtd>'}: a DTD grammar needs a root element (option root / --root)")
-        _check_options(dtd_grammar, opts, kind)
         dtd = parse_dtd(source, source=name, base_dir=base_dir)
         return dtd_grammar(dtd, root, **opts), {"frontend": kind, "root": root}
     from decoding.frontends.gbnf.parse import parse_gbnf
 
-    _check_options(parse_gbnf, options, kind, skip=("source",))
     return parse_gbnf(source, source=name, **options), {"frontend": kind}
 
 

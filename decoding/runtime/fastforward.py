@@ -15,33 +15,18 @@ comparisons in one run).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from decoding import _native
-from decoding.compiler import as_vocab
-from decoding.backends.dfa.index import CompiledGrammar
+from decoding.backends.contract import CompiledGrammar
+from decoding.errors import ProcessorError
+from decoding.runtime.generate import Generation, check_prompt
 from decoding.runtime.matcher import Matcher
+from decoding.vocab import as_vocab
 
-__all__ = ["FastGeneration", "generate_fast", "format_chat"]
-
-
-@dataclass(frozen=True)
-class FastGeneration:
-    text: str
-    tokens: tuple[int, ...]
-    complete: bool
-    finish_reason: str  # "stop" | "length"
-    n_forced: int  # tokens appended by fast-forward, not sampled
-    seconds: float  # generation only (prompt evaluation excluded)
-    prompt_seconds: float
-    mask_seconds: float  # time spent computing and applying masks
-
-    @property
-    def tokens_per_second(self) -> float:
-        return len(self.tokens) / self.seconds if self.seconds > 0 else 0.0
+__all__ = ["generate_fast", "format_chat"]
 
 
 def format_chat(llm: Any, messages: list[dict]) -> str:
@@ -86,12 +71,17 @@ def _sample(logits: np.ndarray, rng: np.random.Generator, temperature: float, to
     return int(pool[i]) if pool is not None else i
 
 
-def generate_fast(llm: Any, prompt: str | None, compiled: CompiledGrammar | None, *,
+def generate_fast(llm: Any, compiled: CompiledGrammar | None, *, prompt: str | None = None,
                   messages: list | None = None, max_tokens: int = 256, temperature: float = 0.7,
                   top_k: int = 40, top_p: float = 0.95, seed: int | None = None,
-                  fast_forward: bool = True, budget: bool = True) -> FastGeneration:
+                  fast_forward: bool = True, budget: bool = True) -> Generation:
+    """Generate from ``prompt`` or chat ``messages`` (exactly one) under ``compiled`` (or
+    unconstrained with ``None``).  The :class:`~decoding.runtime.generate.Generation` has
+    ``tokens``, ``n_forced``, ``prompt_seconds`` and ``mask_seconds`` filled in; ``seconds``
+    excludes prompt evaluation."""
     import llama_cpp
 
+    check_prompt("generate_fast", prompt, messages)
     text_prompt = prompt if messages is None else format_chat(llm, messages)
     ptoks = llm.tokenize(text_prompt.encode("utf-8"), add_bos=True, special=True)
     t0 = time.perf_counter()
@@ -139,7 +129,7 @@ def generate_fast(llm: Any, prompt: str | None, compiled: CompiledGrammar | None
         if matcher is not None:
             tm = time.perf_counter()
             _native.apply_mask(logits, matcher.mask())
-            allowed = matcher.allowed_tokens()
+            allowed = matcher.allowed_ids()
             mask_s += time.perf_counter() - tm
         tok = _sample(logits, rng, temperature, top_k, top_p, allowed)
         if tok in eog:
@@ -148,10 +138,11 @@ def generate_fast(llm: Any, prompt: str | None, compiled: CompiledGrammar | None
             reason = "stop"
             break
         if matcher is not None and not matcher.advance(tok):  # pragma: no cover - mask forbids it
-            raise RuntimeError(f"sampled token {tok} is not allowed by the grammar")
+            raise ProcessorError(f"generate_fast: sampled token {tok} is not allowed by the grammar")
         out.append(tok)
         llm.eval([tok])
     t2 = time.perf_counter()
     text = vocab.decode(out).decode("utf-8", errors="replace")
     complete = True if matcher is None else matcher.is_accepting()
-    return FastGeneration(text, tuple(out), complete, reason, n_forced, t2 - t1, t1 - t0, mask_s)
+    return Generation(text, complete, reason, len(out), t2 - t1, tokens=tuple(out), n_forced=n_forced,
+                      prompt_seconds=t1 - t0, mask_seconds=mask_s)

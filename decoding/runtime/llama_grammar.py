@@ -10,11 +10,13 @@ a single token.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from decoding.backends.gbnf.check import check_gbnf, load_vocab_model
 from decoding.backends.gbnf.emit import to_gbnf
 from decoding.ir import Grammar
+from decoding.runtime.generate import Generation, check_prompt
 
 __all__ = ["to_llama_grammar", "special_token_ids", "generate_with_gbnf"]
 
@@ -48,11 +50,28 @@ def to_llama_grammar(grammar_or_gbnf: Grammar | str, *, llm=None, root: str = "r
     return g
 
 
-def generate_with_gbnf(llm, prompt: str, grammar: Grammar | str, **kw: Any) -> str:
-    """Complete ``prompt`` under ``grammar`` with llama.cpp's native grammar sampler
-    (``create_completion(grammar=...)``); returns the generated text.  Keyword
-    arguments go to ``create_completion`` (default ``max_tokens=256``, ``temperature=0.7``)."""
-    kw.setdefault("max_tokens", 256)
-    kw.setdefault("temperature", 0.7)
-    out = llm.create_completion(prompt, grammar=to_llama_grammar(grammar, llm=llm), **kw)
-    return out["choices"][0]["text"]
+def generate_with_gbnf(llm, grammar: Grammar | str, *, prompt: str | None = None, messages: list | None = None,
+                       max_tokens: int = 256, temperature: float = 0.7, seed: int | None = None,
+                       **kw: Any) -> Generation:
+    """Generate from ``prompt`` or chat ``messages`` (exactly one) under ``grammar`` with
+    llama.cpp's native grammar sampler (``create_completion(grammar=...)``).  Other keyword
+    arguments go to ``create_completion``/``create_chat_completion``.
+
+    ``complete`` is llama.cpp's judgement: its sampler allows end-of-generation only where
+    the grammar is complete, so it is ``finish_reason == "stop"`` (unless a ``stop`` string
+    ended the generation)."""
+    check_prompt("generate_with_gbnf", prompt, messages)
+    lg = to_llama_grammar(grammar, llm=llm)
+    t0 = time.perf_counter()
+    if messages is not None:
+        out = llm.create_chat_completion(messages=messages, grammar=lg, max_tokens=max_tokens,
+                                         temperature=temperature, seed=seed, **kw)
+        text = out["choices"][0]["message"]["content"] or ""
+    else:
+        out = llm.create_completion(prompt, grammar=lg, max_tokens=max_tokens, temperature=temperature,
+                                    seed=seed, **kw)
+        text = out["choices"][0]["text"]
+    dt = time.perf_counter() - t0
+    reason = out["choices"][0].get("finish_reason") or "stop"
+    n = int(out.get("usage", {}).get("completion_tokens", 0))
+    return Generation(text, reason == "stop" and not kw.get("stop"), reason, n, dt)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from llama_cpp import LogitsProcessorList
 
-from decoding import GrammarLogitsProcessor, compile_ir, compile_json_schema
+from decoding import Compiler, GrammarLogitsProcessor, compile_json_schema
 from decoding.runtime.fastforward import generate_fast
 from decoding.models import load_model
 
@@ -55,7 +55,7 @@ def grammars(llm) -> dict:
     specs = json.loads((ROOT / "grammars" / "xml_grammars.json").read_text())
     spec = specs["user_query"] if isinstance(specs, dict) and "user_query" in specs else \
         next(s for s in specs if s.get("name") == "user_query")
-    gs["user_query"] = compile_ir(grammar_from_spec(spec, ROOT / "grammars"), llm)
+    gs["user_query"] = Compiler(llm).compile_ir(grammar_from_spec(spec, ROOT / "grammars"))
     return gs
 
 
@@ -92,7 +92,7 @@ def main() -> None:
             elif mode == "processor":
                 n, dt = run_llama(llm, prompt, args.max_tokens, i, GrammarLogitsProcessor(cg, max_tokens=args.max_tokens))
             else:
-                g = generate_fast(llm, None, cg if mode == "fast-fwd" else None, messages=[{"role": "user", "content": prompt}],
+                g = generate_fast(llm, cg if mode == "fast-fwd" else None, messages=[{"role": "user", "content": prompt}],
                                   max_tokens=args.max_tokens, seed=i)
                 n, dt = len(g.tokens), g.seconds
                 if mode == "fast-fwd":

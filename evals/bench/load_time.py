@@ -3,9 +3,9 @@
 For each grammar: time to a ready matcher (``Matcher(cg).mask()`` returns the first mask)
   - cold: front-end + automaton + the first mask (compile at request time, lazy index);
   - artifact: read + verify (sha256) + load an on-disk artifact (``load_artifact``);
-  - disk cache: ``GrammarCache.load_or_compile(source)`` in a fresh cache over a warm
-    directory (front-end + canonical key + artifact load);
-  - memory: ``load_or_compile`` hit in the in-process LRU;
+  - disk cache: ``Compiler(vocab, cache=GrammarCache(dir)).compile_file(source)`` in a fresh
+    cache over a warm directory (front-end + canonical key + artifact load);
+  - memory: ``Compiler.compile_file`` hit in the in-process LRU;
 plus the full build time (all masks), the artifact size and the resident memory of a loaded
 grammar (tracemalloc: after load, and after every state's mask was used once), against the
 dense in-memory index a runtime compile holds.  Times are p50 over repeats.
@@ -32,8 +32,9 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from decoding.artifacts.format import load_artifact, read_artifact, write_artifact  # noqa: E402
-from decoding.artifacts.cache import GrammarCache, compile_source  # noqa: E402
-from decoding.backends.dfa.index import compile_grammar  # noqa: E402
+from decoding.artifacts.cache import GrammarCache  # noqa: E402
+from decoding.compiler import Compiler  # noqa: E402
+from decoding.backends.select import compile_grammar  # noqa: E402
 from decoding.runtime.matcher import Matcher  # noqa: E402
 from decoding.models import model_path  # noqa: E402
 from decoding.frontends.sources import build_grammar, load_manifest, read_source  # noqa: E402
@@ -84,7 +85,7 @@ def bench(entry: dict, vocab: Vocab, workdir: Path, repeats: int) -> dict:
     base = os.path.dirname(os.path.abspath(path))
 
     t0 = time.perf_counter()
-    full = compile_source(text, kind, vocab, name=str(path), base_dir=base, **opts)
+    full = Compiler(vocab, cache=False, eager=True).compile_file(path, kind, **opts)
     build_s = time.perf_counter() - t0
     art = workdir / f"{name}.gdc"
     size = write_artifact(full, art, name=name, kind=kind, options=opts)
@@ -105,17 +106,17 @@ def bench(entry: dict, vocab: Vocab, workdir: Path, repeats: int) -> dict:
     artifact_ms = p50(from_artifact, repeats)
 
     cdir = workdir / "cache"
-    GrammarCache(cdir).load_or_compile(Path(path), kind, vocab, **opts)
+    Compiler(vocab, cache=GrammarCache(cdir)).compile_file(path, kind, **opts)
 
     def from_disk_cache():
-        Matcher(GrammarCache(cdir).load_or_compile(Path(path), kind, vocab, **opts)).mask()
+        Matcher(Compiler(vocab, cache=GrammarCache(cdir)).compile_file(path, kind, **opts)).mask()
 
     disk_ms = p50(from_disk_cache, max(20, repeats // 4))
-    mem = GrammarCache(False)
-    mem.load_or_compile(Path(path), kind, vocab, **opts)
+    mem = Compiler(vocab, cache=GrammarCache(False))
+    mem.compile_file(path, kind, **opts)
 
     def from_memory():
-        Matcher(mem.load_or_compile(Path(path), kind, vocab, **opts)).mask()
+        Matcher(mem.compile_file(path, kind, **opts)).mask()
 
     memory_ms = p50(from_memory, repeats * 5)
     r_load, r_all = resident(art, vocab)
@@ -185,7 +186,7 @@ python -m decoding generate --grammar build/grammars/get_weather.gdc --prompt "W
 ```
 
 `compile` skips artifacts that are up to date (same canonical key) unless `--force`.
-At run time, `decoding.artifacts.cache.load_or_compile(source, kind, tokenizer, **options)` looks a
+At run time, `decoding.Compiler(tokenizer, cache=True).compile_file(source, **options)` looks a
 grammar up in an in-process LRU, then in the cache directory (`GUARDED_DECODING_CACHE`, else
 `$XDG_CACHE_HOME/guarded-decoding`, else `~/.cache/guarded-decoding`), and compiles (and
 stores) it only on a miss; `decoding.artifacts.format.load_artifact(path, vocab)` loads one file.
@@ -217,7 +218,7 @@ The order of a schema's `properties` does: it is the order the fields are genera
 
 {env}. "→ ready": until `Matcher(cg).mask()` returns the first mask. "cold": front-end +
 automaton + first mask (lazy index); "build": all masks, as `compile` does. "disk cache":
-`load_or_compile(source)` with an empty LRU over a warm directory (includes the front-end
+`Compiler.compile_file(source)` with an empty LRU over a warm directory (includes the front-end
 and the key). Resident memory is measured with tracemalloc (file buffer, expanded DFA
 tables, expanded sparse masks); "runtime compile holds" is the dense masks plus
 transition table of the same grammar compiled in process.

@@ -67,8 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     json_g = compile_schema(SCHEMA).grammar
     ok_json = 0
     for i in range(args.n):
-        text = generate_with_gbnf(llm, PROMPT, json_g, max_tokens=args.max_tokens,
-                                  temperature=0.9, seed=i)
+        text = generate_with_gbnf(llm, json_g, prompt=PROMPT, max_tokens=args.max_tokens,
+                                  temperature=0.9, seed=i).text
         try:
             jsonschema.validate(json.loads(text), SCHEMA)
             ok_json += 1
@@ -80,8 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     ldtd = etree.DTD(io.StringIO(DTD))
     ok_xml = 0
     for i in range(args.n):
-        text = generate_with_gbnf(llm, PROMPT.replace("tool call only", "XML tool call only"),
-                                  xml_g, max_tokens=args.max_tokens, temperature=0.9, seed=i)
+        text = generate_with_gbnf(llm, xml_g, prompt=PROMPT.replace("tool call only", "XML tool call only"),
+                                  max_tokens=args.max_tokens, temperature=0.9, seed=i).text
         try:
             doc = etree.fromstring(text.encode())
             if not ldtd.validate(doc):

@@ -40,7 +40,7 @@ import llama_cpp
 from llama_cpp import LogitsProcessorList
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-from decoding.compiler import as_vocab, compile_ir
+from decoding.compiler import Compiler, as_vocab
 from decoding.runtime.fastforward import generate_fast
 from decoding.runtime.llama_grammar import to_llama_grammar
 from decoding.runtime.processor import GrammarLogitsProcessor
@@ -202,7 +202,7 @@ class Runner:
     def automaton(self, fam: Family):
         if fam.name not in self._automaton:
             t = time.perf_counter()
-            self._automaton[fam.name] = compile_ir(fam.grammar(), self.llm)
+            self._automaton[fam.name] = Compiler(self.llm).compile_ir(fam.grammar())
             self.compile_s["automaton"][fam.name] = time.perf_counter() - t
             return self._automaton[fam.name], self.compile_s["automaton"][fam.name]
         return self._automaton[fam.name], 0.0
@@ -262,7 +262,7 @@ class Runner:
             bos = llm._model.token_get_text(llm.token_bos()) if llm.token_bos() >= 0 else ""
             if bos and text.startswith(bos):  # the driver adds BOS itself
                 text = text[len(bos):]
-            g = generate_fast(llm, text, cg, max_tokens=max_tokens, temperature=0.0, seed=0)
+            g = generate_fast(llm, cg, prompt=text, max_tokens=max_tokens, temperature=0.0, seed=0)
             n = len(g.tokens)  # like llama-cpp-python's completion_tokens: the end token is not counted
             llm.n_tokens = 0  # the driver left its own tokens in the cache
             return Output(g.text, g.finish_reason, n, prep, g.prompt_seconds, 0, max(g.seconds, 1e-9),

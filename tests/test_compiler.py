@@ -1,0 +1,234 @@
+"""The compiler facade: one pipeline for every source kind, always keyed, cached by key."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from decoding import CompiledGrammar, Compiler, compile_json_schema
+from decoding.artifacts.cache import GrammarCache
+from decoding.artifacts.format import load_artifact, read_artifact, write_artifact
+from decoding.errors import ArtifactError, DTDError, GrammarError
+from decoding.frontends import sources
+from decoding.frontends.sources import build_grammar
+from decoding.vocab import Vocab
+
+# every single byte, a few multi-byte tokens, one end-of-generation token
+VOCAB = Vocab.from_bytes([bytes([i]) for i in range(256)] + [b'{"', b'":', b"<a>", b"</a>", b"ab", b""],
+                         eog_ids=[261])
+
+SCHEMA = {"type": "object", "properties": {"n": {"type": "integer", "maximum": 99},
+                                           "s": {"enum": ["ab", "cd"]}},
+          "required": ["n", "s"], "additionalProperties": False}
+SCHEMA_SPELLINGS = {
+    "dict": SCHEMA,
+    "indented text": json.dumps(SCHEMA, indent=4),
+    "compact text": json.dumps(SCHEMA, separators=(",", ":")),
+    "keywords reordered": {"additionalProperties": False, "required": ["n", "s"], "type": "object",
+                           "properties": {"n": {"maximum": 99, "type": "integer"}, "s": {"enum": ["ab", "cd"]}}},
+}
+DTD = '<!ELEMENT a (b, c?)>\n<!ELEMENT b (#PCDATA)>\n<!ELEMENT c EMPTY>\n<!ATTLIST c x (y|z) "y">\n'
+GBNF = 'root ::= "x" digits\ndigits ::= [0-9] [0-9]?\n'
+
+
+def compiled_with(kind: str, compiler: Compiler) -> CompiledGrammar:
+    if kind == "json-schema":
+        return compiler.compile_json_schema(SCHEMA)
+    if kind == "dtd":
+        return compiler.compile_dtd(DTD, root="a")
+    if kind == "gbnf":
+        return compiler.compile_gbnf(GBNF)
+    g, _ = build_grammar(GBNF, "gbnf")
+    return compiler.compile_ir(g)
+
+
+# ----------------------------------------------------------------------------- keys
+
+@pytest.mark.parametrize("spelling", list(SCHEMA_SPELLINGS))
+def test_same_key_for_key_order_and_whitespace(spelling):
+    c = Compiler(VOCAB, cache=False)
+    ref = c.compile_json_schema(SCHEMA)
+    cg = c.compile_json_schema(SCHEMA_SPELLINGS[spelling])
+    assert cg.grammar_key == ref.grammar_key and cg is not ref  # compiled again: no cache
+    assert cg.accepts(b'{"n":42,"s":"ab"}') and not cg.accepts(b'{"n":100,"s":"ab"}')
+
+
+def test_key_depends_on_language_and_tokenizer():
+    c = Compiler(VOCAB, cache=False)
+    a = c.compile_json_schema(SCHEMA)
+    assert c.compile_json_schema(SCHEMA, whitespace="flexible").grammar_key != a.grammar_key
+    other = Vocab.from_bytes(list(VOCAB.token_bytes) + [b"zz"], eog_ids=[261])
+    assert Compiler(other, cache=False).compile_json_schema(SCHEMA).grammar_key != a.grammar_key
+
+
+def test_dtd_from_text_and_from_path_with_root_and_base_dir(tmp_path):
+    (tmp_path / "ents").mkdir()
+    (tmp_path / "ents" / "b.ent").write_text("<!ELEMENT b (#PCDATA)>\n")
+    text = '<!ENTITY % b SYSTEM "b.ent">\n<!ELEMENT a (b, c?)>\n%b;\n<!ELEMENT c EMPTY>\n<!ATTLIST c x (y|z) "y">\n'
+    (tmp_path / "ents" / "t.dtd").write_text(text)
+    c = Compiler(VOCAB, cache=False)
+    plain = c.compile_dtd(DTD, root="a")
+    from_text = c.compile_dtd(text, root="a", base_dir=tmp_path / "ents")
+    from_path = c.compile_dtd(tmp_path / "ents" / "t.dtd", root="a")
+    from_str_path = c.compile_dtd(str(tmp_path / "ents" / "t.dtd"), root="a")
+    assert plain.grammar_key == from_text.grammar_key == from_path.grammar_key == from_str_path.grammar_key
+    assert from_path.accepts(b"<a><b>hi</b><c/></a>") and not from_path.accepts(b"<a><c/></a>")
+    assert from_path.meta["root"] == "a" and from_path.meta["frontend"] == "dtd"
+    with pytest.raises(DTDError, match="base_dir"):
+        c.compile_dtd(text, root="a")  # the external entity needs a base directory
+    with pytest.raises(GrammarError, match="no such file"):
+        c.compile_dtd(str(tmp_path / "missing.dtd"), root="a")
+    with pytest.raises(TypeError):
+        c.compile_dtd(DTD)  # root is required  # type: ignore[call-arg]
+
+
+def test_gbnf_and_ir_share_the_key_of_the_same_grammar():
+    c = Compiler(VOCAB, cache=False)
+    a = c.compile_gbnf(GBNF)
+    b = c.compile_gbnf('# comment\nroot   ::=  "x"   digits\n\ndigits ::= [0-9]  [0-9]?  # tail\n')
+    g, _ = build_grammar(GBNF, "gbnf")
+    ir = c.compile_ir(g)
+    assert a.grammar_key == b.grammar_key == ir.grammar_key
+    assert ir.meta["frontend"] == "ir" and a.meta["frontend"] == "gbnf"
+    assert a.accepts(b"x7") and a.accepts(b"x42") and not a.accepts(b"x")
+
+
+@pytest.mark.parametrize("kind", ["json-schema", "dtd", "gbnf"])
+def test_compile_file_by_extension(tmp_path, kind):
+    ext, text = {"json-schema": (".json", json.dumps(SCHEMA)), "dtd": (".dtd", DTD), "gbnf": (".gbnf", GBNF)}[kind]
+    p = tmp_path / f"g{ext}"
+    p.write_text(text)
+    c = Compiler(VOCAB, cache=False)
+    opts = {"root": "a"} if kind == "dtd" else {}
+    assert c.compile_file(p, **opts).grammar_key == compiled_with(kind, c).grammar_key
+
+
+def test_module_level_compile_json_schema_is_the_compiler():
+    assert compile_json_schema(SCHEMA, VOCAB).grammar_key == Compiler(VOCAB).compile_json_schema(SCHEMA).grammar_key
+
+
+# ----------------------------------------------------------------------------- results
+
+@pytest.mark.parametrize("backend", ["dfa", "pushdown"])
+@pytest.mark.parametrize("kind", ["json-schema", "dtd", "gbnf", "ir"])
+def test_results_are_keyed_plain_and_writable(tmp_path, kind, backend):
+    cg = compiled_with(kind, Compiler(VOCAB, cache=False, backend=backend))
+    assert isinstance(cg, CompiledGrammar) and cg.backend == backend
+    assert cg.grammar_key and len(cg.grammar_key) == 40
+    meta = json.loads(json.dumps(cg.meta))  # plain data
+    assert meta["grammar_digest"] and "options" in meta and "max_depth" in meta
+    p = tmp_path / "g.gdc"
+    try:
+        write_artifact(cg, p, name="g", kind=kind)
+    except ArtifactError:
+        assert backend != "dfa"  # the DFA back-end is always writable
+        return
+    assert read_artifact(p).header["grammar_key"] == cg.grammar_key
+    got = load_artifact(p, VOCAB, expect_key=cg.grammar_key)
+    sc = sg = 0
+    for _ in range(6):  # the same masks along one path
+        assert np.array_equal(got.mask(sg), cg.mask(sc))
+        t = int(cg.allowed_ids(sc)[0])
+        sc, sg = cg.next_state(sc, t), got.next_state(sg, t)
+        if sc < 0:
+            break
+
+
+def test_eager_and_compile_options_reach_the_back_end():
+    c = Compiler(VOCAB, cache=False, max_states=5)
+    with pytest.raises(GrammarError):
+        c.compile_json_schema(SCHEMA, backend="dfa")  # far more than 5 states
+    cg = c.compile_json_schema(SCHEMA)  # auto: falls back to pushdown
+    assert cg.backend == "pushdown"
+    assert Compiler(VOCAB, cache=False).compile_gbnf(GBNF, eager=True).stats()["distinct_masks"] > 0
+
+
+# ----------------------------------------------------------------------------- cache
+
+def test_memory_hit_alias_hit_and_no_front_end_on_repeat(monkeypatch):
+    calls = []
+    real = sources.build_grammar
+
+    def counting(*a, **k):
+        calls.append(a[1])
+        return real(*a, **k)
+
+    monkeypatch.setattr("decoding.compiler.build_grammar", counting)
+    cache = GrammarCache(False)
+    c = Compiler(VOCAB, cache=cache)
+    first = c.compile_json_schema(json.dumps(SCHEMA))
+    assert len(calls) == 1 and cache.stats["compiles"] == 1
+    assert c.compile_json_schema(json.dumps(SCHEMA)) is first  # same request: front-end skipped
+    assert len(calls) == 1 and cache.stats["memory_hits"] == 1
+    assert Compiler(VOCAB, cache=cache).compile_json_schema(SCHEMA_SPELLINGS["keywords reordered"]) is first
+    assert len(calls) == 2 and cache.stats == {"memory_hits": 2, "disk_hits": 0, "compiles": 1, "disk_errors": 0}
+
+
+def test_default_cache_is_private_memory_and_false_is_none():
+    c = Compiler(VOCAB)
+    assert c.compile_gbnf(GBNF) is c.compile_gbnf(GBNF)
+    assert c.cache is not None and c.cache.directory is None
+    n = Compiler(VOCAB, cache=False)
+    assert n.cache is None and n.compile_gbnf(GBNF) is not n.compile_gbnf(GBNF)
+
+
+@pytest.mark.parametrize("kind", ["json-schema", "dtd", "gbnf", "ir"])
+def test_disk_hit_in_a_new_process(tmp_path, kind):
+    first = compiled_with(kind, Compiler(VOCAB, cache=tmp_path))
+    assert (tmp_path / f"{first.grammar_key}.gdc").is_file()
+    again = GrammarCache(tmp_path)  # a new process: empty memory, same directory
+    cg = compiled_with(kind, Compiler(VOCAB, cache=again))
+    assert again.stats["disk_hits"] == 1 and again.stats["compiles"] == 0
+    assert cg.grammar_key == first.grammar_key
+    for s in range(first.stats()["states"]):
+        assert np.array_equal(cg.mask(s), first.mask(s))
+
+
+def test_cached_entry_of_another_backend_is_not_returned():
+    cache = GrammarCache(False)
+    dfa = Compiler(VOCAB, cache=cache, backend="dfa").compile_gbnf(GBNF)
+    assert Compiler(VOCAB, cache=cache).compile_gbnf(GBNF) is dfa  # auto takes any back-end
+    pd = Compiler(VOCAB, cache=cache, backend="pushdown").compile_gbnf(GBNF)
+    assert pd.backend == "pushdown" and pd.grammar_key == dfa.grammar_key
+    assert cache.stats["compiles"] == 2
+
+
+def test_true_uses_the_process_wide_cache(monkeypatch, tmp_path):
+    from decoding.artifacts import cache as cache_mod
+
+    monkeypatch.setenv("GUARDED_DECODING_CACHE", str(tmp_path))
+    monkeypatch.setattr(cache_mod, "_default", [])
+    c = Compiler(VOCAB, cache=True)
+    assert c.cache is cache_mod.default_cache() and c.cache.directory == tmp_path
+
+
+# ----------------------------------------------------------------------------- options
+
+@pytest.mark.parametrize("call", ["json", "dtd", "gbnf", "ir", "defaults", "prepared"])
+def test_unknown_option_is_a_grammar_error_naming_it(call):
+    c = Compiler(VOCAB, cache=False)
+    with pytest.raises(GrammarError, match="unknown .*'colour'"):
+        if call == "json":
+            c.compile_json_schema(SCHEMA, colour="red")
+        elif call == "dtd":
+            c.compile_dtd(DTD, root="a", colour="red")
+        elif call == "gbnf":
+            c.compile_gbnf(GBNF, colour="red")
+        elif call == "ir":
+            c.compile_ir(build_grammar(GBNF, "gbnf")[0], colour="red")
+        elif call == "defaults":
+            Compiler(VOCAB, colour="red")
+        else:
+            c.compile_prepared(c.prepare_source(GBNF, "gbnf"), colour="red")
+
+
+def test_front_end_defaults_apply_where_the_front_end_has_them():
+    c = Compiler(VOCAB, cache=False, whitespace="flexible")
+    flexible = c.compile_json_schema(SCHEMA)
+    assert flexible.accepts(b'{ "n": 1, "s": "ab" }')
+    assert flexible.grammar_key == Compiler(VOCAB, cache=False).compile_json_schema(
+        SCHEMA, whitespace="flexible").grammar_key
+    assert c.compile_gbnf(GBNF).grammar_key  # GBNF has no whitespace option: not applied
+    assert c.compile_json_schema(SCHEMA, whitespace="compact").accepts(b'{"n":1,"s":"ab"}')
