@@ -15,7 +15,9 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
-from dataclasses import dataclass, field
+import threading
+import weakref
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -24,7 +26,7 @@ import numpy as np
 
 from decoding.errors import VocabError
 
-__all__ = ["Vocab", "load_vocab"]
+__all__ = ["Vocab", "load_vocab", "as_vocab"]
 
 _ATTR_UNKNOWN, _ATTR_UNUSED, _ATTR_NORMAL, _ATTR_CONTROL, _ATTR_USER, _ATTR_BYTE = 1, 2, 4, 8, 16, 32
 
@@ -142,6 +144,11 @@ class Vocab:
     def _require_llama(self) -> Any:
         if self._llama is None:
             raise VocabError("this Vocab was not loaded from llama.cpp, so it cannot tokenize")
+        try:
+            self._llama.tokenize  # noqa: B018 - a weak proxy (as_vocab) raises once the model is freed
+        except ReferenceError:
+            raise VocabError(f"vocabulary {self.name}: the llama_cpp.Llama it was read from has been "
+                             "freed, so it cannot tokenize; keep the model alive while generating") from None
         return self._llama
 
     # ------------------------------------------------------------------ construction
@@ -198,6 +205,33 @@ class Vocab:
         toks = tuple(bytes(t) for t in tokens)
         attrs = np.array([_ATTR_CONTROL if not t else _ATTR_NORMAL for t in toks], dtype=np.int32)
         return cls(toks, attrs, frozenset(eog_ids), dict(special or {}), 0, name)
+
+
+_of_llama: "weakref.WeakKeyDictionary[Any, Vocab]" = weakref.WeakKeyDictionary()
+_of_llama_lock = threading.Lock()
+
+
+def as_vocab(tokenizer: Any) -> Vocab:
+    """The :class:`Vocab` of ``tokenizer``: a ``Vocab`` (returned as is), a GGUF path, or a
+    ``llama_cpp.Llama``.  The vocabulary of a ``Llama`` is read once and remembered in a
+    weak-key map (nothing is set on the user's object; it is forgotten with the object);
+    objects that cannot be weakly referenced are read again on each call."""
+    if isinstance(tokenizer, Vocab):
+        return tokenizer
+    if isinstance(tokenizer, (str, os.PathLike)):
+        return Vocab.from_gguf(tokenizer)
+    try:
+        with _of_llama_lock:
+            cached = _of_llama.get(tokenizer)
+    except TypeError:  # not weakly referenceable (or unhashable): no caching
+        return Vocab.from_llama(tokenizer)
+    if cached is None:
+        # the remembered Vocab refers to the Llama weakly: a strong reference from the value
+        # would keep the key (the model) alive for the life of the process
+        cached = replace(Vocab.from_llama(tokenizer), _llama=weakref.proxy(tokenizer))
+        with _of_llama_lock:
+            cached = _of_llama.setdefault(tokenizer, cached)
+    return cached
 
 
 @lru_cache(maxsize=16)

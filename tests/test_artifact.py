@@ -12,7 +12,8 @@ import pytest
 from conftest import ROOT, get_vocab
 from decoding.artifacts.format import (FORMAT_VERSION, MAGIC, artifact_bytes, load_artifact, read_artifact,
                                write_artifact)
-from decoding.artifacts.cache import GrammarCache, compile_source, default_cache_dir
+from decoding.artifacts.cache import GrammarCache, default_cache_dir
+from decoding.compiler import Compiler
 from decoding.errors import ArtifactError, GrammarError
 from decoding.ir.key import grammar_digest, grammar_key
 from decoding.ir import Grammar, Special, lit, seq, star, byteset
@@ -31,9 +32,9 @@ def compiled(name: str):
     if name not in _compiled:
         v = get_vocab("gpt-2")
         if name == "weather":
-            _compiled[name] = compile_source(WEATHER, "json-schema", v)
+            _compiled[name] = Compiler(v, cache=False, eager=True).compile_json_schema(WEATHER)
         elif name == "user_query":
-            _compiled[name] = compile_source(USER_QUERY_DTD, "dtd", v, root="request")
+            _compiled[name] = Compiler(v, cache=False, eager=True).compile_dtd(USER_QUERY_DTD, root="request")
         else:
             raise KeyError(name)
     return _compiled[name]
@@ -88,7 +89,7 @@ def test_round_trip_identical_masks_transitions_and_budget(name):
 def test_round_trip_special_tokens_and_file(tmp_path):
     v = Vocab.from_bytes([b"a", b"b", b"ab", b"", b""], eog_ids=[4], special={"<tool>": 3, "</s>": 4})
     g = Grammar.single(seq(Special("<tool>"), star(byteset([(ord("a"), ord("b"))])), lit("b")))
-    cg = compile_grammar(g, v, grammar_key=grammar_key(g, v.fingerprint))
+    cg = compile_grammar(g, v, grammar_key=grammar_key(g, v.fingerprint, version=FORMAT_VERSION))
     p = tmp_path / "t.gdc"
     size = write_artifact(cg, p, name="t")
     assert p.stat().st_size == size
@@ -186,8 +187,8 @@ def test_schema_keyword_order_and_whitespace_do_not_change_the_key():
     a, _ = build_grammar(json.dumps(WEATHER, indent=2), "json-schema")
     b, _ = build_grammar(json.dumps(_reorder(WEATHER), separators=(",", ":")), "json-schema")
     assert list(_reorder(WEATHER)) != list(WEATHER)
-    assert grammar_key(a, fp) == grammar_key(b, fp)
-    assert grammar_key(a, fp) != grammar_key(a, "another-tokenizer")
+    assert grammar_key(a, fp, version=FORMAT_VERSION) == grammar_key(b, fp, version=FORMAT_VERSION)
+    assert grammar_key(a, fp, version=FORMAT_VERSION) != grammar_key(a, "another-tokenizer", version=FORMAT_VERSION)
 
 
 def test_property_order_is_part_of_the_language():
@@ -225,32 +226,32 @@ def test_unknown_option_is_an_error():
 def test_key_reordering_hits_the_in_process_and_the_disk_cache(tmp_path):
     v = get_vocab("gpt-2")
     c1 = GrammarCache(tmp_path, capacity=4)
-    first = c1.load_or_compile(json.dumps(WEATHER, indent=4), "json-schema", v)
-    again = c1.load_or_compile(json.dumps(_reorder(WEATHER)), "json", v)
+    first = Compiler(v, cache=c1).compile_source(json.dumps(WEATHER, indent=4), "json-schema")
+    again = Compiler(v, cache=c1).compile_source(json.dumps(_reorder(WEATHER)), "json")
     assert again is first
     assert c1.stats == {"memory_hits": 1, "disk_hits": 0, "compiles": 1, "disk_errors": 0}
     files = list(tmp_path.glob("*.gdc"))
     assert [f.stem for f in files] == [first.grammar_key]
 
     c2 = GrammarCache(tmp_path)  # a new process: empty memory, same directory
-    from_disk = c2.load_or_compile(_reorder(WEATHER), "json-schema", v)
+    from_disk = Compiler(v, cache=c2).compile_json_schema(_reorder(WEATHER))
     assert c2.stats["disk_hits"] == 1 and c2.stats["compiles"] == 0
     assert from_disk.grammar_key == first.grammar_key
     for s in range(first.dfa.n_states):
         assert np.array_equal(from_disk.mask(s), first.mask(s))
-    assert c2.load_or_compile(WEATHER, "json-schema", v) is from_disk
+    assert Compiler(v, cache=c2).compile_json_schema(WEATHER) is from_disk
     assert c2.stats["memory_hits"] == 1
 
 
 def test_corrupt_cache_file_is_recompiled_not_used(tmp_path):
     v = get_vocab("gpt-2")
-    good = GrammarCache(tmp_path).load_or_compile(USER_QUERY_DTD, "dtd", v, root="request")
+    good = Compiler(v, cache=GrammarCache(tmp_path)).compile_dtd(USER_QUERY_DTD, root="request")
     path = tmp_path / f"{good.grammar_key}.gdc"
     raw = bytearray(path.read_bytes())
     raw[len(raw) // 2] ^= 0xFF
     path.write_bytes(bytes(raw))
     c = GrammarCache(tmp_path)
-    cg = c.load_or_compile(USER_QUERY_DTD, "dtd", v, root="request")
+    cg = Compiler(v, cache=c).compile_dtd(USER_QUERY_DTD, root="request")
     assert c.stats["disk_errors"] == 1 and c.stats["compiles"] == 1
     for s in range(good.dfa.n_states):
         assert np.array_equal(cg.mask(s), good.mask(s))
@@ -260,12 +261,12 @@ def test_corrupt_cache_file_is_recompiled_not_used(tmp_path):
 def test_lru_capacity_and_paths(tmp_path):
     v = get_vocab("gpt-2")
     c = GrammarCache(False, capacity=1)
-    a = c.load_or_compile('root ::= "x"', "gbnf", v)
-    c.load_or_compile('root ::= "y"', "gbnf", v)
+    a = Compiler(v, cache=c).compile_gbnf('root ::= "x"')
+    Compiler(v, cache=c).compile_gbnf('root ::= "y"')
     assert len(c) == 1 and c.get(a.grammar_key) is None and c.path_for(a.grammar_key) is None
     g = tmp_path / "g.gbnf"
     g.write_text('root ::= "z"\n')
-    c.load_or_compile(g, None, v)
+    Compiler(v, cache=c).compile_file(g)
     assert c.stats["compiles"] == 3
 
 

@@ -53,7 +53,7 @@ def test_50_generations_at_tight_budgets(smollm2):
     cg = compile_json_schema(SCHEMA, smollm2)
     base = int(min_tokens(cg)[0])
     for i in range(50):
-        g = generate(smollm2, None, cg, messages=[{"role": "user", "content": f"Weather in 北京市 on 2025-0{1 + i % 9}-1{i % 10}? "
+        g = generate(smollm2, cg, messages=[{"role": "user", "content": f"Weather in 北京市 on 2025-0{1 + i % 9}-1{i % 10}? "
                                                                            "Describe it at length."}],
                      max_tokens=base + i % 6, temperature=0.9, seed=i)
         assert g.complete, g

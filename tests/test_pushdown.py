@@ -240,18 +240,18 @@ def test_smollm2_hibernate_generation_valid(smollm2):
     back-end) as logits processor, budget-closed within max_tokens, DTD-valid for lxml."""
     import lxml.etree as ET
 
-    from decoding.compiler import compile_ir
+    from decoding.compiler import Compiler
     from decoding.frontends.xml.dtd import parse_dtd
     from decoding.runtime.generate import generate
     from decoding.frontends.xml.grammar import dtd_grammar
     from tests.xml_helpers import DTD_DIR
     d = parse_dtd((DTD_DIR / "hibernate-mapping-3.0.dtd").read_text(encoding="utf-8"))
-    cg = compile_ir(dtd_grammar(d, "hibernate-mapping", max_depth=2), smollm2)
+    cg = Compiler(smollm2).compile_ir(dtd_grammar(d, "hibernate-mapping", max_depth=2))
     assert isinstance(cg, CompiledPushdown)
     validator = ET.DTD(str(DTD_DIR / "hibernate-mapping-3.0.dtd"))
     for seed, cls in enumerate(["User with an id and a name", "Order with an id and a set of items"]):
         msgs = [{"role": "user", "content": f"Write a Hibernate XML mapping for the Java class {cls}."}]
-        g = generate(smollm2, None, cg, messages=msgs, max_tokens=120, seed=seed)
+        g = generate(smollm2, cg, messages=msgs, max_tokens=120, seed=seed)
         assert g.complete and g.n_tokens <= 120, g.text
         validator.validate(ET.fromstring(g.text.encode()))
         assert [e for e in validator.error_log if "DTD_CONTENT_NOT_DETERMINIST" not in e.type_name] == []
