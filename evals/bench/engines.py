@@ -4,8 +4,8 @@ Every adapter owns the timed loop of its engine (:meth:`Engine.walk`) so that th
 region holds only the engine's own calls plus two ``perf_counter_ns`` reads:
 
 - mask  = compute the allowed-token bitmask for the current state
-          (ours: ``Matcher.mask()`` = ``CompiledGrammar.mask(state)``, a memo hit after the
-          first visit; peers: fill their bitmask buffer);
+          (ours: ``Matcher.mask()`` = the contract's ``CompiledGrammar.mask(state)``, a memo
+          hit after the first request; peers: fill their bitmask buffer);
 - advance = consume the token (ours: ``Matcher.advance``; peers: consume/accept/advance);
 - apply = write the mask into a float32 logits buffer of the vocabulary's size
           (ours: ``_native.apply_mask``; peers: their own apply where one runs here,
@@ -13,6 +13,8 @@ region holds only the engine's own calls plus two ``perf_counter_ns`` reads:
 
 The per-token "mask time" of the report is mask + advance, for every engine alike.
 Adapters raise :class:`Unavailable` at setup when a peer cannot be imported or built.
+Ours uses only the back-end contract (:mod:`decoding.backends.contract`) and the public
+compiler, so schemas compiled by either back-end ("auto" picks) run in every column.
 Acceptance checks (:meth:`Engine.accepts`) run untimed on fresh per-request state, so
 they do not warm what the timed walk measures.
 """
@@ -41,7 +43,8 @@ class Unavailable(Exception):
 @dataclass
 class Samples:
     """Per-step timings of one walk, in nanoseconds.  ``first[i]`` is True when step ``i``
-    computed a mask for a state never seen before (ours only; peers leave it False)."""
+    was the first request for that state's mask on its compiled grammar (ours only: a lazy
+    back-end computes the mask then; peers leave it False)."""
 
     mask: list = field(default_factory=list)
     adv: list = field(default_factory=list)
@@ -88,8 +91,15 @@ class Engine:
         """Untimed: does a fresh matcher accept ``tokens`` as a complete output?"""
         raise NotImplementedError
 
+    def done_checking(self, handle: Any) -> None:
+        """Every acceptance check of ``handle`` has run: drop what only they needed."""
+
     def native_bytes(self, handle: Any) -> int | None:
         """Engine-reported memory of one compiled grammar, if the engine reports it."""
+        return None
+
+    def backend(self, handle: Any) -> str | None:
+        """Which of the engine's back-ends compiled ``handle`` (ours only; peers: None)."""
         return None
 
     def setup_bytes(self) -> int | None:
@@ -105,33 +115,65 @@ class Engine:
 
 # ----------------------------------------------------------------------------- ours
 
+#: ``stats()`` keys, besides the common ``mask_bytes``, that a back-end documents as bytes it
+#: holds for one compiled grammar (the DFA's transition table); summed when present
+EXTRA_BYTES_KEYS = ("table_bytes",)
+
+
+class OursHandle:
+    """One compiled grammar (timed), the states whose mask the bench has asked for already
+    (a lazy back-end computes a state's mask on that first request and memoizes it), and a
+    second, untimed compile of the same schema for the acceptance checks: a back-end may
+    memoize what ``accepts`` computes (pushdown: its byte steps), and that must not warm
+    the timed grammar."""
+
+    __slots__ = ("cg", "asked", "schema", "check")
+
+    def __init__(self, cg: Any, schema: Any) -> None:
+        self.cg = cg
+        self.asked: set[int] = set()
+        self.schema = schema
+        self.check: Any = None
+
+
 class Ours(Engine):
+    """This project, through the back-end contract only (:mod:`decoding.backends.contract`):
+    ``mask``, ``next_state`` (via :class:`~decoding.runtime.matcher.Matcher`), ``accepts`` and
+    ``stats``; whichever back-end "auto" picks."""
+
     name = "ours"
     apply_name = "_native.apply_mask"
 
     def setup(self, vocab: Vocab) -> None:
         from decoding import _native
-        from decoding.backends.dfa.index import _trie, prepare
+        from decoding.backends.tables import prepare
+        from decoding.compiler import Compiler
 
         self.vocab = vocab
         self._native = _native
-        prepare(vocab)  # the one-time per-vocabulary trie and plain-text tables: setup, not compile
-        self.trie = _trie(vocab)
+        # no cache: every schema is compiled, none is a hit of an earlier equal grammar
+        self._compile = Compiler(vocab, cache=False).compile_json_schema
+        # the per-vocabulary tables both back-ends share (token trie, plain-text profiles)
+        # are built on first use: build them here (setup), not in the first compile or mask
+        self.tables = prepare(vocab)
 
-    def compile(self, schema: Any) -> Any:
-        from decoding.compiler import compile_json_schema
+    def compile(self, schema: Any) -> OursHandle:
+        return OursHandle(self._compile(schema), schema)
 
-        return compile_json_schema(schema, self.vocab)
+    def backend(self, h: OursHandle) -> str:
+        return str(h.cg.stats()["backend"])
 
-    def walk(self, cg: Any, tokens: list[int], logits: np.ndarray, eos: int, rec: Samples) -> bool:
+    def walk(self, h: OursHandle, tokens: list[int], logits: np.ndarray, eos: int, rec: Samples) -> bool:
         from decoding.runtime.matcher import Matcher
 
         apply = self._native.apply_mask
-        m = Matcher(cg)
-        seen = cg._state_mask  # read-only peek: -1 until a state's mask has been computed
+        m = Matcher(h.cg)
+        asked, add = h.asked, h.asked.add
         am, aa, ap, af = rec.mask.append, rec.adv.append, rec.apply.append, rec.first.append
         for tok in tokens:
-            af(bool(seen[m.state] < 0))
+            s = m.state
+            af(s not in asked)
+            add(s)
             t0 = _pc()
             mk = m.mask()
             t1 = _pc()
@@ -149,7 +191,9 @@ class Ours(Engine):
             t5 = _pc()
             am(t1 - t0)
             aa(t5 - t4)
-        af(bool(seen[m.state] < 0))
+        s = m.state
+        af(s not in asked)
+        add(s)
         t0 = _pc()
         mk = m.mask()
         t1 = _pc()
@@ -160,24 +204,36 @@ class Ours(Engine):
         ap(t2 - t1)
         return _bit(mk, eos)
 
-    def accepts(self, cg: Any, tokens: list[int], text: bytes) -> bool:
-        # Byte level on the DFA (the same language as the token walk: the DFA is pruned to
-        # bytes the vocabulary spells, and allowed tokens are exactly the consumable ones);
-        # it touches neither the mask memo nor the transition cache.
-        return bool(cg.dfa.accepts(text))
+    def accepts(self, h: OursHandle, tokens: list[int], text: bytes) -> bool:
+        # Byte-level membership (contract ``accepts``): the same language as the token walk
+        # (allowed tokens are exactly the consumable ones), on the untimed twin grammar.
+        if h.check is None:
+            h.check = self._compile(h.schema)
+        return bool(h.check.accepts(text))
 
-    def native_bytes(self, cg: Any) -> int:
-        st = cg.stats()
-        return int(st["mask_bytes"] + st["table_bytes"])
+    def done_checking(self, h: OursHandle) -> None:
+        h.check = None  # not counted in the memory of the compiled grammars
+
+    def native_bytes(self, h: OursHandle) -> int:
+        st = h.cg.stats()
+        return int(st["mask_bytes"]) + sum(int(st[k]) for k in EXTRA_BYTES_KEYS if k in st)
 
     def setup_bytes(self) -> int:
-        return int(self._native.trie_info(self.trie)[1])
+        """The shared per-vocabulary tables: token trie, and per plain-text profile its trie
+        of the other tokens plus its arrays."""
+        from decoding.backends.tables import PROFILES
+
+        t = self.tables
+        profiles = [t.profile(name) for name in PROFILES]
+        tries = [t.trie] + [p.other_trie for p in profiles]
+        return (sum(int(self._native.trie_info(x)[1]) for x in tries)
+                + sum(int(p.plain_mask.nbytes + p.n_chars.nbytes) for p in profiles))
 
     def version(self) -> str:
         return _version("guarded-decoding") + f" (kernel {self._native.impl()})"
 
     def describe(self) -> str:
-        return "compile_json_schema(schema, vocab): compact JSON, lazy masks"
+        return "Compiler(vocab).compile_json_schema(schema), backend auto: compact JSON, lazy masks"
 
 
 # ----------------------------------------------------------------------------- llguidance

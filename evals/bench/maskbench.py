@@ -128,6 +128,11 @@ def prepare(files: list[Path], vocab: Vocab) -> list[dict]:
     return cases
 
 
+def _note(r: dict, key: str, e: Exception) -> None:
+    """Keep the reason of an error raised while checking or walking an instance."""
+    r.setdefault(key, []).append(f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}")
+
+
 def run_engine(eng: Engine, vocab: Vocab, eos: int, cases: list[dict], timeout: float,
                budget: float | None, log: Any) -> dict:
     """Run one engine over all cases; returns its summary plus per-schema records."""
@@ -187,13 +192,21 @@ def run_engine(eng: Engine, vocab: Vocab, eos: int, cases: list[dict], timeout: 
             handles.append(h)
             nb = eng.native_bytes(h)
             r = {"file": case["file"], "status": "ok", "compile_ms": round(ms, 3), "valid": [], "invalid_accepted": 0}
+            be = eng.backend(h)
+            if be is not None:
+                r["backend"] = be
             n0 = len(rec.mask)
             for valid, forms in case["tests"]:
                 if not forms:
                     continue
                 chosen = None
                 for kind, b, toks in forms:
-                    if eng.accepts(h, toks, b):
+                    try:
+                        acc = eng.accepts(h, toks, b)
+                    except Exception as e:  # noqa: BLE001 - counted as a rejection, reason kept
+                        acc = False
+                        _note(r, "check_errors", e)
+                    if acc:
                         chosen = (kind, b, toks)
                         break
                 if not valid:
@@ -203,11 +216,19 @@ def run_engine(eng: Engine, vocab: Vocab, eos: int, cases: list[dict], timeout: 
                         r["invalid_accepted"] += 1
                     continue
                 kind, b, toks = chosen if chosen is not None else forms[0]
-                ok = eng.walk(h, toks, logits, eos, rec)
+                lens = [len(x) for x in (rec.mask, rec.adv, rec.apply, rec.first)]
+                try:
+                    ok = eng.walk(h, toks, logits, eos, rec)
+                except Exception as e:  # noqa: BLE001 - counted as a rejection, reason kept
+                    for x, n in zip((rec.mask, rec.adv, rec.apply, rec.first), lens):
+                        del x[n:]  # the partial walk's samples are dropped
+                    ok = False
+                    _note(r, "walk_errors", e)
                 ok = ok and chosen is not None
                 valid_ok += ok
                 forms_used[kind if ok else "rejected"] = forms_used.get(kind if ok else "rejected", 0) + 1
                 r["valid"].append(bool(ok))
+            eng.done_checking(h)
             seg = np.asarray(rec.mask[n0:], dtype=np.int64) + np.asarray(rec.adv[n0:], dtype=np.int64)
             r["steps"] = int(seg.size)
             r["mask_us_mean"] = round(float(seg.mean()) / 1000, 3) if seg.size else None
@@ -225,6 +246,7 @@ def run_engine(eng: Engine, vocab: Vocab, eos: int, cases: list[dict], timeout: 
         signal.signal(signal.SIGALRM, old)
     rss2 = _rss()
     wall = time.perf_counter() - start
+    by_backend = _by_backend(per_schema)
     total = np.asarray(rec.mask, dtype=np.int64) + np.asarray(rec.adv, dtype=np.int64)
     out = {
         "status": "ok",
@@ -253,6 +275,8 @@ def run_engine(eng: Engine, vocab: Vocab, eos: int, cases: list[dict], timeout: 
                    "grammars_native_mb": round(native / 2**20, 2) if native_known else None},
         "per_schema": per_schema,
     }
+    if by_backend:
+        out["backends"] = by_backend
     if rec.first and any(rec.first):
         first = np.asarray(rec.first, dtype=bool)
         out["mask_first_visit_us"] = stats_us(total[first])
@@ -262,6 +286,28 @@ def run_engine(eng: Engine, vocab: Vocab, eos: int, cases: list[dict], timeout: 
     del handles
     gc.collect()
     return out
+
+
+def _by_backend(per_schema: list[dict]) -> dict:
+    """Per back-end that compiled schemas (ours): schemas, compile and mask stats, acceptance."""
+    groups: dict[str, list[dict]] = {}
+    for r in per_schema:
+        if r.get("status") == "ok" and "backend" in r:
+            groups.setdefault(r["backend"], []).append(r)
+    out = {}
+    for be in sorted(groups):
+        rs = groups[be]
+        samples = np.concatenate([r["_samples"] for r in rs])
+        out[be] = {"schemas": len(rs), "compile_ms": stats_ms([r["compile_ms"] for r in rs]),
+                   "mask_us": stats_us(samples), "valid_accepted": sum(sum(r["valid"]) for r in rs),
+                   "valid_total": sum(len(r["valid"]) for r in rs),
+                   "invalid_accepted": sum(r["invalid_accepted"] for r in rs)}
+    return out
+
+
+def _backends_cell(e: dict) -> str:
+    b = e.get("backends")
+    return ", ".join(f"{k} {v['schemas']}" for k, v in b.items()) if b else "-"
 
 
 def _intersection(engines: dict[str, dict]) -> dict:
@@ -314,26 +360,37 @@ def render_markdown(res: dict) -> str:
     L = [f"### MaskBench: {res['split']}, vocabulary {res['vocab']} ({res['n_tokens']} tokens), "
          f"{res['n_schemas']} schemas", "",
          f"`{res['command']}`", "",
-         "| engine | compiled | compile p50 ms | compile p99 ms | mask mean µs | mask p50 µs | mask p99 µs "
-         "| mask max µs | apply mean µs | valid accepted | invalid accepted | memory MB (RSS; native) | setup s |",
-         "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+         "| engine | compiled | back-ends | compile p50 ms | compile p99 ms | mask mean µs | mask p50 µs "
+         "| mask p99 µs | mask max µs | apply mean µs | valid accepted | invalid accepted "
+         "| memory MB (RSS; native) | setup s |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, e in res["engines"].items():
         if e.get("status") != "ok":
-            L.append(f"| {name} | {e['status']} |" + " |" * 11)
+            L.append(f"| {name} | {e['status']} |" + " |" * 12)
             continue
         c, m, mem = e["compile_ms"], e["mask_us"], e["memory"]
         skip = f" (+{e['schemas_skipped_budget']} skipped)" if e["schemas_skipped_budget"] else ""
         nat = _f(mem["grammars_native_mb"], 1) if mem["grammars_native_mb"] is not None else "n/a"
-        L.append(f"| {name} | {e['schemas_compiled']}/{e['schemas']}{skip} | {_f(c['p50'], 2)} | {_f(c['p99'], 1)} "
+        L.append(f"| {name} | {e['schemas_compiled']}/{e['schemas']}{skip} | {_backends_cell(e)} "
+                 f"| {_f(c['p50'], 2)} | {_f(c['p99'], 1)} "
                  f"| {_f(m['mean'], 2)} | {_f(m['p50'], 2)} | {_f(m['p99'], 1)} | {_f(m['max'], 0)} "
                  f"| {_f(e['apply_us']['mean'], 1)} | {e['valid_accepted']}/{e['valid_total']} "
                  f"| {e['invalid_accepted']}/{e['invalid_total']} | {_f(mem['grammars_rss_mb'], 1)}; {nat} "
                  f"| {_f(e['setup_s'], 2)} |")
     o = res["engines"].get("ours", {})
+    if o.get("status") == "ok" and o.get("backends"):
+        L += ["", "Ours by the back-end that compiled the schema (`stats()['backend']`; \"auto\" picks):", "",
+              "| back-end | schemas | compile p50 ms | compile p99 ms | mask mean µs | mask p99 µs "
+              "| valid accepted | invalid accepted |", "|---|---|---|---|---|---|---|---|"]
+        for be, b in o["backends"].items():
+            L.append(f"| {be} | {b['schemas']} | {_f(b['compile_ms']['p50'], 2)} | {_f(b['compile_ms']['p99'], 1)} "
+                     f"| {_f(b['mask_us']['mean'], 2)} | {_f(b['mask_us']['p99'], 1)} "
+                     f"| {b['valid_accepted']}/{b['valid_total']} | {b['invalid_accepted']} |")
     if o.get("status") == "ok" and "mask_first_visit_us" in o:
         fv, mm = o["mask_first_visit_us"], o["mask_memoized_us"]
-        L += ["", "Ours, mask time (mask + advance) split by first visit of a state (native trie walk) "
-              "and memoized visits:", "",
+        L += ["", "Ours, mask time (mask + advance) split by the first request for a state's mask on "
+              "its compiled grammar (a lazy back-end computes it then: native trie walk) and later, "
+              "memoized requests:", "",
               "| visit | steps | mean µs | p50 µs | p99 µs | max µs |", "|---|---|---|---|---|---|",
               f"| first visit | {fv['n']} | {_f(fv['mean'], 1)} | {_f(fv['p50'], 1)} | {_f(fv['p99'], 1)} | {_f(fv['max'], 0)} |",
               f"| memoized | {mm['n']} | {_f(mm['mean'], 2)} | {_f(mm['p50'], 2)} | {_f(mm['p99'], 2)} | {_f(mm['max'], 0)} |"]
@@ -352,6 +409,13 @@ def render_markdown(res: dict) -> str:
               "| metric | ours | best peer | ratio |", "|---|---|---|---|"]
         for k, v in res["ratios"].items():
             L.append(f"| {k} | {_f(v['ours'], 2)} | {v['best_peer']} {_f(v['best'], 2)} | {_f(v['ratio'], 2)} |")
+    raised = [(n, r["file"], k, m) for n, e in res["engines"].items() if e.get("status") == "ok"
+              for r in e["per_schema"] for k in ("check_errors", "walk_errors") for m in r.get(k, ())]
+    if raised:
+        L += ["", "Errors raised while checking or walking an instance (the instance counts as rejected):", ""]
+        L += [f"- {n}, {f} ({k.split('_')[0]}): {m}" for n, f, k, m in raised[:20]]
+        if len(raised) > 20:
+            L.append(f"- ... {len(raised) - 20} more in the JSON")
     errs = [(n, e["compile_errors"]) for n, e in res["engines"].items() if e.get("status") == "ok" and e["compile_errors"]]
     if errs:
         L += ["", "Compile failures:", ""]
@@ -361,7 +425,8 @@ def render_markdown(res: dict) -> str:
           f"{res['machine']['load_start']} at start, {res['machine']['load_end']} at end. "
           "Mask = compute the mask for the current state + consume the token; apply = write it into a "
           "float32 logits array. Memory: RSS growth while the engine's compiled grammars were alive; native = "
-          "engine-reported bytes (ours: masks + tables; xgrammar: memory_size_bytes)."]
+          "engine-reported bytes (ours: `stats()` `mask_bytes` plus the back-end's documented byte counts; "
+          "xgrammar: memory_size_bytes)."]
     return "\n".join(L) + "\n"
 
 
