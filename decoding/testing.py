@@ -1,8 +1,19 @@
-"""Token-level random walks under the mask (property tests and evals).
+"""Token-level random walks under the mask, for property tests and evals (public API).
 
-:func:`random_walk` samples, at every step, one token uniformly among the tokens the
-mask allows, until an end-of-generation token is drawn.  It asserts the core guarantee on
-the way: the mask is never empty before the output is complete.
+:func:`random_walk` works on any compiled grammar (every back-end, through the contract of
+:mod:`decoding.backends.contract`), with or without a token budget.  At every step it draws
+one token uniformly among the tokens the matcher allows, until an end-of-generation token
+is drawn, and checks the core guarantees on the way: the mask is never empty before the
+output is complete, and every allowed token is accepted by the matcher.  With ``budget``
+it also checks that the walk ends complete within ``budget`` text tokens.
+
+Example::
+
+    import numpy as np
+    from decoding.testing import random_walk
+
+    w = random_walk(compiled, np.random.default_rng(0), budget=64)
+    assert w.finished and compiled.accepts(w.text)
 """
 
 from __future__ import annotations
@@ -11,47 +22,56 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from decoding.backends.contract import CompiledGrammar
 from decoding.errors import DecodingError
-from decoding.backends.dfa.index import CompiledGrammar
+from decoding.runtime.budget import BudgetMatcher
 from decoding.runtime.matcher import Matcher
 
-__all__ = ["WalkResult", "random_walk", "allowed_ids"]
+__all__ = ["WalkResult", "random_walk"]
 
 
 @dataclass(frozen=True)
 class WalkResult:
-    tokens: tuple[int, ...]  # without the final end-of-generation token
-    text: bytes  # bytes of the text tokens (specials rendered by their text)
-    finished: bool  # an end-of-generation token was drawn
+    """One walk: ``tokens`` (without the final end-of-generation token), ``text`` (bytes of
+    the text tokens; specials rendered by their text) and whether an end-of-generation
+    token was drawn (``finished``: the output is complete)."""
 
-
-def allowed_ids(compiled: CompiledGrammar, state: int) -> np.ndarray:
-    """Sorted token ids allowed in ``state`` (cached per distinct mask)."""
-    return compiled.allowed_ids(state)
+    tokens: tuple[int, ...]
+    text: bytes
+    finished: bool
 
 
 def random_walk(compiled: CompiledGrammar, rng: np.random.Generator, *, max_steps: int = 10_000,
                 budget: int | None = None) -> WalkResult:
-    """One uniform random walk.  Raises DecodingError if the mask is ever empty while the
-    output is incomplete, or if an allowed token is refused by the matcher."""
-    m = Matcher(compiled)
-    if budget is not None:
-        from decoding.runtime.budget import BudgetMatcher  # noqa: PLC0415 - optional feature
+    """One uniform random walk over the tokens ``compiled`` allows.
 
-        m = BudgetMatcher(compiled, budget)  # type: ignore[assignment]
+    ``rng``: a :class:`numpy.random.Generator` (the walk is a pure function of it).
+    ``max_steps``: stop unfinished after that many tokens (``finished=False``).
+    ``budget``: walk under a :class:`~decoding.runtime.budget.BudgetMatcher` of that many
+    text tokens (GrammarError if the grammar cannot be completed within it).
+
+    Raises :class:`~decoding.errors.DecodingError` if the mask is ever empty while the
+    output is incomplete, if an allowed token is refused, if the grammar raised inside the
+    matcher (its sticky error), or if a budgeted walk exceeds its budget."""
+    m = Matcher(compiled) if budget is None else BudgetMatcher(compiled, budget)
     toks: list[int] = []
     out = bytearray()
     vocab = compiled.vocab
     specials = {tid: t for t, tid in vocab.special_ids.items()}
     for _ in range(max_steps):
-        ids = m.allowed_ids() if budget is not None else allowed_ids(compiled, m.state)  # type: ignore[attr-defined]
+        ids = m.allowed_ids()
+        m.raise_if_failed()
         if len(ids) == 0:
-            raise DecodingError(f"empty mask in state {m.state} after {len(toks)} tokens: {bytes(out)[-80:]!r}")
+            raise DecodingError(f"random_walk: empty mask in state {m.state} after {len(toks)} tokens: "
+                                f"{bytes(out)[-80:]!r}")
         t = int(ids[rng.integers(len(ids))])
         if not m.advance(t):
-            raise DecodingError(f"allowed token {t} refused in state {m.state}")
+            m.raise_if_failed()
+            raise DecodingError(f"random_walk: allowed token {t} refused in state {m.state}")
         if m.finished:
             return WalkResult(tuple(toks), bytes(out), True)
         toks.append(t)
+        if budget is not None and len(toks) > budget:
+            raise DecodingError(f"random_walk: {len(toks)} tokens exceed the budget of {budget}")
         out += vocab.token_bytes[t] or specials.get(t, "").encode()
     return WalkResult(tuple(toks), bytes(out), False)

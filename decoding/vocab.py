@@ -8,6 +8,9 @@ Invariants
 - ``eog_ids`` are the end-of-generation ids (``llama_vocab_is_eog``).
 - ``fingerprint`` is a stable hex digest of all of the above plus the vocabulary type; two
   tokenizers with the same fingerprint produce the same masks.
+- A ``Vocab`` is immutable; tables derived from it are computed once (``cached_property``).
+  Back-end tables (the native trie, plain-text profiles) are not stored on it: see
+  :mod:`decoding.backends.tables`.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import os
 import threading
 import weakref
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -40,11 +43,6 @@ class Vocab:
     vocab_type: int
     name: str = ""
     _llama: Any = field(default=None, repr=False, compare=False)
-    _fingerprint: list = field(default_factory=list, repr=False, compare=False)
-    _blob: list = field(default_factory=list, repr=False, compare=False)
-    _greedy: list = field(default_factory=list, repr=False, compare=False)
-    _single: list = field(default_factory=list, repr=False, compare=False)
-    _native_cache: list = field(default_factory=list, repr=False, compare=False)  # the trie, see index.py
 
     @property
     def n_tokens(self) -> int:
@@ -55,41 +53,52 @@ class Vocab:
         """Number of uint32 words of a mask over this vocabulary."""
         return (self.n_tokens + 31) // 32
 
-    @property
+    @cached_property
     def fingerprint(self) -> str:
-        if not self._fingerprint:
-            h = hashlib.sha256()
-            h.update(f"gd-vocab-v1 type={self.vocab_type} n={self.n_tokens}\n".encode())
-            for b in self.token_bytes:
-                h.update(len(b).to_bytes(4, "little"))
-                h.update(b)
-            h.update(np.ascontiguousarray(self.attrs, dtype=np.int32).tobytes())
-            h.update(",".join(map(str, sorted(self.eog_ids))).encode())
-            for t in sorted(self.special_ids):
-                h.update(t.encode() + b"\x00" + str(self.special_ids[t]).encode())
-            self._fingerprint.append(h.hexdigest()[:32])
-        return self._fingerprint[0]
+        h = hashlib.sha256()
+        h.update(f"gd-vocab-v1 type={self.vocab_type} n={self.n_tokens}\n".encode())
+        for b in self.token_bytes:
+            h.update(len(b).to_bytes(4, "little"))
+            h.update(b)
+        h.update(np.ascontiguousarray(self.attrs, dtype=np.int32).tobytes())
+        h.update(",".join(map(str, sorted(self.eog_ids))).encode())
+        for t in sorted(self.special_ids):
+            h.update(t.encode() + b"\x00" + str(self.special_ids[t]).encode())
+        return h.hexdigest()[:32]
+
+    @cached_property
+    def _blob(self) -> tuple[bytes, np.ndarray]:
+        lens = np.fromiter((len(b) for b in self.token_bytes), dtype=np.uint64, count=self.n_tokens)
+        off = np.zeros(self.n_tokens + 1, dtype=np.uint64)
+        np.cumsum(lens, out=off[1:])
+        off.setflags(write=False)
+        return b"".join(self.token_bytes), off
 
     def blob(self) -> tuple[bytes, np.ndarray]:
-        """All token bytes concatenated, plus uint64 offsets (n_tokens + 1)."""
-        if not self._blob:
-            lens = np.fromiter((len(b) for b in self.token_bytes), dtype=np.uint64, count=self.n_tokens)
-            off = np.zeros(self.n_tokens + 1, dtype=np.uint64)
-            np.cumsum(lens, out=off[1:])
-            self._blob.append((b"".join(self.token_bytes), off))
-        return self._blob[0]
+        """All token bytes concatenated, plus uint64 offsets (n_tokens + 1; read-only)."""
+        return self._blob
 
-    def single_byte_tokens(self) -> np.ndarray:
-        """bool[256]: bytes that some token spells on its own (computed once, read-only)."""
-        if self._single:
-            return self._single[0]
+    @cached_property
+    def _single(self) -> np.ndarray:
         out = np.zeros(256, dtype=bool)
         for b in self.token_bytes:
             if len(b) == 1:
                 out[b[0]] = True
         out.setflags(write=False)
-        self._single.append(out)
         return out
+
+    def single_byte_tokens(self) -> np.ndarray:
+        """bool[256]: bytes that some token spells on its own (computed once, read-only)."""
+        return self._single
+
+    @cached_property
+    def _longest(self) -> tuple[dict[bytes, int], int]:
+        """(token bytes -> first id with those bytes, longest token length): for :meth:`greedy`."""
+        d: dict[bytes, int] = {}
+        for i, b in enumerate(self.token_bytes):
+            if b and b not in d:
+                d[b] = i
+        return d, max((len(b) for b in d), default=1)
 
     def special_token(self, text: str) -> int | None:
         """Id of the single control / user-defined token whose text is ``text``, if any."""
@@ -123,7 +132,7 @@ class Vocab:
     def greedy(self, data: bytes) -> list[int]:
         """Spell ``data`` with the longest matching tokens (always possible when every byte
         has a token); raises VocabError naming the first byte that cannot be spelled."""
-        table = _longest_table(self)
+        table = self._longest
         out: list[int] = []
         i = 0
         maxlen = table[1]
@@ -248,12 +257,3 @@ def load_vocab(path: str) -> Vocab:
         raise VocabError(f"{path}: llama.cpp could not load the vocabulary: {e}") from e
     return Vocab.from_llama(llm, name=Path(path).name)
 
-
-def _longest_table(v: Vocab) -> tuple[dict[bytes, int], int]:
-    if not v._greedy:
-        d: dict[bytes, int] = {}
-        for i, b in enumerate(v.token_bytes):
-            if b and b not in d:
-                d[b] = i
-        v._greedy.append((d, max((len(b) for b in d), default=1)))
-    return v._greedy[0]

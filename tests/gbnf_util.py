@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from decoding.backends.dfa.automaton import DFA
+from decoding.backends.automaton import DFA
 
 __all__ = ["SDIST_VERSION", "GBNF_DIR", "sdist_grammars", "random_walks", "REPO", "SHARED"]
 

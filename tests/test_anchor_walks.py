@@ -18,7 +18,7 @@ from lxml import etree
 
 from conftest import get_vocab
 from decoding.frontends.anchors import anchored
-from decoding.backends.dfa.index import compile_grammar
+from decoding.backends.select import compile_grammar
 from decoding.runtime.matcher import Matcher
 from decoding.frontends.xml.grammar import grammar_from_spec
 
@@ -45,7 +45,7 @@ def walk(cg, rng, structural_bias: float = 0.0, inject: list[int] | None = None,
     special = set(cg.special_token_ids) | set(cg.vocab.eog_ids)
     out: list[int] = []
     for _ in range(max_steps):
-        ids = m.allowed_tokens()
+        ids = m.allowed_ids()
         assert len(ids) > 0, "empty mask before acceptance"
         if inject and m.is_allowed(inject[0]) and rng.random() < structural_bias:
             fed = 0

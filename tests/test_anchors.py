@@ -6,7 +6,7 @@ import random
 import pytest
 
 from decoding.frontends.anchors import anchored, text_without
-from decoding.backends.dfa.automaton import compile_dfa
+from decoding.backends.automaton import compile_dfa
 from decoding.frontends.xml.dtd import parse_dtd
 from decoding.errors import GrammarError
 from decoding.ir import Grammar

@@ -17,7 +17,7 @@ from decoding.compiler import Compiler
 from decoding.errors import ArtifactError, GrammarError
 from decoding.ir.key import grammar_digest, grammar_key
 from decoding.ir import Grammar, Special, lit, seq, star, byteset
-from decoding.backends.dfa.index import compile_grammar
+from decoding.backends.select import compile_grammar
 from decoding.frontends.sources import build_grammar
 from decoding.vocab import Vocab
 
@@ -78,8 +78,11 @@ def test_round_trip_identical_masks_transitions_and_budget(name):
     assert np.array_equal(got.dfa.trans, cg.dfa.trans)
     assert np.array_equal(got.dfa.accepting, cg.dfa.accepting)
     assert np.array_equal(got.dfa.byte_class, cg.dfa.byte_class)
-    from decoding.runtime.budget import min_tokens
-    assert np.array_equal(min_tokens(got), min_tokens(cg))
+    bt_got, bt = got.budget_table(), cg.budget_table()  # loaded from its section, not recomputed
+    assert np.array_equal(bt_got.min_tokens, bt.min_tokens)
+    assert np.array_equal(bt_got.worst_successor, bt.worst_successor)
+    assert all(not k.startswith("_") for k in got.meta) and json.dumps(got.meta)  # plain data only
+    assert got.completion_cost(0) == cg.completion_cost(0)
     rng = np.random.default_rng(0)
     for s in rng.integers(0, cg.dfa.n_states, 20):
         for t in rng.integers(0, v.n_tokens, 50):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from decoding.backends.dfa.automaton import NFAMatcher, compile_dfa
+from decoding.backends.automaton import NFAMatcher, compile_dfa
 from decoding.errors import GrammarError
 from decoding.ir import Grammar, Ref, byteset, char_class, choice, lit, opt, plus, rep, seq
 

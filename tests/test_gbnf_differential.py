@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from decoding.backends.dfa.automaton import compile_dfa
+from decoding.backends.automaton import compile_dfa
 from decoding.frontends.xml.dtd import parse_dtd
 from decoding.errors import DecodingError
 from decoding.backends.gbnf.check import LlamaGrammarEngine

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from decoding.backends.dfa.automaton import compile_dfa
+from decoding.backends.automaton import compile_dfa
 from decoding.errors import GBNFError
 from decoding.backends.gbnf.check import LlamaGrammarEngine, check_gbnf, load_vocab_model
 from decoding.backends.gbnf.emit import MAX_REPETITION_THRESHOLD, to_gbnf

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from decoding.backends.dfa.automaton import compile_dfa
+from decoding.backends.automaton import compile_dfa
 from decoding.backends.gbnf.check import LlamaGrammarEngine, check_gbnf
 from decoding.backends.gbnf.emit import to_gbnf
 from decoding.frontends.gbnf.parse import parse_gbnf

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from decoding.backends.dfa.automaton import compile_dfa
+from decoding.backends.automaton import compile_dfa
 from decoding.errors import GBNFError
 from decoding.backends.gbnf.check import LlamaGrammarEngine
 from decoding.frontends.gbnf.parse import parse_gbnf, recursive_rules

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from decoding.backends.dfa.automaton import compile_dfa
+from decoding.backends.automaton import compile_dfa
 from decoding.errors import DecodingError
 from decoding.backends.gbnf.emit import to_gbnf
 from decoding.frontends.gbnf.parse import parse_gbnf

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from decoding.backends.dfa.automaton import compile_dfa
+from decoding.backends.automaton import compile_dfa
 from evals.harness.families import FAMILY
 from evals.harness.metrics import check_output, json_closure, wilson, xml_closure
 from evals.harness.tasks import FAMILIES, example_task, generate_tasks

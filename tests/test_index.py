@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from decoding.errors import GrammarError
-from decoding.backends.dfa.index import compile_grammar
+from decoding.backends.select import compile_grammar
 from decoding.ir import Grammar, Special, byteset, choice, lit, opt, plus, seq, char_class
 from decoding.runtime.matcher import Matcher
 from decoding.vocab import Vocab
@@ -21,7 +21,7 @@ IDS = {t: i for i, t in enumerate(TOKS) if t}
 
 def allowed(m: Matcher) -> set[bytes | str]:
     out: set[bytes | str] = set()
-    for i in m.allowed_tokens():
+    for i in m.allowed_ids():
         i = int(i)
         out.add("EOS" if i == EOS else "SPECIAL" if i == 15 else TOKS[i])
     return out
@@ -133,7 +133,7 @@ def test_fill_mask_into_caller_buffer_checks_shape():
 ])
 @pytest.mark.parametrize("vocab_name", ["gpt-2", "llama-spm"])
 def test_plain_text_shortcut_gives_the_full_walk_masks(schema, shortcut, vocab_name):
-    """String bodies use precomputed plain-token masks (decoding/textloop.py); they must equal
+    """String bodies use precomputed plain-token masks (decoding/backends/dfa/textloop.py); they must equal
     the masks of a walk over the whole vocabulary trie, state by state."""
     from conftest import get_vocab
     from decoding import compile_json_schema

@@ -10,12 +10,12 @@ import random
 import numpy as np
 import pytest
 
-from decoding.backends.dfa.automaton import compile_dfa
+from decoding.backends.automaton import compile_dfa
 from decoding.errors import ArtifactError, GrammarError, LimitError
-from decoding.backends.dfa.index import CompiledGrammar, compile_grammar
+from decoding.backends.select import compile_grammar
 from decoding.ir import EMPTY, Grammar, Ref, choice, lit, opt, seq, star
 from decoding.runtime.matcher import Matcher
-from decoding.backends.pushdown.index import CompiledPushdown, compile_pushdown
+from decoding.backends.pushdown.index import compile_pushdown
 from decoding.frontends.jsonschema import compile_schema
 from decoding.testing import random_walk
 from decoding.vocab import Vocab
@@ -54,7 +54,7 @@ GRAMMARS = {"nest": NEST, "mutual": MUTUAL, "nullable": NULLABLE, "left": LEFT, 
 def test_accepts(name, text, ok):
     g = GRAMMARS[name]
     pd = compile_grammar(g, TINY, backend="pushdown")
-    assert isinstance(pd, CompiledPushdown)
+    assert pd.backend == "pushdown"
     assert pd.accepts(text) is ok
     assert compile_dfa(g).accepts(text) is ok  # the same language as the explicit DFA
 
@@ -86,7 +86,7 @@ TINY = Vocab.from_bytes([b"", *[bytes([c]) for c in b"1[],()<>xyz+/dps"], b"[[",
 
 
 def _ids(m) -> set[int]:
-    return {int(i) for i in m.allowed_tokens()}
+    return {int(i) for i in m.allowed_ids()}
 
 
 @pytest.mark.parametrize("name", list(GRAMMARS))
@@ -130,7 +130,7 @@ def test_same_masks_as_dfa_llama_bpe():
         for _step in range(300):
             ma, mb = a.mask(), b.mask()
             assert np.array_equal(ma, mb), (steps, b.state)
-            ids = a.allowed_tokens()
+            ids = a.allowed_ids()
             t = int(ids[rng.integers(len(ids))])
             assert a.advance(t) and b.advance(t)
             steps += 1
@@ -149,7 +149,7 @@ def test_deep_free_values_walks_validate(vocab):
     with pytest.raises(LimitError):
         compile_grammar(g, v, backend="dfa", max_states=50_000)
     pd = compile_grammar(g, v)
-    assert isinstance(pd, CompiledPushdown)
+    assert pd.backend == "pushdown"
     rng = np.random.default_rng(11)
     done = deepest = 0
     for _ in range(60):
@@ -186,11 +186,11 @@ def test_deep_instances_accepted():
 
 @pytest.mark.parametrize("extra", [0, 2, 7, 20])
 def test_budget_closes(extra):
-    """max_tokens = min_bytes + extra: every walk ends complete and valid within the budget."""
+    """max_tokens = completion_cost(0) (fewest bytes) + extra: every walk ends complete and valid within the budget."""
     import jsonschema
     v = get_vocab("llama-bpe")
     pd = compile_grammar(compile_schema(FREE_SCHEMA, free_depth=16).grammar, v)
-    budget = pd.min_bytes(0) + extra
+    budget = pd.completion_cost(0) + extra
     rng = np.random.default_rng(extra)
     for _ in range(8):
         w = random_walk(pd, rng, budget=budget, max_steps=budget + 2)
@@ -202,7 +202,7 @@ def test_budget_too_small_is_an_error():
     from decoding.runtime.budget import BudgetMatcher
     pd = compile_grammar(compile_schema(FREE_SCHEMA, free_depth=16).grammar, get_vocab("llama-bpe"))
     with pytest.raises(GrammarError, match="too small"):
-        BudgetMatcher(pd, pd.min_bytes(0) - 1)
+        BudgetMatcher(pd, pd.completion_cost(0) - 1)
 
 
 def test_backend_errors(tmp_path):
@@ -212,7 +212,7 @@ def test_backend_errors(tmp_path):
     from decoding.artifacts.format import write_artifact
     with pytest.raises(ArtifactError, match="pushdown"):
         write_artifact(pd, tmp_path / "x.gdart")
-    assert isinstance(compile_grammar(NEST, TINY), CompiledGrammar)  # small: auto keeps the DFA
+    assert compile_grammar(NEST, TINY).backend == "dfa"  # small: auto keeps the DFA
 
 
 def test_unproductive_rule_removed():
@@ -247,7 +247,7 @@ def test_smollm2_hibernate_generation_valid(smollm2):
     from tests.xml_helpers import DTD_DIR
     d = parse_dtd((DTD_DIR / "hibernate-mapping-3.0.dtd").read_text(encoding="utf-8"))
     cg = Compiler(smollm2).compile_ir(dtd_grammar(d, "hibernate-mapping", max_depth=2))
-    assert isinstance(cg, CompiledPushdown)
+    assert cg.backend == "pushdown"
     validator = ET.DTD(str(DTD_DIR / "hibernate-mapping-3.0.dtd"))
     for seed, cls in enumerate(["User with an id and a name", "Order with an id and a set of items"]):
         msgs = [{"role": "user", "content": f"Write a Hibernate XML mapping for the Java class {cls}."}]

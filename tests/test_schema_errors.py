@@ -79,7 +79,7 @@ def test_limit_error_not_hang():
 def test_large_repeated_items_become_a_rule():
     """1000 items of up to 1000 characters: too large to unroll in one rule, fine once the
     item is a rule of its own (the pushdown back-end builds it once)."""
-    from decoding.backends.dfa.index import compile_grammar
+    from decoding.backends.select import compile_grammar
     from decoding.backends.pushdown.index import CompiledPushdown
     from decoding.vocab import Vocab
     g = compile_schema({"type": "array", "items": {"type": "string", "maxLength": 1000}, "maxItems": 1000}).grammar

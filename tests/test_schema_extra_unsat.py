@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from decoding.backends.dfa.automaton import compile_dfa
+from decoding.backends.automaton import compile_dfa
 from decoding.errors import SchemaError, UnsatisfiableSchemaError
 from decoding.frontends.jsonschema import compile_schema
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from decoding.backends.dfa.automaton import compile_dfa
+from decoding.backends.automaton import compile_dfa
 from decoding.frontends.jsonschema import canonicalize, compile_schema
 
 CASES: list[tuple[dict, list[str], list[str]]] = [
@@ -210,7 +210,7 @@ def test_number_bounds_exact_against_jsonschema():
 
     import jsonschema
 
-    from decoding.backends.dfa.automaton import compile_dfa
+    from decoding.backends.automaton import compile_dfa
     from decoding.errors import SchemaError
     rng = random.Random(4)
     checked = 0

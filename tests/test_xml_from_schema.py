@@ -2,7 +2,7 @@
 
 import pytest
 
-from decoding.backends.dfa.automaton import compile_dfa
+from decoding.backends.automaton import compile_dfa
 from decoding.errors import SchemaError
 from decoding.frontends.xml.from_schema import schema_xml_grammar
 

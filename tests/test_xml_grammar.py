@@ -5,7 +5,7 @@ import random
 import lxml.etree as ET
 import pytest
 
-from decoding.backends.dfa.automaton import compile_dfa
+from decoding.backends.automaton import compile_dfa
 from decoding.frontends.xml.dtd import parse_dtd
 from decoding.errors import DTDError, GrammarError
 from decoding.frontends.xml.grammar import dtd_grammar

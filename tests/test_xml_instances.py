@@ -8,7 +8,7 @@ from collections import defaultdict
 import lxml.etree as ET
 import pytest
 
-from decoding.backends.dfa.automaton import compile_dfa
+from decoding.backends.automaton import compile_dfa
 from decoding.frontends.xml.dtd import parse_dtd
 from decoding.frontends.xml.canonical import CanonicalizeError, canonicalize, parse_xml
 from decoding.frontends.xml.grammar import dtd_grammar
@@ -78,7 +78,7 @@ def _names(el, acc):
 def hibernate_pushdown():
     """The whole hibernate-mapping DTD (no element profile) for llama-bpe: too large for one
     explicit DFA, so ``backend="auto"`` compiles it to the pushdown back-end."""
-    from decoding.backends.dfa.index import compile_grammar
+    from decoding.backends.select import compile_grammar
     from decoding.backends.pushdown.index import CompiledPushdown
     from tests.conftest import get_vocab
     d = _dtd(HIBERNATE)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from decoding.backends.dfa.automaton import compile_dfa
+from decoding.backends.automaton import compile_dfa
 from decoding.frontends.xml.grammar import grammar_from_spec
 
 GRAMMARS = Path(__file__).resolve().parents[1] / "grammars"

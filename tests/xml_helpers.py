@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from decoding.backends.dfa.automaton import DFA
+from decoding.backends.automaton import DFA
 from decoding.ir import ByteSet, Choice, Grammar, Lit, Node, Ref, Repeat, Seq, Special
 
 __all__ = ["random_walk_bytes", "ir_accepts", "SHARED", "DTD_DIR"]

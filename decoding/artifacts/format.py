@@ -1,4 +1,8 @@
-"""Versioned binary artifact of a :class:`~decoding.backends.dfa.index.CompiledGrammar` (build time -> run time).
+"""Versioned binary artifact of a compiled grammar (build time -> run time).
+
+Only the DFA back-end (:class:`~decoding.backends.dfa.index.DFAGrammar`) has a finite set of
+states whose masks can all be computed ahead of time; a grammar of another back-end
+(``cg.backend != "dfa"``) raises :class:`~decoding.errors.ArtifactError`.
 
 Layout (all integers little-endian)::
 
@@ -10,7 +14,9 @@ Layout (all integers little-endian)::
             and the offset/dtype/shape of every section
     ... sections, each 64-byte aligned: DFA (byte_class, trans dense or CSR, accepting),
             token index (state -> mask id; masks dense, or as sorted token-id lists of the
-            allowed or of the disallowed tokens, whichever is smallest), budget tables
+            allowed or of the disallowed tokens, whichever is smallest), and the budget
+            table (:class:`~decoding.backends.dfa.index.BudgetTable`: sections
+            ``min_tokens`` and ``worst_successor``)
     B   32  sha256 of bytes 0..B
 
 Invariants
@@ -34,17 +40,18 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
-from decoding.backends.dfa.automaton import DFA, state_dtype
+from decoding.backends.automaton import DFA, state_dtype
+from decoding.backends.contract import CompiledGrammar
+from decoding.backends.dfa.index import BudgetTable, DFAGrammar
 from decoding.errors import ArtifactError
-from decoding.backends.dfa.index import CompiledGrammar
 from decoding.vocab import Vocab
 
 __all__ = ["FORMAT_VERSION", "MAGIC", "ARTIFACT_SUFFIX", "ArtifactData", "artifact_bytes", "write_artifact",
-           "read_artifact", "read_header", "load_artifact", "DEFAULT_MASK_CACHE"]
+           "read_artifact", "load_artifact", "DEFAULT_MASK_CACHE"]
 
 FORMAT_VERSION = 1
 MAGIC = b"\x89GDA\r\n\x1a\n"
@@ -69,13 +76,14 @@ class ArtifactData:
 
 # ----------------------------------------------------------------------------- writing
 
-def _encode_masks(cg: CompiledGrammar) -> tuple[dict, dict]:
+def _encode_masks(cg: DFAGrammar) -> tuple[dict, dict]:
     n_tokens, n_words = cg.vocab.n_tokens, cg.n_words
     id_dtype = np.dtype("<u2") if n_tokens <= 1 << 16 else np.dtype("<u4")
     kinds, starts, ends, dense, ids = [], [], [], [], []
     n_ids = 0
-    for mid in range(len(cg._masks)):
-        m = np.asarray(cg._masks[mid], dtype=np.uint32)
+    masks = cg.masks
+    for mid in range(len(masks)):
+        m = np.asarray(masks[mid], dtype=np.uint32)
         bits = np.unpackbits(m.view(np.uint8), bitorder="little")[:n_tokens]
         on = np.flatnonzero(bits)
         dense_cost, pos_cost, neg_cost = 4 * n_words, id_dtype.itemsize * len(on), id_dtype.itemsize * (n_tokens - len(on))
@@ -118,29 +126,29 @@ def artifact_bytes(cg: CompiledGrammar, *, name: str = "", kind: str = "", optio
                    source: dict | None = None, budget: bool = True) -> bytes:
     """Serialize ``cg`` (its masks are computed first if needed).  ``source`` (name, kind,
     text, options) is stored for ``gbnf``/validation; ``budget`` stores the budget tables."""
-    if not isinstance(cg, CompiledGrammar):
-        raise ArtifactError("pushdown grammars (too large for one explicit automaton) are compiled "
-                            "at run time and cannot be written as artifacts; compile with "
+    if cg.backend != "dfa":
+        raise ArtifactError(f"cannot write an artifact for a {cg.backend} grammar: only the DFA back-end "
+                            "has a finite set of states to precompute (pushdown grammars, too large for "
+                            "one explicit automaton, are compiled at run time); compile with "
                             "backend='dfa' and a smaller grammar to precompile")
     if not cg.grammar_key:
         raise ArtifactError("cannot write an artifact for a grammar without a grammar key "
-                            "(compile it through decoding.artifacts.cache or decoding.ir.key)")
+                            "(compile it through decoding.compiler.Compiler or decoding.ir.key)")
+    cg = cast(DFAGrammar, cg)
     cg.precompute()
     d = cg.dfa
     arrays: dict[str, np.ndarray] = {"byte_class": np.ascontiguousarray(d.byte_class, dtype="<u2"),
                                      "accepting": np.ascontiguousarray(d.accepting, dtype="<u1"),
-                                     "state_mask": np.ascontiguousarray(cg._state_mask, dtype="<i4")}
+                                     "state_mask": np.ascontiguousarray(cg.state_masks(), dtype="<i4")}
     tr, trans_form = _encode_trans(d.trans)
     arrays.update(tr)
     marr, minfo = _encode_masks(cg)
     arrays.update(marr)
     if budget:
-        from decoding.runtime.budget import min_tokens
-
-        mt = min_tokens(cg)
-        arrays["min_tokens"] = np.ascontiguousarray(mt, dtype="<i4")
-        arrays["worst_successor"] = np.ascontiguousarray(cg.meta["_worst_successor"], dtype="<i4")
-    meta = {k: v for k, v in cg.meta.items() if not k.startswith("_")}
+        bt = cg.budget_table()
+        arrays["min_tokens"] = np.ascontiguousarray(bt.min_tokens, dtype="<i4")
+        arrays["worst_successor"] = np.ascontiguousarray(bt.worst_successor, dtype="<i4")
+    meta = dict(cg.meta)
     header = {
         "format_version": FORMAT_VERSION,
         "generator": _GENERATOR,
@@ -169,7 +177,11 @@ def artifact_bytes(cg: CompiledGrammar, *, name: str = "", kind: str = "", optio
             secs[key] = {"dtype": a.dtype.str, "shape": list(a.shape), "offset": off, "nbytes": int(a.nbytes)}
             off = _align(off + a.nbytes)
         header["sections"] = secs
-        hb = json.dumps(header, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+        try:
+            hb = json.dumps(header, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+        except (TypeError, ValueError) as e:
+            raise ArtifactError(f"cannot write an artifact: its header (meta, options, source) is not "
+                                f"plain JSON data: {e}") from None
         if len(hb) == hlen:
             break
         hlen = len(hb)
@@ -222,25 +234,6 @@ def _prelude(buf: bytes | memoryview, where: str) -> tuple[int, int, int]:
         raise _fail(where, f"artifact format version {version}, but this build reads version "
                            f"{FORMAT_VERSION}; recompile it (python -m decoding compile ...)")
     return version, hlen, body_len
-
-
-def read_header(path: str | os.PathLike) -> dict:
-    """The header of an artifact, reading only its first bytes (no checksum check: use it
-    to decide whether an artifact is up to date, never to load masks)."""
-    where = os.fspath(path)
-    try:
-        with open(path, "rb") as fh:
-            pre = fh.read(_PRE.size)
-            _, hlen, _ = _prelude(pre, where)
-            hb = fh.read(hlen)
-    except OSError as e:
-        raise _fail(where, f"cannot read artifact: {e.strerror or e}") from None
-    if len(hb) != hlen:
-        raise _fail(where, "truncated artifact (header cut short)")
-    try:
-        return json.loads(hb)
-    except ValueError:
-        raise _fail(where, "corrupt artifact header (not JSON)") from None
 
 
 def read_artifact(source: str | os.PathLike | bytes) -> ArtifactData:
@@ -391,6 +384,7 @@ def _validate(data: ArtifactData) -> None:
         check(len(col) == 0 or int(col.max()) < width, "sparse transition columns")
         t = nxt
     check(t.size == 0 or (int(t.min()) >= -1 and int(t.max()) < n), "transition to a missing state")
+    check(("min_tokens" in a) == ("worst_successor" in a), "budget table sections come in pairs")
     for key in ("min_tokens", "worst_successor"):
         if key in a:
             check(a[key].shape == (n,), f"{key} table shape")
@@ -398,7 +392,7 @@ def _validate(data: ArtifactData) -> None:
 
 def load_artifact(source: str | os.PathLike | bytes | ArtifactData, vocab: Vocab, *,
                   expect_key: str | None = None, mask_cache: int = DEFAULT_MASK_CACHE) -> CompiledGrammar:
-    """A ready :class:`CompiledGrammar` from an artifact, for ``vocab`` (no recompilation).
+    """A ready compiled grammar (DFA back-end) from an artifact, for ``vocab`` (no recompilation).
 
     Raises :class:`ArtifactError` if the artifact is corrupt, truncated, of another format
     version, for another tokenizer, or (with ``expect_key``) for another grammar."""
@@ -429,9 +423,7 @@ def load_artifact(source: str | os.PathLike | bytes | ArtifactData, vocab: Vocab
     meta.update(name=h.get("name", ""), kind=h.get("kind", ""), options=h.get("options", {}),
                 max_depth=h.get("max_depth"), grammar_digest=h.get("grammar_digest", ""),
                 artifact=where, artifact_bytes=data.size)
-    if "min_tokens" in a:
-        meta["_min_tokens"] = a["min_tokens"]
-        meta["_worst_successor"] = a["worst_successor"]
+    budget = BudgetTable(a["min_tokens"], a["worst_successor"]) if "min_tokens" in a else None
     masks = _StoredMasks(a, vocab.n_tokens, vocab.n_words, mask_cache)
-    return CompiledGrammar.from_precomputed(dfa, vocab, tuple(d["special_token_ids"]), a["state_mask"], masks,
-                                            grammar_key=h["grammar_key"], meta=meta)
+    return DFAGrammar.from_precomputed(dfa, vocab, tuple(d["special_token_ids"]), a["state_mask"], masks,
+                                       grammar_key=h["grammar_key"], meta=meta, budget=budget)

@@ -16,9 +16,20 @@ Invariants every back-end keeps (checked for each back-end by ``tests/test_contr
 - ``forced_bytes(s)`` is the longest byte string every continuation from ``s`` starts with
   (empty in an accepting state or where there is a choice); specials are not included.
 - ``completion_cost(s)`` is a number of text tokens that is always *enough* to complete the
-  output from ``s`` (``COST_UNREACHABLE`` if none is).  ``successor_costs(s)`` gives
-  ``(allowed ids, completion_cost after each)``, with ``-2`` for end-of-generation.  The
-  budget matcher relies only on these two.
+  output from ``s`` (``COST_UNREACHABLE`` if none is): exact on the DFA back-end (fewest
+  tokens), an upper bound on pushdown (fewest bytes).  ``successor_costs(s)`` gives
+  ``(allowed ids, cost after each)``, with ``-2`` for end-of-generation; each cost is
+  ``>= completion_cost`` of the state the token leads to, and from a state of cost ``c > 0``
+  some allowed token has cost ``<= c - 1`` (so a budget of ``c`` tokens always closes).
+  The budget matcher (:mod:`decoding.runtime.budget`) relies only on these two.
+- ``stats()`` is plain data (JSON-serializable), as is ``meta``; memos and tables a
+  back-end keeps live on the compiled object itself, never in ``meta``.
+
+Shared building blocks: :mod:`decoding.backends.masks` (the distinct-mask table),
+:mod:`decoding.backends.tables` (per-vocabulary trie and plain-text profiles), and
+:mod:`decoding.backends.select` (``compile_grammar``: back-end ``"auto"``/``"dfa"``/``"pushdown"``).
+Back-end specific extras (``DFAGrammar.successors``, its ``BudgetTable``) are not part of
+the contract.
 - ``accepts(data)`` is byte-level membership of the language (no specials).
 """
 

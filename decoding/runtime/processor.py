@@ -12,7 +12,8 @@ How it tracks the generation
 - A call whose ``input_ids`` is not the previous one plus one token starts a new
   generation (the matcher resets).
 - Errors: llama-cpp-python swallows exceptions raised inside processors.  Ours catches
-  everything, records the first error, logs it, and from then on allows only
+  everything and records the first error as the matcher's sticky error
+  (:attr:`~decoding.runtime.matcher.Matcher.error`), logs it, and from then on allows only
   end-of-generation tokens so the generation stops at once; ``raise_if_failed`` re-raises
   it as :class:`~decoding.errors.ProcessorError`.
 - ``max_tokens`` (optional): budget-aware closing; tokens after which the structure can no
@@ -27,8 +28,8 @@ from typing import Any
 import numpy as np
 
 from decoding import _native
+from decoding.backends.contract import CompiledGrammar
 from decoding.errors import ProcessorError, VocabError
-from decoding.backends.dfa.index import CompiledGrammar
 from decoding.runtime.matcher import Matcher
 
 __all__ = ["GrammarLogitsProcessor"]
@@ -45,16 +46,20 @@ class GrammarLogitsProcessor:
             self.matcher: Matcher = BudgetMatcher(compiled, max_tokens)
         else:
             self.matcher = Matcher(compiled)
-        self.error: BaseException | None = None
         self._prompt_len: int | None = None
         self._last_len = -1
         self._last_tok = -1
         self.calls = 0
 
+    @property
+    def error(self) -> BaseException | None:
+        """The first error of this generation (the matcher's sticky error), or None."""
+        return self.matcher.error
+
     # ------------------------------------------------------------------ llama-cpp-python API
     def __call__(self, input_ids: Any, scores: np.ndarray) -> np.ndarray:
         self.calls += 1
-        if self.error is not None:
+        if self.matcher.error is not None:
             self._stop(scores)
             return scores
         try:
@@ -63,9 +68,12 @@ class GrammarLogitsProcessor:
                 raise VocabError(f"model has {scores.shape[0]} logits but the grammar was compiled for "
                                  f"a {self.compiled.vocab.n_tokens}-token vocabulary "
                                  f"({self.compiled.vocab.name}); compile it for this model's tokenizer")
-            _native.apply_mask(scores, self.matcher.mask())
+            mask = self.matcher.mask()  # an error inside the grammar becomes the sticky error
+            if self.matcher.error is not None:
+                raise self.matcher.error
+            _native.apply_mask(scores, mask)
         except BaseException as e:  # noqa: BLE001 - recorded and re-raised by raise_if_failed
-            self.error = e
+            self.matcher.fail(e)
             log.error("guarded-decoding logits processor failed: %r", e)
             self._stop(scores)
         return scores
@@ -84,6 +92,8 @@ class GrammarLogitsProcessor:
                 (self._last_len == 0 or int(input_ids[self._last_len - 1]) == self._last_tok):
             tok = int(input_ids[-1])
             if not self.matcher.advance(tok):
+                if self.matcher.error is not None:
+                    raise self.matcher.error
                 raise ProcessorError(
                     f"token {tok} ({self.compiled.vocab.token_bytes[tok]!r}) was sampled although the "
                     f"grammar forbids it in state {self.matcher.state}; another sampler or processor "
@@ -98,22 +108,10 @@ class GrammarLogitsProcessor:
     def reset(self) -> None:
         """Forget the current generation (the next call starts a new one) and any error."""
         self.matcher.reset()
-        self.error = None
         self._prompt_len = None
         self._last_len = -1
         self._last_tok = -1
 
     def raise_if_failed(self) -> None:
-        if self.error is not None:
-            err = self.error
-            raise ProcessorError(f"constrained decoding failed inside the logits processor: {err}") from err
-
-    def finish(self, completion_ids: list[int] | None = None) -> bool:
-        """After a generation: feed the last sampled token (which the processor never sees
-        through ``input_ids``) and report whether the output is complete."""
-        self.raise_if_failed()
-        if completion_ids:
-            tok = completion_ids[-1]
-            if not self.matcher.finished:
-                self.matcher.advance(tok)
-        return self.matcher.is_accepting()
+        """Raise :class:`~decoding.errors.ProcessorError` if the constraint failed."""
+        self.matcher.raise_if_failed()

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from decoding.backends.dfa.automaton import DFA
+from decoding.backends.automaton import DFA
 from decoding.ir import ByteSet, Choice, Lit, Node, Seq, complement_ranges, normalize_ranges
 
 __all__ = ["MAX_CP", "normalize", "charset_of", "codepoint_dfa", "complement",

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from decoding.frontends.xml.dtd import parse_dtd
-from decoding.backends.dfa.index import compile_grammar
+from decoding.backends.select import compile_grammar
 from decoding.runtime.matcher import Matcher
 from decoding.frontends.jsonschema import compile_schema
 from decoding.testing import random_walk
@@ -58,7 +58,7 @@ def main() -> None:
     ap.add_argument("--vocab", default="llama-bpe")
     a = ap.parse_args()
     v = Vocab.from_gguf(SHARED / "vocab" / f"ggml-vocab-{a.vocab}.gguf")
-    from decoding.backends.dfa.index import prepare
+    from decoding.backends.tables import prepare
     prepare(v)
     both = {"tool schema": compile_schema(TOOL).grammar,
             "free-form values (depth 2)": compile_schema(FREE, free_depth=2).grammar}
@@ -87,7 +87,7 @@ def main() -> None:
         cg = compile_grammar(g, v)
         c_ms = (time.perf_counter() - t0) * 1e3
         rng = np.random.default_rng(0)
-        budget = cg.min_bytes(0) + 300
+        budget = cg.completion_cost(0) + 300
         walks = [random_walk(cg, rng, budget=budget, max_steps=budget + 1).tokens for _ in range(a.walks)]
         fresh = compile_grammar(g, v)
         cold = replay(fresh, walks) * 1e6

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from decoding.errors import DecodingError, LimitError, UnsatisfiableSchemaError
-from decoding.backends.dfa.index import compile_grammar
+from decoding.backends.select import compile_grammar
 from decoding.frontends.jsonschema import canonicalize, compile_schema
 from decoding.vocab import Vocab
 

@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from decoding.backends.dfa.automaton import NFAMatcher, compile_dfa  # noqa: E402
+from decoding.backends.automaton import NFAMatcher, compile_dfa  # noqa: E402
 from decoding.frontends.xml.dtd import parse_dtd  # noqa: E402
 from decoding.errors import LimitError  # noqa: E402
 from decoding.frontends.xml.canonical import CanonicalizeError, canonicalize, parse_xml  # noqa: E402
@@ -77,7 +77,7 @@ def main() -> None:
     t = time.time()
     canon = {p.name: canonicalize(p.read_bytes(), d) for p in fs}
     if a.part == 0:
-        from decoding.backends.dfa.index import compile_grammar
+        from decoding.backends.select import compile_grammar
         from decoding.vocab import Vocab
         v = Vocab.from_gguf(DTD_DIR.parent / "vocab" / "ggml-vocab-llama-bpe.gguf")
         t = time.time()
@@ -121,7 +121,7 @@ def main() -> None:
         sim = [t for t in too_big if t[2] >= 0]
         print(f"   {sum(n for _, n, _ in too_big)} documents in {len(too_big)} profiles exceed the DFA "
               f"state limit (profile sizes {sorted(k for k, _, _ in too_big)}); simulated as an NFA "
-              f"(decoding.backends.dfa.automaton.NFAMatcher): {sum(a for _, _, a in sim)}/{sum(n for _, n, _ in sim)} "
+              f"(decoding.backends.automaton.NFAMatcher): {sum(a for _, _, a in sim)}/{sum(n for _, n, _ in sim)} "
               f"accepted; {sum(n for _, n, a in too_big if a < 0)} documents exceed the NFA limit too "
               "(covered by the reference recognizer and the GBNF back-end only)")
 

@@ -7,7 +7,7 @@ well-formed, DTD-valid, mean length.  web-app uses ids="omit" (ID uniqueness is 
 regular).  plist, log4j, web-app: byte-level walks over the explicit DFA.  hibernate: the
 whole DTD is too large for one explicit automaton, so it is compiled for the llama-bpe
 vocabulary by the pushdown back-end and walked at the token level (uniform over the
-allowed tokens, with a budget of min_bytes + 300 tokens so every walk closes);
+allowed tokens, with a budget of completion_cost(0) + 300 tokens so every walk closes);
 ``hibernate-profile`` is the old element-profile DFA (``only=``).
 """
 
@@ -24,7 +24,7 @@ import lxml.etree as ET
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from decoding.backends.dfa.automaton import compile_dfa  # noqa: E402
+from decoding.backends.automaton import compile_dfa  # noqa: E402
 from decoding.frontends.xml.dtd import parse_dtd  # noqa: E402
 from decoding.frontends.xml.grammar import dtd_grammar  # noqa: E402
 from tests.xml_helpers import DTD_DIR, random_walk_bytes  # noqa: E402
@@ -52,13 +52,13 @@ def run(name: str, n: int, seed: int) -> None:
     if name in TOKEN_LEVEL:
         import numpy as np
 
-        from decoding.backends.dfa.index import compile_grammar
+        from decoding.backends.select import compile_grammar
         from decoding.testing import random_walk
         from decoding.vocab import Vocab
         vocab = Vocab.from_gguf(DTD_DIR.parent / "vocab" / "ggml-vocab-llama-bpe.gguf")
         cg = compile_grammar(dtd_grammar(dtd, root, **opts), vocab)
         size = f"backend={cg.stats()['backend']} rules={cg.stats()['rules']} states={cg.stats()['states']}"
-        budget = cg.min_bytes(0) + BUDGET_SLACK
+        budget = cg.completion_cost(0) + BUDGET_SLACK
         nrng = np.random.default_rng(seed)
 
         def walk() -> bytes:

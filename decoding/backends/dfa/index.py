@@ -1,8 +1,9 @@
-"""Token index: for each automaton state, the set of allowed tokens (a bitmask).
+"""DFA back-end: one explicit byte DFA plus, for each state, the set of allowed tokens.
 
-:func:`compile_grammar` turns an IR grammar plus a :class:`~decoding.vocab.Vocab` into a
-:class:`CompiledGrammar`.  Masks are computed by the native trie walk the first time a
-state is visited and memoized; identical masks are stored once.
+:func:`compile_dfa_grammar` turns an IR grammar plus a :class:`~decoding.vocab.Vocab` into
+a :class:`DFAGrammar` (a :class:`~decoding.backends.contract.CompiledGrammar`).  Masks are
+computed by the native trie walk the first time a state is visited and stored once per
+distinct mask in a :class:`~decoding.backends.masks.MaskTable`.
 
 Invariants
 - Allowed text tokens are exactly those whose whole byte string the DFA can consume from
@@ -12,62 +13,62 @@ Invariants
 - A special (anchor) token is allowed when its special symbol has a transition; tokens
   used as specials never match as text.
 - End-of-generation tokens are allowed exactly in accepting states.
+- Budgets are exact: :class:`BudgetTable` holds the fewest text tokens from every state
+  reachable from the start to acceptance (a shortest path over the token graph).
 """
 
 from __future__ import annotations
 
 import threading
-import zlib
+from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Sequence
 
 import numpy as np
 
 from decoding import _native
-from decoding.backends.dfa.automaton import DFA, DEFAULT_MAX_STATES, compile_dfa, estimate_size
-from decoding.errors import GrammarError, LimitError, VocabError
+from decoding.backends.automaton import DFA, DEFAULT_MAX_STATES, compile_dfa
+from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN
+from decoding.backends.dfa.textloop import UNBOUNDED, plain_step
+from decoding.backends.masks import DEFAULT_MAX_MASKS, MaskTable
+from decoding.backends.tables import PROFILES, vocab_tables
+from decoding.errors import LimitError, VocabError
 from decoding.ir import Grammar
-from decoding.backends.dfa.textloop import PROFILES, UNBOUNDED, plain_step, plain_tables
 from decoding.vocab import Vocab
 
-__all__ = ["CompiledGrammar", "compile_grammar", "prepare", "DEFAULT_MAX_MASKS", "BACKENDS"]
-
-DEFAULT_MAX_MASKS = 65_536
+__all__ = ["DFAGrammar", "BudgetTable", "compile_dfa_grammar"]
 
 
-def _trie(vocab: Vocab) -> Any:
-    """The native trie of all token byte strings of ``vocab`` (built once, cached on it)."""
-    for item in vocab._native_cache:
-        if isinstance(item, tuple) and item[0] == "trie":
-            return item[1]
-    blob, off = vocab.blob()
-    cap = _native.trie_build(blob, off)
-    vocab._native_cache.append(("trie", cap))
-    return cap
+@dataclass(frozen=True, eq=False)
+class BudgetTable:
+    """Exact budget figures of a :class:`DFAGrammar` (read-only int32 arrays, one entry per
+    automaton state).
 
+    ``min_tokens[s]``: fewest text tokens from ``s`` to an accepting state
+    (``COST_UNREACHABLE`` for states not reachable from the start or that cannot finish);
+    ``worst_successor[s]``: the largest ``min_tokens`` among the states the allowed text
+    tokens of ``s`` lead to (0 if there are none)."""
 
-def prepare(vocab: Vocab) -> None:
-    """Build the per-vocabulary structures now (the trie and the plain-text tables of
-    :mod:`decoding.backends.dfa.textloop`) instead of on the first mask that needs them."""
-    _trie(vocab)
-    for name in PROFILES:
-        plain_tables(vocab, name)
+    min_tokens: np.ndarray
+    worst_successor: np.ndarray
 
-
-def mask_ids(m: np.ndarray, n_tokens: int) -> np.ndarray:
-    """Sorted ids (read-only) of the bits set in the uint32 bitmask ``m``."""
-    ids = np.nonzero(np.unpackbits(m.view(np.uint8), bitorder="little")[:n_tokens])[0]
-    ids.setflags(write=False)
-    return ids
+    def __post_init__(self) -> None:
+        for a in (self.min_tokens, self.worst_successor):
+            if a.dtype != np.int32 or a.ndim != 1 or a.shape != self.min_tokens.shape:
+                raise VocabError("budget table: min_tokens and worst_successor must be int32 arrays "
+                                 "of one entry per automaton state")
+            if a.flags.writeable:
+                a.setflags(write=False)
 
 
 @dataclass(eq=False)
-class CompiledGrammar:
+class DFAGrammar:
     """A grammar compiled for one tokenizer: DFA + lazily memoized token masks.
 
-    Shareable between requests and threads; per-request state lives in
-    :class:`~decoding.runtime.matcher.Matcher`.  The memo only ever grows with masks that are a
-    pure function of (DFA, vocabulary), so sharing it is safe.
+    Satisfies :class:`~decoding.backends.contract.CompiledGrammar`.  Shareable between
+    requests and threads; per-request state lives in
+    :class:`~decoding.runtime.matcher.Matcher`.  The memos only ever grow with values that
+    are a pure function of (DFA, vocabulary), so sharing them is safe.
     """
 
     dfa: DFA
@@ -77,55 +78,62 @@ class CompiledGrammar:
     meta: dict = field(default_factory=dict)
     max_masks: int = DEFAULT_MAX_MASKS
     _state_mask: np.ndarray = field(init=False, repr=False)
-    _masks: list = field(init=False, repr=False)
-    _mask_ids: dict = field(init=False, repr=False)
+    _masks: MaskTable = field(init=False, repr=False)
     _lock: threading.Lock = field(init=False, repr=False)
     _classes: np.ndarray = field(init=False, repr=False)
     _table: np.ndarray = field(init=False, repr=False)
     _next: dict = field(init=False, repr=False)
-    _ids: dict = field(init=False, repr=False)
+    _budget: BudgetTable | None = field(init=False, repr=False, default=None)
 
     def __post_init__(self) -> None:
         d = self.dfa
         if d.n_classes > 256:
-            raise LimitError("more than 256 byte classes")
+            raise LimitError("DFA back-end: more than 256 byte classes")
         t = np.ascontiguousarray(d.trans)
         if t.size and (t.min() < -1 or t.max() >= d.n_states):
-            raise VocabError("automaton table refers to a state that does not exist")
+            raise VocabError("DFA back-end: automaton table refers to a state that does not exist")
         self._table = t
         self._classes = np.ascontiguousarray(d.byte_class, dtype=np.uint8)
         self._state_mask = np.full(d.n_states, -1, dtype=np.int32)
-        self._masks = []
-        self._mask_ids = {}
+        self._masks = MaskTable(self.vocab.n_tokens, max_masks=self.max_masks, where="DFA token index")
         self._lock = threading.Lock()
+        self._budget_lock = threading.Lock()
         self._next = {}
-        self._ids = {}
         self._special_set = frozenset(self.special_token_ids)
         self._special_col = {tid: d.n_classes + k for k, tid in enumerate(self.special_token_ids)}
         self._eog = np.array(sorted(self.vocab.eog_ids), dtype=np.int64)
-        self._loop_profiles = tuple(PROFILES)
+        self._loop_profiles = tuple(PROFILES)  # the plain-text shortcuts tried (tests clear it)
         self._plain_steps: dict[str, dict[int, int | None]] = {}
 
     @classmethod
-    def from_precomputed(cls, dfa: DFA, vocab: Vocab, special_token_ids: tuple[int, ...],
-                         state_mask: np.ndarray, masks: Any, *, grammar_key: str = "",
-                         meta: dict | None = None) -> "CompiledGrammar":
+    def from_precomputed(cls, dfa: DFA, vocab: Vocab, special_token_ids: Sequence[int],
+                         state_mask: np.ndarray, masks: Sequence[np.ndarray], *, grammar_key: str = "",
+                         meta: dict | None = None, budget: BudgetTable | None = None) -> "DFAGrammar":
         """A grammar whose masks were all computed at build time (see :mod:`decoding.artifacts.format`).
 
         ``state_mask[s]`` is the index in ``masks`` (a sequence of read-only uint32 arrays of
         ``vocab.n_words`` words; it may expand them lazily) of the mask of state ``s``.  Every
-        state must have one, so no trie walk ever runs for this grammar.
+        state must have one, so no trie walk ever runs for this grammar.  ``budget``: the
+        stored :class:`BudgetTable` (else computed on first use).
         """
         cg = cls(dfa, vocab, tuple(int(t) for t in special_token_ids), grammar_key=grammar_key,
                  meta=dict(meta or {}))
         sm = np.asarray(state_mask, dtype=np.int32)
         if sm.shape != (dfa.n_states,) or (sm.size and (int(sm.min()) < 0 or int(sm.max()) >= len(masks))):
-            raise VocabError("precomputed token index does not cover every automaton state")
+            raise VocabError("DFA back-end: precomputed token index does not cover every automaton state")
+        if budget is not None and budget.min_tokens.shape != (dfa.n_states,):
+            raise VocabError("DFA back-end: precomputed budget table does not cover every automaton state")
         cg._state_mask = sm
-        cg._masks = masks
+        cg._masks = MaskTable(vocab.n_tokens, max_masks=max(cg.max_masks, len(masks)), stored=masks,
+                              where="DFA token index")
+        cg._budget = budget
         return cg
 
-    # ------------------------------------------------------------------ masks
+    # ------------------------------------------------------------------ contract
+    @property
+    def backend(self) -> str:
+        return "dfa"
+
     @property
     def n_words(self) -> int:
         return self.vocab.n_words
@@ -135,103 +143,32 @@ class CompiledGrammar:
         mid = self._state_mask[state]
         if mid >= 0:
             return self._masks[mid]
-        return self._compute(state)
-
-    def _compute(self, state: int) -> np.ndarray:
-        with self._lock:
-            mid = self._state_mask[state]
-            if mid >= 0:
-                return self._masks[mid]
-            m = np.empty(self.n_words, dtype=np.uint32)
-            self._walk(int(state), m)
-            for k, tid in enumerate(self.special_token_ids):
-                m[tid >> 5] &= ~np.uint32(1 << (tid & 31))
-                if self._table[state, self.dfa.n_classes + k] >= 0:
-                    m[tid >> 5] |= np.uint32(1 << (tid & 31))
-            if self.dfa.accepting[state]:
-                for tid in self._eog:
-                    m[tid >> 5] |= np.uint32(1 << (int(tid) & 31))
-            key = zlib.crc32(m)
-            mid = next((i for i in self._mask_ids.get(key, ()) if np.array_equal(self._masks[i], m)), None)
-            if mid is None:
-                if len(self._masks) >= self.max_masks:
-                    raise LimitError(f"token index exceeds max_masks={self.max_masks} distinct masks")
-                mid = len(self._masks)
-                m.setflags(write=False)
-                self._masks.append(m)
-                self._mask_ids.setdefault(key, []).append(mid)
-            self._state_mask[state] = mid
-            return self._masks[mid]
-
-    def _walk(self, state: int, m: np.ndarray) -> None:
-        """Text-token bits of ``state`` into ``m`` (overwritten): a walk of the whole vocabulary
-        trie or, for a state on a uniform chain of plain characters (string bodies, XML text;
-        see :mod:`decoding.backends.dfa.textloop`), the precomputed plain tokens of at most ``k`` characters
-        plus a walk of the small trie of the other tokens."""
-        table = self._table.reshape(-1)
-        # cheap filter: a plain-text state must at least allow "a" (plain in every profile)
-        if self._table[state, self._classes[0x61]] >= 0:
-            for name in self._loop_profiles:
-                k = self._plain_chain(name, state)
-                if k is not None:
-                    prof = plain_tables(self.vocab, name)
-                    _native.trie_walk(prof.other_trie, self._classes, table, self._table.shape[1], state, m)
-                    _native.mask_or(m, m, prof.plain_upto(k))
-                    return
-        _native.trie_walk(_trie(self.vocab), self._classes, table, self._table.shape[1], state, m)
-
-    def _plain_chain(self, name: str, state: int) -> int | None:
-        """Plain characters consumable from ``state`` along uniform steps (UNBOUNDED if the
-        chain cycles), or None if some step is not uniform."""
-        steps = self._plain_steps.setdefault(name, {})
-        char_dfa = plain_tables(self.vocab, name).char_dfa
-        chain: list[int] = []
-        s = state
-        while True:
-            if s in chain:
-                return UNBOUNDED
-            nxt = steps.get(s, -2)
-            if nxt == -2:
-                nxt = plain_step(char_dfa, self.dfa.byte_class, self._table, s)
-                steps[s] = nxt
-            if nxt is None:
-                return None
-            if nxt == -1:
-                return len(chain)
-            chain.append(s)
-            s = nxt
-            if len(chain) > 4096:
-                return None
+        return self._masks[self._compute(state)]
 
     def allowed_ids(self, state: int) -> np.ndarray:
         """Sorted ids of the tokens allowed in ``state`` (cached per distinct mask)."""
-        m = self.mask(state)
         mid = int(self._state_mask[state])
-        ids = self._ids.get(mid)
-        if ids is None:
-            ids = self._ids[mid] = mask_ids(m, self.vocab.n_tokens)
-        return ids
+        if mid < 0:
+            mid = self._compute(state)
+        return self._masks.ids(mid)
 
-    def successors(self, state: int) -> tuple[np.ndarray, np.ndarray]:
-        """(allowed token ids, state after each) for ``state``; end-of-generation tokens map to
-        -2.  Computed by one native trie walk (not memoized: used at build time and by budgets)."""
-        ids = self.allowed_ids(state)
-        nxt_all = np.full(self.n_words * 32, -1, dtype=np.int32)
-        scratch = np.zeros(self.n_words, dtype=np.uint32)
-        _native.trie_walk(_trie(self.vocab), self._classes, self._table.reshape(-1), self._table.shape[1],
-                          int(state), scratch, nxt_all)
-        for k, tid in enumerate(self.special_token_ids):
-            nxt_all[tid] = self._table[state, self.dfa.n_classes + k]
-        for tid in self._eog:
-            if int(tid) not in self._special_set:
-                nxt_all[int(tid)] = -2
-        return ids, nxt_all[ids]
-
-    def precompute(self) -> "CompiledGrammar":
-        """Compute the masks of every state now (build time)."""
-        for s in range(self.dfa.n_states):
-            self.mask(s)
-        return self
+    def next_state(self, state: int, token: int) -> int:
+        """State after ``token`` from ``state``; -1 if not allowed; -2 for end-of-generation
+        in an accepting state."""
+        key = (state, token)
+        hit = self._next.get(key)
+        if hit is not None:
+            return hit
+        if token in self.vocab.eog_ids and token not in self._special_set:
+            ns = EOG if self.dfa.accepting[state] else FORBIDDEN
+        elif token in self._special_set:
+            ns = int(self._table[state, self._special_col[token]])
+        elif 0 <= token < self.vocab.n_tokens and self.vocab.token_bytes[token]:
+            ns = self.dfa.run(self.vocab.token_bytes[token], state)
+        else:
+            ns = FORBIDDEN
+        self._next[key] = ns
+        return ns
 
     def is_accepting(self, state: int) -> bool:
         return bool(self.dfa.accepting[state])
@@ -259,76 +196,185 @@ class CompiledGrammar:
             s = int(row[c])
         return bytes(out)
 
-    # ------------------------------------------------------------------ transitions
-    def next_state(self, state: int, token: int) -> int:
-        """State after ``token`` from ``state``; -1 if not allowed; -2 for end-of-generation
-        in an accepting state."""
-        key = (state, token)
-        hit = self._next.get(key)
-        if hit is not None:
-            return hit
-        if token in self.vocab.eog_ids and token not in self._special_set:
-            ns = -2 if self.dfa.accepting[state] else -1
-        elif token in self._special_set:
-            ns = int(self._table[state, self._special_col[token]])
-        elif 0 <= token < self.vocab.n_tokens and self.vocab.token_bytes[token]:
-            ns = self.dfa.run(self.vocab.token_bytes[token], state)
-        else:
-            ns = -1
-        self._next[key] = ns
-        return ns
+    def completion_cost(self, state: int) -> int:
+        """Fewest text tokens that complete the output from ``state`` (exact)."""
+        return int(self.budget_table().min_tokens[state])
+
+    def successor_costs(self, state: int) -> tuple[np.ndarray, np.ndarray]:
+        """(allowed ids, exact completion cost after each; -2 for end-of-generation)."""
+        ids, nxt = self.successors(state)
+        mt = self.budget_table().min_tokens
+        costs = np.where(nxt == EOG, EOG, np.where(nxt >= 0, mt[np.maximum(nxt, 0)], COST_UNREACHABLE))
+        costs = costs.astype(np.int64)
+        costs.setflags(write=False)
+        return ids, costs
+
+    def precompute(self) -> "DFAGrammar":
+        """Compute the masks of every state now (build time)."""
+        for s in range(self.dfa.n_states):
+            self.mask(s)
+        return self
 
     def stats(self) -> dict:
         return {
+            "backend": self.backend,
             "states": self.dfa.n_states,
             "classes": self.dfa.n_classes,
             "masks_computed": int((self._state_mask >= 0).sum()),
             "distinct_masks": len(self._masks),
-            "mask_bytes": len(self._masks) * self.n_words * 4,
+            "mask_bytes": self._masks.nbytes,
             "table_bytes": int(self._table.nbytes),
             "vocab": self.vocab.name,
             "fingerprint": self.vocab.fingerprint,
         }
 
+    # ------------------------------------------------------------------ DFA-only
+    @property
+    def masks(self) -> MaskTable:
+        """The distinct masks (indexed by :meth:`state_masks`)."""
+        return self._masks
 
-BACKENDS = ("auto", "dfa", "pushdown")
-#: above this IR size estimate (NFA states with refs expanded) ``backend="auto"`` goes
-#: straight to the pushdown back-end instead of trying to build the explicit DFA first
-AUTO_PUSHDOWN_ABOVE = 300_000
+    def state_masks(self) -> np.ndarray:
+        """int32[n_states]: the mask id of every state, ``-1`` where not computed yet (a copy)."""
+        return self._state_mask.copy()
+
+    def has_mask(self, state: int) -> bool:
+        """Whether the mask of ``state`` is already computed (benchmarks: cold vs warm)."""
+        return bool(self._state_mask[state] >= 0)
+
+    def successors(self, state: int) -> tuple[np.ndarray, np.ndarray]:
+        """(allowed token ids, state after each) for ``state``; end-of-generation tokens map to
+        -2.  Computed by one native trie walk (not memoized: used at build time and by budgets)."""
+        ids = self.allowed_ids(state)
+        nxt_all = np.full(self.n_words * 32, FORBIDDEN, dtype=np.int32)
+        scratch = np.zeros(self.n_words, dtype=np.uint32)
+        _native.trie_walk(vocab_tables(self.vocab).trie, self._classes, self._table.reshape(-1),
+                          self._table.shape[1], int(state), scratch, nxt_all)
+        for k, tid in enumerate(self.special_token_ids):
+            nxt_all[tid] = self._table[state, self.dfa.n_classes + k]
+        for tid in self._eog:
+            if int(tid) not in self._special_set:
+                nxt_all[int(tid)] = EOG
+        return ids, nxt_all[ids]
+
+    def budget_table(self) -> BudgetTable:
+        """The exact :class:`BudgetTable` (computed on first use over every state reachable
+        from the start, or loaded from an artifact)."""
+        if self._budget is None:
+            with self._budget_lock:
+                if self._budget is None:
+                    self._budget = self._compute_budget()
+        return self._budget
+
+    # ------------------------------------------------------------------ internals
+    def _compute_budget(self) -> BudgetTable:
+        n = self.dfa.n_states
+        succ: dict[int, np.ndarray] = {}
+        seen = np.zeros(n, dtype=bool)
+        seen[0] = True
+        todo = deque([0])
+        while todo:
+            s = todo.popleft()
+            _, nxt = self.successors(s)
+            nxt = np.unique(nxt[nxt >= 0])
+            succ[s] = nxt
+            for t in nxt.tolist():
+                if not seen[t]:
+                    seen[t] = True
+                    todo.append(t)
+        rev: dict[int, list[int]] = {}
+        for s, nxt in succ.items():
+            for t in nxt.tolist():
+                rev.setdefault(t, []).append(s)
+        dist = np.full(n, COST_UNREACHABLE, dtype=np.int64)
+        frontier = deque(int(s) for s in np.nonzero(self.dfa.accepting)[0])
+        for s in frontier:
+            dist[s] = 0
+        while frontier:
+            t = frontier.popleft()
+            for s in rev.get(t, ()):
+                if dist[s] == COST_UNREACHABLE:
+                    dist[s] = dist[t] + 1
+                    frontier.append(s)
+        mt = dist.astype(np.int32)
+        worst = np.zeros(n, dtype=np.int32)
+        for s, nxt in succ.items():
+            if len(nxt):
+                worst[s] = int(mt[nxt].max())
+        return BudgetTable(mt, worst)
+
+    def _compute(self, state: int) -> int:
+        """Mask id of ``state``, computing and interning its mask if needed."""
+        with self._lock:
+            mid = int(self._state_mask[state])
+            if mid >= 0:
+                return mid
+            m = np.empty(self.n_words, dtype=np.uint32)
+            self._walk(int(state), m)
+            for k, tid in enumerate(self.special_token_ids):
+                m[tid >> 5] &= ~np.uint32(1 << (tid & 31))
+                if self._table[state, self.dfa.n_classes + k] >= 0:
+                    m[tid >> 5] |= np.uint32(1 << (tid & 31))
+            if self.dfa.accepting[state]:
+                for tid in self._eog:
+                    m[tid >> 5] |= np.uint32(1 << (int(tid) & 31))
+            mid = self._masks.intern(m)
+            self._state_mask[state] = mid
+            return mid
+
+    def _walk(self, state: int, m: np.ndarray) -> None:
+        """Text-token bits of ``state`` into ``m`` (overwritten): a walk of the whole vocabulary
+        trie or, for a state on a uniform chain of plain characters (string bodies, XML text;
+        see :mod:`decoding.backends.dfa.textloop`), the precomputed plain tokens of at most
+        ``k`` characters plus a walk of the small trie of the other tokens."""
+        table = self._table.reshape(-1)
+        tabs = vocab_tables(self.vocab)
+        # cheap filter: a plain-text state must at least allow "a" (plain in every profile)
+        if self._table[state, self._classes[0x61]] >= 0:
+            for name in self._loop_profiles:
+                k = self._plain_chain(name, state)
+                if k is not None:
+                    prof = tabs.profile(name)
+                    _native.trie_walk(prof.other_trie, self._classes, table, self._table.shape[1], state, m)
+                    _native.mask_or(m, m, prof.plain_upto(k))
+                    return
+        _native.trie_walk(tabs.trie, self._classes, table, self._table.shape[1], state, m)
+
+    def _plain_chain(self, name: str, state: int) -> int | None:
+        """Plain characters consumable from ``state`` along uniform steps (UNBOUNDED if the
+        chain cycles), or None if some step is not uniform."""
+        steps = self._plain_steps.setdefault(name, {})
+        char_dfa = vocab_tables(self.vocab).profile(name).char_dfa
+        chain: list[int] = []
+        s = state
+        while True:
+            if s in chain:
+                return UNBOUNDED
+            nxt = steps.get(s, -2)
+            if nxt == -2:
+                nxt = plain_step(char_dfa, self.dfa.byte_class, self._table, s)
+                steps[s] = nxt
+            if nxt is None:
+                return None
+            if nxt == -1:
+                return len(chain)
+            chain.append(s)
+            s = nxt
+            if len(chain) > 4096:
+                return None
 
 
-def compile_grammar(grammar: Grammar, vocab: Vocab, *, max_states: int = DEFAULT_MAX_STATES,
-                    eager: bool = False, grammar_key: str = "", meta: dict | None = None,
-                    backend: str = "auto") -> Any:
-    """Compile ``grammar`` for ``vocab``.  Specials that are one control/user-defined token of
-    the vocabulary are matched as that token, the others as literal text.
-
-    ``backend``: ``"dfa"`` (one explicit byte DFA, refs inlined: fastest masks, can be
-    precompiled to artifacts; LimitError above ``max_states``), ``"pushdown"``
-    (:mod:`decoding.backends.pushdown.index`: one small DFA per rule plus a stack; same language, for
-    grammars too large to unroll) or ``"auto"`` (the DFA when it fits, else pushdown).
-    Returns a :class:`CompiledGrammar` or a :class:`~decoding.backends.pushdown.index.CompiledPushdown`
-    (same interface)."""
-    if backend not in BACKENDS:
-        raise GrammarError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
-    if backend == "auto":
-        if estimate_size(grammar) > AUTO_PUSHDOWN_ABOVE:
-            backend = "pushdown"
-    if backend == "pushdown":
-        from decoding.backends.pushdown.index import compile_grammar_pushdown
-        return compile_grammar_pushdown(grammar, vocab, grammar_key=grammar_key,
-                                        meta=dict(meta or {}, backend="pushdown"))
+def compile_dfa_grammar(grammar: Grammar, vocab: Vocab, *, max_states: int = DEFAULT_MAX_STATES,
+                        eager: bool = False, grammar_key: str = "", meta: dict | None = None,
+                        max_masks: int = DEFAULT_MAX_MASKS) -> DFAGrammar:
+    """Compile ``grammar`` for ``vocab`` with the DFA back-end (refs inlined, recursion
+    unrolled to the grammar's depth bound; LimitError above ``max_states``).  Specials that
+    are one control/user-defined token of the vocabulary are matched as that token, the
+    others as literal text.  ``eager`` computes every mask now."""
     specials = grammar.specials()
     literal = [t for t in specials if vocab.special_token(t) is None]
-    try:
-        dfa = compile_dfa(grammar, max_states=max_states, literal_specials=literal)
-    except LimitError:
-        if backend == "dfa":
-            raise
-        from decoding.backends.pushdown.index import compile_grammar_pushdown
-        return compile_grammar_pushdown(grammar, vocab, grammar_key=grammar_key,
-                                        meta=dict(meta or {}, backend="pushdown"))
+    dfa = compile_dfa(grammar, max_states=max_states, literal_specials=literal)
     dfa = dfa.prune(vocab.single_byte_tokens())
     ids = tuple(int(vocab.special_token(t)) for t in dfa.specials)  # type: ignore[arg-type]
-    cg = CompiledGrammar(dfa, vocab, ids, grammar_key=grammar_key, meta=dict(meta or {}))
+    cg = DFAGrammar(dfa, vocab, ids, grammar_key=grammar_key, meta=dict(meta or {}), max_masks=max_masks)
     return cg.precompute() if eager else cg

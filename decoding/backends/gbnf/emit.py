@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from typing import Mapping
 
-from decoding.backends.dfa.automaton import compile_dfa
+from decoding.backends.automaton import compile_dfa
 from decoding.errors import GBNFError, GrammarError
 from decoding.ir import EMPTY, NOTHING, ByteSet, Choice, Grammar, Lit, Node, Ref, Repeat, Seq, Special
 from decoding.text.utf8 import MAX_CP, charset_of, codepoint_dfa, complement, normalize

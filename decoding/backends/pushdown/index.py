@@ -1,6 +1,6 @@
 """Pushdown back-end: the grammar IR recognised with a stack instead of unrolled refs.
 
-The byte DFA of :mod:`decoding.backends.dfa.automaton` inlines every ``Ref`` and unrolls recursion, so
+The DFA back-end (one byte DFA from :mod:`decoding.backends.automaton`) inlines every ``Ref`` and unrolls recursion, so
 grammars with deep free-form JSON values or DTDs whose elements refer to many others
 (hibernate-mapping) grow past any state limit.  Here each rule gets its own small minimal
 DFA in which ``Ref(X)`` is a *call* symbol; a run keeps a *configuration*: a set of stacks
@@ -8,7 +8,7 @@ of frames ``(rule, state, counts)``.  A byte moves the top frame along its DFA; 
 pushes the callee's start state; a frame in an accepting state may pop back to its caller.
 
 Invariants
-- Same language as :func:`decoding.backends.dfa.automaton.compile_dfa` on the same grammar: a rule may
+- Same language as :func:`decoding.backends.automaton.compile_dfa` on the same grammar: a rule may
   be nested inside expansions of itself at most ``Grammar.max_depth`` times on one path
   (the start rule's own bottom frame is not counted); bytes no single token spells are
   pruned the same way.
@@ -22,22 +22,26 @@ Invariants
   call or return to a caller (over-approximated with FIRST/FOLLOW byte sets) are checked
   exactly by stepping the configuration.  Compile-time data (:class:`Pushdown`) is
   immutable and shared; :class:`CompiledPushdown` adds per-vocabulary memos.
+- Budgets are bounds, not exact: ``completion_cost`` is the fewest *bytes* that complete
+  a configuration (every byte on a completion is a single token of the vocabulary, so that
+  many tokens always suffice).
 """
 
 from __future__ import annotations
 
 import heapq
 import threading
-import zlib
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 import numpy as np
 
 from decoding import _native
-from decoding.backends.dfa.automaton import DFA, _prune, compile_dfa
-from decoding.errors import DecodingError, GrammarError, LimitError
-from decoding.backends.dfa.index import _trie, mask_ids
+from decoding.backends.automaton import DFA, _prune, compile_dfa
+from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN
+from decoding.backends.masks import DEFAULT_MAX_MASKS, MaskTable, mask_ids
+from decoding.backends.tables import vocab_tables
+from decoding.errors import GrammarError, LimitError
 from decoding.ir import Grammar, Node, Ref, Special, map_leaves
 from decoding.vocab import Vocab
 
@@ -322,9 +326,9 @@ Config = frozenset  # of stacks
 
 @dataclass(eq=False)
 class CompiledPushdown:
-    """A :class:`Pushdown` for one tokenizer, with the interface of
-    :class:`~decoding.backends.dfa.index.CompiledGrammar` (``mask``, ``next_state``, ``allowed_ids``,
-    ``is_accepting``): states are interned configurations, 0 is the start.
+    """A :class:`Pushdown` for one tokenizer; satisfies
+    :class:`~decoding.backends.contract.CompiledGrammar`.  States are interned
+    configurations, 0 is the start.
 
     Shareable between requests; memos only grow with pure functions of (grammar, vocab).
     """
@@ -335,6 +339,7 @@ class CompiledPushdown:
     grammar_key: str = ""
     meta: dict = field(default_factory=dict)
     max_configs: int = 1_000_000
+    max_masks: int = DEFAULT_MAX_MASKS
     _t: _Tables = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -342,10 +347,8 @@ class CompiledPushdown:
         self._lock = threading.RLock()
         self._configs: list[Config] = []
         self._config_id: dict[Config, int] = {}
-        self._masks: list[np.ndarray] = []
-        self._mask_ids: dict[int, list[int]] = {}
+        self._masks = MaskTable(self.vocab.n_tokens, max_masks=self.max_masks, where="pushdown token index")
         self._config_mask: dict[int, int] = {}
-        self._ids: dict[int, np.ndarray] = {}
         self._next: dict[tuple[int, int], int] = {}
         self._mb_memo: dict[int, list[list[int]]] = {}
         self._succ_memo: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -512,7 +515,11 @@ class CompiledPushdown:
             self._config_id[cfg] = cid
         return cid
 
-    # ------------------------------------------------------------------ public (CompiledGrammar interface)
+    # ------------------------------------------------------------------ contract
+    @property
+    def backend(self) -> str:
+        return "pushdown"
+
     @property
     def n_words(self) -> int:
         return self.vocab.n_words
@@ -533,8 +540,35 @@ class CompiledPushdown:
         return self
 
     def forced_bytes(self, state: int) -> bytes:
-        """Not computed for pushdown grammars (fast-forward then samples every token)."""
-        return b""
+        """The bytes every continuation from configuration ``state`` must start with (empty
+        if there is a choice or the configuration is accepting).  Specials are not included:
+        a possible special is a choice and ends the forced run."""
+        out = bytearray()
+        with self._lock:
+            cfg = self._configs[state]
+            while len(out) < 4096 and not self._accepting_cfg(cfg):
+                if any(self._step_special(cfg, k) for k in range(len(self.special_token_ids))):
+                    break
+                only = self._only_byte(cfg)
+                if only is None:
+                    break
+                out.append(only)
+                cfg = self._step(cfg, only)
+        return bytes(out)
+
+    def _only_byte(self, cfg: Config) -> int | None:
+        """The one byte that can extend ``cfg`` (None if there are several or none)."""
+        t = self._t
+        found: int | None = None
+        for st in self._closure(cfg):
+            r, s, ck = st[-1]
+            row = t.full[r][s]
+            for b in np.flatnonzero(row >= 0).tolist():
+                if b != found and self._ok(r, int(row[b]), ck):
+                    if found is not None:
+                        return None
+                    found = b
+        return found
 
     def next_state(self, state: int, token: int) -> int:
         """Configuration id after ``token``; -1 if not allowed; -2 for end-of-generation in
@@ -546,47 +580,40 @@ class CompiledPushdown:
         with self._lock:
             cfg = self._configs[state]
             if token in self.vocab.eog_ids and token not in self._special_set:
-                ns = -2 if self._accepting_cfg(cfg) else -1
+                ns = EOG if self._accepting_cfg(cfg) else FORBIDDEN
             elif token in self._special_set:
                 nc = self._step_special(cfg, self._special_of[token])
-                ns = self._intern(nc) if nc else -1
+                ns = self._intern(nc) if nc else FORBIDDEN
             elif 0 <= token < self.vocab.n_tokens and self._tb[token]:
                 nc = self._run(self._tb[token], cfg)
-                ns = self._intern(nc) if nc else -1
+                ns = self._intern(nc) if nc else FORBIDDEN
             else:
-                ns = -1
+                ns = FORBIDDEN
             self._next[key] = ns
             return ns
 
     def mask(self, state: int) -> np.ndarray:
         """Read-only uint32 bitmask of the tokens allowed in configuration ``state``."""
-        mid = self._config_mask.get(state)
-        if mid is not None:
-            return self._masks[mid]
-        with self._lock:
-            m = self._compute(self._configs[state])
-            key = zlib.crc32(m)
-            mid = next((i for i in self._mask_ids.get(key, ()) if np.array_equal(self._masks[i], m)), None)
-            if mid is None:
-                mid = len(self._masks)
-                m.setflags(write=False)
-                self._masks.append(m)
-                self._mask_ids.setdefault(key, []).append(mid)
-            self._config_mask[state] = mid
-            return self._masks[mid]
+        return self._masks[self._mask_id(state)]
 
     def allowed_ids(self, state: int) -> np.ndarray:
-        m = self.mask(state)
-        mid = self._config_mask[state]
-        ids = self._ids.get(mid)
-        if ids is None:
-            ids = self._ids[mid] = mask_ids(m, self.vocab.n_tokens)
-        return ids
+        """Sorted ids of the tokens allowed in ``state`` (cached per distinct mask)."""
+        return self._masks.ids(self._mask_id(state))
 
-    def successors(self, state: int) -> tuple[np.ndarray, np.ndarray]:
-        raise DecodingError("successors() enumerates automaton states of the DFA back-end; a "
-                            "pushdown grammar's states are run-time configurations "
-                            "(budgets use min_bytes / successor_min_bytes instead)")
+    def _mask_id(self, state: int) -> int:
+        mid = self._config_mask.get(state)
+        if mid is None:
+            with self._lock:
+                mid = self._config_mask.get(state)
+                if mid is None:
+                    mid = self._config_mask[state] = self._masks.intern(self._compute(self._configs[state]))
+        return mid
+
+    def stats(self) -> dict:
+        return {"backend": self.backend, "rules": len(self.pushdown.dfas),
+                "states": self.pushdown.n_states, "configs": len(self._configs),
+                "distinct_masks": len(self._masks), "mask_bytes": self._masks.nbytes,
+                "walks": len(self._walks), "vocab": self.vocab.name, "fingerprint": self.vocab.fingerprint}
 
     # ------------------------------------------------------------------ budgets
     def _mb(self, sid: int) -> list[list[int]]:
@@ -599,17 +626,18 @@ class CompiledPushdown:
     def _stack_bytes(self, st: Stack) -> int:
         return sum(self._mb(self._sat_of[ck])[r][s] for r, s, ck in st)
 
-    def min_bytes(self, state: int) -> int:
-        """Fewest bytes (so at most that many tokens: every byte on a completion is a
-        single token of the vocabulary) that complete configuration ``state``."""
+    def completion_cost(self, state: int) -> int:
+        """Fewest bytes that complete configuration ``state``: an upper bound on the tokens
+        needed (every byte on a completion is a single token of the vocabulary)."""
         with self._lock:
-            return min(self._stack_bytes(st) for st in self._configs[state])
+            v = min(self._stack_bytes(st) for st in self._configs[state])
+        return COST_UNREACHABLE if v >= INF else int(v)
 
-    def successor_min_bytes(self, state: int) -> tuple[np.ndarray, np.ndarray]:
-        """(allowed token ids, min_bytes after each); end-of-generation tokens get -2.  For
-        tokens that stay in a top frame the value comes from one native walk that records
-        the end state; the others are stepped.  An upper bound on the exact value, never
-        below it (safe for budgets)."""
+    def successor_costs(self, state: int) -> tuple[np.ndarray, np.ndarray]:
+        """(allowed token ids, completion cost after each); end-of-generation tokens get -2.
+        For tokens that stay in a top frame the value comes from one native walk that
+        records the end state; the others are stepped.  An upper bound on the exact token
+        count, never below it (safe for budgets)."""
         hit = self._succ_memo.get(state)
         if hit is not None:
             return hit
@@ -617,7 +645,7 @@ class CompiledPushdown:
         with self._lock:
             cfg = self._configs[state]
             out = np.full(len(ids), INF, dtype=np.int64)
-            trie = _trie(self.vocab)
+            trie = vocab_tables(self.vocab).trie
             for st in cfg:
                 r, s, ck = st[-1]
                 sid = self._sat_of[ck]
@@ -634,27 +662,17 @@ class CompiledPushdown:
             for i in np.nonzero(out >= INF)[0].tolist():
                 tid = int(ids[i])
                 if tid in eog:
-                    out[i] = -2
+                    out[i] = EOG
                     continue
                 ns = self.next_state(state, tid)
                 out[i] = min(self._stack_bytes(x) for x in self._configs[ns]) if ns >= 0 else INF
+            out[out >= INF] = COST_UNREACHABLE
             out.setflags(write=False)
             res = (ids, out)
             if len(self._succ_memo) > 4096:
                 self._succ_memo.clear()
             self._succ_memo[state] = res
             return res
-
-    def worst_successor_bytes(self, state: int) -> int:
-        """Largest min_bytes among the text tokens allowed in ``state`` (0 if none)."""
-        _, nb = self.successor_min_bytes(state)
-        return int(nb.max()) if len(nb) and nb.max() >= 0 else 0
-
-    def stats(self) -> dict:
-        return {"backend": "pushdown", "rules": len(self.pushdown.dfas),
-                "states": self.pushdown.n_states, "configs": len(self._configs),
-                "distinct_masks": len(self._masks), "walks": len(self._walks),
-                "vocab": self.vocab.name, "fingerprint": self.vocab.fingerprint}
 
     # ------------------------------------------------------------------ masks
     def _tables(self, r: int, sid: int) -> tuple[np.ndarray, np.ndarray]:
@@ -691,7 +709,7 @@ class CompiledPushdown:
         if hit is not None:
             return hit
         loc_t, over_t = self._tables(r, sid)
-        trie = _trie(self.vocab)
+        trie = vocab_tables(self.vocab).trie
         loc = np.zeros(self.n_words, dtype=np.uint32)
         over = np.zeros(self.n_words, dtype=np.uint32)
         _native.trie_walk(trie, _IDENT, loc_t.reshape(-1), 256, s, loc)
@@ -744,12 +762,15 @@ class CompiledPushdown:
 
 
 def compile_grammar_pushdown(grammar: Grammar, vocab: Vocab, *, grammar_key: str = "",
-                             meta: dict | None = None) -> CompiledPushdown:
+                             meta: dict | None = None, eager: bool = False,
+                             max_masks: int = DEFAULT_MAX_MASKS) -> CompiledPushdown:
     """Compile ``grammar`` for ``vocab`` with the pushdown back-end (specials that are one
-    control/user-defined token of the vocabulary are matched as that token)."""
+    control/user-defined token of the vocabulary are matched as that token).  ``eager``
+    computes the start configuration's mask now."""
     specials = grammar.specials()
     literal = [t for t in specials if vocab.special_token(t) is None]
     pd = compile_pushdown(grammar, literal_specials=literal, usable_bytes=vocab.single_byte_tokens())
     ids = tuple(int(vocab.special_token(t)) for t in pd.specials)  # type: ignore[arg-type]
-    return CompiledPushdown(pd, vocab, ids, grammar_key=grammar_key, meta=dict(meta or {}))
+    cp = CompiledPushdown(pd, vocab, ids, grammar_key=grammar_key, meta=dict(meta or {}), max_masks=max_masks)
+    return cp.precompute() if eager else cp
 

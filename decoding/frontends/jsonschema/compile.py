@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal
 
-from decoding.backends.dfa.automaton import estimate_size, node_size
+from decoding.backends.automaton import estimate_size, node_size
 from decoding.errors import LimitError, SchemaError, UnsatisfiableSchemaError
 from decoding.ir import (EMPTY, NOTHING, Grammar, Node, Ref, byteset, choice, lit, opt, rep, seq, star)
 from decoding.frontends.jsonschema.formats import CHECKED_FORMATS, check_format, format_regex
@@ -1080,7 +1080,7 @@ def compile_schema(schema: dict | bool | str, *, whitespace: Literal["compact", 
     names are any string except the declared names, with free-form values).
     Raises SchemaError (pointer, keyword, reason) or LimitError (one rule of the IR larger than
     ``max_nfa`` automaton states; grammars too large to unroll as a whole are compiled by the
-    pushdown back-end, see :func:`decoding.backends.dfa.index.compile_grammar`).
+    pushdown back-end, see :func:`decoding.backends.select.compile_grammar`).
     """
     if isinstance(schema, str):
         try:

@@ -1,0 +1,92 @@
+"""One table of distinct token masks, shared by every back-end.
+
+A back-end computes a uint32 bitmask per state; :class:`MaskTable` stores each distinct
+mask once and hands out small integer mask ids.
+
+Invariants
+- Interning is by crc32 plus full equality: two ids never name equal masks (for masks
+  added through :meth:`MaskTable.intern`), and a mask, once stored, is read-only and
+  never changes, so ids and arrays may be shared between threads and requests.
+- At most ``max_masks`` distinct masks are stored; one more raises
+  :class:`~decoding.errors.LimitError` (a memory bound, not a correctness one).
+- :meth:`MaskTable.ids` is the sorted, read-only array of the set bits of mask ``mid``
+  (computed once per mask).
+"""
+
+from __future__ import annotations
+
+import threading
+import zlib
+from typing import Any, Sequence
+
+import numpy as np
+
+from decoding.errors import LimitError
+
+__all__ = ["MaskTable", "mask_ids", "DEFAULT_MAX_MASKS"]
+
+DEFAULT_MAX_MASKS = 65_536
+
+
+def mask_ids(m: np.ndarray, n_tokens: int) -> np.ndarray:
+    """Sorted ids (read-only) of the bits set in the uint32 bitmask ``m``."""
+    ids = np.nonzero(np.unpackbits(np.ascontiguousarray(m).view(np.uint8), bitorder="little")[:n_tokens])[0]
+    ids.setflags(write=False)
+    return ids
+
+
+class MaskTable:
+    """Distinct masks of one compiled grammar, indexed by mask id.
+
+    ``stored``: masks computed elsewhere (an artifact's lazily expanded sequence of
+    read-only arrays); they are used as they are and are not indexed for interning.
+    """
+
+    __slots__ = ("n_tokens", "n_words", "max_masks", "where", "_masks", "_by_crc", "_ids", "_lock")
+
+    def __init__(self, n_tokens: int, *, max_masks: int = DEFAULT_MAX_MASKS,
+                 stored: Sequence[np.ndarray] | None = None, where: str = "token index") -> None:
+        self.n_tokens = int(n_tokens)
+        self.n_words = (self.n_tokens + 31) // 32
+        self.max_masks = int(max_masks)
+        self.where = where
+        self._masks: Any = stored if stored is not None else []
+        self._by_crc: dict[int, list[int]] = {}
+        self._ids: dict[int, np.ndarray] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._masks)
+
+    def __getitem__(self, mid: int) -> np.ndarray:
+        return self._masks[mid]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the distinct masks take when expanded."""
+        return len(self._masks) * self.n_words * 4
+
+    def intern(self, m: np.ndarray) -> int:
+        """The id of ``m`` (a uint32 array of ``n_words`` words, which the table may keep
+        and make read-only: do not modify it afterwards)."""
+        key = zlib.crc32(m)
+        with self._lock:
+            for i in self._by_crc.get(key, ()):
+                if np.array_equal(self._masks[i], m):
+                    return i
+            if len(self._masks) >= self.max_masks:
+                raise LimitError(f"{self.where}: more than max_masks={self.max_masks} distinct token masks")
+            if not isinstance(self._masks, list):
+                self._masks = list(self._masks)
+            mid = len(self._masks)
+            m.setflags(write=False)
+            self._masks.append(m)
+            self._by_crc.setdefault(key, []).append(mid)
+            return mid
+
+    def ids(self, mid: int) -> np.ndarray:
+        """Sorted, read-only ids of the tokens set in mask ``mid`` (cached)."""
+        hit = self._ids.get(mid)
+        if hit is None:
+            hit = self._ids[mid] = mask_ids(self._masks[mid], self.n_tokens)
+        return hit

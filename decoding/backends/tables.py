@@ -1,0 +1,177 @@
+"""Per-vocabulary tables the back-ends share: the native token trie and the plain-text
+profiles.  They are a pure function of the :class:`~decoding.vocab.Vocab`, built once on
+first use and held in a weak-key map (:func:`vocab_tables`), so nothing is attached to
+the vocabulary and they are freed with it.
+
+A *plain-text profile* is a set of plain characters: every Unicode scalar value except some
+ASCII bytes (for JSON strings: control characters, ``"`` and ``\\``; for XML text: control
+characters other than tab/LF/CR, ``<``, ``&`` and ``>``).  For each profile we keep the
+bitmask of *plain tokens* (whose bytes are one or more complete plain characters, with the
+number of characters of each) and a trie of all the other tokens.  How a back-end uses them
+is its own business (see :mod:`decoding.backends.dfa.textloop`).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from decoding import _native
+from decoding.vocab import Vocab
+
+__all__ = ["PROFILES", "PlainProfile", "VocabTables", "vocab_tables", "prepare", "char_dfa"]
+
+_JSON_EXCLUDED = frozenset(range(0x20)) | {0x22, 0x5C}
+_XML_EXCLUDED = frozenset(set(range(0x20)) - {0x09, 0x0A, 0x0D}) | {0x3C, 0x26, 0x3E}
+#: profile name -> ASCII bytes that are not plain characters
+PROFILES: dict[str, frozenset[int]] = {"json-string": _JSON_EXCLUDED, "xml-text": _XML_EXCLUDED}
+
+
+def char_dfa(excluded: frozenset[int]) -> np.ndarray:
+    """int16[8, 256] UTF-8 character automaton over the plain characters: 0 = between
+    characters (accepting), 1/2/3 = continuation bytes still needed; 4 = after E0 (A0-BF),
+    5 = after ED (80-9F), 6 = after F0 (90-BF), 7 = after F4; -1 = not plain."""
+    t = np.full((8, 256), -1, dtype=np.int16)
+    for b in range(0x80):
+        if b not in excluded:
+            t[0, b] = 0
+    t[0, 0xC2:0xE0] = 1
+    t[0, 0xE0] = 4
+    t[0, 0xE1:0xED] = 2
+    t[0, 0xED] = 5
+    t[0, 0xEE:0xF0] = 2
+    t[0, 0xF0] = 6
+    t[0, 0xF1:0xF4] = 3
+    t[0, 0xF4] = 7
+    t[1, 0x80:0xC0] = 0
+    t[2, 0x80:0xC0] = 1
+    t[3, 0x80:0xC0] = 2
+    t[4, 0xA0:0xC0] = 1
+    t[5, 0x80:0xA0] = 1
+    t[6, 0x90:0xC0] = 2
+    t[7, 0x80:0x90] = 2
+    return t
+
+
+@dataclass(frozen=True, eq=False)
+class PlainProfile:
+    """The plain tokens of one profile for one vocabulary (all arrays read-only)."""
+
+    name: str
+    char_dfa: np.ndarray  # int16[8, 256], see char_dfa()
+    plain_mask: np.ndarray  # uint32[n_words]: the plain tokens
+    other_trie: Any  # native trie of the tokens that are not plain
+    n_plain: int
+    n_chars: np.ndarray  # int32[n_tokens]: characters in each plain token, 0 for the others
+    _upto: dict = field(default_factory=dict, repr=False)
+
+    def plain_upto(self, k: int) -> np.ndarray:
+        """Mask of the plain tokens of at most ``k`` characters (cached per k)."""
+        if k >= int(self.n_chars.max(initial=0)):
+            return self.plain_mask
+        m = self._upto.get(k)
+        if m is None:
+            sel = (self.n_chars > 0) & (self.n_chars <= k)
+            pad = np.zeros(self.plain_mask.shape[0] * 32 - len(sel), bool)
+            m = np.packbits(np.concatenate([sel, pad]), bitorder="little").view(np.uint32).copy()
+            m.setflags(write=False)
+            self._upto[k] = m
+        return m
+
+
+def _build_profile(vocab: Vocab, name: str) -> PlainProfile:
+    t = char_dfa(PROFILES[name])
+    tl = t.tolist()
+    plain = np.zeros(vocab.n_tokens, dtype=bool)
+    n_chars = np.zeros(vocab.n_tokens, dtype=np.int32)
+    for i, b in enumerate(vocab.token_bytes):
+        if b:
+            s, n = 0, 0
+            for x in b:
+                s = tl[s][x]
+                if s < 0:
+                    break
+                n += s == 0
+            if s == 0:
+                plain[i] = True
+                n_chars[i] = n
+    mask = np.packbits(np.concatenate([plain, np.zeros(vocab.n_words * 32 - vocab.n_tokens, bool)]),
+                       bitorder="little").view(np.uint32).copy()
+    blob, off = vocab.blob()
+    lens = np.diff(off)
+    lens[plain] = 0  # plain tokens are left out of the other trie
+    off2 = np.zeros_like(off)
+    np.cumsum(lens, out=off2[1:])
+    keep = ~plain
+    starts = off[:-1][keep]
+    blob2 = b"".join(blob[int(a):int(a) + int(n)] for a, n in zip(starts, lens[keep]))
+    for a in (t, mask, n_chars):
+        a.setflags(write=False)
+    return PlainProfile(name, t, mask, _native.trie_build(blob2, off2), int(plain.sum()), n_chars)
+
+
+class VocabTables:
+    """The shared per-vocabulary tables of one :class:`~decoding.vocab.Vocab`, each built
+    on first use (thread-safe; built at most once)."""
+
+    __slots__ = ("_vocab", "_trie", "_profiles", "_lock", "__weakref__")
+
+    def __init__(self, vocab: Vocab) -> None:
+        self._vocab = weakref.ref(vocab)
+        self._trie: Any = None
+        self._profiles: dict[str, PlainProfile] = {}
+        self._lock = threading.Lock()
+
+    def _v(self) -> Vocab:
+        v = self._vocab()
+        assert v is not None  # the tables are only reachable through a live vocabulary
+        return v
+
+    @property
+    def trie(self) -> Any:
+        """The native trie of all token byte strings."""
+        if self._trie is None:
+            with self._lock:
+                if self._trie is None:
+                    blob, off = self._v().blob()
+                    self._trie = _native.trie_build(blob, off)
+        return self._trie
+
+    def profile(self, name: str) -> PlainProfile:
+        """The plain-text profile ``name`` (one of :data:`PROFILES`)."""
+        hit = self._profiles.get(name)
+        if hit is None:
+            with self._lock:
+                hit = self._profiles.get(name)
+                if hit is None:
+                    hit = self._profiles[name] = _build_profile(self._v(), name)
+        return hit
+
+
+_tables: "weakref.WeakKeyDictionary[Vocab, VocabTables]" = weakref.WeakKeyDictionary()
+_tables_lock = threading.Lock()
+
+
+def vocab_tables(vocab: Vocab) -> VocabTables:
+    """The :class:`VocabTables` of ``vocab`` (one per vocabulary object, freed with it)."""
+    t = _tables.get(vocab)
+    if t is None:
+        with _tables_lock:
+            t = _tables.get(vocab)
+            if t is None:
+                t = _tables[vocab] = VocabTables(vocab)
+    return t
+
+
+def prepare(vocab: Vocab) -> VocabTables:
+    """Build every per-vocabulary table now (the trie and each plain-text profile) instead
+    of on the first mask that needs it; returns them."""
+    t = vocab_tables(vocab)
+    _ = t.trie
+    for name in PROFILES:
+        t.profile(name)
+    return t
