@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from decoding.errors import GBNFError
+from decoding.errors import GBNFError, UsageError
 from decoding.runtime.llama_grammar import special_token_ids, to_llama_grammar
 from decoding.backends.gbnf.check import LlamaGrammarEngine, check_gbnf, llama_accepts, load_vocab_model
 from decoding.ir import Grammar, Special, lit, seq
@@ -38,7 +38,7 @@ def test_verdict_helper():
     eng = LlamaGrammarEngine('root ::= "ab"\n')
     assert eng.accepts_tokens(eng.tokenize(b"a"), complete=False)
     assert not eng.accepts_tokens(eng.tokenize(b"a"))
-    with pytest.raises(ValueError):
+    with pytest.raises(UsageError, match="offset 1"):
         eng.accepts(b"a\x00")
     eng.reset()
     with pytest.raises(GBNFError):

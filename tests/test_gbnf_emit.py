@@ -10,7 +10,7 @@ from decoding.backends.automaton import compile_dfa
 from decoding.errors import GBNFError
 from decoding.backends.gbnf.check import LlamaGrammarEngine, check_gbnf, load_vocab_model
 from decoding.backends.gbnf.emit import MAX_REPETITION_THRESHOLD, to_gbnf
-from decoding.frontends.gbnf.parse import parse_gbnf
+from decoding.frontends.gbnf.parse import GBNF_MAX_DEPTH, parse_gbnf
 from decoding.ir import (Grammar, Ref, Special, any_char, byteset, char_class, choice, lit, opt,
                          plus, rep, seq, star)
 
@@ -151,10 +151,12 @@ HAND_GRAMMARS = {
                                       rep(seq(lit(","), Ref("str"), lit(":"), Ref("value")), 0, 1))),
                     lit("}"))),
     ), max_depth=2),
-    "any-text": Grammar.single(seq(lit("<t>"), star(any_char()), lit("</t>"))),
-    "bytes": Grammar.single(seq(lit("'"), star(byteset([(0x20, 0x26), (0x28, 0xFF)])), lit("'"))),
+    # loops the emitter writes as right recursion: round-tripped at GBNF's default depth
+    "any-text": Grammar.single(seq(lit("<t>"), star(any_char()), lit("</t>")), max_depth=GBNF_MAX_DEPTH),
+    "bytes": Grammar.single(seq(lit("'"), star(byteset([(0x20, 0x26), (0x28, 0xFF)])), lit("'")),
+                            max_depth=GBNF_MAX_DEPTH),
     "counts": Grammar.single(seq(rep(lit("ab"), 2, 4), rep(char_class([(0x3B1, 0x3C9)]), 1, 3),
-                                 rep(seq(lit("x"), opt(lit("y"))), 0, 2))),
+                                 rep(seq(lit("x"), opt(lit("y"))), 0, 2)), max_depth=GBNF_MAX_DEPTH),
 }
 
 

@@ -84,3 +84,27 @@ def test_extract_json_none(text):
 def test_extract_json_notes_trailing_comma():
     fr = extract_json('{"a": 1,}')
     assert fr.notes and "trailing comma" in fr.notes[0]
+
+
+# XML Name: one definition (decoding.text.xml_name) for the DTD front-end and the guard.
+NAMES = [
+    ("a", True), ("n:x", True), ("_a-b.c1", True), ("张三", True), ("é", True),
+    ("a\u00b7\u0300", True), ("\U00010000x", True),
+    ("1a", False), ("-a", False), (".a", False), ("\u00b7a", False), ("\u0300a", False),
+    ("a\u00d7", False), ("\u00d7", False), ("a\u2028", False), ("\U000f0000", False),
+]
+
+
+@pytest.mark.parametrize("name,ok", NAMES)
+def test_xml_name_same_for_grammar_and_guard(name, ok):
+    from decoding.backends.automaton import compile_dfa
+    from decoding.frontends.xml.grammar import _name
+    from decoding.guard.extract import is_name_char, is_name_start
+    from decoding.ir import Grammar
+    from decoding.text.xml_name import is_name
+
+    assert is_name(name) is ok
+    assert (is_name_start(name[0]) and all(is_name_char(c) for c in name[1:])) is ok
+    assert compile_dfa(Grammar.single(_name())).accepts(name.encode()) is ok
+    found = extract_xml(f"say <{name}>x</{name}> now")
+    assert (found is not None and found.complete and found.text == f"<{name}>x</{name}>") is ok

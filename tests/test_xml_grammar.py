@@ -9,8 +9,9 @@ from decoding.backends.automaton import compile_dfa
 from decoding.frontends.xml.dtd import parse_dtd
 from decoding.errors import DTDError, GrammarError
 from decoding.frontends.xml.grammar import dtd_grammar
-from decoding.frontends.xml.text import int_range, regex_text
+from decoding.frontends.xml.text import int_range, text_char
 from decoding.ir import Grammar
+from decoding.text.regex import regex_ir
 from tests.xml_helpers import ir_accepts, random_walk_bytes
 
 SMALL = """<!ENTITY co "ACME Co">
@@ -180,16 +181,20 @@ def test_bad_options(small):
     (r"[A-HJ-NPR-Z0-9]{3}", ["AZ9"], ["AIZ", "AZ"]),
     (r"张+", ["张张"], ["李"]),
 ])
-def test_regex_text(pattern, yes, no):
-    dfa = compile_dfa(Grammar.single(regex_text(pattern)))
+def test_anchored_text_pattern(pattern, yes, no):
+    """DTD text patterns: the one regex engine, anchored, with the XML text encoder."""
+    dfa = compile_dfa(Grammar.single(regex_ir(pattern, text_char, anchored=True)))
     assert all(dfa.accepts(s.encode()) for s in yes)
     assert not any(dfa.accepts(s.encode()) for s in no)
 
 
-@pytest.mark.parametrize("pattern", ["(a", "a{2", "*a", "a**?", "(?=a)", r"\b", "a^b"])
-def test_regex_text_errors(pattern):
-    with pytest.raises(GrammarError):
-        regex_text(pattern)
+@pytest.mark.parametrize("pattern", ["(a", "a{3,2}", "*a", "a**?", "(?=a)", r"\b", "a^b"])
+def test_text_pattern_errors(small, pattern):
+    """A bad text pattern is a DTDError at the element's declaration, naming the offset."""
+    with pytest.raises(DTDError) as e:
+        dtd_grammar(small, "doc", text_patterns={"head": pattern})
+    assert e.value.line is not None and "text_patterns['head']" in str(e.value)
+    assert "at offset" in str(e.value)
 
 
 @pytest.mark.parametrize("lo,hi,base", [(0, 0, 10), (7, 123, 10), (32, 55295, 10),

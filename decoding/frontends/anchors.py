@@ -28,7 +28,7 @@ def text_without(word: bytes) -> Node:
     """IR for every byte string that does not contain ``word`` as a substring."""
     m = len(word)
     if m == 0:
-        raise GrammarError("text_without: the forbidden word is empty")
+        raise GrammarError("text_without(): the forbidden word is empty")
     # KMP failure function and transition table over bytes
     fail = [0] * m
     k = 0
@@ -77,13 +77,13 @@ def anchored(grammar: Grammar, start: str = "<|xml_start|>", end: str = "<|xml_e
              min_regions: int = 0) -> Grammar:
     """``grammar`` delimited by anchors (see the module docstring)."""
     if not start or not end:
-        raise GrammarError("anchors must be non-empty")
+        raise GrammarError("anchored(): the start and end anchors must be non-empty")
     if mode not in ("strict", "lazy"):
-        raise GrammarError(f"mode must be 'strict' or 'lazy', not {mode!r}")
+        raise GrammarError(f"anchored(): mode must be 'strict' or 'lazy', not {mode!r}")
     if max_regions is not None and (max_regions < 1 or max_regions < min_regions):
-        raise GrammarError("max_regions must be >= 1 and >= min_regions")
+        raise GrammarError("anchored(): max_regions must be >= 1 and >= min_regions")
     if min_regions < 0:
-        raise GrammarError("min_regions must be >= 0")
+        raise GrammarError("anchored(): min_regions must be >= 0")
     names = set(grammar.names)
     top, inner = "anchored", "anchored_document"
     while top in names or inner in names:

@@ -2,8 +2,9 @@
 
 Both extractors are hand-written state machines that jump with ``str.find`` between
 the characters that can change state, so a 2 KB document costs a few hundred steps.
-The only pattern is ``_NAME_RUN``, one character class that reads a run of XML name
-characters.
+The only pattern is ``_NAME_RUN``, which reads one XML Name (or nothing): names are
+those of :mod:`decoding.text.xml_name`, the definition the DTD front-end compiles, so
+the guard accepts exactly the names a grammar can produce.
 
 XML (``extract_xml``)
 - A *candidate* starts at ``<`` followed by a name-start character.  Its start tag must
@@ -32,19 +33,11 @@ JSON (``extract_json``)
 from __future__ import annotations
 
 import json
-import re
 
 from decoding.guard.results import Fragment, line_col
+from decoding.text.xml_name import NAME_RUN, is_name_char, is_name_start
 
 __all__ = ["extract_xml", "extract_json", "is_name_start", "is_name_char"]
-
-
-def is_name_start(c: str) -> bool:
-    return c.isalpha() or c == "_" or c == ":" or c > "\x7f"
-
-
-def is_name_char(c: str) -> bool:
-    return c.isalnum() or c in "_:-." or c > "\x7f"
 
 
 _WS = " \t\r\n"
@@ -53,14 +46,15 @@ _WS = " \t\r\n"
 _NAME_START_ASCII = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_:")
 
 
-# A run of name characters: exactly ``is_name_char`` (ASCII alphanumerics, ``_:-.``,
-# and every character above U+007F).  Only name runs are matched by a pattern; the
-# machines below stay hand-written.
-_NAME_RUN = re.compile(r"[0-9A-Za-z_:.\-\u0080-\U0010FFFF]*").match
+# One XML Name at i, or nothing (``.end() == i``): callers check only the ASCII part of
+# ``is_name_start`` before it (``_NAME_START_ASCII`` or any non-ASCII character), and a
+# non-ASCII character that cannot start a Name reads as an empty name, so the tag does
+# not lex.  Only names are matched by a pattern; the machines below stay hand-written.
+_NAME_RUN = NAME_RUN.match
 
 
 def _read_name(s: str, i: int, n: int) -> int:
-    """End of the run of name characters at i (``is_name_char``), at most n."""
+    """End of the XML Name at i (i itself if none starts there), at most n."""
     return _NAME_RUN(s, i, n).end()
 
 

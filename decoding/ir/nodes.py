@@ -27,10 +27,18 @@ __all__ = [
     "Lit", "ByteSet", "Seq", "Choice", "Repeat", "Ref", "Special", "Node", "Grammar",
     "EMPTY", "NOTHING", "lit", "seq", "choice", "opt", "star", "plus", "rep",
     "byteset", "char_class", "any_char", "normalize_ranges", "complement_ranges", "map_leaves", "to_data",
-    "from_data", "walk", "DEFAULT_MAX_DEPTH",
+    "from_data", "walk", "DEFAULT_MAX_DEPTH", "MAX_CP",
 ]
 
-DEFAULT_MAX_DEPTH = 8
+#: Default recursion bound of every front-end (JSON Schema ``$ref`` cycles, DTD elements
+#: nested in themselves, recursive GBNF rules) unless the caller passes ``max_depth``: a
+#: rule may be expanded at most this many times nested inside itself on one path.  Small
+#: on purpose: the DFA back-end unrolls recursion, so its size grows with the depth (as a
+#: power of it where rules recurse through each other).
+DEFAULT_MAX_DEPTH = 3
+
+#: The largest Unicode code point; code-point sets are ranges within ``0..MAX_CP``.
+MAX_CP = 0x10FFFF
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +112,7 @@ class Grammar:
                 if ref not in table:
                     raise GrammarError(f"rule '{name}' refers to undefined rule '{ref}'")
         if self.max_depth < 1:
-            raise GrammarError("max_depth must be at least 1")
+            raise GrammarError(f"grammar {self.start!r}: max_depth must be at least 1, not {self.max_depth}")
         object.__setattr__(self, "_by_name", table)
 
     @classmethod
@@ -244,8 +252,8 @@ def complement_ranges(ranges: Iterable[tuple[int, int]]) -> tuple[tuple[int, int
         if lo > nxt:
             out.append((nxt, lo - 1))
         nxt = max(nxt, hi + 1)
-    if nxt <= _MAX_CP:
-        out.append((nxt, _MAX_CP))
+    if nxt <= MAX_CP:
+        out.append((nxt, MAX_CP))
     return tuple(out)
 
 
@@ -257,9 +265,8 @@ def byteset(ranges: Iterable[tuple[int, int]]) -> Node:
     return ByteSet(rs) if rs else NOTHING
 
 
-_MAX_CP = 0x10FFFF
 _SURROGATES = (0xD800, 0xDFFF)
-_UTF8_BOUNDS = ((0, 0x7F), (0x80, 0x7FF), (0x800, 0xFFFF), (0x10000, _MAX_CP))
+_UTF8_BOUNDS = ((0, 0x7F), (0x80, 0x7FF), (0x800, 0xFFFF), (0x10000, MAX_CP))
 
 
 def _utf8_split(lo: int, hi: int) -> list[Node]:
@@ -309,7 +316,7 @@ def char_class(ranges: Iterable[tuple[int, int]], *, negate: bool = False) -> No
 
 def any_char() -> Node:
     """Any Unicode scalar value, UTF-8 encoded."""
-    return char_class([(0, _MAX_CP)])
+    return char_class([(0, MAX_CP)])
 
 
 # ----------------------------------------------------------------------------- plain data

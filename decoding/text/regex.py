@@ -1,37 +1,62 @@
-"""ECMA-262 regular-expression subset -> Grammar IR over JSON-string-encoded characters.
+"""The one regular-expression engine: an ECMA-262 subset -> Grammar IR over code points.
+
+A pattern describes *decoded* characters; the caller supplies an :data:`Encoder` that
+spells one character of a code-point set in its output syntax (JSON string escaping for
+the JSON Schema front-end, XML text or attribute escaping for the XML front-ends), so one
+parser serves every front-end and each escapes exactly as its syntax requires.
+
+Two modes:
+
+- search (``anchored=False``, JSON Schema ``pattern`` / ``patternProperties``): the
+  pattern matches *somewhere* in the string, as ECMA ``RegExp.test`` and Python
+  ``re.search`` do; a top-level branch without ``^`` / ``$`` gets ``any*`` on that side;
+- anchored (``anchored=True``, formats, DTD text patterns): the pattern matches the
+  whole string; a leading ``^`` and trailing ``$`` are accepted and change nothing.
 
 Supported: literals, ``.``, classes ``[...]``/``[^...]`` with ranges, escapes
 (``\\d \\w \\s \\D \\W \\S \\n \\t \\xHH \\uHHHH \\u{H..}``...), groups ``(...)``,
 ``(?:...)``, ``(?<name>...)``, alternation, quantifiers ``* + ? {n} {n,} {n,m}`` (lazy
-forms are the same language), ``^`` at the start and ``$`` at the end of a top-level
-branch.  Rejected with :class:`PatternError`: lookaround, backreferences, ``\\b``, anchors
-elsewhere, flags.
+forms are the same language; a ``{`` that starts no quantifier is a literal, as in
+ECMA Annex B and Python), ``^`` at the start and ``$`` at the end of a top-level branch.
+Rejected with :class:`PatternError` (pattern and offset): lookaround, backreferences,
+``\\b``, anchors elsewhere, flags, ``\\p{...}``.
 
-Exactness: a pattern is validated by Python's ``re.search`` (jsonschema) but written for
-ECMA engines.  Where the two disagree, the grammar takes the *intersection*: positive
+Exactness: a JSON Schema pattern is validated by Python's ``re`` (jsonschema) but written
+for ECMA engines.  Where the two disagree, the grammar takes the *intersection*: positive
 shorthands are ASCII (``\\d`` = ``[0-9]``), negated ones exclude what either engine
-counts (``\\D`` excludes every Unicode decimal digit), ``.`` excludes ECMA line terminators.
-Unanchored patterns get ``any*`` on the open side (search semantics).
+counts (``\\D`` excludes every Unicode decimal digit), ``.`` excludes ECMA line
+terminators.
+
+This module imports only :mod:`decoding.ir` and :mod:`decoding.errors`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Callable
 
-from decoding.ir import EMPTY, Node, choice, complement_ranges, normalize_ranges, rep, seq, star
+from decoding.errors import GrammarError
+from decoding.ir import (EMPTY, MAX_CP, Node, choice, complement_ranges, normalize_ranges, rep, seq,
+                         star)
 
-MAX_CP = 0x10FFFF
-
-__all__ = ["PatternError", "parse_pattern", "pattern_node", "Rx", "length_range", "rx_to_ir"]
+__all__ = ["PatternError", "Rx", "Encoder", "parse_pattern", "rx_to_ir", "regex_ir",
+           "length_range"]
 
 Ranges = tuple[tuple[int, int], ...]
 
+#: Spells one decoded character whose code point is in the given (sorted, disjoint)
+#: ranges, in the caller's output syntax; returns ``NOTHING`` for a set it cannot spell.
+Encoder = Callable[[Ranges], Node]
 
-class PatternError(ValueError):
-    """The pattern uses a feature outside the supported subset; ``pos`` is the offset."""
+
+class PatternError(GrammarError):
+    """The pattern is malformed or uses a feature outside the supported subset.
+
+    ``pattern`` is the source, ``pos`` the offset of the fault in it, ``reason`` why."""
 
     def __init__(self, pattern: str, pos: int, reason: str) -> None:
+        self.pattern = pattern
         self.pos = pos
         self.reason = reason
         super().__init__(f"pattern {pattern!r} at offset {pos}: {reason}")
@@ -47,14 +72,6 @@ class Rx:
     hi: int | None = None
 
 
-def _norm(rs) -> Ranges:
-    return normalize_ranges(rs)
-
-
-def _complement(rs: Ranges) -> Ranges:
-    return complement_ranges(rs)
-
-
 def _scan(pred) -> Ranges:
     out: list[tuple[int, int]] = []
     start = None
@@ -68,9 +85,9 @@ def _scan(pred) -> Ranges:
     return tuple(out)
 
 
-_ECMA_SPACE: Ranges = _norm([(9, 13), (32, 32), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A),
-                             (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F),
-                             (0x3000, 0x3000), (0xFEFF, 0xFEFF)])
+_ECMA_SPACE: Ranges = normalize_ranges([
+    (9, 13), (32, 32), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A), (0x2028, 0x2029),
+    (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000), (0xFEFF, 0xFEFF)])
 
 
 @lru_cache(maxsize=None)
@@ -80,10 +97,10 @@ def _wide(name: str) -> Ranges:
         return _scan(str.isdecimal)
     if name == "w":
         return _scan(lambda c: c.isalnum() or c == "_")
-    return _norm(_ECMA_SPACE + _scan(str.isspace) + ((0x1C, 0x1F),))
+    return normalize_ranges(_ECMA_SPACE + _scan(str.isspace) + ((0x1C, 0x1F),))
 
 
-_NARROW = {"d": ((48, 57),), "w": _norm([(48, 57), (65, 90), (95, 95), (97, 122)]),
+_NARROW = {"d": ((48, 57),), "w": normalize_ranges([(48, 57), (65, 90), (95, 95), (97, 122)]),
            "s": ((9, 13), (32, 32))}
 
 
@@ -92,18 +109,19 @@ def _shorthand(ch: str) -> tuple[Ranges, Ranges]:
     low = ch.lower()
     if ch == low:
         return _NARROW[low], _wide(low)
-    return _complement(_wide(low)), _complement(_NARROW[low])
+    return complement_ranges(_wide(low)), complement_ranges(_NARROW[low])
 
 
-_DOT: Ranges = _complement(((10, 10), (13, 13), (0x2028, 0x2029)))
+_DOT: Ranges = complement_ranges(((10, 10), (13, 13), (0x2028, 0x2029)))
 _ANY: Ranges = ((0, MAX_CP),)
 _SIMPLE_ESC = {"n": 10, "r": 13, "t": 9, "f": 12, "v": 11, "0": 0}
 
 
 class _Parser:
-    def __init__(self, src: str) -> None:
+    def __init__(self, src: str, anchored: bool) -> None:
         self.s = src
         self.i = 0
+        self.anchored = anchored
 
     def err(self, reason: str, pos: int | None = None) -> PatternError:
         return PatternError(self.s, self.i if pos is None else pos, reason)
@@ -148,7 +166,7 @@ class _Parser:
             atom = self.atom()
             items.append(self.quant(atom))
         body = Rx("seq", items=tuple(items))
-        if top:
+        if top and not self.anchored:
             anyr = Rx("rep", items=(Rx("chars", _ANY),), lo=0, hi=None)
             parts = ([] if anchored_start else [anyr]) + [body] + ([] if anchored_end else [anyr])
             return Rx("seq", items=tuple(parts))
@@ -261,10 +279,10 @@ class _Parser:
         elif c == "u":
             if self.peek() == "{":
                 j = self.s.find("}", self.i)
-                try:
-                    cp = int(self.s[self.i + 1:j], 16)
-                except ValueError:
-                    raise self.err("bad \\u{...} escape", pos) from None
+                h = self.s[self.i + 1:j] if j > 0 else ""
+                if not h or any(x not in "0123456789abcdefABCDEF" for x in h) or int(h, 16) > MAX_CP:
+                    raise self.err("bad \\u{...} escape", pos)
+                cp = int(h, 16)
                 self.i = j + 1
             else:
                 h = self.s[self.i:self.i + 4]
@@ -320,7 +338,7 @@ class _Parser:
             else:
                 narrow.extend(lo_n)
                 wide.extend(lo_w)
-        return _complement(_norm(wide)) if neg else _norm(narrow)
+        return complement_ranges(wide) if neg else normalize_ranges(narrow)
 
     def _class_atom(self) -> tuple[Ranges, Ranges]:
         c = self.s[self.i]
@@ -334,9 +352,10 @@ class _Parser:
 
 
 @lru_cache(maxsize=2048)
-def parse_pattern(src: str) -> Rx:
-    """Parse ``src``; the result has search semantics made explicit (``any*`` on open sides)."""
-    return _Parser(src).top()
+def parse_pattern(src: str, *, anchored: bool = False) -> Rx:
+    """Parse ``src``.  Search mode (the default) makes the open sides explicit with
+    ``any*``; anchored mode matches the whole string.  Raises :class:`PatternError`."""
+    return _Parser(src, anchored).top()
 
 
 def length_range(rx: Rx) -> tuple[int, int | None]:
@@ -357,23 +376,21 @@ def length_range(rx: Rx) -> tuple[int, int | None]:
     return a * rx.lo, (None if rx.hi is None or b is None else b * rx.hi)
 
 
-def rx_to_ir(rx: Rx) -> Node:
+def rx_to_ir(rx: Rx, encode: Encoder) -> Node:
+    """IR for the strings of ``rx``, each character spelled by ``encode``."""
     if rx.kind == "chars":
-        if rx.ranges == _ANY:
-            from decoding.frontends.jsonschema.jsonstr import any_json_char  # TODO(text/): encoder
-            return any_json_char()
-        from decoding.frontends.jsonschema.jsonstr import json_char
-        return json_char(rx.ranges)
+        return encode(rx.ranges)
     if rx.kind == "seq":
-        return seq(*(rx_to_ir(x) for x in rx.items)) if rx.items else EMPTY
+        return seq(*(rx_to_ir(x, encode) for x in rx.items)) if rx.items else EMPTY
     if rx.kind == "alt":
-        return choice(*(rx_to_ir(x) for x in rx.items))
-    item = rx_to_ir(rx.items[0])
+        return choice(*(rx_to_ir(x, encode) for x in rx.items))
+    item = rx_to_ir(rx.items[0], encode)
     if rx.lo == 0 and rx.hi is None:
         return star(item)
     return rep(item, rx.lo, rx.hi)
 
 
-def pattern_node(src: str) -> Node:
-    """IR for the *content* of a JSON string whose decoded value matches ``src`` (search)."""
-    return rx_to_ir(parse_pattern(src))
+def regex_ir(src: str, encode: Encoder, *, anchored: bool = False) -> Node:
+    """IR for the encoded strings whose decoded value matches ``src`` (search mode by
+    default, whole-string with ``anchored``).  Raises :class:`PatternError`."""
+    return rx_to_ir(parse_pattern(src, anchored=anchored), encode)

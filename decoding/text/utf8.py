@@ -1,29 +1,27 @@
-"""UTF-8 helpers shared by the GBNF emitter and parser.
+"""UTF-8 tables: reading code points back out of byte-level IR.
 
-The grammar IR is over bytes; GBNF (llama.cpp) is over code points.  These helpers
-translate between the two views:
+The grammar IR is over bytes; code-point views (GBNF, which llama.cpp reads over code
+points) need to translate back:
 
+- :data:`UTF8_SEQUENCES`: the well-formed UTF-8 byte sequences (Unicode Table 3-7);
+- :func:`payload_ranges`: the code points a product of per-position byte ranges spells;
 - :func:`charset_of` recognises IR nodes whose language is a set of single, well-formed
   UTF-8 characters (as built by :func:`decoding.ir.char_class`) and returns the
-  code-point ranges;
-- :func:`codepoint_dfa` turns a byte DFA into a code-point automaton, keeping only the
-  well-formed UTF-8 strings (the only ones llama.cpp's grammar engine can produce).
+  code-point ranges.
 
 Invariants: ranges are sorted, disjoint, inclusive ``(lo, hi)`` code-point pairs;
-surrogates (U+D800..U+DFFF) and overlong encodings never appear in a result.
+surrogates (U+D800..U+DFFF) and overlong encodings never appear in a result.  Code-point
+set algebra (``MAX_CP``, normalize, complement) lives in :mod:`decoding.ir`.
 """
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Sequence
 
-from decoding.backends.automaton import DFA
-from decoding.ir import ByteSet, Choice, Lit, Node, Seq, complement_ranges, normalize_ranges
+from decoding.ir import MAX_CP, ByteSet, Choice, Lit, Node, Seq, normalize_ranges
 
-__all__ = ["MAX_CP", "normalize", "charset_of", "codepoint_dfa", "complement",
-           "UTF8_SEQUENCES"]
+__all__ = ["UTF8_SEQUENCES", "payload_ranges", "charset_of"]
 
-MAX_CP = 0x10FFFF
 _MIN_FOR_LEN = {1: 0, 2: 0x80, 3: 0x800, 4: 0x10000}
 _MAX_FOR_LEN = {1: 0x7F, 2: 0x7FF, 3: 0xFFFF, 4: MAX_CP}
 
@@ -41,16 +39,7 @@ UTF8_SEQUENCES: tuple[tuple[tuple[int, int], ...], ...] = (
 )
 
 
-def normalize(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
-    return list(normalize_ranges(ranges))
-
-
-def complement(ranges: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Complement over 0..U+10FFFF (surrogates included in the result)."""
-    return list(complement_ranges(ranges))
-
-
-def _payload_ranges(byte_ranges: Sequence[Sequence[tuple[int, int]]]) -> list[tuple[int, int]] | None:
+def payload_ranges(byte_ranges: Sequence[Sequence[tuple[int, int]]]) -> list[tuple[int, int]] | None:
     """Code points spelled by the product of per-position byte range sets, or None if
     the product is not a set of well-formed UTF-8 characters of one length."""
     n = len(byte_ranges)
@@ -77,7 +66,7 @@ def _payload_ranges(byte_ranges: Sequence[Sequence[tuple[int, int]]]) -> list[tu
                     if phi - plo > 4096:
                         return None
                     nxt.extend(((p << 6) | a, (p << 6) | b) for p in range(plo, phi + 1))
-        cur = normalize(nxt)
+        cur = list(normalize_ranges(nxt))
     for lo, hi in cur:
         if lo < _MIN_FOR_LEN[n] or hi > _MAX_FOR_LEN[n]:
             return None  # overlong or out of range
@@ -90,7 +79,7 @@ def charset_of(node: Node) -> list[tuple[int, int]] | None:
     """Code-point ranges if ``node`` matches exactly the UTF-8 encodings of a set of
     characters (each one character long), else None."""
     if isinstance(node, ByteSet):
-        return _payload_ranges([node.ranges])
+        return payload_ranges([node.ranges])
     if isinstance(node, Lit):
         try:
             s = node.data.decode("utf-8")
@@ -106,7 +95,7 @@ def charset_of(node: Node) -> list[tuple[int, int]] | None:
                 per_pos.append(x.ranges)
             else:
                 per_pos.extend([((b, b),) for b in x.data])  # type: ignore[union-attr]
-        return _payload_ranges(per_pos)
+        return payload_ranges(per_pos)
     if isinstance(node, Choice):
         if not node.items:
             return None
@@ -116,45 +105,5 @@ def charset_of(node: Node) -> list[tuple[int, int]] | None:
             if r is None:
                 return None
             acc.extend(r)
-        return normalize(acc)
+        return list(normalize_ranges(acc))
     return None
-
-
-def _class_spans(dfa: DFA, lo: int, hi: int) -> list[tuple[int, int]]:
-    """Split bytes lo..hi into maximal runs of one byte class."""
-    bc = dfa.byte_class
-    out = []
-    start = lo
-    for b in range(lo + 1, hi + 2):
-        if b > hi or bc[b] != bc[start]:
-            out.append((start, b - 1))
-            start = b
-    return out
-
-
-def codepoint_dfa(dfa: DFA) -> list[dict[int, list[tuple[int, int]]]]:
-    """For each state of the byte DFA (specials ignored): ``{target: code-point ranges}``
-    over well-formed UTF-8 characters.  Strings that are not well-formed UTF-8 are
-    dropped.  States reachable only inside a character are absent from the keys."""
-    out: list[dict[int, list[tuple[int, int]]]] = []
-    for s in range(dfa.n_states):
-        moves: dict[int, list[tuple[int, int]]] = {}
-        for shape in UTF8_SEQUENCES:
-            # frontier: (state, per-position concrete byte ranges so far)
-            frontier: list[tuple[int, list[tuple[int, int]]]] = [(s, [])]
-            for lo, hi in shape:
-                nxt = []
-                for st, path in frontier:
-                    for a, b in _class_spans(dfa, lo, hi):
-                        t = dfa.step(st, a)
-                        if t >= 0:
-                            nxt.append((t, path + [(a, b)]))
-                frontier = nxt
-                if not frontier:
-                    break
-            for t, path in frontier:
-                cps = _payload_ranges([[r] for r in path])
-                assert cps is not None, path
-                moves.setdefault(t, []).extend(cps)
-        out.append({t: normalize(r) for t, r in moves.items()})
-    return out

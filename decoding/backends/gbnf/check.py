@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from decoding.errors import GBNFError, VocabError
+from decoding.errors import GBNFError, UsageError, VocabError
 
 __all__ = ["DEFAULT_VOCAB", "load_vocab_model", "check_gbnf", "LlamaGrammarEngine",
            "llama_accepts"]
@@ -190,9 +190,11 @@ class LlamaGrammarEngine:
         """llama.cpp's verdict on the byte string ``data`` (tokenized with ``llm``).
 
         llama.cpp stops decoding at a NUL byte, so strings containing one are refused
-        with :class:`ValueError` rather than given a meaningless verdict."""
+        with :class:`~decoding.errors.UsageError` (a ``ValueError``) rather than given a
+        meaningless verdict."""
         if b"\x00" in data:
-            raise ValueError("llama.cpp's grammar engine cannot see NUL bytes")
+            raise UsageError(f"LlamaGrammarEngine.accepts: data has a NUL byte at offset "
+                             f"{data.index(0)}; llama.cpp's grammar engine cannot see NUL bytes")
         return self.accepts_tokens(self.tokenize(data))
 
 

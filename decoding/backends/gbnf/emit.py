@@ -25,12 +25,14 @@ Invariants of the output of :func:`to_gbnf`
 from __future__ import annotations
 
 import re
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from decoding.backends.automaton import compile_dfa
 from decoding.errors import GBNFError, GrammarError
 from decoding.ir import EMPTY, NOTHING, ByteSet, Choice, Grammar, Lit, Node, Ref, Repeat, Seq, Special
-from decoding.text.utf8 import MAX_CP, charset_of, codepoint_dfa, complement, normalize
+from decoding.backends.gbnf.codepoints import codepoint_dfa
+from decoding.ir import MAX_CP, complement_ranges, normalize_ranges
+from decoding.text.utf8 import charset_of
 
 __all__ = ["to_gbnf", "MAX_REPETITION_THRESHOLD", "sanitize_name"]
 
@@ -68,13 +70,13 @@ def _esc_char(cp: int, in_class: bool) -> str:
     return c
 
 
-def _class(ranges: list[tuple[int, int]]) -> str:
-    if ranges == [(0, MAX_CP)]:
+def _class(ranges: Sequence[tuple[int, int]]) -> str:
+    if tuple(ranges) == ((0, MAX_CP),):
         return "."
     if len(ranges) == 1 and ranges[0][0] == ranges[0][1] and ranges[0][0] != 0:
         return _string(chr(ranges[0][0]))
     # surrogates never occur in well-formed UTF-8: leave them out of a negated class
-    comp = complement(list(ranges) + [(0xD800, 0xDFFF)])
+    comp = complement_ranges(list(ranges) + [(0xD800, 0xDFFF)])
     if not comp:
         return "."
     # Negate only when every excluded character is ASCII: llama.cpp's partial-UTF-8 check
@@ -119,7 +121,7 @@ class _Analysis:
                         acc = None  # type: ignore[assignment]
                         break
                     acc.extend(r)
-                self._cs[k] = normalize(acc) if acc else None
+                self._cs[k] = list(normalize_ranges(acc)) if acc else None
             else:
                 self._cs[k] = charset_of(node)
         return self._cs[k]
@@ -281,7 +283,7 @@ class _Emitter:
             else:
                 alts.append(self.seq(x))
         if chars:
-            alts[alts.index("")] = _class(normalize(chars))
+            alts[alts.index("")] = _class(normalize_ranges(chars))
         return " | ".join(alts)
 
     def seq(self, node: Node) -> str:

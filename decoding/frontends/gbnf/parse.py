@@ -15,7 +15,12 @@ Mapping to the IR
 - negated token references ``!<...>`` are rejected (no IR node);
 - recursion: ``strict_recursion=True`` raises :class:`GBNFError` naming the first
   recursive rule; otherwise the grammar carries ``max_depth`` and the automaton
-  unrolls it to that depth.  Left recursion is rejected like llama.cpp does;
+  unrolls it to that depth.  Left recursion is rejected like llama.cpp does.  The
+  default, :data:`GBNF_MAX_DEPTH` = 8, is deeper than every other front-end's
+  (:data:`decoding.ir.DEFAULT_MAX_DEPTH`) on purpose: GBNF often writes a loop as right
+  recursion (``list ::= item ("," list)?``, and the GBNF emitter's code-point fallback
+  writes ``x*`` as ``r ::= x r | ...``), so here the bound also caps how many times such
+  a loop repeats, not only how deep values nest;
 - a rule defined twice is an error (llama.cpp silently keeps the last definition).
 
 Errors are :class:`GBNFError` with 1-based ``line`` and ``column``.
@@ -27,10 +32,14 @@ from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from decoding.errors import GBNFError, GrammarError
-from decoding.ir import (DEFAULT_MAX_DEPTH, EMPTY, Choice, Grammar, Lit, Node, Ref, Repeat, Seq,
+from decoding.ir import (EMPTY, Choice, Grammar, Lit, Node, Ref, Repeat, Seq,
                  Special, any_char, char_class, choice, lit, rep, seq, walk)
 
-__all__ = ["parse_gbnf", "recursive_rules"]
+__all__ = ["parse_gbnf", "recursive_rules", "GBNF_MAX_DEPTH"]
+
+#: Default ``max_depth`` of GBNF grammars (see the module docstring for why it differs
+#: from :data:`decoding.ir.DEFAULT_MAX_DEPTH`).
+GBNF_MAX_DEPTH = 8
 
 _GRAMMAR = r"""
 start: (_NL | rule)*
@@ -308,7 +317,7 @@ def recursive_rules(grammar: Grammar) -> list[str]:
     return _cycle_rules(edges, [grammar.start])
 
 
-def parse_gbnf(text: str, *, root: str = "root", max_depth: int = DEFAULT_MAX_DEPTH,
+def parse_gbnf(text: str, *, root: str = "root", max_depth: int = GBNF_MAX_DEPTH,
                strict_recursion: bool = False, source: str | None = None) -> Grammar:
     """Parse GBNF ``text`` into a :class:`Grammar` whose start rule is ``root``.
 

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal
 
-from decoding.backends.automaton import estimate_size, node_size
-from decoding.errors import LimitError, SchemaError, UnsatisfiableSchemaError
-from decoding.ir import (EMPTY, NOTHING, Grammar, Node, Ref, byteset, choice, lit, opt, rep, seq, star)
+from decoding.errors import LimitError, SchemaError, UnsatisfiableSchemaError, UsageError
+from decoding.ir import (DEFAULT_MAX_DEPTH, EMPTY, MAX_CP, NOTHING, Grammar, Node, Ref, byteset, choice,
+                         complement_ranges, lit, opt, rep, seq, star)
+from decoding.ir.size import estimate_size, node_size
 from decoding.frontends.jsonschema.formats import CHECKED_FORMATS, check_format, format_regex
 from decoding.frontends.jsonschema.jsonstr import any_json_char, dumps, json_char, quote, string_of
 from decoding.frontends.jsonschema.merge import TYPES, json_equal, merge, normalize
@@ -27,9 +28,8 @@ from decoding.text.regex import PatternError, Rx, length_range, parse_pattern, r
 from decoding.frontends.jsonschema.refs import pointer_join, resolve_ref
 
 __all__ = ["SchemaGrammar", "compile_schema", "DEFAULT_MAX_DEPTH", "DEFAULT_MAX_WS",
-           "DEFAULT_FREE_DEPTH", "DEFAULT_MAX_NFA", "EXTRA_PROPERTIES", "estimate_size"]
+           "DEFAULT_FREE_DEPTH", "DEFAULT_MAX_NFA", "EXTRA_PROPERTIES"]
 
-DEFAULT_MAX_DEPTH = 3
 DEFAULT_MAX_WS = 8
 DEFAULT_FREE_DEPTH = 2
 DEFAULT_MAX_NFA = 300_000
@@ -562,7 +562,7 @@ class _Compiler:
         for v in keep:
             try:
                 alts.append(lit(dumps(v)))
-            except (TypeError, ValueError) as e:
+            except UsageError as e:
                 raise SchemaError(ptr, kw, f"value {v!r} is not JSON: {e}") from None
         return choice(*alts) if alts else NOTHING
 
@@ -610,7 +610,7 @@ class _Compiler:
                     raise SchemaError(ptr, "format", f"format {fmt!r} is not supported "
                                       "(pass lenient=True to treat it as an annotation)")
             else:
-                rx = parse_pattern("^(?:" + src + ")$")
+                rx = parse_pattern(src, anchored=True)
         if "pattern" in s:
             if rx is not None:
                 raise SchemaError(ptr, "pattern", "pattern combined with format cannot be intersected")
@@ -628,10 +628,10 @@ class _Compiler:
             return string_of(rep(any_json_char(), lo, hi))
         plo, phi = length_range(rx)
         if plo >= lo and (hi is None or (phi is not None and phi <= hi)):
-            return string_of(rx_to_ir(rx))
+            return string_of(rx_to_ir(rx, json_char))
         adj = _bound_single_repeat(rx, lo, hi)
         if adj is not None:
-            return string_of(rx_to_ir(adj))
+            return string_of(rx_to_ir(adj, json_char))
         raise SchemaError(ptr, "maxLength" if hi is not None else "minLength",
                           "length bounds combined with this pattern/format cannot be expressed "
                           "exactly")
@@ -847,7 +847,7 @@ class _Compiler:
                 vs = {"allOf": vals}
                 self._keep.append(vs)
             try:
-                keys = choice(*(rx_to_ir(parse_pattern(p)) for p in pp))
+                keys = choice(*(rx_to_ir(parse_pattern(p), json_char) for p in pp))
             except PatternError as e:
                 raise SchemaError(ptr, "patternProperties", str(e)) from None
             v = self.node(vs, pointer_join(ptr, "patternProperties", next(iter(pp))))
@@ -1019,7 +1019,7 @@ def _bound_single_repeat(rx: Rx, lo: int, hi: int | None) -> Rx | None:
     if len(inner) != 1 or inner[0].kind != "rep" or inner[0].items[0].kind != "chars":
         return None
     r = inner[0]
-    if r.lo == 0 and r.hi is None and r.items[0].ranges == ((0, 0x10FFFF),) and rx.kind == "seq" and len(rx.items) > 1:
+    if r.lo == 0 and r.hi is None and r.items[0].ranges == ((0, MAX_CP),) and rx.kind == "seq" and len(rx.items) > 1:
         return None
     nlo = max(lo, r.lo)
     nhi = hi if r.hi is None else (r.hi if hi is None else min(hi, r.hi))
@@ -1045,14 +1045,7 @@ def _not_in(names: list[str]) -> Node:
         if "" not in t:
             alts.append(EMPTY)
         kids = [c for c in t if c]
-        cps = sorted(ord(c) for c in kids)
-        comp = []
-        prev = 0
-        for cp in cps:
-            if cp > prev:
-                comp.append((prev, cp - 1))
-            prev = cp + 1
-        comp.append((prev, 0x10FFFF))
+        comp = complement_ranges((ord(c), ord(c)) for c in kids)
         alts.append(seq(json_char(comp), anystar))
         for c in kids:
             alts.append(seq(json_char([(ord(c), ord(c))]), build(t[c])))
@@ -1070,7 +1063,8 @@ def compile_schema(schema: dict | bool | str, *, whitespace: Literal["compact", 
 
     whitespace: ``"compact"`` (no insignificant whitespace) or ``"flexible"`` (a run of at
     most ``max_ws`` of space/tab/CR/LF around every structural character).
-    max_depth: recursive ``$ref`` unrolling depth.  free_depth: nesting depth of values
+    max_depth: recursive ``$ref`` unrolling depth (default :data:`decoding.ir.DEFAULT_MAX_DEPTH`,
+    shared by every front-end).  free_depth: nesting depth of values
     left unconstrained by the schema (``{}``/``true``).  lenient: treat unsupported
     ``format`` values as annotations and list them in ``.dropped``.
     extra_properties: what an object schema with ``properties``/``patternProperties`` but

@@ -5,6 +5,10 @@ the way ``json.dumps(..., ensure_ascii=False)`` does: ``\\"``, ``\\\\``, the sho
 escapes ``\\b \\f \\n \\r \\t``, ``\\u00xx`` (lowercase hex) for other control
 characters, and the raw UTF-8 bytes of everything else.  So every accepted string
 decodes to the characters the grammar meant, and canonical serialisations are accepted.
+
+:func:`json_char` is the JSON Schema front-end's encoder for :mod:`decoding.text.regex`.
+:func:`dumps` / :func:`number_text` raise :class:`~decoding.errors.UsageError` (also a
+``ValueError``) naming the JSON pointer of a value that is not JSON.
 """
 
 from __future__ import annotations
@@ -14,12 +18,11 @@ import math
 from functools import lru_cache
 from typing import Iterable
 
-from decoding.ir import NOTHING, Node, char_class, choice, lit, seq, star
+from decoding.errors import UsageError
+from decoding.ir import MAX_CP, NOTHING, Node, char_class, choice, lit, seq
 
-__all__ = ["json_char", "any_json_char", "string_of", "quote", "dumps", "number_text",
-           "MAX_CP"]
+__all__ = ["json_char", "any_json_char", "string_of", "quote", "dumps", "number_text"]
 
-MAX_CP = 0x10FFFF
 _SHORT = {0x08: "\\b", 0x09: "\\t", 0x0A: "\\n", 0x0C: "\\f", 0x0D: "\\r",
           0x22: '\\"', 0x5C: "\\\\"}
 _SPECIAL = sorted(set(range(0x20)) | {0x22, 0x5C})
@@ -92,21 +95,39 @@ def quote(s: str) -> bytes:
     return json.dumps(s, ensure_ascii=False).encode("utf-8")
 
 
-def number_text(x: int | float) -> str:
-    """Canonical number spelling: integral values as integers, others as Python ``repr``."""
+class _NotJSON(Exception):
+    """Internal: ``reason`` for the value at ``path`` (innermost key last, built on unwinding)."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        self.path: list[str] = []
+
+
+def _pointer(path: list[str]) -> str:
+    return "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in reversed(path)) or "/"
+
+
+def _number_text(x: int | float) -> str:
     if isinstance(x, bool):
-        raise TypeError("bool is not a number")
+        raise _NotJSON("bool is not a number")
     if isinstance(x, int):
         return str(x)
     if math.isnan(x) or math.isinf(x):
-        raise ValueError("NaN/Infinity are not JSON")
+        raise _NotJSON("NaN/Infinity are not JSON")
     if x.is_integer() and abs(x) < 1e16:
         return str(int(x))
     return repr(x)
 
 
-def dumps(value: object) -> str:
-    """Compact canonical JSON of ``value`` with object keys in their given order."""
+def number_text(x: int | float) -> str:
+    """Canonical number spelling: integral values as integers, others as Python ``repr``."""
+    try:
+        return _number_text(x)
+    except _NotJSON as e:
+        raise UsageError(f"number {x!r}: {e.reason}") from None
+
+
+def _dumps(value: object) -> str:
     if value is None:
         return "null"
     if value is True:
@@ -114,16 +135,33 @@ def dumps(value: object) -> str:
     if value is False:
         return "false"
     if isinstance(value, (int, float)):
-        return number_text(value)
+        return _number_text(value)
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, list):
-        return "[" + ",".join(dumps(v) for v in value) + "]"
+        parts = []
+        for i, v in enumerate(value):
+            try:
+                parts.append(_dumps(v))
+            except _NotJSON as e:
+                e.path.append(str(i))
+                raise
+        return "[" + ",".join(parts) + "]"
     if isinstance(value, dict):
-        return "{" + ",".join(json.dumps(str(k), ensure_ascii=False) + ":" + dumps(v)
-                              for k, v in value.items()) + "}"
-    raise TypeError(f"not a JSON value: {type(value).__name__}")
+        parts = []
+        for k, v in value.items():
+            try:
+                parts.append(json.dumps(str(k), ensure_ascii=False) + ":" + _dumps(v))
+            except _NotJSON as e:
+                e.path.append(str(k))
+                raise
+        return "{" + ",".join(parts) + "}"
+    raise _NotJSON(f"not a JSON value: {type(value).__name__}")
 
 
-def string_any() -> Node:
-    return string_of(star(any_json_char()))
+def dumps(value: object) -> str:
+    """Compact canonical JSON of ``value`` with object keys in their given order."""
+    try:
+        return _dumps(value)
+    except _NotJSON as e:
+        raise UsageError(f"JSON value at {_pointer(e.path)}: {e.reason}") from None

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+from decoding.errors import LimitError
 from decoding.ir import EMPTY, NOTHING, Node, byteset, choice, lit, opt, plus, rep, seq, star
 
 __all__ = ["integer_range", "number_range", "INTEGER", "NUMBER"]
@@ -126,7 +127,8 @@ def _frac_digits(x: Fraction) -> str:
         out.append(str(d))
         f -= d
         if len(out) > 400:
-            raise ValueError("bound is not a finite decimal")
+            raise LimitError(f"number bound {float(x)!r}: its decimal expansion is longer than "
+                             "400 fractional digits (or infinite)")
     return "".join(out)
 
 

@@ -12,7 +12,8 @@ parameter-entity replacement texts, external files).  Supported:
   entities, external/unparsed general entities; ``<!NOTATION>``;
 - comments, processing instructions, a leading text declaration ``<?xml ...?>``;
 - conditional sections ``<![INCLUDE[...]]>`` / ``<![IGNORE[...]]>`` (keyword usually a PE);
-- names with colons (``soap:Envelope``, ``xmlns:log4j``).
+- names with colons (``soap:Envelope``, ``xmlns:log4j``); Name and Nmtoken are those of
+  :mod:`decoding.text.xml_name`.
 
 External parameter entities are read from ``base_dir`` (relative system identifiers
 only, never the network); without ``base_dir`` referencing one raises :class:`DTDError`.
@@ -31,43 +32,19 @@ import os
 import re
 from dataclasses import dataclass
 
-from decoding.frontends.xml.model import DTD, AttributeDecl, ElementDecl, Particle
 from decoding.errors import DTDError
+from decoding.frontends.xml.model import DTD, AttributeDecl, ElementDecl, Particle
+from decoding.text.xml_name import NAME_RE, NMTOKEN_RE
 
-__all__ = ["parse_dtd", "NAME_START_RANGES", "NAME_RANGES", "is_name", "is_nmtoken",
-           "PREDEFINED_ENTITIES"]
-
-# XML 1.0 (5th ed.) NameStartChar / NameChar as code-point ranges (':' included).
-NAME_START_RANGES: tuple[tuple[int, int], ...] = (
-    (0x3A, 0x3A), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A), (0xC0, 0xD6), (0xD8, 0xF6),
-    (0xF8, 0x2FF), (0x370, 0x37D), (0x37F, 0x1FFF), (0x200C, 0x200D), (0x2070, 0x218F),
-    (0x2C00, 0x2FEF), (0x3001, 0xD7FF), (0xF900, 0xFDCF), (0xFDF0, 0xFFFD),
-    (0x10000, 0xEFFFF),
-)
-NAME_RANGES: tuple[tuple[int, int], ...] = NAME_START_RANGES + (
-    (0x2D, 0x2E), (0x30, 0x39), (0xB7, 0xB7), (0x300, 0x36F), (0x203F, 0x2040),
-)
+__all__ = ["parse_dtd", "PREDEFINED_ENTITIES"]
 
 PREDEFINED_ENTITIES = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "apos": "'"}
 
-
-def _cls(ranges: tuple[tuple[int, int], ...]) -> str:
-    return "".join(f"\\U{a:08x}" if a == b else f"\\U{a:08x}-\\U{b:08x}" for a, b in ranges)
-
-
-_NAME_RE = re.compile(f"[{_cls(NAME_START_RANGES)}][{_cls(NAME_RANGES)}]*")
-_NMTOKEN_RE = re.compile(f"[{_cls(NAME_RANGES)}]+")
+_NAME_RE = NAME_RE
+_NMTOKEN_RE = NMTOKEN_RE
 _WS = " \t\r\n"
 _MAX_EXPANSION = 4_000_000  # characters of entity replacement text, in total
 _MAX_ENTITY_DEPTH = 64
-
-
-def is_name(s: str) -> bool:
-    return _NAME_RE.fullmatch(s) is not None
-
-
-def is_nmtoken(s: str) -> bool:
-    return _NMTOKEN_RE.fullmatch(s) is not None
 
 
 @dataclass
@@ -721,6 +698,7 @@ def parse_dtd(text: str, *, source: str | None = None, base_dir: str | os.PathLi
     or recursive parameter entity, unresolvable external entity, or declared-twice element.
     """
     if not isinstance(text, str):
-        raise TypeError("parse_dtd expects str; decode the DTD bytes first")
+        raise DTDError(f"parse_dtd expects str, not {type(text).__name__}; decode the DTD bytes "
+                       "first", source=source)
     p = _Parser(text, source, None if base_dir is None else os.fspath(base_dir))
     return p.parse()

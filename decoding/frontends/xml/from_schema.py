@@ -10,8 +10,11 @@ Mapping (compact: no whitespace between tags; ``whitespace="flexible"`` allows u
   always, others optional; no other elements (``additionalProperties`` is not
   representable and is ignored only when it is ``false`` or absent, otherwise rejected);
 - string: escaped text (:mod:`decoding.frontends.xml.text`); ``enum``/``const`` -> exactly those
-  texts; ``pattern`` -> the text's decoded value matches it fully; ``format`` (those of
-  :mod:`decoding.frontends.jsonschema.formats` that the XML regex subset can express);
+  texts; ``pattern`` -> the text's decoded value matches it with JSON Schema semantics
+  (an unanchored search, exactly as the JSON front-end reads the same schema: ``"ab"``
+  accepts ``xaby``); ``format`` -> the whole decoded value is one of the format (those of
+  :mod:`decoding.frontends.jsonschema.formats` that the regex engine can express); both
+  through the one engine :mod:`decoding.text.regex`;
   ``minLength``/``maxLength`` bound the number of characters;
 - integer: decimal digits (``minimum``/``maximum`` honoured exactly); number: JSON number
   spelling; boolean: ``true``/``false``; null: an empty element ``<name/>``;
@@ -31,11 +34,12 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from decoding.frontends.xml.dtd import is_name
 from decoding.errors import GrammarError, SchemaError
-from decoding.ir import EMPTY, Grammar, Node, Ref, byteset, choice, lit, opt, rep, seq
 from decoding.frontends.xml.grammar import XML_DECLARATION, failsafe_document
-from decoding.frontends.xml.text import escape_text, regex_text, text_unit
+from decoding.frontends.xml.text import escape_text, text_char, text_unit
+from decoding.ir import DEFAULT_MAX_DEPTH, EMPTY, NOTHING, Grammar, Node, Ref, byteset, choice, lit, opt, rep, seq
+from decoding.text.regex import regex_ir
+from decoding.text.xml_name import is_name
 
 __all__ = ["schema_xml_grammar", "tool_schema"]
 
@@ -161,11 +165,13 @@ class _Compiler:
                 src = format_regex(schema["format"])
                 if src is None:
                     raise SchemaError(ptr, "format", f"format {schema['format']!r} is not supported")
-            try:
-                node = regex_text(src)
+            kw = "pattern" if "pattern" in schema else "format"
+            try:  # JSON Schema semantics: a pattern searches, a format spans the value
+                node = regex_ir(src, text_char, anchored=kw == "format")
             except GrammarError as exc:
-                raise SchemaError(ptr, "pattern" if "pattern" in schema else "format",
-                                  str(exc)) from None
+                raise SchemaError(ptr, kw, str(exc)) from None
+            if node == NOTHING:
+                raise SchemaError(ptr, kw, f"{src!r} matches no string of XML characters")
             from decoding.frontends.xml.grammar import nullable
             return node, nullable(node)
         return rep(self.text, lo, None if hi is None else int(hi)), lo == 0
@@ -201,16 +207,19 @@ class _Compiler:
 
 def schema_xml_grammar(schema_or_tool: dict, root: str = "request", *,
                        whitespace: Literal["compact", "flexible"] = "compact",
-                       max_ws: int = 8, max_depth: int = 4,
+                       max_ws: int = 8, max_depth: int = DEFAULT_MAX_DEPTH,
                        xml_declaration: Literal["optional", "required", "none"] = "none",
                        item_name: str = "item", failsafe: bool = False,
                        numeric_refs: bool = False) -> Grammar:
-    """Grammar IR for ``<root>...</root>`` holding the tool's arguments as child elements."""
+    """Grammar IR for ``<root>...</root>`` holding the tool's arguments as child elements.
+
+    ``max_depth`` bounds recursive ``$ref`` nesting (default
+    :data:`decoding.ir.DEFAULT_MAX_DEPTH`, as in every front-end)."""
     schema = tool_schema(schema_or_tool)
     if not is_name(root):
         raise SchemaError("", None, f"root {root!r} is not a valid XML element name")
     if whitespace not in ("compact", "flexible"):
-        raise GrammarError(f"whitespace must be 'compact' or 'flexible', not {whitespace!r}")
+        raise GrammarError(f"schema_xml_grammar(): whitespace must be 'compact' or 'flexible', not {whitespace!r}")
     c = _Compiler(schema, whitespace, max_ws, item_name, numeric_refs)
     doc = c.element(root, schema, "")
     if xml_declaration == "required":
@@ -218,7 +227,7 @@ def schema_xml_grammar(schema_or_tool: dict, root: str = "request", *,
     elif xml_declaration == "optional":
         doc = seq(opt(lit(XML_DECLARATION)), doc)
     elif xml_declaration != "none":
-        raise GrammarError(f"xml_declaration must be 'optional', 'required' or 'none', "
+        raise GrammarError(f"schema_xml_grammar(): xml_declaration must be 'optional', 'required' or 'none', "
                            f"not {xml_declaration!r}")
     if failsafe:
         doc = choice(doc, failsafe_document(numeric_refs=numeric_refs))

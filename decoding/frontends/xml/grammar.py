@@ -17,9 +17,11 @@ against the DTD, written in one canonical shape (see docs/xml.md):
   (``"flexible"``);
 - text (``#PCDATA``, mixed, ANY): see :mod:`decoding.frontends.xml.text` (``<`` ``&`` ``>`` always
   escaped, references allowed); CDATA sections optional (``cdata``); an element listed in
-  ``text_patterns`` has exactly the text its pattern describes (no CDATA there);
+  ``text_patterns`` has exactly the text its pattern describes, the whole decoded text
+  matching it (anchored, :mod:`decoding.text.regex`; no CDATA there);
 - recursion: an element may occur nested inside itself at most ``max_depth`` times on
-  one path (``Grammar.max_depth``; the byte automaton unrolls ``Ref`` to that depth);
+  one path (``Grammar.max_depth``, default :data:`decoding.ir.DEFAULT_MAX_DEPTH`; the
+  byte automaton unrolls ``Ref`` to that depth);
 - ID uniqueness and IDREF targets are not regular and are not enforced
   (``ids="omit"`` leaves out ``#IMPLIED`` ID/IDREF/IDREFS attributes entirely).
 
@@ -31,19 +33,19 @@ from __future__ import annotations
 
 from typing import Iterable, Literal, Mapping
 
-from decoding.frontends.xml.dtd import NAME_RANGES, NAME_START_RANGES
-from decoding.frontends.xml.model import DTD, AttributeDecl, ElementDecl, Particle
 from decoding.errors import DTDError, GrammarError
-from decoding.ir import (EMPTY, NOTHING, Choice, Grammar, Lit, Node, Ref, Repeat, Seq, byteset,
-                 char_class, choice, lit, opt, plus, rep, seq, star)
-from decoding.frontends.xml.text import attr_unit, cdata_section, escape_attr, regex_text, text_unit
+from decoding.frontends.xml.model import DTD, AttributeDecl, ElementDecl, Particle
+from decoding.frontends.xml.text import attr_unit, cdata_section, escape_attr, text_char, text_unit
+from decoding.ir import (DEFAULT_MAX_DEPTH, EMPTY, NOTHING, Choice, Grammar, Lit, Node, Ref, Repeat,
+                         Seq, byteset, char_class, choice, lit, opt, plus, rep, seq, star)
+from decoding.text.regex import PatternError, regex_ir
+from decoding.text.xml_name import NAME_RANGES, NAME_START_RANGES
 
 __all__ = ["dtd_grammar", "grammar_from_spec", "nullable", "xml_declaration_text", "failsafe_document", "element_rule",
-           "FAILSAFE_CODE", "DEFAULT_XML_MAX_DEPTH", "DEFAULT_MAX_WS"]
+           "FAILSAFE_CODE", "DEFAULT_MAX_WS"]
 
 XML_DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>'
 FAILSAFE_CODE = "SCHEMA_MISMATCH"
-DEFAULT_XML_MAX_DEPTH = 4
 DEFAULT_MAX_WS = 8
 xml_declaration_text = XML_DECLARATION
 
@@ -115,8 +117,19 @@ class _Compiler:
                 raise DTDError(f"text_patterns: element {el!r} has {decl.content} content; "
                                "patterns apply to (#PCDATA) elements only", decl.line,
                                decl.column, dtd.source)
-            self.patterns[el] = regex_text(pat) if isinstance(pat, str) else pat
+            self.patterns[el] = self._text_pattern(decl, pat) if isinstance(pat, str) else pat
         self.rules: dict[str, Node] = {}
+
+    def _text_pattern(self, decl: ElementDecl, pattern: str) -> Node:
+        """IR of element text whose whole decoded value matches ``pattern`` (anchored)."""
+        try:
+            node = regex_ir(pattern, text_char, anchored=True)
+        except PatternError as e:
+            raise self.err(f"text_patterns[{decl.name!r}]: {e}", decl) from None
+        if node == NOTHING:
+            raise self.err(f"text_patterns[{decl.name!r}]: pattern {pattern!r} matches no string "
+                           "of XML characters", decl)
+        return node
 
     def err(self, reason: str, decl: ElementDecl | AttributeDecl | None) -> DTDError:
         if decl is None:
@@ -249,7 +262,7 @@ class _Compiler:
 def dtd_grammar(dtd: DTD, root: str, *,
                 whitespace: Literal["compact", "flexible"] = "compact",
                 max_ws: int = DEFAULT_MAX_WS,
-                max_depth: int = DEFAULT_XML_MAX_DEPTH,
+                max_depth: int = DEFAULT_MAX_DEPTH,
                 xml_declaration: Literal["optional", "required", "none"] = "optional",
                 text_patterns: Mapping[str, str | Node] | None = None,
                 failsafe: bool = False,
@@ -272,14 +285,15 @@ def dtd_grammar(dtd: DTD, root: str, *,
     non-(#PCDATA) element, or a #REQUIRED attribute that cannot take any value.
     """
     if whitespace not in ("compact", "flexible"):
-        raise GrammarError(f"whitespace must be 'compact' or 'flexible', not {whitespace!r}")
+        raise GrammarError(f"dtd_grammar(): whitespace must be 'compact' or 'flexible', not {whitespace!r}")
     if xml_declaration not in ("optional", "required", "none"):
-        raise GrammarError("xml_declaration must be 'optional', 'required' or 'none', "
+        raise GrammarError("dtd_grammar(): xml_declaration must be 'optional', 'required' or 'none', "
                            f"not {xml_declaration!r}")
     if ids not in ("allow", "omit"):
-        raise GrammarError(f"ids must be 'allow' or 'omit', not {ids!r}")
+        raise GrammarError(f"dtd_grammar(): ids must be 'allow' or 'omit', not {ids!r}")
     if max_ws < 0 or max_depth < 1:
-        raise GrammarError("max_ws must be >= 0 and max_depth >= 1")
+        raise GrammarError(f"dtd_grammar(): max_ws must be >= 0 and max_depth >= 1 (got "
+                           f"max_ws={max_ws}, max_depth={max_depth})")
     if dtd.element(root) is None:
         raise DTDError(f"root element {root!r} is not declared in the DTD", source=dtd.source)
     c = _Compiler(dtd, whitespace=whitespace, max_ws=max_ws, cdata=cdata, ids=ids,
