@@ -88,9 +88,11 @@ def _kb(n: int) -> str:
 
 def _compile_one(entry: dict, compiler: Any, out_dir: Path, force: bool, bar: Any) -> str:
     from decoding.artifacts.format import ARTIFACT_SUFFIX, read_artifact, write_artifact
+    from decoding.compiler import COMPILE_OPTIONS
     from decoding.frontends.sources import read_source
 
-    path, kind, opts, name = entry["path"], entry["kind"], entry["options"], entry["name"]
+    path, kind, opts, name = entry["path"], entry["kind"], dict(entry["options"]), entry["name"]
+    compile_opts = {k: opts.pop(k) for k in COMPILE_OPTIONS if k in opts}
     where = os.fspath(path)
     out = out_dir / f"{name}{ARTIFACT_SUFFIX}"
     bar.set_postfix_str(f"{name}: front-end")
@@ -105,7 +107,7 @@ def _compile_one(entry: dict, compiler: Any, out_dir: Path, force: bool, bar: An
             pass  # unreadable: rebuild it
     t0 = time.perf_counter()
     bar.set_postfix_str(f"{name}: automaton")
-    cg = compiler.compile_prepared(prepared)
+    cg = compiler.compile_prepared(prepared, **compile_opts)
     bar.set_postfix_str(f"{name}: token index")
     cg.precompute()
     bar.set_postfix_str(f"{name}: writing")
@@ -205,7 +207,10 @@ def cmd_gbnf(args: argparse.Namespace) -> int:
     from decoding.backends.gbnf.emit import to_gbnf
     from decoding.frontends.sources import build_grammar
 
+    from decoding.compiler import COMPILE_OPTIONS
+
     text, kind, opts, where, base = _source_from_args(args)
+    opts = {k: v for k, v in opts.items() if k not in COMPILE_OPTIONS}  # no back-end here
     try:
         g, _ = build_grammar(text, kind, name=where, base_dir=base, **opts)
         out = to_gbnf(g)
@@ -364,7 +369,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="grammar kind (default: from the extension)")
         p.add_argument("--root", help="root element (DTD sources)")
         p.add_argument("-O", "--option", action="append", metavar="KEY=VALUE",
-                       help="front-end option, e.g. -O whitespace=flexible -O max_depth=3 (repeatable)")
+                       help="front-end or compile option, e.g. -O whitespace=flexible -O max_depth=3 "
+                            "-O max_states=50000 (repeatable)")
 
     p = sub.add_parser("compile", help="precompile grammars to artifacts for one tokenizer")
     p.add_argument("sources", nargs="*", metavar="SOURCE", help=".json (JSON Schema), .dtd, .gbnf")

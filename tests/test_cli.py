@@ -102,3 +102,8 @@ def test_corrupt_artifact_is_a_one_line_error(built, tmp_path):
     bad = tmp_path / "bad.gdc"
     bad.write_bytes(bytes(raw))
     assert_one_line_error(run("inspect", str(bad)), str(bad), "checksum")
+
+
+def test_compile_options_reach_the_back_end(tmp_path):
+    assert_one_line_error(run("compile", str(GRAMMARS / "get_weather.json"), "--vocab", GPT2, "-o", str(tmp_path),
+                              "-O", "max_states=5"), "get_weather.json", "max_states=5")
