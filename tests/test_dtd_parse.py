@@ -124,3 +124,8 @@ def test_real_dtds_parse(name, root, n_elements):
     d = parse_dtd((DTD_DIR / name).read_text(encoding="utf-8"), source=name)
     assert len(d.elements) == n_elements
     assert d.element(root) is not None
+
+
+def test_bytes_input_is_a_located_dtd_error():
+    with pytest.raises(DTDError, match="^my.dtd: parse_dtd expects str, not bytes"):
+        parse_dtd(b"<!ELEMENT a EMPTY>", source="my.dtd")

@@ -120,3 +120,18 @@ def test_feedback_required_enum_type_and_parse():
     assert "/category: '玩具' is not one of [\"数码\", \"服饰\"]" in msgs
     assert "/n: '3' is not of type integer" in msgs
     assert feedback(WEATHER, '{"city": ')[0].startswith("/: output is not valid JSON")
+
+
+def test_non_json_values_are_usage_errors_with_a_pointer():
+    from decoding.errors import UsageError
+    from decoding.frontends.jsonschema.jsonstr import dumps, number_text
+
+    with pytest.raises(UsageError, match=r"JSON value at /a/1/b~1c: NaN/Infinity"):
+        dumps({"a": [1, {"b/c": float("nan")}]})
+    with pytest.raises(UsageError, match="not a JSON value: set"):
+        dumps({1, 2})
+    with pytest.raises(ValueError):  # UsageError is also a ValueError
+        number_text(True)
+    with pytest.raises(SchemaError) as e:  # a non-JSON enum value names its subschema
+        compile_schema({"properties": {"x": {"enum": [float("inf")]}}})
+    assert e.value.pointer == "/properties/x" and e.value.keyword == "enum"

@@ -32,7 +32,7 @@ from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from decoding.errors import GBNFError, GrammarError
-from decoding.ir import (EMPTY, Choice, Grammar, Lit, Node, Ref, Repeat, Seq,
+from decoding.ir import (EMPTY, MAX_CP, Choice, Grammar, Lit, Node, Ref, Repeat, Seq,
                  Special, any_char, char_class, choice, lit, rep, seq, walk)
 
 __all__ = ["parse_gbnf", "recursive_rules", "GBNF_MAX_DEPTH"]
@@ -94,7 +94,7 @@ def _decode(text: str, tok: Token) -> list[int]:
             if len(digits) != n or any(d not in "0123456789abcdefABCDEF" for d in digits):
                 raise _err(f"expecting {n} hex chars after '\\{e}'", tok, i)
             cp = int(digits, 16)
-            if cp > 0x10FFFF:
+            if cp > MAX_CP:
                 raise _err(f"code point U+{cp:X} is out of range", tok, i)
             out.append(cp)
             i += 2 + n

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from decoding.errors import DTDError
 from decoding.frontends.xml.model import DTD, AttributeDecl, ElementDecl, Particle
+from decoding.frontends.xml.text import XML_CHAR_RANGES
 from decoding.text.xml_name import NAME_RE, NMTOKEN_RE
 
 __all__ = ["parse_dtd", "PREDEFINED_ENTITIES"]
@@ -661,8 +662,7 @@ class _Parser:
 
 
 def _is_xml_char(cp: int) -> bool:
-    return cp in (0x9, 0xA, 0xD) or 0x20 <= cp <= 0xD7FF or 0xE000 <= cp <= 0xFFFD or \
-        0x10000 <= cp <= 0x10FFFF
+    return any(lo <= cp <= hi for lo, hi in XML_CHAR_RANGES)
 
 
 def _line_col(text: str, pos: int) -> tuple[int, int]:

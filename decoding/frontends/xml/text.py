@@ -22,14 +22,14 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from decoding.ir import NOTHING, Node, char_class, choice, lit, rep, seq, star
+from decoding.ir import MAX_CP, NOTHING, Node, char_class, choice, lit, rep, seq, star
 
 __all__ = ["XML_CHAR_RANGES", "text_unit", "attr_unit", "char_ref", "entity_refs",
            "cdata_section", "text_char", "attr_char", "escape_text", "escape_attr", "int_range"]
 
 #: XML 1.0 Char, as code-point ranges.
 XML_CHAR_RANGES = ((0x9, 0x9), (0xA, 0xA), (0xD, 0xD), (0x20, 0xD7FF), (0xE000, 0xFFFD),
-                   (0x10000, 0x10FFFF))
+                   (0x10000, MAX_CP))
 _PREDEF = (("lt", "<"), ("gt", ">"), ("amp", "&"), ("quot", '"'), ("apos", "'"))
 
 
