@@ -12,7 +12,7 @@ from decoding.ir.nodes import (
     Lit, ByteSet, Seq, Choice, Repeat, Ref, Special, Node,
     Grammar, EMPTY, NOTHING, lit, seq, choice, opt, star,
     plus, rep, byteset, char_class, any_char, normalize_ranges, complement_ranges, map_leaves,
-    to_data, from_data, DEFAULT_MAX_DEPTH, MAX_CP, walk,
+    to_data, from_data, DEFAULT_MAX_DEPTH, MAX_CP, walk, nullable,
 )
 
-__all__ = ["Lit", "ByteSet", "Seq", "Choice", "Repeat", "Ref", "Special", "Node", "Grammar", "EMPTY", "NOTHING", "lit", "seq", "choice", "opt", "star", "plus", "rep", "byteset", "char_class", "any_char", "normalize_ranges", "complement_ranges", "map_leaves", "to_data", "from_data", "DEFAULT_MAX_DEPTH", "MAX_CP", "walk"]
+__all__ = ["Lit", "ByteSet", "Seq", "Choice", "Repeat", "Ref", "Special", "Node", "Grammar", "EMPTY", "NOTHING", "lit", "seq", "choice", "opt", "star", "plus", "rep", "byteset", "char_class", "any_char", "normalize_ranges", "complement_ranges", "map_leaves", "to_data", "from_data", "DEFAULT_MAX_DEPTH", "MAX_CP", "walk", "nullable"]

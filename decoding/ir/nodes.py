@@ -27,7 +27,7 @@ __all__ = [
     "Lit", "ByteSet", "Seq", "Choice", "Repeat", "Ref", "Special", "Node", "Grammar",
     "EMPTY", "NOTHING", "lit", "seq", "choice", "opt", "star", "plus", "rep",
     "byteset", "char_class", "any_char", "normalize_ranges", "complement_ranges", "map_leaves", "to_data",
-    "from_data", "walk", "DEFAULT_MAX_DEPTH", "MAX_CP",
+    "from_data", "walk", "nullable", "DEFAULT_MAX_DEPTH", "MAX_CP",
 ]
 
 #: Default recursion bound of every front-end (JSON Schema ``$ref`` cycles, DTD elements
@@ -165,6 +165,22 @@ def map_leaves(node: Node, f: "Callable[[Node], Node]") -> Node:
     if isinstance(node, Repeat):
         return Repeat(map_leaves(node.item, f), node.min, node.max)
     return f(node)
+
+
+def nullable(node: Node, ref: "Callable[[str], bool] | None" = None) -> bool:
+    """Whether ``node`` accepts the empty string.  A Ref counts as ``ref(name)`` (never
+    empty without ``ref``); bytes and specials never are."""
+    if isinstance(node, Lit):
+        return not node.data
+    if isinstance(node, Seq):
+        return all(nullable(x, ref) for x in node.items)
+    if isinstance(node, Choice):
+        return any(nullable(x, ref) for x in node.items)
+    if isinstance(node, Repeat):
+        return node.min == 0 or nullable(node.item, ref)
+    if isinstance(node, Ref):
+        return ref is not None and ref(node.name)
+    return False
 
 
 def _refs(node: Node) -> Iterable[str]:

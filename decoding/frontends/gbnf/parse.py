@@ -32,8 +32,9 @@ from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from decoding.errors import GBNFError, GrammarError
-from decoding.ir import (EMPTY, MAX_CP, Choice, Grammar, Lit, Node, Ref, Repeat, Seq,
+from decoding.ir import (EMPTY, MAX_CP, Choice, Grammar, Node, Ref, Repeat, Seq,
                  Special, any_char, char_class, choice, lit, rep, seq, walk)
+from decoding.ir import nullable as ir_nullable
 
 __all__ = ["parse_gbnf", "recursive_rules", "GBNF_MAX_DEPTH"]
 
@@ -242,17 +243,7 @@ def _nullable_and_first(rules: dict[str, Node]) -> tuple[dict[str, bool], dict[s
     nullable = {n: False for n in rules}
 
     def null(node: Node) -> bool:
-        if isinstance(node, Lit):
-            return not node.data
-        if isinstance(node, Seq):
-            return all(null(x) for x in node.items)
-        if isinstance(node, Choice):
-            return any(null(x) for x in node.items)
-        if isinstance(node, Repeat):
-            return node.min == 0 or null(node.item)
-        if isinstance(node, Ref):
-            return nullable[node.name]
-        return False
+        return ir_nullable(node, nullable.__getitem__)
 
     changed = True
     while changed:

@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import Iterable
 
 from decoding.errors import UsageError
-from decoding.ir import MAX_CP, NOTHING, Node, char_class, choice, lit, seq
+from decoding.ir import MAX_CP, NOTHING, Node, char_class, choice, lit, normalize_ranges, seq
 
 __all__ = ["json_char", "any_json_char", "string_of", "quote", "dumps", "number_text"]
 
@@ -70,16 +70,7 @@ def _json_char(ranges: tuple[tuple[int, int], ...]) -> Node:
 
 def json_char(ranges: Iterable[tuple[int, int]]) -> Node:
     """One character whose code point is in ``ranges``, spelled canonically inside a JSON string."""
-    norm: list[list[int]] = []
-    for lo, hi in sorted(ranges):
-        lo, hi = max(lo, 0), min(hi, MAX_CP)
-        if lo > hi:
-            continue
-        if norm and lo <= norm[-1][1] + 1:
-            norm[-1][1] = max(norm[-1][1], hi)
-        else:
-            norm.append([lo, hi])
-    return _json_char(tuple((a, b) for a, b in norm))
+    return _json_char(normalize_ranges((max(lo, 0), min(hi, MAX_CP)) for lo, hi in ranges))
 
 
 def any_json_char() -> Node:

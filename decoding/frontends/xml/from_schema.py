@@ -37,7 +37,8 @@ from typing import Any, Literal
 from decoding.errors import GrammarError, SchemaError
 from decoding.frontends.xml.grammar import XML_DECLARATION, failsafe_document
 from decoding.frontends.xml.text import escape_text, text_char, text_unit
-from decoding.ir import DEFAULT_MAX_DEPTH, EMPTY, NOTHING, Grammar, Node, Ref, byteset, choice, lit, opt, rep, seq
+from decoding.ir import (DEFAULT_MAX_DEPTH, EMPTY, NOTHING, Grammar, Node, Ref, byteset, choice, lit,
+                         nullable, opt, rep, seq)
 from decoding.text.regex import regex_ir
 from decoding.text.xml_name import is_name
 
@@ -172,7 +173,6 @@ class _Compiler:
                 raise SchemaError(ptr, kw, str(exc)) from None
             if node == NOTHING:
                 raise SchemaError(ptr, kw, f"{src!r} matches no string of XML characters")
-            from decoding.frontends.xml.grammar import nullable
             return node, nullable(node)
         return rep(self.text, lo, None if hi is None else int(hi)), lo == 0
 

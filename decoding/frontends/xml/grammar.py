@@ -36,12 +36,12 @@ from typing import Iterable, Literal, Mapping
 from decoding.errors import DTDError, GrammarError
 from decoding.frontends.xml.model import DTD, AttributeDecl, ElementDecl, Particle
 from decoding.frontends.xml.text import attr_unit, cdata_section, escape_attr, text_char, text_unit
-from decoding.ir import (DEFAULT_MAX_DEPTH, EMPTY, NOTHING, Choice, Grammar, Lit, Node, Ref, Repeat,
-                         Seq, byteset, char_class, choice, lit, opt, plus, rep, seq, star)
+from decoding.ir import (DEFAULT_MAX_DEPTH, EMPTY, NOTHING, Grammar, Node, Ref, byteset, char_class,
+                         choice, lit, nullable, opt, plus, rep, seq, star)
 from decoding.text.regex import PatternError, regex_ir
 from decoding.text.xml_name import NAME_RANGES, NAME_START_RANGES
 
-__all__ = ["dtd_grammar", "grammar_from_spec", "nullable", "xml_declaration_text", "failsafe_document", "element_rule",
+__all__ = ["dtd_grammar", "grammar_from_spec", "xml_declaration_text", "failsafe_document", "element_rule",
            "FAILSAFE_CODE", "DEFAULT_MAX_WS"]
 
 XML_DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>'
@@ -71,17 +71,6 @@ def failsafe_document(*, numeric_refs: bool = True) -> Node:
     """``<error><code>SCHEMA_MISMATCH</code><message>TEXT</message></error>`` (TEXT non-empty)."""
     return seq(lit(f"<error><code>{FAILSAFE_CODE}</code><message>"),
                plus(text_unit(numeric=numeric_refs)), lit("</message></error>"))
-
-
-def nullable(node: Node) -> bool:
-    """Whether ``node`` (without refs) accepts the empty string."""
-    if isinstance(node, Seq):
-        return all(nullable(x) for x in node.items)
-    if isinstance(node, Choice):
-        return any(nullable(x) for x in node.items)
-    if isinstance(node, Repeat):
-        return node.min == 0 or nullable(node.item)
-    return isinstance(node, Lit) and not node.data
 
 
 def _particle_nullable(p: Particle) -> bool:
