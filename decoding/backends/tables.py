@@ -22,6 +22,7 @@ import numpy as np
 
 from decoding import _native
 from decoding.vocab import Vocab
+from decoding.weakmemo import WeakMemo
 
 __all__ = ["PROFILES", "PlainProfile", "VocabTables", "vocab_tables", "prepare", "char_dfa"]
 
@@ -152,19 +153,8 @@ class VocabTables:
         return hit
 
 
-_tables: "weakref.WeakKeyDictionary[Vocab, VocabTables]" = weakref.WeakKeyDictionary()
-_tables_lock = threading.Lock()
-
-
-def vocab_tables(vocab: Vocab) -> VocabTables:
-    """The :class:`VocabTables` of ``vocab`` (one per vocabulary object, freed with it)."""
-    t = _tables.get(vocab)
-    if t is None:
-        with _tables_lock:
-            t = _tables.get(vocab)
-            if t is None:
-                t = _tables[vocab] = VocabTables(vocab)
-    return t
+#: the :class:`VocabTables` of a vocabulary (one per vocabulary object, freed with it)
+vocab_tables: "WeakMemo[Vocab, VocabTables]" = WeakMemo(VocabTables)
 
 
 def prepare(vocab: Vocab) -> VocabTables:

@@ -19,13 +19,13 @@ Per compiled grammar, the largest successor cost of each state and the budgeted 
 from __future__ import annotations
 
 import threading
-import weakref
 
 import numpy as np
 
 from decoding.backends.contract import EOG, CompiledGrammar
 from decoding.errors import GrammarError
 from decoding.runtime.matcher import Matcher
+from decoding.weakmemo import WeakMemo
 
 __all__ = ["BudgetMatcher", "BudgetMemo", "budget_memo"]
 
@@ -72,19 +72,8 @@ class BudgetMemo:
         return hit
 
 
-_memos: "weakref.WeakKeyDictionary[CompiledGrammar, BudgetMemo]" = weakref.WeakKeyDictionary()
-_memos_lock = threading.Lock()
-
-
-def budget_memo(cg: CompiledGrammar) -> BudgetMemo:
-    """The :class:`BudgetMemo` of ``cg`` (one per compiled grammar, freed with it)."""
-    memo = _memos.get(cg)
-    if memo is None:
-        with _memos_lock:
-            memo = _memos.get(cg)
-            if memo is None:
-                memo = _memos[cg] = BudgetMemo()
-    return memo
+#: the :class:`BudgetMemo` of a compiled grammar (one per grammar, freed with it)
+budget_memo: "WeakMemo[CompiledGrammar, BudgetMemo]" = WeakMemo(lambda cg: BudgetMemo())
 
 
 class BudgetMatcher(Matcher):
