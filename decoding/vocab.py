@@ -18,7 +18,6 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
-import threading
 import weakref
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
@@ -28,6 +27,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from decoding.errors import VocabError
+from decoding.weakmemo import WeakMemo
 
 __all__ = ["Vocab", "load_vocab", "as_vocab"]
 
@@ -216,8 +216,13 @@ class Vocab:
         return cls(toks, attrs, frozenset(eog_ids), dict(special or {}), 0, name)
 
 
-_of_llama: "weakref.WeakKeyDictionary[Any, Vocab]" = weakref.WeakKeyDictionary()
-_of_llama_lock = threading.Lock()
+def _read_llama(llm: Any) -> "Vocab":
+    # the remembered Vocab refers to the Llama weakly: a strong reference from the value
+    # would keep the key (the model) alive for the life of the process
+    return replace(Vocab.from_llama(llm), _llama=weakref.proxy(llm))
+
+
+_of_llama: "WeakMemo[Any, Vocab]" = WeakMemo(_read_llama)
 
 
 def as_vocab(tokenizer: Any) -> Vocab:
@@ -230,17 +235,10 @@ def as_vocab(tokenizer: Any) -> Vocab:
     if isinstance(tokenizer, (str, os.PathLike)):
         return Vocab.from_gguf(tokenizer)
     try:
-        with _of_llama_lock:
-            cached = _of_llama.get(tokenizer)
-    except TypeError:  # not weakly referenceable (or unhashable): no caching
+        weakref.ref(tokenizer)
+    except TypeError:  # not weakly referenceable: no caching
         return Vocab.from_llama(tokenizer)
-    if cached is None:
-        # the remembered Vocab refers to the Llama weakly: a strong reference from the value
-        # would keep the key (the model) alive for the life of the process
-        cached = replace(Vocab.from_llama(tokenizer), _llama=weakref.proxy(tokenizer))
-        with _of_llama_lock:
-            cached = _of_llama.setdefault(tokenizer, cached)
-    return cached
+    return _of_llama(tokenizer)
 
 
 @lru_cache(maxsize=16)
