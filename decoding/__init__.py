@@ -19,8 +19,9 @@ The runtime names below are imported on first access (module ``__getattr__``), s
 import importlib as _importlib
 from typing import Any as _Any
 
-from decoding.errors import (ArtifactError, DecodingError, DTDError, GBNFError, GrammarError, LimitError,
-                             ProcessorError, SchemaError, UnsatisfiableSchemaError, UsageError, VocabError)
+from decoding.errors import (ArtifactError, CanonicalizeError, DecodingError, DTDError, GBNFError, GrammarError,
+                             LimitError, PatternError, ProcessorError, SchemaError, UnsatisfiableSchemaError,
+                             UsageError, VocabError)
 
 __version__ = "0.1.0"
 
@@ -38,7 +39,6 @@ _LAZY = {
     "as_vocab": "decoding.vocab",
     "canonical_json": "decoding.canonical",
     "canonical_xml": "decoding.canonical",
-    "CanonicalizeError": "decoding.frontends.xml.canonical",
 }
 
 __all__ = [
@@ -50,7 +50,7 @@ __all__ = [
     "canonical_json", "canonical_xml",
     # errors
     "DecodingError", "GrammarError", "SchemaError", "UnsatisfiableSchemaError", "DTDError", "GBNFError",
-    "LimitError", "VocabError", "ArtifactError", "ProcessorError", "UsageError", "CanonicalizeError",
+    "PatternError", "LimitError", "VocabError", "ArtifactError", "ProcessorError", "UsageError", "CanonicalizeError",
     "__version__",
 ]
 

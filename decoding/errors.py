@@ -10,10 +10,12 @@ and *why*, so it can be shown to a user or put into a retry prompt unchanged.
     │   │   └── UnsatisfiableSchemaError  the schema provably has no valid instance
     │   ├── DTDError          DTD front-end: .line, .column, .reason
     │   ├── GBNFError         GBNF front-end / llama.cpp parse check: .line, .column
+    │   ├── PatternError      a regex outside the supported subset: .pattern, .pos, .reason
     │   └── LimitError        a configured limit (states, index size, depth) was hit
     ├── VocabError            tokenizer problems, fingerprint mismatches
     ├── ArtifactError         corrupt, truncated, wrong-version or mismatched artifact
     ├── ProcessorError        a failure inside a logits processor, surfaced to the caller
+    ├── CanonicalizeError     a document given to canonical_xml is not well-formed XML
     └── UsageError            a public function got an invalid argument (also a ValueError)
 """
 
@@ -26,10 +28,12 @@ __all__ = [
     "UnsatisfiableSchemaError",
     "DTDError",
     "GBNFError",
+    "PatternError",
     "LimitError",
     "VocabError",
     "ArtifactError",
     "ProcessorError",
+    "CanonicalizeError",
     "UsageError",
 ]
 
@@ -86,6 +90,18 @@ class GBNFError(_Located):
     """GBNF text cannot be parsed (by us or by llama.cpp); carries ``line``/``column``."""
 
 
+class PatternError(GrammarError):
+    """The pattern is malformed or uses a feature outside the supported subset.
+
+    ``pattern`` is the source, ``pos`` the offset of the fault in it, ``reason`` why."""
+
+    def __init__(self, pattern: str, pos: int, reason: str) -> None:
+        self.pattern = pattern
+        self.pos = pos
+        self.reason = reason
+        super().__init__(f"pattern {pattern!r} at offset {pos}: {reason}")
+
+
 class LimitError(GrammarError):
     """A configured limit (automaton states, index size, recursion depth) was exceeded."""
 
@@ -104,6 +120,10 @@ class ProcessorError(DecodingError):
     llama-cpp-python swallows exceptions raised inside logits processors; ours record
     the exception and this error re-raises it (as ``__cause__``) to the caller.
     """
+
+
+class CanonicalizeError(DecodingError):
+    """The input is not well-formed XML (message carries expat's line:column)."""
 
 
 class UsageError(DecodingError, ValueError):

@@ -7,8 +7,10 @@ process to anything but the loopback fails the test that tried it.
 
 from __future__ import annotations
 
+import gc
 import ipaddress
 import socket
+import sys
 from pathlib import Path
 
 import pytest
@@ -81,7 +83,12 @@ def smollm2():
 def _close_llama_objects():
     """Free llama.cpp objects before interpreter shutdown (avoids noise from late __del__)."""
     yield
-    for llm in list(_models.values()) + [v._llama for v in _vocabs.values() if v._llama is not None]:
+    live = list(_models.values()) + [v._llama for v in _vocabs.values() if v._llama is not None]
+    llama_cpp = sys.modules.get("llama_cpp")
+    if llama_cpp is not None:   # also those made by tests directly (vocab-only loads, as_vocab)
+        gc.collect()
+        live += [o for o in gc.get_objects() if isinstance(o, llama_cpp.Llama)]
+    for llm in live:
         try:
             llm.close()
         except Exception:  # noqa: BLE001 - best effort at teardown

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable
 
-from decoding.errors import GrammarError
+from decoding.errors import PatternError
 from decoding.ir import (EMPTY, MAX_CP, Node, choice, complement_ranges, normalize_ranges, rep, seq,
                          star)
 
@@ -48,18 +48,6 @@ Ranges = tuple[tuple[int, int], ...]
 #: Spells one decoded character whose code point is in the given (sorted, disjoint)
 #: ranges, in the caller's output syntax; returns ``NOTHING`` for a set it cannot spell.
 Encoder = Callable[[Ranges], Node]
-
-
-class PatternError(GrammarError):
-    """The pattern is malformed or uses a feature outside the supported subset.
-
-    ``pattern`` is the source, ``pos`` the offset of the fault in it, ``reason`` why."""
-
-    def __init__(self, pattern: str, pos: int, reason: str) -> None:
-        self.pattern = pattern
-        self.pos = pos
-        self.reason = reason
-        super().__init__(f"pattern {pattern!r} at offset {pos}: {reason}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,15 +29,11 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from decoding.frontends.xml.model import DTD
-from decoding.errors import DecodingError
+from decoding.errors import CanonicalizeError
 from decoding.frontends.xml.grammar import XML_DECLARATION
 from decoding.frontends.xml.text import escape_attr, escape_text
 
 __all__ = ["canonicalize", "CanonicalizeError", "parse_xml", "XmlElement"]
-
-
-class CanonicalizeError(DecodingError):
-    """The input is not well-formed XML (message carries expat's line:column)."""
 
 
 @dataclass
