@@ -1,5 +1,7 @@
 /* The one thin CPython binding over the native core (native/include/gd_native.h).
- * No logic lives here: argument checking, buffer access, GIL release, error mapping. */
+ * No logic lives here: argument checking, buffer access, GIL release, error mapping.
+ * The chosen kernel implementation lives in the module state (PEP 3121 / PEP 489
+ * multi-phase init), not in a C global: the core itself is stateless. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
@@ -8,6 +10,13 @@
 #include "gd_native.h"
 
 #define TRIE_CAPSULE "decoding._native.trie"
+
+/* Per-module state: the kernel table every dispatched call uses (set by set_impl). */
+typedef struct {
+    const gd_kernels *kernels;
+} native_state;
+
+static native_state *state_of(PyObject *module) { return (native_state *)PyModule_GetState(module); }
 
 /* format character of a native-endian buffer ('<', '=', '@' prefixes allowed), or 0 */
 static char fmt_char(const char *f) {
@@ -50,7 +59,7 @@ static int get_words(PyObject *obj, Py_buffer *v, int writable, const char *what
     return get_buf(obj, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0), what, 'I', 4);
 }
 
-static PyObject *py_mask_binop(PyObject *args, int is_and) {
+static PyObject *py_mask_binop(PyObject *module, PyObject *args, int is_and) {
     PyObject *od, *oa, *ob;
     if (!PyArg_ParseTuple(args, "OOO", &od, &oa, &ob)) return NULL;
     Py_buffer d, a, b;
@@ -62,9 +71,10 @@ static PyObject *py_mask_binop(PyObject *args, int is_and) {
         PyErr_Format(PyExc_ValueError, "mask lengths differ: dst %zd, a %zd, b %zd words",
                      d.shape[0], a.shape[0], b.shape[0]);
     } else {
+        const gd_kernels *k = state_of(module)->kernels;
         Py_BEGIN_ALLOW_THREADS
-        if (is_and) gd_mask_and(d.buf, a.buf, b.buf, (size_t)d.shape[0]);
-        else gd_mask_or(d.buf, a.buf, b.buf, (size_t)d.shape[0]);
+        if (is_and) gd_mask_and(k, d.buf, a.buf, b.buf, (size_t)d.shape[0]);
+        else gd_mask_or(k, d.buf, a.buf, b.buf, (size_t)d.shape[0]);
         Py_END_ALLOW_THREADS
         ret = Py_NewRef(Py_None);
     }
@@ -74,8 +84,8 @@ static PyObject *py_mask_binop(PyObject *args, int is_and) {
     return ret;
 }
 
-static PyObject *py_mask_and(PyObject *self, PyObject *args) { (void)self; return py_mask_binop(args, 1); }
-static PyObject *py_mask_or(PyObject *self, PyObject *args) { (void)self; return py_mask_binop(args, 0); }
+static PyObject *py_mask_and(PyObject *self, PyObject *args) { return py_mask_binop(self, args, 1); }
+static PyObject *py_mask_or(PyObject *self, PyObject *args) { return py_mask_binop(self, args, 0); }
 
 static PyObject *py_mask_count(PyObject *self, PyObject *args) {
     (void)self;
@@ -94,7 +104,6 @@ static PyObject *py_mask_count(PyObject *self, PyObject *args) {
 }
 
 static PyObject *py_apply_mask(PyObject *self, PyObject *args, PyObject *kw) {
-    (void)self;
     static char *kwlist[] = {"logits", "mask", "fill", NULL};
     PyObject *ol, *om;
     double fill = -INFINITY;
@@ -116,8 +125,9 @@ static PyObject *py_apply_mask(PyObject *self, PyObject *args, PyObject *kw) {
         PyBuffer_Release(&m);
         return PyErr_Format(PyExc_ValueError, "logits stride %zd not supported (need a positive multiple of 4)", stride);
     }
+    const gd_kernels *k = state_of(self)->kernels;
     Py_BEGIN_ALLOW_THREADS
-    gd_apply_mask_strided_f32(l.buf, (size_t)n, (ptrdiff_t)stride, m.buf, (float)fill);
+    gd_apply_mask_strided_f32(k, l.buf, (size_t)n, (ptrdiff_t)stride, m.buf, (float)fill);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&l);
     PyBuffer_Release(&m);
@@ -238,31 +248,24 @@ static PyObject *py_trie_walk(PyObject *self, PyObject *args) {
 }
 
 static PyObject *py_impl(PyObject *self, PyObject *noargs) {
-    (void)self; (void)noargs;
-    return PyUnicode_FromString(gd_impl_name(gd_impl_active()));
-}
-
-static int impl_from_name(const char *name) {
-    for (int i = 0; i < GD_IMPL_COUNT; i++)
-        if (strcmp(name, gd_impl_name(i)) == 0) return i;
-    return -1;
+    (void)noargs;
+    return PyUnicode_FromString(gd_impl_name(gd_kernels_impl(state_of(self)->kernels)));
 }
 
 static PyObject *py_impl_supported(PyObject *self, PyObject *args) {
     (void)self;
     const char *name;
     if (!PyArg_ParseTuple(args, "s", &name)) return NULL;
-    int i = impl_from_name(name);
+    int i = gd_impl_from_name(name);
     return PyBool_FromLong(i >= 0 && gd_impl_supported(i));
 }
 
 static PyObject *py_set_impl(PyObject *self, PyObject *args) {
-    (void)self;
     const char *name;
     if (!PyArg_ParseTuple(args, "s", &name)) return NULL;
-    int i = impl_from_name(name);
-    if (i < 0 || !gd_impl_set(i))
-        return PyErr_Format(PyExc_ValueError, "kernel implementation '%s' is not available on this CPU", name);
+    const gd_kernels *k = gd_kernels_for(gd_impl_from_name(name));
+    if (!k) return PyErr_Format(PyExc_ValueError, "kernel implementation '%s' is not available on this CPU", name);
+    state_of(self)->kernels = k;
     Py_RETURN_NONE;
 }
 
@@ -282,7 +285,24 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native", "guarded-decoding native kernels.", -1, methods,
-                                    NULL, NULL, NULL, NULL};
+static int native_exec(PyObject *module) {
+    state_of(module)->kernels = gd_kernels_for(gd_best_impl()); /* scalar is always supported */
+    if (!state_of(module)->kernels) {
+        PyErr_SetString(PyExc_RuntimeError, "decoding._native: no kernel implementation runs on this CPU");
+        return -1;
+    }
+    return 0;
+}
 
-PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&module); }
+static PyModuleDef_Slot slots[] = {
+    {Py_mod_exec, (void *)native_exec},
+#if PY_VERSION_HEX >= 0x030C0000
+    {Py_mod_multiple_interpreters, Py_MOD_PER_INTERPRETER_GIL_SUPPORTED},
+#endif
+    {0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native", "guarded-decoding native kernels.",
+                                    sizeof(native_state), methods, slots, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__native(void) { return PyModuleDef_Init(&module); }

@@ -1,6 +1,7 @@
 /* guarded-decoding native core: vocabulary trie walk and mask kernels.
  *
- * Plain C99, no Python.h.  All buffers are owned by the caller.
+ * Plain C99, no Python.h.  All buffers are owned by the caller.  No process-global mutable
+ * state: every function is re-entrant (checked by native/tests/check_no_globals.sh).
  * Masks are bitsets of uint32 words: bit (i % 32) of word (i / 32) set  <=>  token i allowed.
  * Kernels that apply a mask write `fill` (normally -INFINITY) into every disallowed logit
  * and leave allowed logits untouched.
@@ -18,25 +19,37 @@ extern "C" {
 enum gd_impl { GD_IMPL_SCALAR = 0, GD_IMPL_SSE2 = 1, GD_IMPL_AVX2 = 2, GD_IMPL_NEON = 3, GD_IMPL_AVX512 = 4,
                GD_IMPL_COUNT = 5 };
 
-/* Implementation chosen at run time (best supported by this CPU, unless overridden). */
-int gd_impl_active(void);
-const char *gd_impl_name(int impl);
-/* 1 if `impl` can run on this CPU. */
+/* ---- kernel selection --------------------------------------------------------------------
+ * The core holds no mutable state: the caller chooses an implementation and passes its
+ * kernel table to every dispatched call.  Tables are static const data; a pointer returned
+ * by gd_kernels_for stays valid for the life of the process. */
+typedef struct gd_kernels gd_kernels;
+
+/* The kernel table of `impl`, or NULL if `impl` is unknown or cannot run on this CPU. */
+const gd_kernels *gd_kernels_for(int impl);
+/* The implementation of a kernel table. */
+int gd_kernels_impl(const gd_kernels *k);
+/* 1 if `impl` can run on this CPU (CPUID / OS support; pure, no caching). */
 int gd_impl_supported(int impl);
-/* Force an implementation (tests, benchmarks).  Returns 0 and changes nothing if unsupported. */
-int gd_impl_set(int impl);
+/* Best implementation this CPU supports.  The environment variable GD_NATIVE_IMPL
+ * (scalar|sse2|avx2|avx512|neon) overrides it when it names a supported one (tests). */
+int gd_best_impl(void);
+/* "scalar", "sse2", ... ; "unknown" outside [0, GD_IMPL_COUNT). */
+const char *gd_impl_name(int impl);
+/* Inverse of gd_impl_name; -1 if `name` names no implementation. */
+int gd_impl_from_name(const char *name);
 
 /* dst[i] = a[i] & b[i]  /  a[i] | b[i]   (dst may alias a or b) */
-void gd_mask_and(uint32_t *dst, const uint32_t *a, const uint32_t *b, size_t nwords);
-void gd_mask_or(uint32_t *dst, const uint32_t *a, const uint32_t *b, size_t nwords);
+void gd_mask_and(const gd_kernels *k, uint32_t *dst, const uint32_t *a, const uint32_t *b, size_t nwords);
+void gd_mask_or(const gd_kernels *k, uint32_t *dst, const uint32_t *a, const uint32_t *b, size_t nwords);
 /* Number of set bits among the first n bits. */
 size_t gd_mask_count(const uint32_t *mask, size_t n);
 
 /* logits[i] = fill for every i < n whose bit is clear.  Contiguous float32. */
-void gd_apply_mask_f32(float *logits, size_t n, const uint32_t *mask, float fill);
+void gd_apply_mask_f32(const gd_kernels *k, float *logits, size_t n, const uint32_t *mask, float fill);
 /* Same on a strided float32 view: element i lives at (char*)base + i*stride_bytes.
  * llama-cpp-python's `scores` is such a view with stride 12 (llama_token_data). */
-void gd_apply_mask_strided_f32(void *base, size_t n, ptrdiff_t stride_bytes,
+void gd_apply_mask_strided_f32(const gd_kernels *k, void *base, size_t n, ptrdiff_t stride_bytes,
                                const uint32_t *mask, float fill);
 
 /* ---- vocabulary trie ------------------------------------------------------------------- */

@@ -1,8 +1,19 @@
-/* Internal: per-ISA kernel entry points (see mask.c for the dispatch). */
+/* Internal: per-ISA kernel entry points and the kernel table (see mask.c for the dispatch). */
 #ifndef GD_KERNELS_H
 #define GD_KERNELS_H
 #include <stddef.h>
 #include <stdint.h>
+
+#include "gd_native.h"
+
+/* One implementation's entry points.  Only static const instances exist (mask.c). */
+struct gd_kernels {
+    int impl;
+    void (*and_)(uint32_t *, const uint32_t *, const uint32_t *, size_t);
+    void (*or_)(uint32_t *, const uint32_t *, const uint32_t *, size_t);
+    void (*apply)(float *, size_t, const uint32_t *, float);
+    void (*apply_strided)(void *, size_t, ptrdiff_t, const uint32_t *, float);
+};
 
 #if defined(__x86_64__) || defined(__i386__)
 #define GD_HAVE_X86 1

@@ -1,9 +1,12 @@
-/* Mask kernels: scalar reference implementations and run-time dispatch. */
+/* Mask kernels: scalar reference implementations and stateless run-time dispatch. */
 #include "gd_native.h"
 #include "kernels.h"
 
 #include <stdlib.h>
 #include <string.h>
+#if GD_HAVE_X86
+#include <cpuid.h>
+#endif
 
 /* ---------------------------------------------------------------- scalar reference */
 void gd_and_scalar(uint32_t *dst, const uint32_t *a, const uint32_t *b, size_t n) {
@@ -69,34 +72,53 @@ size_t gd_mask_count(const uint32_t *mask, size_t n) {
     return c;
 }
 
-/* ---------------------------------------------------------------- dispatch */
-typedef struct {
-    void (*and_)(uint32_t *, const uint32_t *, const uint32_t *, size_t);
-    void (*or_)(uint32_t *, const uint32_t *, const uint32_t *, size_t);
-    void (*apply)(float *, size_t, const uint32_t *, float);
-    void (*apply_strided)(void *, size_t, ptrdiff_t, const uint32_t *, float);
-} gd_vtable;
-
-static const gd_vtable VT_SCALAR = {gd_and_scalar, gd_or_scalar, gd_apply_scalar, gd_apply_strided_scalar};
+/* ---------------------------------------------------------------- dispatch
+ * Stateless: the caller holds the chosen table (the Python binding keeps it in its module
+ * state) and passes it to every call.  CPU support is read from CPUID on each query, which
+ * is cheap and called once per selection, never per kernel call. */
+static const gd_kernels K_SCALAR = {GD_IMPL_SCALAR, gd_and_scalar, gd_or_scalar, gd_apply_scalar,
+                                    gd_apply_strided_scalar};
 #if GD_HAVE_X86
-static const gd_vtable VT_SSE2 = {gd_and_sse2, gd_or_sse2, gd_apply_sse2, gd_apply_strided_sse2};
-static const gd_vtable VT_AVX2 = {gd_and_avx2, gd_or_avx2, gd_apply_avx2, gd_apply_strided_avx2};
-static const gd_vtable VT_AVX512 = {gd_and_avx512, gd_or_avx512, gd_apply_avx512, gd_apply_strided_avx512};
+static const gd_kernels K_SSE2 = {GD_IMPL_SSE2, gd_and_sse2, gd_or_sse2, gd_apply_sse2, gd_apply_strided_sse2};
+static const gd_kernels K_AVX2 = {GD_IMPL_AVX2, gd_and_avx2, gd_or_avx2, gd_apply_avx2, gd_apply_strided_avx2};
+static const gd_kernels K_AVX512 = {GD_IMPL_AVX512, gd_and_avx512, gd_or_avx512, gd_apply_avx512,
+                                    gd_apply_strided_avx512};
 #endif
 #if GD_HAVE_NEON
-static const gd_vtable VT_NEON = {gd_and_neon, gd_or_neon, gd_apply_neon, gd_apply_strided_neon};
+static const gd_kernels K_NEON = {GD_IMPL_NEON, gd_and_neon, gd_or_neon, gd_apply_neon, gd_apply_strided_neon};
 #endif
 
-static const gd_vtable *g_vt = NULL;
-static int g_impl = -1;
+#if GD_HAVE_X86
+/* XCR0: which register states the OS saves on context switch. */
+static uint64_t xgetbv0(void) {
+    uint32_t lo, hi;
+    __asm__ __volatile__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((uint64_t)hi << 32) | lo;
+}
+
+/* CPU and OS support, straight from CPUID (no libgcc __cpu_model cache). */
+static int x86_supported(int impl) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    if (impl == GD_IMPL_SSE2) return (d >> 26) & 1u;
+    int osxsave = (c >> 27) & 1u, avx = (c >> 28) & 1u;
+    if (!osxsave || !avx) return 0;
+    uint64_t xcr0 = xgetbv0();
+    if ((xcr0 & 0x6u) != 0x6u) return 0; /* XMM and YMM state */
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
+    if (impl == GD_IMPL_AVX2) return (b >> 5) & 1u;
+    if (impl == GD_IMPL_AVX512) return ((b >> 16) & 1u) && (xcr0 & 0xE6u) == 0xE6u; /* + opmask, ZMM */
+    return 0;
+}
+#endif
 
 int gd_impl_supported(int impl) {
     switch (impl) {
     case GD_IMPL_SCALAR: return 1;
 #if GD_HAVE_X86
-    case GD_IMPL_SSE2: __builtin_cpu_init(); return __builtin_cpu_supports("sse2") != 0;
-    case GD_IMPL_AVX2: __builtin_cpu_init(); return __builtin_cpu_supports("avx2") != 0;
-    case GD_IMPL_AVX512: __builtin_cpu_init(); return __builtin_cpu_supports("avx512f") != 0;
+    case GD_IMPL_SSE2:
+    case GD_IMPL_AVX2:
+    case GD_IMPL_AVX512: return x86_supported(impl);
 #endif
 #if GD_HAVE_NEON
     case GD_IMPL_NEON: return 1; /* NEON (ASIMD) is mandatory on AArch64 */
@@ -105,37 +127,35 @@ int gd_impl_supported(int impl) {
     }
 }
 
-int gd_impl_set(int impl) {
-    if (!gd_impl_supported(impl)) return 0;
+const gd_kernels *gd_kernels_for(int impl) {
+    if (!gd_impl_supported(impl)) return NULL;
     switch (impl) {
 #if GD_HAVE_X86
-    case GD_IMPL_SSE2: g_vt = &VT_SSE2; break;
-    case GD_IMPL_AVX2: g_vt = &VT_AVX2; break;
-    case GD_IMPL_AVX512: g_vt = &VT_AVX512; break;
+    case GD_IMPL_SSE2: return &K_SSE2;
+    case GD_IMPL_AVX2: return &K_AVX2;
+    case GD_IMPL_AVX512: return &K_AVX512;
 #endif
 #if GD_HAVE_NEON
-    case GD_IMPL_NEON: g_vt = &VT_NEON; break;
+    case GD_IMPL_NEON: return &K_NEON;
 #endif
-    default: g_vt = &VT_SCALAR; impl = GD_IMPL_SCALAR; break;
+    case GD_IMPL_SCALAR: return &K_SCALAR;
+    default: return NULL;
     }
-    g_impl = impl;
-    return 1;
 }
 
-static void gd_init(void) {
-    if (g_vt) return;
-    const char *force = getenv("GD_NATIVE_IMPL"); /* scalar|sse2|avx2|neon, for tests */
+int gd_kernels_impl(const gd_kernels *k) { return k->impl; }
+
+int gd_best_impl(void) {
+    const char *force = getenv("GD_NATIVE_IMPL"); /* read only; for tests */
     if (force) {
-        for (int i = 0; i < GD_IMPL_COUNT; i++)
-            if (strcmp(force, gd_impl_name(i)) == 0 && gd_impl_set(i)) return;
+        int i = gd_impl_from_name(force);
+        if (i >= 0 && gd_impl_supported(i)) return i;
     }
-    if (gd_impl_set(GD_IMPL_NEON) || gd_impl_set(GD_IMPL_AVX512) || gd_impl_set(GD_IMPL_AVX2) ||
-        gd_impl_set(GD_IMPL_SSE2))
-        return;
-    gd_impl_set(GD_IMPL_SCALAR);
+    static const int preference[] = {GD_IMPL_NEON, GD_IMPL_AVX512, GD_IMPL_AVX2, GD_IMPL_SSE2};
+    for (size_t i = 0; i < sizeof preference / sizeof preference[0]; i++)
+        if (gd_impl_supported(preference[i])) return preference[i];
+    return GD_IMPL_SCALAR;
 }
-
-int gd_impl_active(void) { gd_init(); return g_impl; }
 
 const char *gd_impl_name(int impl) {
     switch (impl) {
@@ -148,11 +168,23 @@ const char *gd_impl_name(int impl) {
     }
 }
 
-void gd_mask_and(uint32_t *dst, const uint32_t *a, const uint32_t *b, size_t n) { gd_init(); g_vt->and_(dst, a, b, n); }
-void gd_mask_or(uint32_t *dst, const uint32_t *a, const uint32_t *b, size_t n) { gd_init(); g_vt->or_(dst, a, b, n); }
-void gd_apply_mask_f32(float *l, size_t n, const uint32_t *m, float fill) { gd_init(); g_vt->apply(l, n, m, fill); }
-void gd_apply_mask_strided_f32(void *base, size_t n, ptrdiff_t stride, const uint32_t *m, float fill) {
-    gd_init();
-    if (stride == (ptrdiff_t)sizeof(float)) g_vt->apply((float *)base, n, m, fill);
-    else g_vt->apply_strided(base, n, stride, m, fill);
+int gd_impl_from_name(const char *name) {
+    for (int i = 0; i < GD_IMPL_COUNT; i++)
+        if (strcmp(name, gd_impl_name(i)) == 0) return i;
+    return -1;
+}
+
+void gd_mask_and(const gd_kernels *k, uint32_t *dst, const uint32_t *a, const uint32_t *b, size_t n) {
+    k->and_(dst, a, b, n);
+}
+void gd_mask_or(const gd_kernels *k, uint32_t *dst, const uint32_t *a, const uint32_t *b, size_t n) {
+    k->or_(dst, a, b, n);
+}
+void gd_apply_mask_f32(const gd_kernels *k, float *l, size_t n, const uint32_t *m, float fill) {
+    k->apply(l, n, m, fill);
+}
+void gd_apply_mask_strided_f32(const gd_kernels *k, void *base, size_t n, ptrdiff_t stride, const uint32_t *m,
+                               float fill) {
+    if (stride == (ptrdiff_t)sizeof(float)) k->apply((float *)base, n, m, fill);
+    else k->apply_strided(base, n, stride, m, fill);
 }

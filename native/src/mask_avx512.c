@@ -8,27 +8,30 @@
 
 #define AVX512 __attribute__((target("avx512f")))
 
-/* spread the low bits of x onto the set bits of pattern (a portable pdep) */
-static uint16_t spread(uint32_t x, uint16_t pattern) {
-    uint16_t out = 0;
-    for (int b = 0; b < 16; b++)
-        if (pattern & (1u << b)) {
-            if (x & 1u) out |= (uint16_t)(1u << b);
-            x >>= 1;
-        }
-    return out;
-}
+/* Store-mask look-up tables, constant data computed at compile time.  A 16-token group's
+ * disallowed bits `off` split into tokens 0-4 (vector 0: floats 1,4,7,10,13, pattern 0x2492),
+ * tokens 5-10 (vector 1: lanes 0,3,6,9,12,15, pattern 0x9249) and tokens 11-15 (vector 2:
+ * lanes 2,5,8,11,14, pattern 0x4924).  Each table spreads the low bits of its index onto
+ * every third lane from `base`: bit j of x goes to lane base + 3j (a constant pdep). */
+#define SPREAD3(x, base)                                                                           \
+    ((uint16_t)((((x) >> 0 & 1u) << (base)) | (((x) >> 1 & 1u) << ((base) + 3)) |                 \
+                (((x) >> 2 & 1u) << ((base) + 6)) | (((x) >> 3 & 1u) << ((base) + 9)) |           \
+                (((x) >> 4 & 1u) << ((base) + 12)) | (((x) >> 5 & 1u) << ((base) + 15))))
+#define LUT0(x) SPREAD3((unsigned)(x), 1)
+#define LUT1(x) SPREAD3((unsigned)(x), 0)
+#define LUT2(x) SPREAD3((unsigned)(x), 2)
+#define REP4(f, b) f(b), f((b) + 1), f((b) + 2), f((b) + 3)
+#define REP16(f, b) REP4(f, b), REP4(f, (b) + 4), REP4(f, (b) + 8), REP4(f, (b) + 12)
+#define REP32(f, b) REP16(f, b), REP16(f, (b) + 16)
+#define REP64(f, b) REP32(f, b), REP32(f, (b) + 32)
 
-static uint16_t lut0[32], lut1[64], lut2[32];
-static int luts_ready = 0;
+_Static_assert(LUT0(31) == 0x2492 && LUT1(63) == 0x9249 && LUT2(31) == 0x4924, "lane patterns");
+_Static_assert((LUT0(31) | LUT1(63) | LUT2(31)) == 0xFFFF && (LUT0(31) & LUT1(63)) == 0 &&
+               (LUT1(63) & LUT2(31)) == 0 && (LUT0(31) & LUT2(31)) == 0, "patterns partition the lanes");
 
-static void init_luts(void) {
-    /* vector 0: tokens 0-4 at floats 1,4,7,10,13; vector 1: tokens 5-10 at 16..31 -> lanes
-     * 0,3,6,9,12,15; vector 2: tokens 11-15 at 32..47 -> lanes 2,5,8,11,14 */
-    for (uint32_t x = 0; x < 32; x++) { lut0[x] = spread(x, 0x2492); lut2[x] = spread(x, 0x4924); }
-    for (uint32_t x = 0; x < 64; x++) lut1[x] = spread(x, 0x9249);
-    __atomic_store_n(&luts_ready, 1, __ATOMIC_RELEASE);
-}
+static const uint16_t lut0[32] = {REP32(LUT0, 0)};
+static const uint16_t lut1[64] = {REP64(LUT1, 0)};
+static const uint16_t lut2[32] = {REP32(LUT2, 0)};
 
 AVX512 void gd_and_avx512(uint32_t *d, const uint32_t *a, const uint32_t *b, size_t n) {
     size_t i = 0;
@@ -60,7 +63,6 @@ AVX512 void gd_apply_avx512(float *l, size_t n, const uint32_t *mask, float fill
 
 AVX512 void gd_apply_strided_avx512(void *base, size_t n, ptrdiff_t stride, const uint32_t *mask, float fill) {
     if (stride != 12) { gd_apply_strided_scalar(base, n, stride, mask, fill); return; }
-    if (!__atomic_load_n(&luts_ready, __ATOMIC_ACQUIRE)) init_luts();
     const __m512 vfill = _mm512_set1_ps(fill);
     float *f = (float *)base; /* base points at the logit field: token e at f[3e] */
     f -= 1;                   /* so that token e's logit is at f[3e + 1], groups 64-byte aligned in the pattern */

@@ -17,7 +17,10 @@ static uint32_t rnd(void) { rng_state ^= rng_state << 13; rng_state ^= rng_state
 static int bit(const uint32_t *m, size_t i) { return (m[i >> 5] >> (i & 31)) & 1u; }
 
 static void test_impl(int impl) {
-    if (!gd_impl_set(impl)) return;
+    const gd_kernels *k = gd_kernels_for(impl);
+    CHECK((k != NULL) == (gd_impl_supported(impl) != 0), "%s: table iff supported", gd_impl_name(impl));
+    if (!k) return;
+    CHECK(gd_kernels_impl(k) == impl, "%s: table reports impl %d", gd_impl_name(impl), gd_kernels_impl(k));
     const size_t sizes[] = {1, 31, 32, 33, 100, 4096, 49152, 262144 + 7};
     for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
         size_t n = sizes[si], nw = (n + 31) / 32;
@@ -27,9 +30,9 @@ static void test_impl(int impl) {
             m[w] = (r % 4 == 0) ? 0xFFFFFFFFu : (r % 4 == 1) ? 0u : rnd();
             a[w] = rnd();
         }
-        gd_mask_and(d, m, a, nw);
+        gd_mask_and(k, d, m, a, nw);
         for (size_t w = 0; w < nw; w++) CHECK(d[w] == (m[w] & a[w]), "%s and word %zu", gd_impl_name(impl), w);
-        gd_mask_or(d, m, a, nw);
+        gd_mask_or(k, d, m, a, nw);
         for (size_t w = 0; w < nw; w++) CHECK(d[w] == (m[w] | a[w]), "%s or word %zu", gd_impl_name(impl), w);
         size_t cnt = 0;
         for (size_t i = 0; i < n; i++) cnt += bit(m, i);
@@ -37,7 +40,7 @@ static void test_impl(int impl) {
 
         float *l = malloc(n * 4);
         for (size_t i = 0; i < n; i++) l[i] = (float)i * 0.5f;
-        gd_apply_mask_f32(l, n, m, -INFINITY);
+        gd_apply_mask_f32(k, l, n, m, -INFINITY);
         for (size_t i = 0; i < n; i++)
             CHECK(bit(m, i) ? l[i] == (float)i * 0.5f : isinf(l[i]) && l[i] < 0, "%s apply n=%zu i=%zu", gd_impl_name(impl), n, i);
         free(l);
@@ -45,12 +48,20 @@ static void test_impl(int impl) {
         /* strided view over llama_token_data {int32 id; float logit; float p;} */
         struct { int32_t id; float logit; float p; } *td = malloc(n * 12);
         for (size_t i = 0; i < n; i++) { td[i].id = (int32_t)i; td[i].logit = (float)i; td[i].p = 7.0f; }
-        gd_apply_mask_strided_f32(&td[0].logit, n, 12, m, -INFINITY);
+        gd_apply_mask_strided_f32(k, &td[0].logit, n, 12, m, -INFINITY);
         for (size_t i = 0; i < n; i++) {
             CHECK(td[i].id == (int32_t)i && td[i].p == 7.0f, "%s strided clobbered n=%zu i=%zu", gd_impl_name(impl), n, i);
             CHECK(bit(m, i) ? td[i].logit == (float)i : isinf(td[i].logit), "%s strided n=%zu i=%zu", gd_impl_name(impl), n, i);
         }
         free(td);
+
+        /* stride 4 through the strided entry point takes the contiguous kernel */
+        float *c = malloc(n * 4);
+        for (size_t i = 0; i < n; i++) c[i] = 1.0f;
+        gd_apply_mask_strided_f32(k, c, n, 4, m, -INFINITY);
+        for (size_t i = 0; i < n; i++)
+            CHECK(bit(m, i) ? c[i] == 1.0f : isinf(c[i]), "%s stride-4 n=%zu i=%zu", gd_impl_name(impl), n, i);
+        free(c);
         free(m); free(a); free(d);
     }
     printf("ok   kernels %s\n", gd_impl_name(impl));
@@ -97,8 +108,28 @@ static void test_trie(void) {
     printf("ok   trie walk\n");
 }
 
+static void test_selection(void) {
+    int best = gd_best_impl();
+    CHECK(best >= 0 && best < GD_IMPL_COUNT && gd_impl_supported(best), "best impl %d supported", best);
+    CHECK(gd_impl_supported(GD_IMPL_SCALAR) && gd_kernels_for(GD_IMPL_SCALAR) != NULL, "scalar always runs");
+    CHECK(gd_kernels_for(-1) == NULL && gd_kernels_for(GD_IMPL_COUNT) == NULL, "unknown impl has no table");
+    CHECK(gd_kernels_for(GD_IMPL_SCALAR) == gd_kernels_for(GD_IMPL_SCALAR), "tables are static");
+    for (int i = 0; i < GD_IMPL_COUNT; i++)
+        CHECK(gd_impl_from_name(gd_impl_name(i)) == i, "name round trip %d", i);
+    CHECK(gd_impl_from_name("sve9") == -1 && strcmp(gd_impl_name(GD_IMPL_COUNT), "unknown") == 0, "unknown names");
+    /* two tables used alternately give the same results: no hidden selection state */
+    const gd_kernels *s = gd_kernels_for(GD_IMPL_SCALAR), *b = gd_kernels_for(best);
+    uint32_t m[4] = {0x0F0F0F0Fu, 0xFFFFFFFFu, 0u, 0x80000001u};
+    float x[128], y[128];
+    for (int i = 0; i < 128; i++) x[i] = y[i] = (float)i;
+    gd_apply_mask_f32(b, x, 128, m, -1.0f);
+    gd_apply_mask_f32(s, y, 128, m, -1.0f);
+    CHECK(memcmp(x, y, sizeof x) == 0, "best and scalar agree");
+    printf("ok   selection (best: %s)\n", gd_impl_name(best));
+}
+
 int main(void) {
-    printf("active implementation: %s\n", gd_impl_name(gd_impl_active()));
+    test_selection();
     for (int impl = GD_IMPL_SCALAR; impl < GD_IMPL_COUNT; impl++) test_impl(impl);
     test_trie();
     if (failures) { printf("%d failed\n", failures); return 1; }
