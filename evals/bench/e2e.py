@@ -22,7 +22,7 @@ from pathlib import Path
 
 from llama_cpp import LogitsProcessorList
 
-from decoding import Compiler, GrammarLogitsProcessor, compile_json_schema
+from decoding import Compiler, GrammarLogitsProcessor
 from decoding.runtime.fastforward import generate_fast
 from decoding.models import load_model
 
@@ -50,12 +50,13 @@ def tasks(n: int, seed: int = 0) -> list[tuple[str, str]]:
 def grammars(llm) -> dict:
     from decoding.frontends.xml.grammar import grammar_from_spec
 
-    gs = {name: compile_json_schema(json.loads((ROOT / "grammars" / f"{name}.json").read_text()), llm)
+    compiler = Compiler(llm)
+    gs = {name: compiler.compile_json_schema(json.loads((ROOT / "grammars" / f"{name}.json").read_text()))
           for name in ("get_weather", "search_product")}
     specs = json.loads((ROOT / "grammars" / "xml_grammars.json").read_text())
     spec = specs["user_query"] if isinstance(specs, dict) and "user_query" in specs else \
         next(s for s in specs if s.get("name") == "user_query")
-    gs["user_query"] = Compiler(llm).compile_ir(grammar_from_spec(spec, ROOT / "grammars"))
+    gs["user_query"] = compiler.compile_ir(grammar_from_spec(spec, ROOT / "grammars"))
     return gs
 
 

@@ -4,7 +4,8 @@
 
 1. Mask compute, llama-bpe (128k) vocabulary: walk the tokens of valid instances of the
    shipped get_weather / search_product schemas and of JSONSchemaBench Glaiveai2K schemas;
-   time CompiledGrammar.mask(state) per token, first visit (native trie walk) and memoized.
+   time CompiledGrammar.mask(state) per token (the back-end contract; whichever back-end
+   "auto" picks), first visit (native trie walk) and memoized.
 2. Apply: write a mask into llama-cpp-python's strided `scores` view (llama_token_data,
    stride 12 bytes) at 49,152 and 262,144 tokens, native kernel vs numpy `np.where`.
 """
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from decoding import _native, compile_json_schema
+from decoding import Compiler, _native
 from decoding.vocab import Vocab
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,9 +43,10 @@ def bench_compute(vocab: Vocab, n_instances: int) -> dict:
         d = json.loads(p.read_text())
         cases.append((d["schema"], [t["data"] for t in d["tests"] if t["valid"]]))
     first, memo, compiled = [], [], 0
+    compiler = Compiler(vocab, cache=False)
     for schema, docs in cases:
         try:
-            cg = compile_json_schema(schema, vocab)
+            cg = compiler.compile_json_schema(schema)
         except Exception:  # noqa: BLE001 - unsupported schemas are counted by the conformance runner
             continue
         compiled += 1

@@ -1,7 +1,8 @@
 """Load-time benchmark of the shipped grammars (grammars/manifest.json) for SmolLM2's tokenizer.
 
 For each grammar: time to a ready matcher (``Matcher(cg).mask()`` returns the first mask)
-  - cold: front-end + automaton + the first mask (compile at request time, lazy index);
+  - cold: front-end + key + automaton + the first mask (``Compiler(vocab, cache=False)``:
+    compile at request time, lazy index);
   - artifact: read + verify (sha256) + load an on-disk artifact (``load_artifact``);
   - disk cache: ``Compiler(vocab, cache=GrammarCache(dir)).compile_file(source)`` in a fresh
     cache over a warm directory (front-end + canonical key + artifact load);
@@ -34,10 +35,9 @@ sys.path.insert(0, str(ROOT))
 from decoding.artifacts.format import load_artifact, read_artifact, write_artifact  # noqa: E402
 from decoding.artifacts.cache import GrammarCache  # noqa: E402
 from decoding.compiler import Compiler  # noqa: E402
-from decoding.backends.select import compile_grammar  # noqa: E402
 from decoding.runtime.matcher import Matcher  # noqa: E402
 from decoding.models import model_path  # noqa: E402
-from decoding.frontends.sources import build_grammar, load_manifest, read_source  # noqa: E402
+from decoding.frontends.sources import load_manifest, read_source  # noqa: E402
 from decoding.vocab import Vocab  # noqa: E402
 
 MB = 1 << 20
@@ -72,8 +72,7 @@ def resident(path: Path, vocab: Vocab) -> tuple[int, int]:
     cg = load_artifact(path, vocab)
     Matcher(cg).mask()
     after_load = tracemalloc.get_traced_memory()[0] - base
-    for s in range(cg.dfa.n_states):
-        cg.mask(s)
+    cg.precompute()  # every state's mask (the artifact's back-end, the DFA, has them all)
     after_all = tracemalloc.get_traced_memory()[0] - base
     tracemalloc.stop()
     return after_load, after_all
@@ -89,11 +88,12 @@ def bench(entry: dict, vocab: Vocab, workdir: Path, repeats: int) -> dict:
     build_s = time.perf_counter() - t0
     art = workdir / f"{name}.gdc"
     size = write_artifact(full, art, name=name, kind=kind, options=opts)
-    dense_bytes = full.stats()["mask_bytes"] + full.stats()["table_bytes"]
+    st = full.stats()
+    dense_bytes = st["mask_bytes"] + st.get("table_bytes", 0)  # masks + the DFA's transition table
 
     def cold():
-        g, _ = build_grammar(text, kind, name=str(path), base_dir=base, **opts)
-        Matcher(compile_grammar(g, vocab)).mask()
+        cg = Compiler(vocab, cache=False).compile_source(text, kind, name=str(path), base_dir=base, **opts)
+        Matcher(cg).mask()
 
     t0 = time.perf_counter()
     cold()
@@ -121,7 +121,7 @@ def bench(entry: dict, vocab: Vocab, workdir: Path, repeats: int) -> dict:
     memory_ms = p50(from_memory, repeats * 5)
     r_load, r_all = resident(art, vocab)
     h = read_artifact(art).header
-    return {"name": name, "states": full.dfa.n_states, "masks": h["index"]["n_masks"], "build_s": build_s,
+    return {"name": name, "states": st["states"], "masks": h["index"]["n_masks"], "build_s": build_s,
             "cold_ms": cold_ms, "artifact_ms": artifact_ms, "disk_cache_ms": disk_ms, "memory_ms": memory_ms,
             "artifact_bytes": size, "resident_load": r_load, "resident_all": r_all, "dense_runtime": dense_bytes}
 
@@ -216,7 +216,7 @@ The order of a schema's `properties` does: it is the order the fields are genera
 
 {table}
 
-{env}. "→ ready": until `Matcher(cg).mask()` returns the first mask. "cold": front-end +
+{env}. "→ ready": until `Matcher(cg).mask()` returns the first mask. "cold": front-end + key +
 automaton + first mask (lazy index); "build": all masks, as `compile` does. "disk cache":
 `Compiler.compile_file(source)` with an empty LRU over a warm directory (includes the front-end
 and the key). Resident memory is measured with tracemalloc (file buffer, expanded DFA
