@@ -65,6 +65,39 @@ def test_rejected_valid_instance_is_counted() -> None:
     assert r["valid_accepted"] == 0 and r["forms_used"] == {"rejected": 1}
 
 
+@pytest.mark.parametrize("backend", ["dfa", "pushdown"])
+def test_ours_runs_every_column_on_either_backend(backend: str) -> None:
+    """The bench uses only the back-end contract: a pushdown-compiled schema fills every
+    column like a DFA-compiled one, and the back-end is recorded and counted."""
+    v = _vocab()
+    case = _case(v, [(True, b'{"a":true}'), (True, b'{"a":false,"n":12}'), (False, b'{"a":1}')])
+    r = run_engine(Ours(backend=backend), v, 0, [case], timeout=30, budget=None, log=io.StringIO())
+    assert r["status"] == "ok" and r["schemas_compiled"] == 1
+    assert r["per_schema"][0]["backend"] == backend
+    assert r["backends"][backend]["schemas"] == 1 and set(r["backends"]) == {backend}
+    assert (r["valid_accepted"], r["invalid_accepted"]) == (2, 0)
+    assert r["memory"]["grammars_native_mb"] is not None and r["memory"]["setup_native_mb"] is not None
+    assert r["mask_first_visit_us"]["n"] > 0 and r["mask_memoized_us"]["n"] > 0
+    res = {"split": "S", "vocab": "V", "n_tokens": v.n_tokens, "n_schemas": 1, "command": "c",
+           "engines": {"ours": r}, "machine": {"cpu": "x", "cpus": 2, "load_start": "0", "load_end": "0"}}
+    md = render_markdown(res)
+    assert f"| {backend} 1 |" in md and f"| {backend} | 1 |" in md
+
+
+class _Raises(Ours):
+    def walk(self, *a, **k):
+        raise RuntimeError("limit hit")
+
+
+def test_error_while_walking_is_counted_not_fatal() -> None:
+    v = _vocab()
+    r = run_engine(_Raises(), v, 0, [_case(v, [(True, b'{"a":true}'), (True, b'{"a":false}')])], timeout=30,
+                   budget=None, log=io.StringIO())
+    assert r["status"] == "ok" and r["valid_accepted"] == 0 and r["forms_used"] == {"rejected": 2}
+    assert r["per_schema"][0]["walk_errors"] == ["RuntimeError: limit hit"] * 2
+    assert r["mask_us"]["n"] == 0  # the partial walks' samples are dropped
+
+
 class _Missing(Engine):
     name = "missing"
 

@@ -144,6 +144,9 @@ class Ours(Engine):
     name = "ours"
     apply_name = "_native.apply_mask"
 
+    def __init__(self, backend: str = "auto") -> None:
+        self.backend_choice = backend
+
     def setup(self, vocab: Vocab) -> None:
         from decoding import _native
         from decoding.backends.tables import prepare
@@ -152,7 +155,7 @@ class Ours(Engine):
         self.vocab = vocab
         self._native = _native
         # no cache: every schema is compiled, none is a hit of an earlier equal grammar
-        self._compile = Compiler(vocab, cache=False).compile_json_schema
+        self._compile = Compiler(vocab, cache=False, backend=self.backend_choice).compile_json_schema
         # the per-vocabulary tables both back-ends share (token trie, plain-text profiles)
         # are built on first use: build them here (setup), not in the first compile or mask
         self.tables = prepare(vocab)
@@ -233,7 +236,8 @@ class Ours(Engine):
         return _version("guarded-decoding") + f" (kernel {self._native.impl()})"
 
     def describe(self) -> str:
-        return "Compiler(vocab).compile_json_schema(schema), backend auto: compact JSON, lazy masks"
+        return (f"Compiler(vocab, cache=False, backend={self.backend_choice!r}).compile_json_schema(schema): "
+                "compact JSON, lazy masks")
 
 
 # ----------------------------------------------------------------------------- llguidance

@@ -7,7 +7,9 @@ One process; engines run one after another on the same schemas, the same vocabul
 the same token ids.  For every schema of the split (``--limit N``: N schemas evenly spaced
 over the sorted file names) each engine
 
-1. compiles it (timed: schema -> a matcher ready for the first mask; ours is lazy, so its
+1. compiles it (timed: schema -> a matcher ready for the first mask; ours goes through
+   ``Compiler(vocab, cache=False).compile_json_schema`` with back-end "auto", uses only the
+   back-end contract, and records ``stats()["backend"]`` per schema; it is lazy, so its
    first-visit masks are paid in mask time instead);
 2. walks the tokens of every valid instance: at each token the mask for the current state
    is computed and the token consumed (timed together: "mask"), and the mask is written
