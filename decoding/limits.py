@@ -1,0 +1,52 @@
+"""Resource limits: one documented place for every bound on untrusted input.
+
+The defaults are safe for a server that accepts schemas, DTDs, GBNF and text from strangers
+on the 2-core / 24 GB machines this project targets: each bound keeps one input well under
+a second of work and a few hundred MB of memory.  Exceeding a limit raises
+:class:`~decoding.errors.LimitError` naming the place (JSON pointer, line:column, rule) and
+the limit (its name here and its value); in the guard it is a violation instead.  A limit is
+never a hang, a ``RecursionError`` or a ``MemoryError``.
+
+Pass a :class:`Limits` (``dataclasses.replace(DEFAULT_LIMITS, ...)``) where an API takes
+``limits=``; the module constants are the defaults of its fields.
+
+This module imports nothing from the package: every layer may use it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Limits", "DEFAULT_LIMITS"]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on one input.  Every field is a hard maximum."""
+
+    # -- any parser (JSON Schema, DTD content models, GBNF, the guard's scanners)
+    #: nesting depth of brackets, groups, subschemas or elements
+    max_nesting: int = 256
+    #: size of one source text (schema JSON, DTD, GBNF), in characters
+    max_source_chars: int = 4_000_000
+
+    # -- compiling a grammar (front-end IR -> automaton)
+    #: estimated NFA states of one grammar before any automaton is built
+    max_nfa_states: int = 2_000_000
+    #: DFA states of one explicit automaton
+    max_dfa_states: int = 200_000
+    #: wall-clock seconds for one compile (checked between construction steps)
+    max_compile_seconds: float = 10.0
+
+    # -- DTDs
+    #: characters of entity replacement text in total (parameter AND general entities)
+    max_entity_expansion: int = 4_000_000
+    #: depth of entity references inside entity replacement text
+    max_entity_depth: int = 64
+
+    # -- the guard (post-hoc checks of model output)
+    #: characters of text one guard call accepts
+    max_guard_input_chars: int = 1_000_000
+
+
+DEFAULT_LIMITS = Limits()
