@@ -95,7 +95,8 @@ class CompiledGrammar(Protocol):
         ...
 
     def stats(self) -> dict:
-        """Plain-data figures.  Keys every back-end gives: ``backend``, ``states`` (automaton
-        states or configurations created so far), ``distinct_masks``, ``mask_bytes``,
-        ``vocab``, ``fingerprint``."""
+        """Plain-data figures.  Keys every back-end gives: ``backend``, ``states`` (states of
+        the compiled automata: the DFA's, or the sum of the pushdown rule DFAs'; pushdown
+        also gives ``configs``, the configurations created so far), ``distinct_masks``,
+        ``mask_bytes``, ``vocab``, ``fingerprint``."""
         ...
