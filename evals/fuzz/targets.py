@@ -1,0 +1,426 @@
+"""What one fuzz input does to one door, and how the outcome is classified.
+
+``run_input(door, payload)`` runs one input against the installed package and returns an
+:class:`Outcome`.  It is what the subprocess worker calls (``evals.fuzz.worker``) and what
+the hypothesis tests call in-process (``tests/test_fuzz_doors.py``).
+
+Outcomes (``Outcome.kind``)
+- ``ok``: accepted, and where an oracle applies its verdict agrees (schema: random walks
+  validate with ``jsonschema``; dtd: walks validate with lxml/libxml2; gbnf: llama.cpp
+  parses the grammar and accepts the walks; artifact: the loaded grammar walks; guard: a
+  result whose ``ok`` document validates with ``jsonschema``/lxml);
+- ``located``: a :class:`~decoding.errors.DecodingError` naming a place: a
+  ``SchemaError``-like ``.pointer`` that resolves in the schema (schema door), a ``.line``
+  inside the text or a ``.rule`` (dtd, gbnf), an ``ArtifactError`` naming the artifact
+  (artifact door).  The guard has no located errors: it must return a result;
+- ``unlocated``: a ``DecodingError`` without a usable place;
+- ``crash``: any other exception (the guard: any exception at all);
+- ``invalid``: accepted, but an output (or the accepted input itself) is wrong by the oracle;
+- ``hang`` is decided by the worker's parent (timeout), never here.
+
+``Outcome.signature`` groups findings: exception type + innermost frame inside ``decoding/``
+for exceptions, the oracle's reason for invalid outputs.  ``phase(name)`` callbacks tell the
+worker which part runs (``door``, ``walk``, ``oracle``): a hang or a native crash during
+``oracle`` is the oracle's fault and is counted as ``oracle_skipped``, not against the door.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import os
+import tempfile
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from decoding.errors import ArtifactError, DecodingError
+
+__all__ = ["DOORS", "Outcome", "run_input", "tiny_vocab", "resolve_pointer", "signature_of",
+           "GRAMMARS_DIR", "GUARD_DTDS", "GUARD_SCHEMAS", "ARTIFACT_LABEL"]
+
+DOORS = ("schema", "dtd", "gbnf", "artifact", "guard")
+ROOT = Path(__file__).resolve().parents[2]
+GRAMMARS_DIR = ROOT / "grammars"
+#: the guard's grammars: DTD file -> root element, schema files
+GUARD_DTDS = {"user_query.dtd": "request", "soap_execute_command.dtd": "soap:Envelope",
+              "vehicle_request.dtd": "request", "plist.dtd": "plist"}
+GUARD_SCHEMAS = ("get_weather.json", "search_product.json")
+ARTIFACT_LABEL = "<artifact bytes>"
+#: libxml2 reports this about a DTD's own content model, then validates anyway
+_TOLERATED_LXML = ("DTD_CONTENT_NOT_DETERMINIST",)
+_WALKS = 3
+_WALK_SLACK = 64
+_MAX_BUDGET = 2000
+
+
+@dataclass
+class Outcome:
+    """The classified result of one input."""
+    kind: str
+    signature: str = ""
+    message: str = ""
+    phase: str = "door"
+    oracle_skipped: bool = False
+    detail: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return {"kind": self.kind, "signature": self.signature, "message": self.message[:2000],
+                "phase": self.phase, "oracle_skipped": self.oracle_skipped}
+
+
+# ----------------------------------------------------------------------------- helpers
+
+@functools.lru_cache(maxsize=1)
+def tiny_vocab():
+    """256 single-byte tokens plus one end-of-generation token: cheap masks, exact walks."""
+    from decoding.vocab import Vocab
+    return Vocab.from_bytes([bytes([i]) for i in range(256)] + [b""], eog_ids=[256],
+                            special={"</s>": 256}, name="fuzz-bytes")
+
+
+@functools.lru_cache(maxsize=1)
+def _compiler():
+    from decoding.compiler import Compiler
+    return Compiler(tiny_vocab(), cache=False)
+
+
+def _frames(tb) -> list[traceback.FrameSummary]:
+    return list(traceback.extract_tb(tb))
+
+
+def _where(frames: list) -> str:
+    """``path:function`` of the innermost frame inside the package (else the innermost)."""
+    if not frames:
+        return "?"
+    for fr in reversed(frames):
+        fn = fr.filename.replace("\\", "/")
+        if "/decoding/" in fn and "/evals/" not in fn:
+            return f"decoding/{fn.rsplit('/decoding/', 1)[1]}:{fr.name}"
+    fr = frames[-1]
+    return f"{Path(fr.filename).name}:{fr.name}"
+
+
+def signature_of(exc: BaseException) -> str:
+    """Exception type + innermost package frame, e.g. ``TypeError @ decoding/x.py:f``."""
+    return f"{type(exc).__name__} @ {_where(_frames(exc.__traceback__))}"
+
+
+def resolve_pointer(doc: Any, pointer: str) -> bool:
+    """Does the JSON pointer (RFC 6901, an optional leading ``#``) name a place in ``doc``?"""
+    if not isinstance(pointer, str):
+        return False
+    if pointer.startswith("#"):
+        pointer = pointer[1:]
+    if pointer in ("", "/"):
+        return True
+    if not pointer.startswith("/"):
+        return False
+    cur = doc
+    for raw in pointer[1:].split("/"):
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(cur, dict):
+            if part not in cur:
+                return False
+            cur = cur[part]
+        elif isinstance(cur, list):
+            if not part.isdigit() or int(part) >= len(cur):
+                return False
+            cur = cur[int(part)]
+        else:
+            return False
+    return True
+
+
+def _classify_error(door: str, exc: BaseException, payload: dict, phase: str) -> Outcome:
+    sig = signature_of(exc)
+    msg = f"{type(exc).__name__}: {exc}"
+    if not isinstance(exc, DecodingError):
+        return Outcome("crash", sig, msg, phase)
+    if _located(door, exc, payload):
+        return Outcome("located", type(exc).__name__, msg, phase)
+    return Outcome("unlocated", sig, msg, phase)
+
+
+def _located(door: str, exc: DecodingError, payload: dict) -> bool:
+    if door == "schema":
+        ptr = getattr(exc, "pointer", None)
+        return isinstance(ptr, str) and resolve_pointer(payload["schema"], ptr)
+    if door in ("dtd", "gbnf"):
+        text = payload[door]
+        line = getattr(exc, "line", None)
+        if isinstance(line, int) and not isinstance(line, bool):
+            return 1 <= line <= text.count("\n") + 1
+        rule = getattr(exc, "rule", None)
+        return isinstance(rule, str) and bool(rule) and rule in text
+    if door == "artifact":
+        field_ = getattr(exc, "field", None)
+        return isinstance(exc, ArtifactError) and (str(exc).startswith(ARTIFACT_LABEL + ":")
+                                                    or bool(field_))
+    return False
+
+
+def _walks(cg, seed: int, n: int = _WALKS) -> list[bytes]:
+    """Up to ``n`` finished random walks (budgeted when the completion cost is small)."""
+    from decoding.testing import random_walk
+    rng = np.random.default_rng(seed)
+    try:
+        cost = int(cg.completion_cost(0))
+    except (AttributeError, NotImplementedError):
+        cost = None
+    out = []
+    for _ in range(n):
+        if cost is not None and cost <= _MAX_BUDGET:
+            w = random_walk(cg, rng, budget=cost + _WALK_SLACK, max_steps=cost + _WALK_SLACK + 1)
+        else:
+            w = random_walk(cg, rng, max_steps=_MAX_BUDGET)
+        if w.finished:
+            out.append(w.text)
+    return out
+
+
+def _walk_failure(exc: DecodingError) -> Outcome | None:
+    """A broken core guarantee seen by random_walk (empty mask, refused token, budget)."""
+    msg = str(exc)
+    if msg.startswith("random_walk:"):
+        reason = msg.split(":", 2)[1].strip().split(" in state")[0].split(" after")[0]
+        reason = "".join(c for c in reason if not c.isdigit()).strip()
+        return Outcome("invalid", f"walk: {reason}", msg, "walk")
+    return None
+
+
+def _run_walks(door: str, cg, payload: dict, phase: Callable[[str], None], seed: int
+               ) -> tuple[list[bytes] | None, Outcome | None]:
+    phase("walk")
+    try:
+        return _walks(cg, seed), None
+    except DecodingError as e:
+        bad = _walk_failure(e)
+        return None, bad or _classify_error(door, e, payload, "walk")
+    except Exception as e:  # noqa: BLE001 - anything else is a crash
+        return None, _classify_error(door, e, payload, "walk")
+
+
+# ----------------------------------------------------------------------------- doors
+
+def _schema(payload: dict, phase, seed: int) -> Outcome:
+    schema = payload["schema"]
+    try:
+        cg = _compiler().compile_json_schema(schema)
+    except Exception as e:  # noqa: BLE001
+        return _classify_error("schema", e, payload, "door")
+    outs, bad = _run_walks("schema", cg, payload, phase, seed)
+    if bad is not None:
+        return bad
+    phase("oracle")
+    try:
+        import jsonschema
+        from jsonschema.validators import validator_for
+        cls = validator_for(schema, default=jsonschema.Draft202012Validator) if isinstance(schema, dict) \
+            else jsonschema.Draft202012Validator
+        try:
+            cls.check_schema(schema)
+        except jsonschema.SchemaError as e:
+            return Outcome("invalid", f"metaschema: accepted a schema whose '{e.validator}' is invalid",
+                           f"{'/'.join(map(str, e.absolute_path))}: {e.message}"[:2000], "oracle")
+        validator = cls(schema)
+        for text in outs:
+            try:
+                value = json.loads(text.decode("utf-8"))
+            except UnicodeDecodeError:
+                return Outcome("invalid", "output: not UTF-8", repr(text[:300]), "oracle")
+            except ValueError:
+                return Outcome("invalid", "output: not JSON", repr(text[:300]), "oracle")
+            err = next(iter(validator.iter_errors(value)), None)
+            if err is not None:
+                return Outcome("invalid", f"output: jsonschema rejects ('{err.validator}')",
+                               f"{text[:300]!r}: {err.message[:300]}", "oracle")
+    except (RecursionError, MemoryError):
+        return Outcome("ok", oracle_skipped=True, phase="oracle")
+    except Exception as e:  # noqa: BLE001 - jsonschema cannot judge this schema
+        return Outcome("ok", message=f"oracle: {type(e).__name__}: {e}"[:500], oracle_skipped=True,
+                       phase="oracle")
+    return Outcome("ok", phase="oracle")
+
+
+def _lxml_validate(dtd_text: str, root: str, docs: list[bytes]) -> Outcome | None:
+    import lxml.etree as ET
+    with tempfile.TemporaryDirectory(prefix="fuzz-dtd-") as d:
+        path = os.path.join(d, "g.dtd")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(dtd_text)
+        try:
+            validator = ET.DTD(path)
+        except ET.DTDParseError:
+            return None  # libxml2 cannot read this DTD: no verdict
+        parser = ET.XMLParser(load_dtd=True, no_network=True, huge_tree=False)
+        for doc in docs:
+            body = doc
+            prolog = b""
+            if body.startswith(b"<?xml"):
+                k = body.find(b"?>") + 2
+                prolog, body = body[:k], body[k:]
+            full = prolog + b'<!DOCTYPE %s SYSTEM "%s">' % (root.encode(), path.encode()) + body
+            try:
+                tree = ET.fromstring(full, parser)
+            except ET.XMLSyntaxError as e:
+                return Outcome("invalid", "output: not well-formed (libxml2)", f"{e}: {doc[:300]!r}", "oracle")
+            if not validator.validate(tree):
+                errs = [e for e in validator.error_log if e.type_name not in _TOLERATED_LXML]
+                if errs:
+                    return Outcome("invalid", f"output: libxml2 DTD-invalid ({errs[0].type_name})",
+                                   f"{errs[0].message}: {doc[:300]!r}", "oracle")
+    return None
+
+
+def _dtd(payload: dict, phase, seed: int) -> Outcome:
+    text, root = payload["dtd"], payload["root"]
+    with tempfile.TemporaryDirectory(prefix="fuzz-base-") as base:
+        try:
+            cg = _compiler().compile_source(text, "dtd", root=root, base_dir=base)
+        except Exception as e:  # noqa: BLE001
+            return _classify_error("dtd", e, payload, "door")
+    outs, bad = _run_walks("dtd", cg, payload, phase, seed)
+    if bad is not None:
+        return bad
+    phase("oracle")
+    try:
+        bad = _lxml_validate(text, root, outs)
+    except Exception as e:  # noqa: BLE001
+        return Outcome("ok", message=f"oracle: {type(e).__name__}: {e}"[:500], oracle_skipped=True,
+                       phase="oracle")
+    return bad or Outcome("ok", phase="oracle")
+
+
+def _gbnf(payload: dict, phase, seed: int) -> Outcome:
+    text = payload["gbnf"]
+    try:
+        cg = _compiler().compile_gbnf(text)
+    except Exception as e:  # noqa: BLE001
+        return _classify_error("gbnf", e, payload, "door")
+    outs, bad = _run_walks("gbnf", cg, payload, phase, seed)
+    if bad is not None:
+        return bad
+    if len(text) > 200_000 or not payload.get("llama", True):
+        return Outcome("ok", oracle_skipped=True, phase="oracle")
+    phase("oracle")
+    from decoding.backends.gbnf.check import check_gbnf, llama_accepts
+    from decoding.errors import GBNFError
+    try:
+        check_gbnf(text)
+    except GBNFError as e:
+        return Outcome("invalid", "llama.cpp rejects a grammar we accept", str(e)[:2000], "oracle")
+    except Exception as e:  # noqa: BLE001
+        return Outcome("ok", message=f"oracle: {type(e).__name__}: {e}"[:500], oracle_skipped=True,
+                       phase="oracle")
+    for data in outs:
+        if b"\x00" in data or len(data) > 2000:
+            continue
+        try:
+            if not llama_accepts(text, data):
+                return Outcome("invalid", "output: llama.cpp rejects a walk", repr(data[:300]), "oracle")
+        except Exception as e:  # noqa: BLE001
+            return Outcome("ok", message=f"oracle: {type(e).__name__}: {e}"[:500], oracle_skipped=True,
+                           phase="oracle")
+    return Outcome("ok", phase="oracle")
+
+
+def _artifact(payload: dict, phase, seed: int) -> Outcome:
+    from decoding.artifacts.format import load_artifact
+    data = base64.b64decode(payload["b64"])
+    try:
+        cg = load_artifact(data, tiny_vocab())
+    except Exception as e:  # noqa: BLE001
+        return _classify_error("artifact", e, payload, "door")
+    _, bad = _run_walks("artifact", cg, payload, phase, seed)
+    return bad or Outcome("ok", phase="walk")
+
+
+@functools.lru_cache(maxsize=None)
+def _guard_dtd(name: str):
+    from decoding.frontends.xml.dtd import parse_dtd
+    path = GRAMMARS_DIR / name
+    return parse_dtd(path.read_text(encoding="utf-8"), source=name, base_dir=GRAMMARS_DIR)
+
+
+@functools.lru_cache(maxsize=None)
+def _guard_schema(name: str) -> dict:
+    return json.loads((GRAMMARS_DIR / name).read_text(encoding="utf-8"))
+
+
+@functools.lru_cache(maxsize=None)
+def _lxml_dtd(name: str):
+    import lxml.etree as ET
+    return ET.DTD(str(GRAMMARS_DIR / name))
+
+
+def _guard(payload: dict, phase, seed: int) -> Outcome:  # noqa: ARG001
+    import decoding.guard as G
+    text, fn, g = payload["text"], payload["fn"], payload["grammar"]
+    repair = bool(payload.get("repair"))
+    try:
+        if g.endswith(".json"):
+            schema = _guard_schema(g)
+            if fn == "guard":
+                res = G.guard_json(text, schema, repair=repair)
+            elif fn == "extract":
+                res = G.extract_json(text, all=repair)
+            else:
+                res = G.validate_json(text, schema)
+        else:
+            dtd, root = _guard_dtd(g), GUARD_DTDS[g]
+            want = root if payload.get("root") else None
+            if fn == "guard":
+                res = G.guard_xml(text, dtd, root=want, repair=repair, add_declaration=repair)
+            elif fn == "extract":
+                res = G.extract_xml(text, all=repair, root=want)
+            else:
+                res = list(G.validate_xml(text, dtd, root=want))
+    except Exception as e:  # noqa: BLE001 - the guard never raises on model output
+        return Outcome("crash", signature_of(e), f"{type(e).__name__}: {e}", "door")
+    if fn != "guard" or not res.ok or res.text is None:
+        return Outcome("ok")
+    phase("oracle")
+    try:
+        if g.endswith(".json"):
+            import jsonschema
+            err = next(iter(jsonschema.Draft202012Validator(_guard_schema(g)).iter_errors(json.loads(res.text))),
+                       None)
+            if err is not None:
+                return Outcome("invalid", f"guard ok but jsonschema rejects ('{err.validator}')",
+                               f"{res.text[:300]!r}: {err.message[:300]}", "oracle")
+        else:
+            import lxml.etree as ET
+            try:
+                tree = ET.fromstring(res.text.encode("utf-8"), ET.XMLParser(no_network=True, resolve_entities=False))
+            except ET.XMLSyntaxError as e:
+                return Outcome("invalid", "guard ok but libxml2: not well-formed", f"{e}: {res.text[:300]!r}",
+                               "oracle")
+            v = _lxml_dtd(g)
+            if not v.validate(tree):
+                errs = [e for e in v.error_log if e.type_name not in _TOLERATED_LXML]
+                if errs:
+                    return Outcome("invalid", f"guard ok but libxml2 DTD-invalid ({errs[0].type_name})",
+                                   f"{errs[0].message}: {res.text[:300]!r}", "oracle")
+    except Exception as e:  # noqa: BLE001
+        return Outcome("ok", message=f"oracle: {type(e).__name__}: {e}"[:500], oracle_skipped=True,
+                       phase="oracle")
+    return Outcome("ok", phase="oracle")
+
+
+_DOORS = {"schema": _schema, "dtd": _dtd, "gbnf": _gbnf, "artifact": _artifact, "guard": _guard}
+
+
+def run_input(door: str, payload: dict, *, phase: Callable[[str], None] = lambda _p: None,
+              seed: int = 0) -> Outcome:
+    """Run one input against ``door`` and classify what happened (never raises, except
+    ``KeyboardInterrupt``/``SystemExit``)."""
+    phase("door")
+    try:
+        return _DOORS[door](payload, phase, seed)
+    except RecursionError as e:
+        return Outcome("crash", signature_of(e), f"RecursionError: {e}", "door")
