@@ -103,7 +103,18 @@ class PatternError(GrammarError):
 
 
 class LimitError(GrammarError):
-    """A configured limit (automaton states, index size, recursion depth) was exceeded."""
+    """A configured limit (automaton states, index size, recursion depth) was exceeded.
+
+    The message names the place and the limit.  Optional attributes for callers: ``pointer``
+    (JSON pointer into a schema, or None), ``limit`` (the :class:`~decoding.limits.Limits`
+    field name, or None) and ``value`` (what was measured or asked for, or None)."""
+
+    def __init__(self, message: str, *, pointer: str | None = None, limit: str | None = None,
+                 value: object = None) -> None:
+        self.pointer = pointer
+        self.limit = limit
+        self.value = value
+        super().__init__(message)
 
 
 class VocabError(DecodingError):
