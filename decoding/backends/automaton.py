@@ -3,6 +3,14 @@
 Pipeline: IR -> Thompson NFA (refs inlined, recursion unrolled to ``max_depth``)
 -> subset construction over byte equivalence classes -> Moore minimisation -> pruning.
 
+Limits (:class:`decoding.limits.Limits`, checked by :func:`compile_dfa`): the IR is
+estimated first (:func:`decoding.ir.size.check_size`: ``max_nfa_states`` and
+``max_compile_work``), refs are inlined at most ``max_nesting`` deep, the NFA stops at
+``max_nfa_states``, the DFA at ``max_dfa_states`` (or ``max_states``), and the NFA build,
+the subset construction and the minimisation check a ``max_compile_seconds`` deadline.
+Each is a :class:`~decoding.errors.LimitError` naming the rule (when known) and the limit;
+never a ``RecursionError``.
+
 Invariants of a :class:`DFA`
 - state 0 is the start state; ``-1`` in ``trans`` means "no transition" (dead);
 - every state is reachable from the start and can reach an accepting state, so a
@@ -15,6 +23,7 @@ Invariants of a :class:`DFA`
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
@@ -22,14 +31,15 @@ import numpy as np
 
 from decoding.errors import GrammarError, LimitError
 from decoding.ir import ByteSet, Choice, Grammar, Lit, Node, Ref, Repeat, Seq, Special, map_leaves
-from decoding.ir.size import estimate_size, node_size
+from decoding.ir.size import check_size, estimate_size, node_size
 from decoding.ir.size import is_sep_loop as _sep_loop
+from decoding.limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["DFA", "NFAMatcher", "compile_dfa", "state_dtype", "estimate_size", "node_size",
            "DEFAULT_MAX_STATES"]
 
-DEFAULT_MAX_STATES = 200_000
-_DEFAULT_MAX_NFA = 2_000_000
+DEFAULT_MAX_STATES = DEFAULT_LIMITS.max_dfa_states
+_DEFAULT_MAX_NFA = DEFAULT_LIMITS.max_nfa_states
 
 
 @dataclass(frozen=True, eq=False)
@@ -95,10 +105,29 @@ class DFA:
 
 # ----------------------------------------------------------------------------- NFA
 
-class _NFA:
-    __slots__ = ("eps", "edges", "spec", "max_states", "grammar", "special_ids", "depth")
+class _Deadline:
+    """``check()`` raises LimitError once ``seconds`` have passed since construction."""
+    __slots__ = ("seconds", "at", "what")
 
-    def __init__(self, grammar: Grammar, special_ids: dict[str, int], max_states: int) -> None:
+    def __init__(self, seconds: float, what: str) -> None:
+        self.seconds = seconds
+        self.at = time.monotonic() + seconds
+        self.what = what
+
+    def check(self, step: str) -> None:
+        if time.monotonic() > self.at:
+            raise LimitError(f"{self.what}: compiling took longer than max_compile_seconds="
+                             f"{self.seconds:g} (during {step}); simplify the grammar or raise "
+                             "the limit")
+
+
+class _NFA:
+    __slots__ = ("eps", "edges", "spec", "max_states", "grammar", "special_ids", "depth",
+                 "rules", "max_nesting", "deadline")
+
+    def __init__(self, grammar: Grammar, special_ids: dict[str, int], max_states: int, *,
+                 max_nesting: int = DEFAULT_LIMITS.max_nesting,
+                 deadline: _Deadline | None = None) -> None:
         self.eps: list[list[int]] = []
         self.edges: list[list[tuple[int, int, int]]] = []  # (lo, hi, target)
         self.spec: list[list[tuple[int, int]]] = []  # (special index, target)
@@ -106,6 +135,9 @@ class _NFA:
         self.grammar = grammar
         self.special_ids = special_ids
         self.depth: dict[str, int] = {}
+        self.rules: list[str] = [grammar.start]  # rules being inlined, outermost first
+        self.max_nesting = max_nesting
+        self.deadline = deadline
 
     def new(self) -> int:
         self.eps.append([])
@@ -113,9 +145,22 @@ class _NFA:
         self.spec.append([])
         n = len(self.eps)
         if n > self.max_states:
-            raise LimitError(f"grammar expands to more than {self.max_states} NFA states; "
-                             "lower the recursion depth or bounded repetitions")
+            raise LimitError(f"rule '{self.rules[-1]}': grammar expands to more than "
+                             f"{self.max_states} NFA states (limit max_nfa_states); lower the "
+                             "recursion depth or bounded repetitions")
+        if not n & 0xFFF and self.deadline is not None:
+            self.deadline.check(f"the NFA of rule '{self.rules[-1]}'")
         return n - 1
+
+    def build_start(self, s: int) -> int | None:
+        """Build the start rule from ``s``; a grammar nested deeper than Python's stack
+        allows is a LimitError naming the innermost rule, never a RecursionError."""
+        try:
+            return self.build(self.grammar.rule(self.grammar.start), s)
+        except RecursionError:
+            raise LimitError(f"rule '{self.rules[-1]}': grammar nested too deeply to inline "
+                             f"(rules {len(self.rules)} deep; limit max_nesting="
+                             f"{self.max_nesting})") from None
 
     def build_sep_loop(self, x: Node, sep: tuple[Node, ...], s: int) -> int | None:
         """``x (sep x)*`` with one copy of ``x``: a fresh entry state ``a`` (only ``s`` and
@@ -208,10 +253,16 @@ class _NFA:
             d = self.depth.get(node.name, 0)
             if d >= self.grammar.max_depth:
                 return None  # recursion bound reached: empty language here
+            if len(self.rules) > self.max_nesting:
+                raise LimitError(f"rule '{node.name}': rules nested more than max_nesting="
+                                 f"{self.max_nesting} deep when inlined (referenced from "
+                                 f"'{self.rules[-1]}')")
             self.depth[node.name] = d + 1
+            self.rules.append(node.name)
             try:
                 return self.build(self.grammar.rule(node.name), s)
             finally:
+                self.rules.pop()
                 self.depth[node.name] = d
         if isinstance(node, Special):
             k = self.special_ids[node.text]
@@ -243,10 +294,12 @@ class NFAMatcher:
     Specials are not supported here (byte strings only).
     """
 
-    def __init__(self, grammar: Grammar, *, max_nfa: int = _DEFAULT_MAX_NFA) -> None:
-        nfa = _NFA(grammar, {}, max_nfa)
+    def __init__(self, grammar: Grammar, *, max_nfa: int = _DEFAULT_MAX_NFA,
+                 limits: Limits = DEFAULT_LIMITS) -> None:
+        nfa = _NFA(grammar, {}, max_nfa, max_nesting=limits.max_nesting,
+                   deadline=_Deadline(limits.max_compile_seconds, f"grammar '{grammar.start}'"))
         self._start = nfa.new()
-        end = nfa.build(grammar.rule(grammar.start), self._start)
+        end = nfa.build_start(self._start)
         if end is None:
             raise GrammarError(f"grammar '{grammar.start}' accepts no string")
         self._end = end
@@ -276,22 +329,29 @@ class NFAMatcher:
         return self._end in cur
 
 
-def compile_dfa(grammar: Grammar, *, max_states: int = DEFAULT_MAX_STATES,
-                literal_specials: Iterable[str] = ()) -> DFA:
+def compile_dfa(grammar: Grammar, *, max_states: int | None = None,
+                literal_specials: Iterable[str] = (), limits: Limits | None = None) -> DFA:
     """Compile ``grammar`` to a minimal, pruned byte DFA.
 
     ``literal_specials``: texts of :class:`Special` nodes to match as their UTF-8 bytes
     (because the vocabulary has no single token for them); the others become special
-    symbols.
+    symbols.  ``limits`` (default :data:`~decoding.limits.DEFAULT_LIMITS`) bounds the work
+    as the module docstring says; ``max_states`` overrides ``limits.max_dfa_states``.
+    Raises LimitError (rule and limit named) or GrammarError (empty language).
     """
+    lim = DEFAULT_LIMITS if limits is None else limits
+    if max_states is None:
+        max_states = lim.max_dfa_states
+    deadline = _Deadline(lim.max_compile_seconds, f"grammar '{grammar.start}'")
+    check_size(grammar, lim)
     lit_specials = set(literal_specials)
     if lit_specials:
         grammar = _replace_specials(grammar, lit_specials)
     specials = tuple(grammar.specials())
     sid = {t: i for i, t in enumerate(specials)}
-    nfa = _NFA(grammar, sid, _DEFAULT_MAX_NFA)
+    nfa = _NFA(grammar, sid, lim.max_nfa_states, max_nesting=lim.max_nesting, deadline=deadline)
     start = nfa.new()
-    end = nfa.build(grammar.rule(grammar.start), start)
+    end = nfa.build_start(start)
     if end is None:
         raise GrammarError(f"grammar '{grammar.start}' accepts no string "
                            f"(recursion deeper than max_depth={grammar.max_depth}?)")
@@ -339,6 +399,8 @@ def compile_dfa(grammar: Grammar, *, max_states: int = DEFAULT_MAX_STATES,
     while i < len(order):
         cur = order[i]
         i += 1
+        if not i & 0xFF:
+            deadline.check("the subset construction")
         row = [-1] * nsym
         by_sym: dict[int, set[int]] = {}
         for x in cur:
@@ -350,8 +412,9 @@ def compile_dfa(grammar: Grammar, *, max_states: int = DEFAULT_MAX_STATES,
             if j is None:
                 j = len(order)
                 if j >= max_states:
-                    raise LimitError(f"automaton exceeds max_states={max_states}; simplify the "
-                                     "grammar or raise the limit")
+                    raise LimitError(f"grammar '{grammar.start}': automaton exceeds max_states="
+                                     f"{max_states} DFA states (limit max_dfa_states); simplify "
+                                     "the grammar or raise the limit")
                 index[tgt] = j
                 order.append(tgt)
             row[c] = j
@@ -359,7 +422,8 @@ def compile_dfa(grammar: Grammar, *, max_states: int = DEFAULT_MAX_STATES,
         acc.append(end in cur)
     trans = np.array(rows, dtype=np.int32).reshape(len(rows), nsym)
     dfa = DFA(bc, trans, np.array(acc, dtype=bool), specials, ncls)
-    return _minimize(_prune(dfa, None))
+    deadline.check("the subset construction")
+    return _minimize(_prune(dfa, None), deadline)
 
 
 def state_dtype(n_states: int) -> type:
@@ -457,7 +521,7 @@ def _row_classes(key: np.ndarray, rows: np.ndarray, weights: np.ndarray) -> tupl
     return inv.reshape(-1), first
 
 
-def _minimize(dfa: DFA) -> DFA:
+def _minimize(dfa: DFA, deadline: _Deadline | None = None) -> DFA:
     """Moore partition refinement, exact, with a worklist: block ids are stable (a block
     that splits keeps its id for the part holding its first state), and a round only
     re-examines the blocks holding a predecessor of a state whose id changed in the last
@@ -478,6 +542,8 @@ def _minimize(dfa: DFA) -> DFA:
     part_ext[n] = -1
     cand = np.arange(n)
     while len(cand):
+        if deadline is not None:
+            deadline.check("the minimisation")
         part_ext[:n] = part
         blocks = np.zeros(nblocks, dtype=bool)
         blocks[part[cand]] = True

@@ -8,19 +8,31 @@ automaton builds it as one loop) counts ``x`` once.
 - :func:`node_size`: one rule, each :class:`~decoding.ir.Ref` counted as one symbol (a
   call of the pushdown back-end);
 - :func:`estimate_size`: a whole grammar as the explicit DFA back-end unrolls it, refs
-  expanded and a recursive rule counted ``max_depth`` times.
+  expanded and a recursive rule counted ``max_depth`` times;
+- :func:`estimate_work`: the subset construction's work, which the state count misses: a
+  repetition with two or more copies of a *variable-length* item (``("a"{0,100}){0,100}``,
+  a JSON string of ``maxLength`` 2000 UTF-8 characters) can have every NFA state of the
+  repetition active at once, so determinising it costs about the square of its size;
+- :func:`check_size`: both estimates against :class:`~decoding.limits.Limits`, raising a
+  :class:`~decoding.errors.LimitError` that names the rule and the limit.
 
-Both are memoized per object id, so IR that shares subtrees costs time linear in its
-distinct nodes.  Estimates only: never used to decide a language.
+Invariants
+- Every walk here is iterative (an explicit stack): a chain of 100,000 rules or groups
+  nested 100,000 deep costs time, never a ``RecursionError``.
+- Memoized per object id, so IR that shares subtrees costs time linear in its distinct
+  nodes.  Estimates only: never used to decide a language.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
+from decoding.errors import LimitError
 from decoding.ir.nodes import Choice, Grammar, Lit, Node, Ref, Repeat, Seq
+from decoding.limits import DEFAULT_LIMITS, Limits
 
-__all__ = ["estimate_size", "node_size", "is_sep_loop"]
+__all__ = ["estimate_size", "node_size", "estimate_work", "check_size", "is_sep_loop", "Estimate"]
 
 
 def is_sep_loop(x: Node, r: Node) -> bool:
@@ -29,32 +41,170 @@ def is_sep_loop(x: Node, r: Node) -> bool:
         isinstance(r.item, Seq) and len(r.item.items) >= 2 and r.item.items[-1] == x
 
 
-def _shape_size(n: Node, size: Callable[[Node], int]) -> int:
-    """Rough NFA-state count of a non-Ref node, ``size`` giving its children's."""
+@dataclass(frozen=True)
+class Estimate:
+    """Estimates of one node: ``states`` (NFA states), ``lo``/``hi`` (shortest and longest
+    match in bytes, ``hi`` None when unbounded) and ``work`` (quadratic subset-construction
+    cost of its variable-length repetitions)."""
+    states: int
+    lo: int
+    hi: int | None
+    work: int
+
+
+_ONE = Estimate(1, 1, 1, 0)
+_ZERO = Estimate(0, 0, 0, 0)
+
+
+def _children(n: Node) -> tuple[Node, ...]:
+    if isinstance(n, (Seq, Choice)):
+        return n.items
+    if isinstance(n, Repeat):
+        return (n.item,)
+    return ()
+
+
+def _combine(n: Node, kids: list[Estimate]) -> Estimate:
+    """Estimate of a non-Ref node from its children's (in order)."""
     if isinstance(n, Lit):
-        return len(n.data)
+        k = len(n.data)
+        return Estimate(k, k, k, 0)
     if isinstance(n, Seq):
         items = n.items
-        return sum(size(x) for i, x in enumerate(items) if not (i > 0 and is_sep_loop(items[i - 1], x)))
+        states = sum(e.states for i, e in enumerate(kids)
+                     if not (i > 0 and is_sep_loop(items[i - 1], items[i])))
+        his = [e.hi for e in kids]
+        return Estimate(states, sum(e.lo for e in kids),
+                        None if None in his else sum(his),  # type: ignore[arg-type]
+                        sum(e.work for e in kids))
     if isinstance(n, Choice):
-        return 2 + sum(size(x) + 1 for x in n.items)
+        if not kids:
+            return Estimate(2, 0, 0, 0)
+        his = [e.hi for e in kids]
+        return Estimate(2 + sum(e.states + 1 for e in kids), min(e.lo for e in kids),
+                        None if None in his else max(his),  # type: ignore[type-var]
+                        sum(e.work for e in kids))
     if isinstance(n, Repeat):
-        return size(n.item) * (n.min + (1 if n.max is None else n.max - n.min)) + 2
-    return 1  # ByteSet, Special
+        e = kids[0]
+        copies = n.min + (1 if n.max is None else n.max - n.min)
+        states = e.states * copies + 2
+        hi = None if n.max is None or e.hi is None else e.hi * n.max
+        work = e.work * copies
+        if copies >= 2 and e.hi != e.lo:
+            # copies entered at different offsets are active at once: every one of them when
+            # the item may be empty, else about one item's worth per copy
+            work += states * states if e.lo == 0 else states * states // max(1, e.states)
+        return Estimate(states, e.lo * n.min, hi, work)
+    return _ONE  # ByteSet, Special
+
+
+def _fold(root: Node, ref: Callable[[Ref], Estimate | None], memo: dict[int, Estimate],
+          enter: Callable[[Ref], Node | None], leave: Callable[[Ref, Estimate], Estimate],
+          cacheable: Callable[[], bool]) -> Estimate:
+    """Post-order evaluation of ``root`` with an explicit stack.
+
+    ``ref(r)`` gives a Ref's estimate when known; otherwise ``enter(r)`` returns the rule
+    body to evaluate (or None: counts as zero) and ``leave(r, body)`` turns the body's
+    estimate into the Ref's.  ``memo`` caches non-Ref nodes while ``cacheable()``."""
+    out: list[Estimate] = []
+    # frames: (node, number of children already pushed) / ("ref", Ref)
+    stack: list[tuple[object, int]] = [(root, -1)]
+    marks: list[int] = []
+    while stack:
+        node, state = stack.pop()
+        if state == -2:  # leaving a Ref whose body was evaluated
+            body = out.pop()
+            out.append(leave(node, body))  # type: ignore[arg-type]
+            continue
+        if state == -3:  # combining a composite node
+            base = marks.pop()
+            kids = out[base:]
+            del out[base:]
+            est = _combine(node, kids)  # type: ignore[arg-type]
+            if cacheable():
+                memo[id(node)] = est
+            out.append(est)
+            continue
+        n: Node = node  # type: ignore[assignment]
+        if isinstance(n, Ref):
+            known = ref(n)
+            if known is not None:
+                out.append(known)
+                continue
+            body = enter(n)
+            if body is None:
+                out.append(_ZERO)
+                continue
+            stack.append((n, -2))
+            stack.append((body, -1))
+            continue
+        hit = memo.get(id(n))
+        if hit is not None:
+            out.append(hit)
+            continue
+        kids_n = _children(n)
+        if not kids_n:
+            est = _combine(n, [])
+            memo[id(n)] = est
+            out.append(est)
+            continue
+        marks.append(len(out))
+        stack.append((n, -3))
+        for k in reversed(kids_n):
+            stack.append((k, -1))
+    return out[-1]
+
+
+def _node_estimate(node: Node) -> Estimate:
+    return _fold(node, lambda r: _ONE, {}, lambda r: None, lambda r, e: e, lambda: True)
 
 
 def node_size(node: Node) -> int:
     """Rough NFA-state count of ``node`` with each Ref counted as one symbol (a call of the
     pushdown back-end)."""
-    memo: dict[int, int] = {}
+    return _node_estimate(node).states
 
-    def size(n: Node) -> int:
-        hit = memo.get(id(n))
-        if hit is None:
-            hit = memo[id(n)] = 1 if isinstance(n, Ref) else _shape_size(n, size)
-        return hit
 
-    return size(node)
+class _Inline:
+    """Refs expanded; a rule referred to from inside itself counts ``max_depth`` times."""
+
+    def __init__(self, g: Grammar) -> None:
+        self.g = g
+        self.memo: dict[int, Estimate] = {}
+        self.rule: dict[str, Estimate] = {}
+        self.active: list[str] = []
+        self.active_set: set[str] = set()
+        self.recursive: set[str] = set()
+        #: (estimate, rule) of every rule, in the order their estimates completed
+        self.done: list[tuple[str, Estimate]] = []
+
+    def ref(self, r: Ref) -> Estimate | None:
+        if r.name in self.active_set:
+            self.recursive.add(r.name)
+            return _ZERO
+        return self.rule.get(r.name)
+
+    def enter(self, r: Ref) -> Node:
+        self.active.append(r.name)
+        self.active_set.add(r.name)
+        return self.g.rule(r.name)
+
+    def leave(self, r: Ref, body: Estimate) -> Estimate:
+        self.active.pop()
+        self.active_set.discard(r.name)
+        if r.name in self.recursive:  # unrolled max_depth times, and of unbounded length
+            d = self.g.max_depth
+            body = Estimate(body.states * d, body.lo, None, body.work * d)
+        self.rule[r.name] = body
+        self.done.append((r.name, body))
+        return body
+
+    def run(self) -> Estimate:
+        start = self.g.start
+        est = _fold(self.g.rule(start), self.ref, self.memo, self.enter, self.leave,
+                    lambda: not self.active_set)
+        self.done.append((start, est))
+        return est
 
 
 def estimate_size(g: Grammar, *, inline: bool = True) -> int:
@@ -64,28 +214,39 @@ def estimate_size(g: Grammar, *, inline: bool = True) -> int:
     or to choose a back-end instead of compiling for long."""
     if not inline:
         return max(node_size(node) for _, node in g.rules)
-    memo: dict[int, int] = {}
-    rule_size: dict[str, int] = {}
-    active: set[str] = set()
-    recursive: set[str] = set()
+    return _Inline(g).run().states
 
-    def size(n: Node) -> int:
-        hit = memo.get(id(n))
-        if hit is not None:
-            return hit
-        if isinstance(n, Ref):
-            if n.name in active:
-                recursive.add(n.name)
-                return 0
-            if n.name not in rule_size:
-                active.add(n.name)
-                body = size(g.rule(n.name))
-                active.discard(n.name)
-                rule_size[n.name] = body * (g.max_depth if n.name in recursive else 1)
-            return rule_size[n.name]
-        r = _shape_size(n, size)
-        if not active:
-            memo[id(n)] = r
-        return r
 
-    return size(g.rule(g.start))
+def estimate_work(g: Grammar, *, inline: bool = True) -> int:
+    """Rough subset-construction work of ``g`` (see the module docstring): refs expanded,
+    or with ``inline=False`` the largest single rule's."""
+    if not inline:
+        return max(_node_estimate(node).work for _, node in g.rules)
+    return _Inline(g).run().work
+
+
+def check_size(g: Grammar, limits: Limits = DEFAULT_LIMITS, *, inline: bool = True,
+               where: str = "") -> Estimate:
+    """Raise :class:`LimitError` when ``g`` is estimated above ``limits.max_nfa_states``
+    NFA states or ``limits.max_compile_work`` subset-construction work, naming the first
+    rule (in the order estimates complete, so the innermost culprit) whose estimate is
+    over.  ``inline=False`` checks each rule alone (the pushdown back-end).  ``where``
+    prefixes the message (a source name).  Returns the whole grammar's estimate."""
+    prefix = f"{where}: " if where else ""
+    if inline:
+        ev = _Inline(g)
+        total = ev.run()
+        rules = ev.done
+    else:
+        rules = [(name, _node_estimate(node)) for name, node in g.rules]
+        total = max((e for _, e in rules), key=lambda e: e.states)
+    for name, e in rules:
+        if e.states > limits.max_nfa_states:
+            raise LimitError(f"{prefix}rule '{name}': expands to about {e.states} automaton states "
+                             f"(limit max_nfa_states={limits.max_nfa_states}); bound fewer "
+                             "repetitions or lower the recursion depth")
+        if e.work > limits.max_compile_work:
+            raise LimitError(f"{prefix}rule '{name}': a repetition of a variable-length item costs "
+                             f"about {e.work} steps to determinise (limit max_compile_work="
+                             f"{limits.max_compile_work}); bound fewer repetitions")
+    return total

@@ -23,7 +23,12 @@ Mapping to the IR
   a loop repeats, not only how deep values nest;
 - a rule defined twice is an error (llama.cpp silently keeps the last definition).
 
-Errors are :class:`GBNFError` with 1-based ``line`` and ``column``.
+Errors are :class:`GBNFError` with 1-based ``line`` and ``column`` (and ``source``).
+Limits (:class:`decoding.limits.Limits`): a text longer than ``max_source_chars`` or with
+``( )`` groups nested deeper than ``max_nesting`` is a :class:`LimitError` naming the
+place and the limit, found by a linear pre-scan before lark runs; the tree is turned into
+IR without recursion.  Size blow-ups (``("a"{0,100}){0,100}``) are refused when compiling
+(:func:`decoding.ir.size.check_size`), not here: the text alone is small.
 """
 
 from __future__ import annotations
@@ -31,10 +36,13 @@ from __future__ import annotations
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from decoding.errors import GBNFError, GrammarError
+import re
+
+from decoding.errors import GBNFError, GrammarError, LimitError
 from decoding.ir import (EMPTY, MAX_CP, Choice, Grammar, Node, Ref, Repeat, Seq,
                  Special, any_char, char_class, choice, lit, rep, seq, walk)
 from decoding.ir import nullable as ir_nullable
+from decoding.limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["parse_gbnf", "recursive_rules", "GBNF_MAX_DEPTH"]
 
@@ -188,6 +196,8 @@ def _repeat(node: Node, tok: Token) -> Node:
 
 
 class _Builder:
+    """lark tree -> IR rules, with an explicit stack (no recursion over nested groups)."""
+
     def __init__(self) -> None:
         self.rules: dict[str, Node] = {}
         self.where: dict[str, Token] = {}
@@ -205,22 +215,41 @@ class _Builder:
             self.rules[name] = self.alts(r.children[1])
             self.where[name] = name_tok
 
-    def alts(self, t: Tree) -> Node:
-        return choice(*[self.seq(s) for s in t.children])
+    def alts(self, top: Tree) -> Node:
+        """Post-order over ``top`` (alts/nalts, seq/nseq, item/nitem, group) with a stack of
+        (tree, values of its children so far)."""
+        stack: list[tuple[Tree, list]] = [(top, [])]
+        while True:
+            t, vals = stack[-1]
+            if len(vals) < len(t.children):
+                c = t.children[len(vals)]
+                if isinstance(c, Tree):
+                    stack.append((c, []))
+                else:
+                    vals.append(c)
+                continue
+            stack.pop()
+            node = self._combine(t, vals)
+            if not stack:
+                return node
+            stack[-1][1].append(node)
 
-    def seq(self, t: Tree) -> Node:
-        items = [self.item(i) for i in t.children]
-        return seq(*items) if items else EMPTY
-
-    def item(self, t: Tree) -> Node:
-        node = self.atom(t.children[0])
-        if len(t.children) > 1:
-            node = _repeat(node, t.children[1])
+    def _combine(self, t: Tree, vals: list) -> Node:
+        kind = t.data
+        if kind in ("alts", "nalts"):
+            return choice(*vals)
+        if kind in ("seq", "nseq"):
+            return seq(*vals) if vals else EMPTY
+        if kind == "group":
+            return vals[0]
+        # item / nitem: atom (a token, or a group's node), then an optional REPEAT token
+        a = vals[0]
+        node = self.atom(a) if isinstance(a, Token) else a
+        if len(vals) > 1:
+            node = _repeat(node, vals[1])
         return node
 
-    def atom(self, a: Tree | Token) -> Node:
-        if isinstance(a, Tree):  # group
-            return self.alts(a.children[0])
+    def atom(self, a: Token) -> Node:
         kind = a.type
         s = str(a)
         if kind == "STRING":
@@ -237,6 +266,28 @@ class _Builder:
                 raise _err("negated token reference '!<...>' is not supported", a)
             return Special(s)
         raise GBNFError(f"unexpected token {s!r}", a.line, a.column)
+
+
+#: what the nesting pre-scan skips: strings, classes, token references, comments
+_SCAN = re.compile(r'"(?:\\.|[^"\\])*"|\[(?:\\.|[^\]\\])*\]|<[^>\n]*>|#[^\r\n]*|[()]', re.S)
+
+
+def _check_nesting(text: str, limit: int, source: str | None) -> None:
+    """LimitError at the first '(' nested deeper than ``limit`` (a linear regex scan)."""
+    if text.count("(") <= limit:
+        return
+    depth = 0
+    for m in _SCAN.finditer(text):
+        c = m.group()
+        if c == "(":
+            depth += 1
+            if depth > limit:
+                line = text.count("\n", 0, m.start()) + 1
+                col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+                raise LimitError(f"{source or '<input>'}:{line}:{col}: groups '(' nested more "
+                                 f"than max_nesting={limit} deep")
+        elif c == ")":
+            depth = max(0, depth - 1)
 
 
 def _nullable_and_first(rules: dict[str, Node]) -> tuple[dict[str, bool], dict[str, set[str]]]:
@@ -309,12 +360,21 @@ def recursive_rules(grammar: Grammar) -> list[str]:
 
 
 def parse_gbnf(text: str, *, root: str = "root", max_depth: int = GBNF_MAX_DEPTH,
-               strict_recursion: bool = False, source: str | None = None) -> Grammar:
+               strict_recursion: bool = False, source: str | None = None,
+               limits: Limits = DEFAULT_LIMITS) -> Grammar:
     """Parse GBNF ``text`` into a :class:`Grammar` whose start rule is ``root``.
 
     Raises :class:`GBNFError` (with line and column) on syntax errors, undefined or
-    duplicate rules, left recursion, and (with ``strict_recursion``) any recursion.
+    duplicate rules, a missing ``root`` rule (located at the end of the text), left
+    recursion, and (with ``strict_recursion``) any recursion; :class:`LimitError` (place
+    and limit named) above ``limits.max_source_chars`` or ``limits.max_nesting``.
     """
+    if not isinstance(text, str):
+        raise GBNFError(f"parse_gbnf expects str, not {type(text).__name__}", 1, 1, source)
+    if len(text) > limits.max_source_chars:
+        raise LimitError(f"{source or '<input>'}:1:1: GBNF text of {len(text)} characters "
+                         f"(limit max_source_chars={limits.max_source_chars})")
+    _check_nesting(text, limits.max_nesting, source)
     try:
         tree = _parser.parse(text)
     except UnexpectedInput as e:
@@ -344,7 +404,11 @@ def parse_gbnf(text: str, *, root: str = "root", max_depth: int = GBNF_MAX_DEPTH
             if str(ref) not in b.rules:
                 raise GBNFError(f"undefined rule '{ref}'", ref.line, ref.column)
         if root not in b.rules:
-            raise GBNFError(f"grammar has no '{root}' rule", None, None)
+            names = ", ".join(list(b.rules)[:5]) + (", ..." if len(b.rules) > 5 else "")
+            line = text.count("\n") + 1
+            col = len(text) - (text.rfind("\n") + 1) + 1
+            raise GBNFError(f"grammar has no '{root}' rule (defined: {names or 'none'}); "
+                            f"add '{root} ::= ...'", line, col)
         _, firsts = _nullable_and_first(b.rules)
         left = _cycle_rules(firsts, list(b.rules))
         if left:
@@ -363,5 +427,5 @@ def parse_gbnf(text: str, *, root: str = "root", max_depth: int = GBNF_MAX_DEPTH
             raise GBNFError(e.reason, e.line, e.column, source) from None
         raise
     except GrammarError as e:
-        raise GBNFError(str(e)) from e
+        raise GBNFError(str(e), 1, 1, source) from e
     return g
