@@ -218,10 +218,12 @@ def seq(*items: Node) -> Node:
 
 def choice(*items: Node) -> Node:
     flat: list[Node] = []
+    seen: set[Node] = set()  # linear, not quadratic, in the number of alternatives
     for it in items:
         its = it.items if isinstance(it, Choice) else (it,)
         for x in its:
-            if x not in flat:
+            if x not in seen:
+                seen.add(x)
                 flat.append(x)
     return flat[0] if len(flat) == 1 else Choice(tuple(flat))
 

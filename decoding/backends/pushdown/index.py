@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import heapq
 import threading
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -42,6 +43,7 @@ from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN
 from decoding.backends.masks import DEFAULT_MAX_MASKS, MaskTable, mask_ids
 from decoding.backends.tables import vocab_tables
 from decoding.errors import GrammarError, LimitError
+from decoding.limits import DEFAULT_LIMITS, Limits
 from decoding.ir import Grammar, Node, Ref, Special, map_leaves
 from decoding.vocab import Vocab
 
@@ -79,11 +81,13 @@ class Pushdown:
 
 def compile_pushdown(grammar: Grammar, *, literal_specials: Iterable[str] = (),
                      usable_bytes: Sequence[bool] | None = None,
-                     max_rule_states: int = 200_000) -> Pushdown:
+                     max_rule_states: int = 200_000, limits: Limits | None = None) -> Pushdown:
     """Compile ``grammar`` to per-rule DFAs with calls.  ``usable_bytes``: prune bytes no
     single token spells (as :meth:`DFA.prune`).  Raises GrammarError if the start rule
     accepts nothing."""
     lit = set(literal_specials)
+    lim = DEFAULT_LIMITS if limits is None else limits
+    deadline = time.monotonic() + lim.max_compile_seconds  # one budget for all rules
     order = [grammar.start]
     index = {grammar.start: 0}
     raw: list[DFA | None] = []
@@ -92,11 +96,18 @@ def compile_pushdown(grammar: Grammar, *, literal_specials: Iterable[str] = (),
         name = order[i]
         i += 1
         node = _calls_as_specials(grammar.rule(name))
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise LimitError(f"rule '{name}': compiling took longer than max_compile_seconds="
+                             f"{lim.max_compile_seconds:g} ({i - 1} of the grammar's rules done)")
         try:
             d = compile_dfa(Grammar(name, ((name, node),), grammar.max_depth),
-                            max_states=max_rule_states, literal_specials=lit)
+                            max_states=max_rule_states, literal_specials=lit,
+                            limits=replace(lim, max_compile_seconds=left))
             if usable_bytes is not None:
                 d = d.prune(usable_bytes)
+        except LimitError:
+            raise  # too large is not "accepts nothing"
         except GrammarError:
             d = None
         raw.append(d)
@@ -763,13 +774,15 @@ class CompiledPushdown:
 
 def compile_grammar_pushdown(grammar: Grammar, vocab: Vocab, *, grammar_key: str = "",
                              meta: dict | None = None, eager: bool = False,
-                             max_masks: int = DEFAULT_MAX_MASKS) -> CompiledPushdown:
+                             max_masks: int = DEFAULT_MAX_MASKS,
+                             limits: Limits | None = None) -> CompiledPushdown:
     """Compile ``grammar`` for ``vocab`` with the pushdown back-end (specials that are one
     control/user-defined token of the vocabulary are matched as that token).  ``eager``
     computes the start configuration's mask now."""
     specials = grammar.specials()
     literal = [t for t in specials if vocab.special_token(t) is None]
-    pd = compile_pushdown(grammar, literal_specials=literal, usable_bytes=vocab.single_byte_tokens())
+    pd = compile_pushdown(grammar, literal_specials=literal, usable_bytes=vocab.single_byte_tokens(),
+                          limits=limits)
     ids = tuple(int(vocab.special_token(t)) for t in pd.specials)  # type: ignore[arg-type]
     cp = CompiledPushdown(pd, vocab, ids, grammar_key=grammar_key, meta=dict(meta or {}), max_masks=max_masks)
     return cp.precompute() if eager else cp
