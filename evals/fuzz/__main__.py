@@ -38,22 +38,29 @@ def main(argv: list[str] | None = None) -> int:
     doors = list(DOORS) if a.door == "all" else [a.door]
     a.out.mkdir(parents=True, exist_ok=True)
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    summary_path = a.out / "summary.json"
+    try:        # doors run before (e.g. one door at a time) keep their rows
+        previous = {r["door"]: r for r in json.loads(summary_path.read_text(encoding="utf-8"))["results"]}
+    except (OSError, ValueError, KeyError):
+        previous = {}
+    cmd = "python -m evals.fuzz " + " ".join(argv if argv is not None else sys.argv[1:])
     results = []
     for door in doors:
         print(f"== {door}: {a.minutes:g} min", flush=True)
-        results.append(run_door(door, a.minutes, seed=a.seed, out=a.out, timeout=a.timeout, memory=memory,
-                                shrink_seconds=a.shrink_seconds))
-        print(format_table(results[-1:]), flush=True)
-    table = format_table(results)
+        r = run_door(door, a.minutes, seed=a.seed, out=a.out, timeout=a.timeout, memory=memory,
+                     shrink_seconds=a.shrink_seconds)
+        r.update(command=cmd, started=started, seed=a.seed)
+        results.append(r)
+        previous[door] = r
+        print(format_table([r]), flush=True)
+        rows = [previous[d] for d in DOORS if d in previous]
+        summary_path.write_text(json.dumps({"results": rows}, indent=1, ensure_ascii=True) + "\n", encoding="utf-8")
+        (a.out / "table.md").write_text(
+            "\n".join(f"- {r['door']}: `{r['command']}` ({r['started']}, seed {r['seed']})" for r in rows)
+            + f"\n\n{a.timeout:g} s and {a.memory_gb:g} GB per input\n\n{format_table(rows)}\n", encoding="utf-8")
+        write_findings(rows, a.out / "findings.md")
     print()
-    print(table)
-    cmd = "python -m evals.fuzz " + " ".join(argv if argv is not None else sys.argv[1:])
-    (a.out / "table.md").write_text(f"`{cmd}` ({started}, seed {a.seed}, {a.timeout:g} s and "
-                                    f"{a.memory_gb:g} GB per input)\n\n{table}\n", encoding="utf-8")
-    (a.out / "summary.json").write_text(json.dumps({"command": cmd, "started": started, "seed": a.seed,
-                                                    "results": results}, indent=1, ensure_ascii=True) + "\n",
-                                        encoding="utf-8")
-    write_findings(results, a.out / "findings.md")
+    print(format_table(results))
     bad = sum(r["counts"].get(k, 0) for r in results for k in ("crash", "hang", "unlocated", "invalid"))
     return 1 if bad else 0
 

@@ -11,6 +11,7 @@ guard corpora (instances under ``corpora/dtd/instances`` and walks of the gramma
 from __future__ import annotations
 
 import base64
+import copy
 import functools
 import hashlib
 import json
@@ -22,7 +23,8 @@ from typing import Any, Callable
 from evals.fuzz.targets import GRAMMARS_DIR, GUARD_DTDS, GUARD_SCHEMAS, ROOT
 
 __all__ = ["GENERATORS", "CORPORA", "WEIRD_VALUES", "SCHEMA_KEYWORDS", "schema_seeds", "dtd_seeds",
-           "gbnf_seeds", "artifact_seeds", "recompute_checksum", "mutate_text"]
+           "gbnf_seeds", "artifact_seeds", "recompute_checksum", "mutate_text",
+           "edit_artifact_header", "DTD_TOKENS", "GBNF_TOKENS", "GUARD_TOKENS"]
 
 CORPORA = (ROOT / ".." / "shared" / "corpora").resolve()
 
@@ -121,12 +123,15 @@ def _subschemas(node: Any, path: tuple = ()) -> list[tuple[tuple, dict]]:
 
 
 def _weird(rng: random.Random) -> Any:
+    """A fresh (never shared) odd value."""
     r = rng.random()
     if r < 0.7:
-        return rng.choice(WEIRD_VALUES)
-    if r < 0.85:
-        return [rng.choice(WEIRD_VALUES) for _ in range(rng.randint(1, 3))]
-    return {rng.choice(SCHEMA_KEYWORDS): rng.choice(WEIRD_VALUES)}
+        v: Any = rng.choice(WEIRD_VALUES)
+    elif r < 0.85:
+        v = [rng.choice(WEIRD_VALUES) for _ in range(rng.randint(1, 3))]
+    else:
+        v = {rng.choice(SCHEMA_KEYWORDS): rng.choice(WEIRD_VALUES)}
+    return copy.deepcopy(v)
 
 
 def _nest(inner: Any, depth: int, rng: random.Random) -> Any:
@@ -272,7 +277,7 @@ def mutate_text(text: str, rng: random.Random, tokens: list[str], n: int | None 
 
 # ----------------------------------------------------------------------------- DTD door
 
-_DTD_TOKENS = ["(", ")", "|", ",", "*", "+", "?", "#PCDATA", "<!ENTITY ", "<!ENTITY % p ", "%p;", "&e;", ";",
+DTD_TOKENS = ["(", ")", "|", ",", "*", "+", "?", "#PCDATA", "<!ENTITY ", "<!ENTITY % p ", "%p;", "&e;", ";",
                '"', "'", "<!--", "-->", "<![INCLUDE[", "<![IGNORE[", "]]>", "ANY", "EMPTY", "NOTATION (n)",
                "#REQUIRED", "#IMPLIED", "#FIXED", " ID ", " IDREF ", " ENTITIES ", " NMTOKENS ", "<!ELEMENT ",
                "<!ATTLIST ", "<!NOTATION n SYSTEM 'x'>", ">", "\u00e9", "\x00", "&#0;", "&#x10FFFF;", "&#xD800;",
@@ -325,11 +330,11 @@ def gen_dtd(rng: random.Random) -> tuple[dict, str]:
     if rng.random() < 0.35:
         text, root, why = _hostile_dtd(rng)
         if rng.random() < 0.3:
-            text = mutate_text(text, rng, _DTD_TOKENS, 1)
+            text = mutate_text(text, rng, DTD_TOKENS, 1)
             why += " + mutated"
     else:
         text, root = rng.choice(dtd_seeds())
-        text = mutate_text(text, rng, _DTD_TOKENS)
+        text = mutate_text(text, rng, DTD_TOKENS)
         if rng.random() < 0.3:
             root = rng.choice(_element_names(text))
         why = "mutated seed"
@@ -338,7 +343,7 @@ def gen_dtd(rng: random.Random) -> tuple[dict, str]:
 
 # ----------------------------------------------------------------------------- GBNF door
 
-_GBNF_TOKENS = ["::=", " | ", "(", ")", "*", "+", "?", "{0,100}", "{2,}", "{99999999}", '"', "'", "[", "]", "[^",
+GBNF_TOKENS = ["::=", " | ", "(", ")", "*", "+", "?", "{0,100}", "{2,}", "{99999999}", '"', "'", "[", "]", "[^",
                 "\\", "\\x", "\\u", "\\U0011FFFF", "-", "root", "#", "\n", " ", "a-z", "\\n", "x", "undefined-rule",
                 "root ::= root \"a\"\n", '"\\x{41}"', "\x00", "\ud7ff", "<[1]>", "<|eot|>", ".", "!"]
 
@@ -375,10 +380,10 @@ def gen_gbnf(rng: random.Random) -> tuple[dict, str]:
     if rng.random() < 0.35:
         text, why = _hostile_gbnf(rng)
         if rng.random() < 0.3:
-            text = mutate_text(text, rng, _GBNF_TOKENS, 1)
+            text = mutate_text(text, rng, GBNF_TOKENS, 1)
             why += " + mutated"
     else:
-        text = mutate_text(rng.choice(gbnf_seeds()), rng, _GBNF_TOKENS)
+        text = mutate_text(rng.choice(gbnf_seeds()), rng, GBNF_TOKENS)
         why = "mutated seed"
     return {"gbnf": text}, why
 
@@ -420,7 +425,7 @@ def _edit_header(header: dict, rng: random.Random) -> str:
     if rng.random() < 0.3 and isinstance(parent, dict):
         del parent[last]
         return f"del {'.'.join(map(str, p))}"
-    v = rng.choice(_ART_VALUES)
+    v = copy.deepcopy(rng.choice(_ART_VALUES))
     if rng.random() < 0.3 and isinstance(parent[last], int) and not isinstance(parent[last], bool):
         v = parent[last] + rng.choice([-1, 1, 64, -64, 10 ** 6])
     parent[last] = v
@@ -451,16 +456,24 @@ def gen_artifact(rng: random.Random) -> tuple[dict, str]:
         hl = rng.choice([hlen, 0, 1, hlen + 1, hlen - 1, 2 ** 32 - 1])
         body[:_PRE.size] = _PRE.pack(magic, v if rng.random() < 0.3 else version, hl, blen)
         return {"b64": base64.b64encode(recompute_checksum(bytes(body))).decode()}, f"{name}: prelude edit"
+    blob, desc = edit_artifact_header(data, rng, rng.randint(1, 3))
+    return {"b64": blob}, f"{name}: {desc}"
+
+
+def edit_artifact_header(data: bytes, rng: random.Random, edits: int = 1) -> tuple[str, str]:
+    """``data`` with ``edits`` random header edits (the header padded to its old length when
+    it shrinks) and the checksum recomputed: (base64, description)."""
+    body = bytearray(data[:-32])
+    magic, version, hlen, _ = _PRE.unpack_from(body, 0)
     header = json.loads(bytes(body[_PRE.size:_PRE.size + hlen]))
-    notes = [_edit_header(header, rng) for _ in range(rng.randint(1, 3))]
+    notes = [_edit_header(header, rng) for _ in range(edits)]
     new = json.dumps(header, separators=(",", ":")).encode()
     if len(new) <= hlen:
-        new = new + b" " * (hlen - len(new))
-        body[_PRE.size:_PRE.size + hlen] = new
+        body[_PRE.size:_PRE.size + hlen] = new + b" " * (hlen - len(new))
     else:
         body = bytearray(_PRE.pack(magic, version, len(new), 0) + new + bytes(body[_PRE.size + hlen:]))
-    return {"b64": base64.b64encode(recompute_checksum(bytes(body))).decode()}, \
-        f"{name}: header {'; '.join(notes)}, checksum recomputed"
+    return base64.b64encode(recompute_checksum(bytes(body))).decode(), \
+        f"header {'; '.join(notes)}, checksum recomputed"
 
 
 # ----------------------------------------------------------------------------- guard door
@@ -490,7 +503,7 @@ def guard_seeds() -> list[tuple[str, str]]:
     return out
 
 
-_GUARD_TOKENS = ["\ud800", "\udfff", "\x00", "<", ">", "</", "/>", "<a>", "</b>", "<!--", "-->", "<![CDATA[", "]]>",
+GUARD_TOKENS = ["\ud800", "\udfff", "\x00", "<", ">", "</", "/>", "<a>", "</b>", "<!--", "-->", "<![CDATA[", "]]>",
                  "<?xml version=\"1.0\" encoding=\"UF-8\"?>", "<?xml version='1.0' encoding='utf-16'?>",
                  "<!DOCTYPE r [<!ENTITY a \"aaaa\">]>", "&a;", "&#0;", "&#xD800;", "{", "}", "[", "]", ",", ":",
                  '"', "\\", "\\ud800", "1e999999", "-", "NaN", "true", "\u2028", "\ufeff", "```json\n", "```"]
@@ -527,7 +540,7 @@ def gen_guard(rng: random.Random) -> tuple[dict, str]:
         r = rng.random()
         text = hostile if r < 0.5 else (text + hostile if r < 0.75 else hostile + text)
     else:
-        text = mutate_text(f"Here you go:\n{text}\nDone.", rng, _GUARD_TOKENS)
+        text = mutate_text(f"Here you go:\n{text}\nDone.", rng, GUARD_TOKENS)
         why = "mutated walk"
     if rng.random() < 0.2:
         name = rng.choice(list(GUARD_DTDS) + list(GUARD_SCHEMAS))

@@ -225,8 +225,9 @@ def _schema(payload: dict, phase, seed: int) -> Outcome:
         try:
             cls.check_schema(schema)
         except jsonschema.SchemaError as e:
-            return Outcome("invalid", f"metaschema: accepted a schema whose '{e.validator}' is invalid",
-                           f"{'/'.join(map(str, e.absolute_path))}: {e.message}"[:2000], "oracle")
+            kw = next((p for p in reversed(e.absolute_path) if isinstance(p, str)), e.validator)
+            return Outcome("invalid", f"metaschema: accepted an invalid '{kw}'",
+                           f"/{'/'.join(map(str, e.absolute_path))}: {e.message}"[:2000], "oracle")
         validator = cls(schema)
         for text in outs:
             try:

@@ -177,7 +177,6 @@ def _serve(memory: int, timeout: float) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     except (ValueError, OSError):  # pragma: no cover - platform without RLIMIT_AS
         pass
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 1000))
     proto = os.fdopen(os.dup(1), "w", buffering=1, encoding="ascii")
     os.dup2(2, 1)                      # stray native writes to fd 1 go to the stderr file
     sys.stdout = sys.stderr
@@ -191,8 +190,13 @@ def _serve(memory: int, timeout: float) -> None:
         proto.write(json.dumps({"phase": name}) + "\n")
         proto.flush()
 
+    limit = sys.getrecursionlimit()
     for line in sys.stdin:
-        req = json.loads(line)
+        sys.setrecursionlimit(20_000)     # a deeply nested input must reach the door, not fail here
+        try:
+            req = json.loads(line)
+        finally:
+            sys.setrecursionlimit(limit)
         try:
             out = run_input(req["door"], req["payload"], phase=phase, seed=int(req.get("seed", 0)))
             res = out.as_dict()
