@@ -18,8 +18,16 @@ parameter-entity replacement texts, external files).  Supported:
 External parameter entities are read from ``base_dir`` (relative system identifiers
 only, never the network); without ``base_dir`` referencing one raises :class:`DTDError`.
 
+Limits (:class:`decoding.limits.Limits`, ``limits=`` of :func:`parse_dtd`): the text is
+at most ``max_source_chars``; content-model groups nest at most ``max_nesting`` deep;
+entity replacement text, parameter *and* general (attribute defaults), is counted as it is
+produced, at most ``max_entity_expansion`` characters in total and ``max_entity_depth``
+references deep, so a "billion laughs" stops after that many characters of work.
+Exceeding one is a :class:`~decoding.errors.LimitError` whose message starts with
+``source:line:column`` and names the limit.
+
 Invariants
-- every error is a :class:`DTDError` with 1-based ``line``/``column``; inside an
+- every other error is a :class:`DTDError` with 1-based ``line``/``column``; inside an
   internal entity expansion the position is that of the outermost ``%name;`` reference
   in the file being read, and the message names the entity;
 - the returned :class:`DTD` has entities expanded everywhere (``Particle`` trees hold
@@ -32,9 +40,10 @@ import os
 import re
 from dataclasses import dataclass
 
-from decoding.errors import DTDError
+from decoding.errors import DTDError, LimitError
 from decoding.frontends.xml.model import DTD, AttributeDecl, ElementDecl, Particle
 from decoding.frontends.xml.text import XML_CHAR_RANGES
+from decoding.limits import DEFAULT_LIMITS, Limits
 from decoding.text.xml_name import NAME_RE, NMTOKEN_RE
 
 __all__ = ["parse_dtd", "PREDEFINED_ENTITIES"]
@@ -44,8 +53,8 @@ PREDEFINED_ENTITIES = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "apos": "'
 _NAME_RE = NAME_RE
 _NMTOKEN_RE = NMTOKEN_RE
 _WS = " \t\r\n"
-_MAX_EXPANSION = 4_000_000  # characters of entity replacement text, in total
-_MAX_ENTITY_DEPTH = 64
+_GE_REF = re.compile(r"&([^;&\s]+);")
+_WS_TO_SPACE = str.maketrans("\t\r\n", "   ")
 
 
 @dataclass
@@ -69,7 +78,12 @@ class _Entity:
 
 
 class _Parser:
-    def __init__(self, text: str, source: str | None, base_dir: str | None) -> None:
+    def __init__(self, text: str, source: str | None, base_dir: str | None,
+                 limits: Limits = DEFAULT_LIMITS) -> None:
+        self.limits = limits
+        self.nesting = 0  # content-model groups open
+        self.attr_src: dict[tuple[str, str], str | None] = {}
+        self.ge_text: dict[str, str] = {}  # expanded general entities (attribute values)
         self.frames = [_Frame(text, 0, None, source, None, True)]
         self.base_dir = base_dir
         self.source = source
@@ -108,6 +122,21 @@ class _Parser:
         if entity is not None:
             reason = f"{reason} (in the replacement text of %{entity};)"
         return DTDError(reason, line, col, src)
+
+    def limit_error(self, reason: str, at: tuple[int, int] | None = None) -> LimitError:
+        line, col, src, entity = self.where()
+        if at is not None:
+            line, col = at
+        if entity is not None:
+            reason = f"{reason} (in the replacement text of %{entity};)"
+        return LimitError(f"{src or '<input>'}:{line}:{col}: {reason}")
+
+    def count_expansion(self, n: int, at: tuple[int, int] | None = None) -> None:
+        """Add ``n`` characters of entity replacement text; LimitError past the limit."""
+        self.expanded += n
+        if self.expanded > self.limits.max_entity_expansion:
+            raise self.limit_error("entity expansion exceeds max_entity_expansion="
+                                   f"{self.limits.max_entity_expansion} characters", at)
 
     # ------------------------------------------------------------------ reading
 
@@ -260,13 +289,12 @@ class _Parser:
             raise self.error(f"undeclared parameter entity %{name};")
         if any(fr.entity == name for fr in self.frames):
             raise self.error(f"recursive reference to parameter entity %{name};")
-        if len(self.frames) > _MAX_ENTITY_DEPTH:
-            raise self.error("parameter entities nested too deeply")
+        if len(self.frames) > self.limits.max_entity_depth:
+            raise self.limit_error("parameter entities nested more than max_entity_depth="
+                                   f"{self.limits.max_entity_depth} deep")
         if ent.value is not None:
             text = f" {ent.value} " if pad else ent.value
-            self.expanded += len(text)
-            if self.expanded > _MAX_EXPANSION:
-                raise self.error(f"entity expansion exceeds {_MAX_EXPANSION} characters")
+            self.count_expansion(len(text))
             ref = (line, col)
             if self.frames[-1].external is False and self.frames[-1].ref is not None:
                 ref = self.frames[-1].ref
@@ -298,9 +326,7 @@ class _Parser:
         except (OSError, UnicodeDecodeError) as exc:
             raise DTDError(f"cannot read external parameter entity %{ent.name}; from {path}: "
                            f"{exc}", line, col, src) from None
-        self.expanded += len(text)
-        if self.expanded > _MAX_EXPANSION:
-            raise DTDError(f"entity expansion exceeds {_MAX_EXPANSION} characters", line, col, src)
+        self.count_expansion(len(text), (line, col))
         return text, path
 
     # ------------------------------------------------------------------ grammar
@@ -330,6 +356,13 @@ class _Parser:
         if open_sections:
             line, col, src = open_sections[-1]
             raise DTDError("unterminated conditional section (missing ']]>')", line, col, src)
+        declared = set(self.notations)
+        for a in self.attrs:  # XML 1.0 VC Notation Attributes; may be declared after the ATTLIST
+            missing = [v for v in a.values if v not in declared] if a.type == "NOTATION" else []
+            if missing:
+                raise DTDError(f"attribute {a.name!r} of {a.element!r}: notation {missing[0]!r} is "
+                               "not declared (add <!NOTATION " + missing[0] + " SYSTEM \"...\">)",
+                               a.line, a.column, self.attr_src.get((a.element, a.name)))
         return DTD(
             elements=tuple(self.elements),
             attributes=tuple(self.attrs),
@@ -468,8 +501,15 @@ class _Parser:
         self.ws()
         if self.peek("("):
             depth = len(self.frames)
+            if self.nesting >= self.limits.max_nesting:
+                raise self.limit_error("content-model groups nested more than max_nesting="
+                                       f"{self.limits.max_nesting} deep")
             self.f.pos += 1
-            return self._group(depth)
+            self.nesting += 1
+            try:
+                return self._group(depth)
+            finally:
+                self.nesting -= 1
         if self.peek("#PCDATA"):
             raise self.error("#PCDATA is only allowed first in a mixed-content group")
         n = self.name("an element name or '('")
@@ -505,7 +545,7 @@ class _Parser:
             self.ws()
             if self.eat(">"):
                 return
-            line, col, _, _ = self.where()
+            line, col, asrc, _ = self.where()
             an = self.name("an attribute name or '>'")
             self.ws(required=True)
             atype, values = self._att_type(an)
@@ -517,6 +557,7 @@ class _Parser:
             if (el, an) in self.attr_keys:
                 continue  # XML 1.0 §3.3: the first declaration is binding
             self.attr_keys.add((el, an))
+            self.attr_src[(el, an)] = asrc
             self.attrs.append(AttributeDecl(el, an, atype, values, default, value,  # type: ignore[arg-type]
                                             line=line, column=col))
 
@@ -571,7 +612,7 @@ class _Parser:
                 if not m:
                     raise self.error("malformed reference in attribute default value")
                 if m.group(3) is not None:
-                    out.append(self._expand_general(m.group(3), set()))
+                    out.append(self._expand_general(m.group(3)))
                 else:
                     cp = int(m.group(1), 16) if m.group(1) else int(m.group(2))
                     if not _is_xml_char(cp):
@@ -587,26 +628,57 @@ class _Parser:
             v = re.sub(" +", " ", v)
         return v
 
-    def _expand_general(self, name: str, seen: set[str]) -> str:
-        if name in PREDEFINED_ENTITIES and name not in self.ges:
-            return PREDEFINED_ENTITIES[name]
-        ent = self.ges.get(name)
-        if ent is None:
-            raise self.error(f"undeclared general entity &{name}; in an attribute value")
-        if ent.value is None:
-            raise self.error(f"external entity &{name}; is not allowed in an attribute value")
-        if name in seen:
-            raise self.error(f"recursive general entity &{name};")
-        text = ent.value
-        out, i = [], 0
-        while i < len(text):
-            m = re.compile(r"&([^;&\s]+);").match(text, i)
+    def _expand_general(self, name: str) -> str:
+        """Replacement text of general entity ``name`` in an attribute value, references
+        expanded with an explicit stack.  Every character is counted before it is produced,
+        so an exponential expansion stops at ``max_entity_expansion`` characters; an entity's
+        expansion is kept once done (``self.ge_text``), so a repeated reference costs one
+        count and one string, not its whole expansion again."""
+        out: list[str] = []
+        stack: list[list] = []  # [entity name, replacement text, position, start in out]
+
+        def enter(n: str) -> None:
+            done = self.ge_text.get(n)
+            if done is not None:
+                self.count_expansion(len(done))
+                out.append(done)
+                return
+            if n in PREDEFINED_ENTITIES and n not in self.ges:
+                self.count_expansion(1)
+                out.append(PREDEFINED_ENTITIES[n])
+                return
+            ent = self.ges.get(n)
+            if ent is None:
+                raise self.error(f"undeclared general entity &{n}; in an attribute value")
+            if ent.value is None:
+                raise self.error(f"external entity &{n}; is not allowed in an attribute value")
+            if any(fr[0] == n for fr in stack):
+                raise self.error(f"recursive general entity &{n};")
+            if len(stack) >= self.limits.max_entity_depth:
+                raise self.limit_error(f"general entity &{n}; nested more than max_entity_depth="
+                                       f"{self.limits.max_entity_depth} deep")
+            stack.append([n, ent.value, 0, len(out)])
+
+        enter(name)
+        while stack:
+            fr = stack[-1]
+            text, i = fr[1], fr[2]
+            if i >= len(text):
+                stack.pop()
+                done = "".join(out[fr[3]:])
+                out[fr[3]:] = [done]
+                self.ge_text[fr[0]] = done
+                continue
+            m = _GE_REF.match(text, i)
             if m:
-                out.append(self._expand_general(m.group(1), seen | {name}))
-                i = m.end()
-            else:
-                out.append(" " if text[i] in "\t\r\n" else text[i])
-                i += 1
+                fr[2] = m.end()
+                enter(m.group(1))
+                continue
+            j = text.find("&", i + 1)
+            chunk = text[i:len(text) if j < 0 else j]
+            self.count_expansion(len(chunk))
+            out.append(chunk.translate(_WS_TO_SPACE))
+            fr[2] = i + len(chunk)
         return "".join(out)
 
     # <!ENTITY ...>
@@ -688,17 +760,22 @@ def _strip_text_decl(text: str, keep_positions: bool = False) -> str:
     return text[m.end():]
 
 
-def parse_dtd(text: str, *, source: str | None = None, base_dir: str | os.PathLike | None = None
-              ) -> DTD:
+def parse_dtd(text: str, *, source: str | None = None, base_dir: str | os.PathLike | None = None,
+              limits: Limits = DEFAULT_LIMITS) -> DTD:
     """Parse DTD text (an external subset, or the content of an internal subset).
 
     ``source`` names the text in error messages; ``base_dir`` is where relative system
     identifiers of external parameter entities are resolved (never the network).
     Raises :class:`DTDError` (with ``line``/``column``) on any syntax error, undeclared
-    or recursive parameter entity, unresolvable external entity, or declared-twice element.
+    or recursive parameter entity, unresolvable external entity, declared-twice element or
+    undeclared notation; :class:`LimitError` (``source:line:column`` and the limit) past
+    ``limits`` (see the module docstring).
     """
     if not isinstance(text, str):
         raise DTDError(f"parse_dtd expects str, not {type(text).__name__}; decode the DTD bytes "
                        "first", source=source)
-    p = _Parser(text, source, None if base_dir is None else os.fspath(base_dir))
+    if len(text) > limits.max_source_chars:
+        raise LimitError(f"{source or '<input>'}:1:1: DTD text of {len(text)} characters (limit "
+                         f"max_source_chars={limits.max_source_chars})")
+    p = _Parser(text, source, None if base_dir is None else os.fspath(base_dir), limits)
     return p.parse()
