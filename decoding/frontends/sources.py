@@ -15,8 +15,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from decoding.errors import GrammarError, SchemaError
+from decoding.errors import GrammarError, LimitError
 from decoding.ir import Grammar
+from decoding.limits import DEFAULT_LIMITS
 
 __all__ = ["KINDS", "kind_of", "option_names", "build_grammar", "read_source", "normalized_text", "load_manifest"]
 
@@ -55,10 +56,14 @@ def normalized_text(text: str | dict | bool, kind: str) -> str:
     the compiler may depend on); DTD and GBNF text as is."""
     if kind == "json-schema":
         if not isinstance(text, str):
-            return json.dumps(text, separators=(",", ":"), ensure_ascii=False)
+            try:
+                return json.dumps(text, separators=(",", ":"), ensure_ascii=False)
+            except RecursionError:
+                raise LimitError("schema nested too deeply to serialize (limit max_nesting)",
+                                 pointer="", limit="max_nesting") from None
         try:
             return json.dumps(json.loads(text), separators=(",", ":"), ensure_ascii=False)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON (the front-end reports where): as is
             return text
     if not isinstance(text, str):
         raise GrammarError(f"a {kind} source must be text")
@@ -105,12 +110,10 @@ def build_grammar(source: str | dict | bool, kind: str, *, name: str | None = No
     _check_options(options, kind)
     if kind == "json-schema":
         from decoding.frontends.jsonschema import compile_schema
+        from decoding.frontends.jsonschema.check import load_schema_text
 
-        try:
-            schema = json.loads(source) if isinstance(source, str) else source
-        except json.JSONDecodeError as e:
-            raise SchemaError("", None, f"{name or 'schema'} is not valid JSON: {e.msg} at line {e.lineno} "
-                                        f"column {e.colno}") from None
+        limits = options.get("limits", DEFAULT_LIMITS)
+        schema = load_schema_text(source, name=name, limits=limits) if isinstance(source, str) else source
         sg = compile_schema(schema, **options)
         return sg.grammar, {"frontend": kind, "dropped": list(sg.dropped), "ignored": list(sg.ignored)}
     if not isinstance(source, str):
@@ -148,6 +151,8 @@ def load_manifest(path: str | os.PathLike) -> list[dict]:
         data = json.loads(read_source(mpath))
     except json.JSONDecodeError as e:
         raise GrammarError(f"{where}:{e.lineno}:{e.colno}: manifest is not valid JSON: {e.msg}") from None
+    except (ValueError, RecursionError) as e:  # an over-long integer, nesting too deep for json
+        raise GrammarError(f"{where}: manifest is not usable JSON: {str(e)[:200]}") from None
     entries = data.get("grammars") if isinstance(data, dict) else None
     if not isinstance(entries, list):
         raise GrammarError(f"{where}: manifest needs a \"grammars\" list")
@@ -169,7 +174,7 @@ def load_manifest(path: str | os.PathLike) -> list[dict]:
             base = (mpath.parent / e["spec"]).parent  # the spec's DTD path is relative to the spec
             try:
                 spec = json.loads(read_source(mpath.parent / e["spec"]))[e["name"]]
-            except (KeyError, TypeError, json.JSONDecodeError):
+            except (KeyError, TypeError, ValueError, RecursionError):
                 raise GrammarError(f"{at}: {e['spec']} has no valid entry {e['name']!r}") from None
             src = spec.get("dtd")
             options = {**{k: v for k, v in spec.items() if k != "dtd"}, **options}

@@ -27,7 +27,9 @@ shorthands are ASCII (``\\d`` = ``[0-9]``), negated ones exclude what either eng
 counts (``\\D`` excludes every Unicode decimal digit), ``.`` excludes ECMA line
 terminators.
 
-This module imports only :mod:`decoding.ir` and :mod:`decoding.errors`.
+This module imports only :mod:`decoding.ir`, :mod:`decoding.errors` and :mod:`decoding.limits`.
+Groups nest at most ``max_nesting`` (default limits) deep: deeper is a PatternError, never
+a ``RecursionError`` in the recursive-descent parser.
 """
 
 from __future__ import annotations
@@ -37,11 +39,15 @@ from functools import lru_cache
 from typing import Callable
 
 from decoding.errors import PatternError
+from decoding.limits import DEFAULT_LIMITS
 from decoding.ir import (EMPTY, MAX_CP, Node, choice, complement_ranges, normalize_ranges, rep, seq,
                          star)
 
 __all__ = ["PatternError", "Rx", "Encoder", "parse_pattern", "rx_to_ir", "regex_ir",
            "length_range"]
+
+#: deepest group nesting the parser accepts
+MAX_GROUP_NESTING = DEFAULT_LIMITS.max_nesting
 
 Ranges = tuple[tuple[int, int], ...]
 
@@ -110,6 +116,7 @@ class _Parser:
         self.s = src
         self.i = 0
         self.anchored = anchored
+        self.depth = 0
 
     def err(self, reason: str, pos: int | None = None) -> PatternError:
         return PatternError(self.s, self.i if pos is None else pos, reason)
@@ -211,6 +218,9 @@ class _Parser:
         if c == "(":
             start = self.i
             self.i += 1
+            self.depth += 1
+            if self.depth > MAX_GROUP_NESTING:
+                raise self.err(f"groups nested more than {MAX_GROUP_NESTING} deep (limit max_nesting)", start)
             if self.s.startswith("?:", self.i):
                 self.i += 2
             elif self.s.startswith("?<", self.i) and not self.s.startswith(("?<=", "?<!"), self.i):
@@ -224,6 +234,7 @@ class _Parser:
             if self.peek() != ")":
                 raise self.err("missing ')'", start)
             self.i += 1
+            self.depth -= 1
             return inner
         if c == "[":
             return Rx("chars", self.klass())

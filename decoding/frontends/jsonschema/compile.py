@@ -19,13 +19,23 @@ from typing import Any, Literal
 from decoding.errors import LimitError, SchemaError, UnsatisfiableSchemaError, UsageError
 from decoding.ir import (DEFAULT_MAX_DEPTH, EMPTY, MAX_CP, NOTHING, Grammar, Node, Ref, byteset, choice,
                          complement_ranges, lit, opt, rep, seq, star)
-from decoding.ir.size import estimate_size, node_size
+from decoding.ir.size import node_size
+from decoding.limits import DEFAULT_LIMITS, Limits
+from decoding.frontends.jsonschema.check import check_schema, load_schema_text
 from decoding.frontends.jsonschema.formats import CHECKED_FORMATS, check_format, format_regex
 from decoding.frontends.jsonschema.jsonstr import any_json_char, dumps, json_char, quote, string_of
 from decoding.frontends.jsonschema.merge import TYPES, json_equal, merge, normalize
 from decoding.frontends.jsonschema.numbers import INTEGER, NUMBER, integer_range, number_range
 from decoding.text.regex import PatternError, Rx, length_range, parse_pattern, rx_to_ir
-from decoding.frontends.jsonschema.refs import pointer_join, resolve_ref
+from decoding.frontends.jsonschema.refs import pointer_join, resolve_pointer, resolve_ref
+
+
+def _node_work(node: Node) -> int:
+    """Subset-construction work estimate of one rule (Refs count as one symbol)."""
+    from decoding.ir import size
+
+    fn = getattr(size, "node_work", None)
+    return fn(node) if fn is not None else size._node_estimate(node).work  # until size.py exports node_work
 
 __all__ = ["SchemaGrammar", "compile_schema", "DEFAULT_MAX_DEPTH", "DEFAULT_MAX_WS",
            "DEFAULT_FREE_DEPTH", "DEFAULT_MAX_NFA", "EXTRA_PROPERTIES"]
@@ -34,6 +44,9 @@ DEFAULT_MAX_WS = 8
 DEFAULT_FREE_DEPTH = 2
 DEFAULT_MAX_NFA = 300_000
 HOIST_ABOVE = 1_000  # see _Compiler.hoist
+#: integer bounds (minimum, maximum, ...) of more decimal digits are a LimitError (their
+#: digit automata grow with the square of the length); every double has at most 309
+MAX_BOUND_DIGITS = 400
 # policies for undeclared properties when ``additionalProperties`` is absent
 EXTRA_PROPERTIES = ("omit", "allow")
 
@@ -80,8 +93,12 @@ class SchemaGrammar:
 
 class _Compiler:
     def __init__(self, root: Any, *, whitespace: str, max_ws: int, max_depth: int,
-                 free_depth: int, lenient: bool, extra_properties: str = "omit") -> None:
+                 free_depth: int, lenient: bool, extra_properties: str = "omit",
+                 max_nfa: int = DEFAULT_MAX_NFA, limits: Limits = DEFAULT_LIMITS) -> None:
         self.root = root
+        self.max_nfa = max_nfa
+        self.limits = limits
+        self._building: set[str] = set()
         self.allow_extra = extra_properties == "allow"
         self.lenient = lenient
         self.max_depth = max_depth
@@ -152,8 +169,31 @@ class _Compiler:
             name = f"r{len(self.rule_of_ptr)}:{tptr or '#'}"
             self.rule_of_ptr[tptr] = name
             self.rules[name] = NOTHING  # placeholder for cycles
-            self.rules[name] = self.node(target, tptr)
+            self._building.add(name)
+            try:
+                self.rules[name] = self.node(target, tptr)
+            finally:
+                self._building.discard(name)
+        if name not in self._building and self.rules[name] == NOTHING:
+            return NOTHING  # a finished rule with no instance (e.g. a ref to false): no branch here
         return Ref(name)
+
+    # ------------------------------------------------------------------ size limits
+    def bounded(self, node: Node, ptr: str, kw: str | None) -> Node:
+        """``node`` if its estimated automaton (states, determinising work) is within the
+        limits; else a :class:`LimitError` at ``ptr/kw`` (the keyword whose repetition or
+        list made it large).  Checked where the node is built, before any automaton."""
+        where = pointer_join(ptr, kw) if kw else ptr
+        states = node_size(node)
+        if states > self.max_nfa:
+            raise _limit(where, f"'{kw or 'schema'}' expands to about {states} automaton states",
+                         "max_nfa", self.max_nfa, states)
+        work = _node_work(node)
+        if work > self.limits.max_compile_work:
+            raise _limit(where, f"'{kw or 'schema'}' costs about {work} steps to determinise (a counted "
+                         "repetition of variable-length items)", "max_compile_work",
+                         self.limits.max_compile_work, work)
+        return node
 
     def _deref(self, s: Any, ptr: str, depth: int = 0) -> Any:
         while isinstance(s, dict) and "$ref" in s:
@@ -564,7 +604,7 @@ class _Compiler:
                 alts.append(lit(dumps(v)))
             except UsageError as e:
                 raise SchemaError(ptr, kw, f"value {v!r} is not JSON: {e}") from None
-        return choice(*alts) if alts else NOTHING
+        return self.bounded(choice(*alts), ptr, kw) if alts else NOTHING
 
     def _value_ok(self, v: Any, rest: dict, ptr: str, kw: str) -> bool:
         if not rest:
@@ -573,7 +613,7 @@ class _Compiler:
             t = rest["type"]
             return _kind_of(v) in ({t} if isinstance(t, str) else set(t)) or (
                 _kind_of(v) == "integer" and ("number" in t if isinstance(t, list) else t == "number"))
-        if "$ref" in json.dumps(rest):
+        if "$ref" in json.dumps(rest):  # depth-bounded by check_schema
             raise SchemaError(ptr, kw, "enum/const combined with $ref siblings is not supported")
         import jsonschema  # deferred: only needed for this rare case
         cls = jsonschema.validators.validator_for(self.root if isinstance(self.root, dict) else {},
@@ -625,13 +665,15 @@ class _Compiler:
             except re.error as e:
                 raise SchemaError(ptr, "pattern", f"not a valid regex: {e}") from None
         if rx is None:
-            return string_of(rep(any_json_char(), lo, hi))
+            kw = "maxLength" if "maxLength" in s else "minLength" if "minLength" in s else None
+            return self.bounded(string_of(rep(any_json_char(), lo, hi)), ptr, kw)
+        kw = "pattern" if "pattern" in s else "format"
         plo, phi = length_range(rx)
         if plo >= lo and (hi is None or (phi is not None and phi <= hi)):
-            return string_of(rx_to_ir(rx, json_char))
+            return self.bounded(string_of(rx_to_ir(rx, json_char)), ptr, kw)
         adj = _bound_single_repeat(rx, lo, hi)
         if adj is not None:
-            return string_of(rx_to_ir(adj, json_char))
+            return self.bounded(string_of(rx_to_ir(adj, json_char)), ptr, kw)
         raise SchemaError(ptr, "maxLength" if hi is not None else "minLength",
                           "length bounds combined with this pattern/format cannot be expressed "
                           "exactly")
@@ -646,8 +688,11 @@ class _Compiler:
                     raise SchemaError(ptr, k, "must be a number")
                 if isinstance(v, float) and not math.isfinite(v):
                     raise SchemaError(ptr, k, "must be a finite number")
-                # a float bound is the shortest decimal that parses back to it
-                bounds[k] = Fraction(repr(v)) if isinstance(v, float) else Fraction(v)
+                if isinstance(v, int) and abs(v) >= 10 ** MAX_BOUND_DIGITS:
+                    raise _limit(pointer_join(ptr, k), f"'{k}' has {len(str(abs(v)))} digits",
+                                 "MAX_BOUND_DIGITS", MAX_BOUND_DIGITS, len(str(abs(v))))
+                # validators compare an instance with the double the bound parses to, exactly
+                bounds[k] = Fraction(v)
         lo, lo_x = _tighter(bounds.get("minimum"), bounds.get("exclusiveMinimum"), True)
         hi, hi_x = _tighter(bounds.get("maximum"), bounds.get("exclusiveMaximum"), False)
         mo = s.get("multipleOf")
@@ -675,7 +720,10 @@ class _Compiler:
             return integer_range(a, b)
         if lo is None and hi is None:
             return NUMBER
-        return number_range(lo, lo_x, hi, hi_x)
+        try:
+            return number_range(lo, lo_x, hi, hi_x)
+        except LimitError as e:
+            raise _limit(ptr, str(e), "MAX_BOUND_DIGITS", MAX_BOUND_DIGITS, None) from None
 
     # ------------------------------------------------------------------ arrays
     def array(self, s: dict, ptr: str) -> Node:
@@ -732,7 +780,8 @@ class _Compiler:
                 body = opt(body)
         if body == NOTHING:
             return NOTHING
-        return seq(lit("["), self.ws, body, self.ws, lit("]"))
+        kw = next((k for k in ("maxItems", "minItems", "prefixItems", "items") if k in s), None)
+        return self.bounded(seq(lit("["), self.ws, body, self.ws, lit("]")), ptr, kw)
 
     # ------------------------------------------------------------------ objects
     def obj(self, s: dict, ptr: str) -> Node:
@@ -924,7 +973,8 @@ class _Compiler:
             body = choice(*ok) if ok else NOTHING
         if body == NOTHING:
             return NOTHING
-        return seq(lit("{"), self.ws, body, self.ws, lit("}"))
+        kw = next((k for k in ("maxProperties", "minProperties", "properties", "required") if k in s), None)
+        return self.bounded(seq(lit("{"), self.ws, body, self.ws, lit("}")), ptr, kw)
 
     def _dep_required(self, s: dict, ptr: str) -> dict[str, list[str]]:
         """Property-presence dependencies (``dependentRequired``, array-valued ``dependencies``)."""
@@ -1058,8 +1108,14 @@ def compile_schema(schema: dict | bool | str, *, whitespace: Literal["compact", 
                    max_ws: int = DEFAULT_MAX_WS, max_depth: int = DEFAULT_MAX_DEPTH,
                    free_depth: int = DEFAULT_FREE_DEPTH, lenient: bool = False,
                    max_nfa: int = DEFAULT_MAX_NFA,
-                   extra_properties: Literal["omit", "allow"] = "omit") -> SchemaGrammar:
+                   extra_properties: Literal["omit", "allow"] = "omit",
+                   limits: Limits = DEFAULT_LIMITS) -> SchemaGrammar:
     """Compile ``schema`` (a dict, a boolean, or JSON text) to a :class:`SchemaGrammar`.
+
+    The schema is checked first (:func:`decoding.frontends.jsonschema.check.check_schema`):
+    JSON data nested at most ``limits.max_nesting`` deep, valid against the metaschema of its
+    ``$schema`` (default 2020-12), regexes that compile.  A malformed schema is a
+    :class:`SchemaError` located at the offending keyword value, also when ``lenient``.
 
     whitespace: ``"compact"`` (no insignificant whitespace) or ``"flexible"`` (a run of at
     most ``max_ws`` of space/tab/CR/LF around every structural character).
@@ -1072,41 +1128,109 @@ def compile_schema(schema: dict | bool | str, *, whitespace: Literal["compact", 
     for generation: nothing, an exact subset that keeps small models on the declared keys)
     or ``"allow"`` (as the spec says: after the declared keys, any number of members whose
     names are any string except the declared names, with free-form values).
-    Raises SchemaError (pointer, keyword, reason) or LimitError (one rule of the IR larger than
-    ``max_nfa`` automaton states; grammars too large to unroll as a whole are compiled by the
-    pushdown back-end, see :func:`decoding.backends.select.compile_grammar`).
+    limits: resource bounds (:class:`decoding.limits.Limits`): ``max_nesting``,
+    ``max_source_chars`` (text), ``max_compile_work`` (estimated determinising work of one
+    keyword's sub-grammar and of all rules together) and ``max_nfa_states`` (all rules
+    together).
+    Raises SchemaError (pointer, keyword, reason) or LimitError (``.pointer``, ``.limit``,
+    ``.value``: a keyword whose sub-grammar is estimated above ``max_nfa`` automaton states
+    or ``limits.max_compile_work``, checked before any automaton is built; grammars too
+    large to unroll as a whole are compiled by the pushdown back-end, see
+    :func:`decoding.backends.select.compile_grammar`).  Every error pointer resolves in the
+    schema.
     """
     if isinstance(schema, str):
-        try:
-            schema = json.loads(schema)
-        except json.JSONDecodeError as e:
-            raise SchemaError("", None, f"schema is not valid JSON: {e}") from None
+        schema = load_schema_text(schema, limits=limits)
     if whitespace not in ("compact", "flexible"):
         raise SchemaError("", None, f"whitespace must be 'compact' or 'flexible', not {whitespace!r}")
     if extra_properties not in EXTRA_PROPERTIES:
         raise SchemaError("", None, f"extra_properties must be 'omit' or 'allow', not {extra_properties!r}")
     if max_depth < 1 or max_ws < 1 or free_depth < 0:
         raise SchemaError("", None, "max_depth and max_ws must be >= 1, free_depth >= 0")
+    check_schema(schema, limits)
     c = _Compiler(schema, whitespace=whitespace, max_ws=max_ws, max_depth=max_depth,
-                  free_depth=free_depth, lenient=lenient, extra_properties=extra_properties)
+                  free_depth=free_depth, lenient=lenient, extra_properties=extra_properties,
+                  max_nfa=max_nfa, limits=limits)
     old = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old, 20000))
     try:
         root = c.node(schema, "")
-    except RecursionError:
-        raise LimitError("schema nesting too deep to compile") from None
+        if root == NOTHING:
+            proof = c.unsat(schema, "")
+            if proof is not None:
+                ptr, kw, why = proof
+                raise UnsatisfiableSchemaError(ptr, kw, f"no instance is valid against the schema: {why}")
+            raise SchemaError("", None, "schema accepts no instance the grammar can generate")
+        rules = (("root", root),) + tuple(c.rules.items())
+        g = Grammar("root", rules, max_depth)
+        _check_rules(g, c)
+    except RecursionError:  # not expected within max_nesting: a backstop, located at the root
+        raise _limit("", "schema too deeply nested to compile", "max_nesting", limits.max_nesting,
+                     None) from None
+    except (SchemaError, LimitError) as e:
+        raise _located(e, schema) from None
     finally:
         sys.setrecursionlimit(old)
-    if root == NOTHING:
-        proof = c.unsat(schema, "")
-        if proof is not None:
-            ptr, kw, why = proof
-            raise UnsatisfiableSchemaError(ptr, kw, f"no instance is valid against the schema: {why}")
-        raise SchemaError("", None, "schema accepts no instance the grammar can generate")
-    rules = (("root", root),) + tuple(c.rules.items())
-    g = Grammar("root", rules, max_depth)
-    size = estimate_size(g, inline=False)
-    if size > max_nfa:
-        raise LimitError(f"a rule of the schema expands to about {size} automaton states (limit "
-                         f"{max_nfa}); bound fewer repetitions")
     return SchemaGrammar(g, tuple(c.dropped), tuple(c.ignored))
+
+
+def _limit(where: str, what: str, name: str, limit: int, value: Any) -> LimitError:
+    """A LimitError naming the place (a pointer), the limit (name and value) and the measure."""
+    return LimitError(f"{where or '/'}: {what} (limit {name}={limit})", pointer=where, limit=name,
+                      value=value)
+
+
+def _rule_pointer(name: str) -> str:
+    """The schema pointer a rule was built for (rule names are ``kind:pointer``)."""
+    _, _, ptr = name.partition(":")
+    return "" if ptr in ("", "#") or not ptr.startswith("/") else ptr
+
+
+def _check_rules(g: Grammar, c: _Compiler) -> None:
+    """Each rule within ``max_nfa`` states and ``max_compile_work``; all distinct rules
+    together (the pushdown back-end builds each) within ``max_nfa_states`` and
+    ``max_compile_work``.  Located at the rule's (or the largest rule's) subschema."""
+    seen: dict[Node, tuple[int, int, str]] = {}
+    for name, node in g.rules:
+        if node in seen:
+            continue
+        states, work = node_size(node), _node_work(node)
+        seen[node] = (states, work, name)
+        if states > c.max_nfa:
+            raise _limit(_rule_pointer(name), f"rule '{name}' expands to about {states} automaton states",
+                         "max_nfa", c.max_nfa, states)
+        if work > c.limits.max_compile_work:
+            raise _limit(_rule_pointer(name), f"rule '{name}' costs about {work} steps to determinise",
+                         "max_compile_work", c.limits.max_compile_work, work)
+    total_states = sum(v[0] for v in seen.values())
+    total_work = sum(v[1] for v in seen.values())
+    biggest = _rule_pointer(max(seen.values(), key=lambda v: (v[1], v[0]))[2])
+    if total_states > c.limits.max_nfa_states:
+        raise _limit(biggest, f"the schema's {len(seen)} rules expand to about {total_states} automaton "
+                     "states in total (the largest is here)", "max_nfa_states", c.limits.max_nfa_states,
+                     total_states)
+    if total_work > c.limits.max_compile_work:
+        raise _limit(biggest, f"the schema's {len(seen)} rules cost about {total_work} steps to "
+                     "determinise in total (the largest is here)", "max_compile_work",
+                     c.limits.max_compile_work, total_work)
+
+
+def _located(e: SchemaError | LimitError, schema: Any) -> SchemaError | LimitError:
+    """``e`` with its pointer shortened to the longest prefix that resolves in ``schema``
+    (a keyword merged in from an ``allOf`` part or a ``$ref`` names its subschema)."""
+    ptr = e.pointer
+    if ptr is None:
+        ptr = ""
+    good = ptr
+    while good and resolve_pointer(schema, good) is None:
+        good = good.rsplit("/", 1)[0]
+    if good == e.pointer:
+        return e
+    if isinstance(e, SchemaError):
+        out: SchemaError | LimitError = type(e)(good, e.keyword, e.reason)
+    else:
+        msg = str(e)
+        old = f"{e.pointer or '/'}: "
+        msg = (good or "/") + ": " + (msg[len(old):] if e.pointer is not None and msg.startswith(old) else msg)
+        out = LimitError(msg, pointer=good, limit=e.limit, value=e.value)
+    return out

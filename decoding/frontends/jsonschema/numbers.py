@@ -7,15 +7,18 @@ Spellings (the canonical ones, see docs/json-schema.md):
 
 Bounds are exact: for integers by digit automata, for numbers also on the fractional
 digits (``I.F`` next to a non-integral bound compares ``F`` digit by digit with the
-bound's decimal digits).  Float bounds are taken as the shortest decimal that parses back
-to the same float.  Validators parse ``I.F`` spellings as floats, so next to an exclusive
-bound the fractional spellings must reach the next float (inclusive): a long ``F`` that
-rounds onto the bound itself is never generated.
+bound's decimal digits).  Validators (``jsonschema``) compare an instance with the
+*double* a float bound parses to: bounds arrive here as exact values (``Fraction(1e308)``
+is the double, not 10**308).  Integer spellings parse to exact integers and are compared
+exactly.  ``I.F`` spellings parse to doubles, so they are bounded by the nearest doubles
+inside the bounds (written as their shortest decimals, inclusive): a long ``F`` that rounds
+onto or past a bound is never generated.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from fractions import Fraction
 
 from decoding.errors import LimitError
@@ -245,16 +248,28 @@ def _pos_fractional(lo: Fraction | None, lo_x: bool, hi: Fraction | None, hi_x: 
     return choice(*alts) if alts else NOTHING
 
 
-def _float_side(b: Fraction | None, excl: bool, toward: float) -> tuple[Fraction | None, bool]:
-    if b is None or not excl:
-        return b, excl
+def _double_inside(b: Fraction, lower: bool, excl: bool) -> Fraction | None:
+    """The bound that fractional spellings must meet, inclusive: the double nearest to ``b``
+    on its allowed side (``>= b`` for a lower bound, ``<= b`` for an upper one, strictly
+    when ``excl``), as its shortest decimal; None if no finite double is on that side.
+    Validators parse ``I.F`` as a double: ``x >= d`` for the decimal of a double ``d``
+    gives ``float(x) >= d`` (rounding is monotone), and ``d`` satisfies the bound."""
     try:
         f = float(b)
     except OverflowError:
-        return b, excl
-    if not math.isfinite(f) or Fraction(f) != b and Fraction(repr(f)) != b:
-        return b, excl  # not a float value: keep the exact strict bound
-    return Fraction(repr(math.nextafter(f, toward))), False
+        f = math.inf if b > 0 else -math.inf
+    if math.isinf(f):
+        if (f > 0) == lower:
+            return None  # a lower bound above every double (or an upper one below)
+        f = math.copysign(sys.float_info.max, f)
+    fb = Fraction(f)
+    if lower and (fb < b or excl and fb == b):
+        f = math.nextafter(f, math.inf)
+    elif not lower and (fb > b or excl and fb == b):
+        f = math.nextafter(f, -math.inf)
+    if math.isinf(f):
+        return None
+    return Fraction(repr(f))
 
 
 def number_range(lo: Fraction | None, lo_x: bool, hi: Fraction | None, hi_x: bool) -> Node:
@@ -266,17 +281,22 @@ def number_range(lo: Fraction | None, lo_x: bool, hi: Fraction | None, hi_x: boo
         return NOTHING
     ia, ib = _int_bounds(lo, lo_x, hi, hi_x)
     alts: list[Node] = [integer_range(ia, ib)]
-    # fractional spellings are compared after float parsing: exclusive -> next float, inclusive
-    flo, flo_x = _float_side(lo, lo_x, math.inf)
-    fhi, fhi_x = _float_side(hi, hi_x, -math.inf)
+    # integer spellings parse to exact integers, compared exactly with the bounds; fractional
+    # ones parse to doubles: they get the nearest doubles inside the bounds, inclusive
+    flo = None if lo is None else _double_inside(lo, True, lo_x)
+    fhi = None if hi is None else _double_inside(hi, False, hi_x)
+    if (lo is not None and flo is None) or (hi is not None and fhi is None) or \
+            (flo is not None and fhi is not None and flo > fhi):
+        alts = [x for x in alts if x != NOTHING]
+        return choice(*alts) if alts else NOTHING
     # non-integral, positive: x = I.F
-    if hi is None or hi > 0:
-        alts.append(_pos_fractional(flo, flo_x, fhi, fhi_x))
+    if fhi is None or fhi > 0:
+        alts.append(_pos_fractional(flo, False, fhi, False))
     # non-integral, negative: x = -(I.F), y = -x in [-hi, -lo] (bounds swap sides)
-    if lo is None or lo < 0:
+    if flo is None or flo < 0:
         ylo = -fhi if fhi is not None else None
         yhi = -flo if flo is not None else None
-        neg = _pos_fractional(ylo, fhi_x, yhi, flo_x)
+        neg = _pos_fractional(ylo, False, yhi, False)
         if neg != NOTHING:
             alts.append(seq(lit("-"), neg))
     alts = [x for x in alts if x != NOTHING]

@@ -6,7 +6,7 @@ from urllib.parse import unquote
 
 from decoding.errors import SchemaError
 
-__all__ = ["resolve_ref", "pointer_join"]
+__all__ = ["resolve_ref", "resolve_pointer", "pointer_join"]
 
 
 def pointer_join(ptr: str, *parts: object) -> str:
@@ -14,6 +14,31 @@ def pointer_join(ptr: str, *parts: object) -> str:
     for p in parts:
         out += "/" + str(p).replace("~", "~0").replace("/", "~1")
     return out
+
+
+_MISSING = object()
+
+
+def resolve_pointer(doc: object, ptr: str) -> tuple[object] | None:
+    """``(value,)`` at JSON pointer ``ptr`` in ``doc`` (RFC 6901), or None if it does not
+    resolve.  Iterative; list indices are decimal without leading zeros."""
+    node = doc
+    if ptr == "":
+        return (node,)
+    if not ptr.startswith("/"):
+        return None
+    for raw in ptr[1:].split("/"):
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict):
+            node = node.get(part, _MISSING)
+            if node is _MISSING:
+                return None
+        elif isinstance(node, list) and part.isdigit() and (part == "0" or not part.startswith("0")) \
+                and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return (node,)
 
 
 def _find_anchor(node: object, name: str, ptr: str) -> tuple[str, object] | None:
