@@ -218,13 +218,20 @@ def seq(*items: Node) -> Node:
 
 def choice(*items: Node) -> Node:
     flat: list[Node] = []
-    seen: set[Node] = set()  # linear, not quadratic, in the number of alternatives
+    leaves: set[Node] = set()  # leaves hash cheaply: many alternatives stay linear
+    nested: list[Node] = []  # composites are compared (hashing one walks it whole)
     for it in items:
         its = it.items if isinstance(it, Choice) else (it,)
         for x in its:
-            if x not in seen:
-                seen.add(x)
-                flat.append(x)
+            if isinstance(x, (Seq, Choice, Repeat)):
+                if x in nested:
+                    continue
+                nested.append(x)
+            elif x in leaves:
+                continue
+            else:
+                leaves.add(x)
+            flat.append(x)
     return flat[0] if len(flat) == 1 else Choice(tuple(flat))
 
 
