@@ -15,7 +15,7 @@ $(BIN)/python:
 
 # the project (C extension built by setup.py), the default model, test dependencies
 $(VENV)/.installed: $(BIN)/python pyproject.toml setup.py $(wildcard native/src/*.c native/*.c native/include/*.h)
-	$(BIN)/pip install -e '.[models,test]'
+	$(BIN)/pip install -e '.[models,test,server]'
 	touch $@
 
 setup: $(VENV)/.installed

@@ -1,4 +1,4 @@
-"""Command line: ``python -m decoding {compile,inspect,gbnf,generate,demo}`` (also ``guarded-decoding``).
+"""Command line: ``python -m decoding {compile,inspect,gbnf,generate,demo,serve}`` (also ``guarded-decoding``).
 
 Every failure is one line on stderr, ``error: <place>: <reason>``, with exit code 2.
 """
@@ -360,6 +360,21 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 # ----------------------------------------------------------------------------- main
 
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        from decoding.server import ServerConfig, serve
+        import fastapi  # noqa: F401  (the server extra)
+        import uvicorn  # noqa: F401
+    except ImportError as e:
+        raise _Fail(f"serve: {e.name} is not installed: pip install 'guarded-decoding[server]'") from e
+    serve(ServerConfig(model=args.model, host=args.host, port=args.port, workers=args.workers,
+                       api_key=args.api_key or None, dtd_dir=args.dtd_dir, cache_dir=args.cache_dir,
+                       queue_size=args.queue_size, max_body_bytes=args.max_body_bytes,
+                       max_tokens_limit=args.max_tokens_limit, n_ctx=args.n_ctx))
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m decoding", description="guarded-decoding command line")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -411,6 +426,22 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--temperature", type=float, default=0.2)
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(fn=cmd_demo)
+
+    p = sub.add_parser("serve", help="OpenAI-compatible HTTP server with guaranteed structured output "
+                                     "(needs the 'server' extra; see docs/server.md)")
+    p.add_argument("--model", default="smollm2", help="packaged model name or a .gguf path (default smollm2)")
+    p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--workers", type=int, default=1, help="processes, each with its own model")
+    p.add_argument("--api-key", default=os.environ.get("DECODING_API_KEY"),
+                   help="require 'Authorization: Bearer KEY' on /v1/* (default: $DECODING_API_KEY, else none)")
+    p.add_argument("--dtd-dir", help="the only directory DTD external entities and named DTDs are read from")
+    p.add_argument("--cache-dir", help="on-disk compiled-grammar cache shared by the workers")
+    p.add_argument("--queue-size", type=int, default=16, help="requests queued or running per worker (503 above)")
+    p.add_argument("--max-body-bytes", type=int, default=1 << 20)
+    p.add_argument("--max-tokens-limit", type=int, default=2048)
+    p.add_argument("--n-ctx", type=int, default=2048)
+    p.set_defaults(fn=cmd_serve)
     return ap
 
 
