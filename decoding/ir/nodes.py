@@ -157,14 +157,30 @@ def walk(node: Node) -> Iterable[Node]:
 
 def map_leaves(node: Node, f: "Callable[[Node], Node]") -> Node:
     """``node`` with every leaf (Lit, ByteSet, Ref, Special) replaced by ``f(leaf)``;
-    sequences, choices and repeats are rebuilt around them."""
-    if isinstance(node, Seq):
-        return Seq(tuple(map_leaves(x, f) for x in node.items))
-    if isinstance(node, Choice):
-        return Choice(tuple(map_leaves(x, f) for x in node.items))
-    if isinstance(node, Repeat):
-        return Repeat(map_leaves(node.item, f), node.min, node.max)
-    return f(node)
+    sequences, choices and repeats are rebuilt around them.  Iterative (an explicit
+    stack), so IR nested thousands deep is no ``RecursionError``."""
+    out: list[Node] = []
+    stack: list[tuple[Node, bool]] = [(node, False)]
+    while stack:
+        n, built = stack.pop()
+        if isinstance(n, (Seq, Choice)):
+            if built:
+                k = len(n.items)
+                items = tuple(out[len(out) - k:]) if k else ()
+                del out[len(out) - k:]
+                out.append(type(n)(items))
+            else:
+                stack.append((n, True))
+                stack.extend((x, False) for x in reversed(n.items))
+        elif isinstance(n, Repeat):
+            if built:
+                out.append(Repeat(out.pop(), n.min, n.max))
+            else:
+                stack.append((n, True))
+                stack.append((n.item, False))
+        else:
+            out.append(f(n))
+    return out[0]
 
 
 def nullable(node: Node, ref: "Callable[[str], bool] | None" = None) -> bool:

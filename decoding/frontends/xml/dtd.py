@@ -84,6 +84,7 @@ class _Parser:
         self.nesting = 0  # content-model groups open
         self.attr_src: dict[tuple[str, str], str | None] = {}
         self.ge_text: dict[str, str] = {}  # expanded general entities (attribute values)
+        self.pe_text: dict[str, str] = {}  # expanded PEs inside entity values
         self.frames = [_Frame(text, 0, None, source, None, True)]
         self.base_dir = base_dir
         self.source = source
@@ -234,11 +235,16 @@ class _Parser:
             return s
         out: list[str] = []
         base = len(self.frames)
+        starts: list[int] = []  # len(out) when each PE frame above base was pushed
         while True:
             f = self.f
             if f.pos >= len(f.text):
                 if len(self.frames) > base:
-                    self.frames.pop()
+                    # a PE's expansion inside an entity value does not depend on where it
+                    # is referenced: keep it, so repeated references cost one count each
+                    done = "".join(out[starts[-1]:])
+                    out[starts.pop():] = [done]
+                    self.pe_text[self.frames.pop().entity] = done  # type: ignore[index]
                     continue
                 raise self.error(f"unterminated entity value (missing {q})")
             c = f.text[f.pos]
@@ -246,10 +252,18 @@ class _Parser:
                 f.pos += 1
                 return "".join(out)
             if c == "%":
-                if not _NAME_RE.match(f.text, f.pos + 1):
+                m = _NAME_RE.match(f.text, f.pos + 1)
+                if not m:
                     raise self.error("'%' in an entity value must start a parameter-entity "
                                      "reference")
+                done = self.pe_text.get(m.group())
+                if done is not None and f.text.startswith(";", m.end()):
+                    self.count_expansion(len(done))
+                    out.append(done)
+                    f.pos = m.end() + 1
+                    continue
                 self.push_pe(pad=False)
+                starts.append(len(out))
                 continue
             if c == "&" and f.text.startswith("&#", f.pos):
                 out.append(self.char_ref())
@@ -262,8 +276,11 @@ class _Parser:
                 out.append(f.text[f.pos:m.end() + 1])  # bypassed, kept verbatim
                 f.pos = m.end() + 1
                 continue
-            out.append(c)
-            f.pos += 1
+            j = f.pos + 1  # a run of plain characters at once
+            while j < len(f.text) and f.text[j] not in "%&\"'":
+                j += 1
+            out.append(f.text[f.pos:j])
+            f.pos = j
 
     def char_ref(self) -> str:
         f = self.f

@@ -1,0 +1,214 @@
+"""Hostile DTD and GBNF text (issue 19): every input is a located DecodingError quickly, never
+a RecursionError, a hang, or output a validator rejects.
+
+Each case runs under a wall-clock bound far below the 10 s the fuzz campaign calls a hang.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import replace
+
+import pytest
+
+from decoding.backends.automaton import compile_dfa
+from decoding.backends.select import compile_grammar
+from decoding.errors import DecodingError, DTDError, GBNFError, LimitError
+from decoding.frontends.gbnf.parse import parse_gbnf
+from decoding.frontends.xml.dtd import parse_dtd
+from decoding.frontends.xml.grammar import dtd_grammar
+from decoding.ir import Grammar, Ref, lit, rep, seq
+from decoding.ir.size import check_size, estimate_size, estimate_work, node_size
+from decoding.limits import DEFAULT_LIMITS
+from decoding.vocab import Vocab
+
+BYTES = Vocab.from_bytes([bytes([i]) for i in range(256)] + [b""], eog_ids=[256])
+LOCATED = re.compile(r"^[^:]+:\d+:\d+: ")  # source:line:column: reason
+
+
+def _timed(fn, budget: float = 3.0):
+    t0 = time.perf_counter()
+    try:
+        return fn(), None
+    except DecodingError as e:
+        return None, e
+    finally:
+        assert time.perf_counter() - t0 < budget, f"took {time.perf_counter() - t0:.1f}s"
+
+
+def _laughs(levels: int) -> str:
+    s = '<!ENTITY l0 "lol">\n'
+    for i in range(1, levels + 1):
+        s += f'<!ENTITY l{i} "' + f"&l{i - 1};" * 10 + '">\n'
+    return s + f'<!ELEMENT r EMPTY>\n<!ATTLIST r a CDATA "&l{levels};">\n'
+
+
+def _pe_laughs(levels: int) -> str:
+    s = '<!ENTITY % l0 "lol">\n'
+    for i in range(1, levels + 1):
+        s += f'<!ENTITY % l{i} "' + f"%l{i - 1};" * 10 + '">\n'
+    return s + "<!ELEMENT r EMPTY>\n"
+
+
+# ----------------------------------------------------------------------------- DTD
+
+@pytest.mark.parametrize("text, limit", [
+    ("<!ELEMENT r " + "(" * 1000 + "a" + ")" * 1000 + ">\n<!ELEMENT a EMPTY>", "max_nesting=256"),
+    ("<!ELEMENT r " + "(a|" * 300 + "a" + ")?" * 300 + ">\n<!ELEMENT a EMPTY>", "max_nesting=256"),
+    ("<!ENTITY % m '(a,'>\n<!ELEMENT r " + "%m;" * 400 + "a" + ")" * 400 + ">", "max_nesting=256"),
+    (_laughs(9), "max_entity_expansion=4000000"),
+    (_laughs(30), "max_entity_expansion=4000000"),
+    (_pe_laughs(9), "max_entity_expansion=4000000"),
+], ids=["parens-1000", "choice-opt-300", "pe-parens-400", "general-laughs-9", "general-laughs-30",
+        "pe-laughs-9"])
+def test_dtd_limits_are_located_limit_errors(text, limit):
+    _, err = _timed(lambda: parse_dtd(text, source="h.dtd"), budget=1.0)
+    assert isinstance(err, LimitError), err
+    assert LOCATED.match(str(err)) and str(err).startswith("h.dtd:"), str(err)
+    assert limit in str(err)
+
+
+def test_general_entity_depth_and_recursion():
+    deep = "".join(f'<!ENTITY e{i} "&e{i + 1};">\n' for i in range(100)) + '<!ENTITY e100 "x">\n'
+    _, err = _timed(lambda: parse_dtd(deep + '<!ELEMENT r EMPTY><!ATTLIST r a CDATA "&e0;">'))
+    assert isinstance(err, LimitError) and "max_entity_depth=64" in str(err)
+    _, err = _timed(lambda: parse_dtd('<!ENTITY a "&b;"><!ENTITY b "&a;">'
+                                      '<!ELEMENT r EMPTY><!ATTLIST r x CDATA "&a;">'))
+    assert isinstance(err, DTDError) and "recursive general entity" in str(err) and err.line == 1
+
+
+@pytest.mark.parametrize("levels", [4, 6])
+def test_general_entity_expansion_below_the_limit_is_exact_and_fast(levels):
+    dtd, err = _timed(lambda: parse_dtd(_laughs(levels)), budget=0.5)
+    assert err is None
+    (a,) = dtd.attributes
+    assert a.value == "lol" * 10 ** levels
+
+
+def test_expansion_limit_is_configurable():
+    lim = replace(DEFAULT_LIMITS, max_entity_expansion=1000)
+    _, err = _timed(lambda: parse_dtd(_laughs(3), limits=lim))
+    assert isinstance(err, LimitError) and "max_entity_expansion=1000" in str(err)
+    _, err = _timed(lambda: parse_dtd("<!ELEMENT r (a)>", limits=replace(DEFAULT_LIMITS,
+                                                                         max_source_chars=5)))
+    assert isinstance(err, LimitError) and "max_source_chars=5" in str(err)
+
+
+@pytest.mark.parametrize("text, line, col", [
+    ("<!ELEMENT r EMPTY>\n<!ATTLIST r nt NOTATION (nope) #REQUIRED>", 2, 13),
+    ("<!NOTATION gif SYSTEM 'g'>\n<!ELEMENT r EMPTY>\n<!ATTLIST r\n  nt NOTATION (gif|png) #IMPLIED>",
+     4, 3),
+])
+def test_undeclared_notation_is_a_dtd_error_at_the_attribute(text, line, col):
+    _, err = _timed(lambda: parse_dtd(text, source="n.dtd"))
+    assert isinstance(err, DTDError) and "is not declared" in str(err)
+    assert (err.line, err.column, err.source) == (line, col, "n.dtd")
+
+
+def test_notation_declared_after_the_attlist_is_fine():
+    dtd = parse_dtd("<!ELEMENT r EMPTY>\n<!ATTLIST r nt NOTATION (gif) #REQUIRED>\n"
+                    "<!NOTATION gif SYSTEM 'g'>")
+    assert dtd.notations == ("gif",)
+
+
+@pytest.mark.parametrize("model", [
+    "(a," * 256 + "a" + ")" * 256,
+    "(a|" * 256 + "a" + ")?" * 256,
+    "(a," * 256 + "a" + ")*" * 256,
+], ids=["seq", "choice-opt", "seq-star"])
+def test_dtd_nested_to_the_limit_compiles(model):
+    g = dtd_grammar(parse_dtd(f"<!ELEMENT r {model}>\n<!ELEMENT a EMPTY>"), "r")
+    cg, err = _timed(lambda: compile_grammar(g, BYTES), budget=5.0)
+    assert err is None, err
+    if model.endswith(")" * 256):  # the plain sequence: exactly 257 <a/>
+        assert cg.accepts(b"<r>" + b"<a/>" * 257 + b"</r>")
+        assert not cg.accepts(b"<r>" + b"<a/>" * 256 + b"</r>")
+
+
+# ----------------------------------------------------------------------------- GBNF
+
+N = DEFAULT_LIMITS.max_nesting
+
+
+@pytest.mark.parametrize("text, limit", [
+    ("root ::= " + "(" * 3000 + '"a"' + ")" * 3000, "max_nesting=256"),
+    ("root ::= " + "(" * 100_000, "max_nesting=256"),
+    ('# ((((\nroot ::= "(((" ' + "(" * 300 + '"a"' + ")" * 300, "max_nesting=256"),
+], ids=["parens-3000", "unclosed-100000", "after-comment-and-string"])
+def test_gbnf_nesting_is_a_located_limit_error(text, limit):
+    _, err = _timed(lambda: parse_gbnf(text, source="h.gbnf"), budget=1.0)
+    assert isinstance(err, LimitError) and limit in str(err)
+    assert LOCATED.match(str(err)) and str(err).startswith("h.gbnf:"), str(err)
+
+
+@pytest.mark.parametrize("text", [
+    "root ::= " + "(" * N + '"a"' + ")" * N,
+    "root ::= " + '("a" ' * N + '"b"' + ' | "c")' * N,
+    "root ::= " + '("x" ' * N + '"b"' + ')?' * N,
+    "root ::= " + "(" * N + '"a"' + ")*" * N,
+], ids=["plain", "seq-choice", "seq-opt", "star"])
+@pytest.mark.parametrize("backend", ["dfa", "pushdown"])
+def test_gbnf_nested_to_the_limit_compiles(text, backend):
+    cg, err = _timed(lambda: compile_grammar(parse_gbnf(text), BYTES, backend=backend))
+    assert err is None, err
+
+
+def test_gbnf_rule_chain():
+    chain = "root ::= r1\n" + "".join(f"r{i} ::= r{i + 1}\n" for i in range(1, 3000)) + 'r3000 ::= "a"\n'
+    g = parse_gbnf(chain)
+    assert estimate_size(g) == 1 and estimate_work(g) == 0  # iterative: no RecursionError
+    _, err = _timed(lambda: compile_dfa(g))
+    assert isinstance(err, LimitError) and "max_nesting=256" in str(err) and "rule 'r257'" in str(err)
+    short = "root ::= r1\n" + "".join(f'r{i} ::= "x" r{i + 1}\n' for i in range(1, 200)) + 'r200 ::= "a"\n'
+    cg, err = _timed(lambda: compile_grammar(parse_gbnf(short), BYTES, backend="dfa"))
+    assert err is None and cg.accepts(b"x" * 199 + b"a")
+
+
+@pytest.mark.parametrize("text, limit", [
+    ('root ::= ("a"{0,100}){0,100}', "max_compile_work"),
+    ('root ::= item\nitem ::= ("a" | "bbbb" | "cc"){0,2000}', "max_compile_work"),
+    ('root ::= ("a"{2000}){2000}', "max_nfa_states"),
+], ids=["rep-of-rep", "rep-of-variable-length", "nfa-states"])
+@pytest.mark.parametrize("backend", ["auto", "dfa", "pushdown"])
+def test_gbnf_blowups_are_refused_up_front(text, limit, backend):
+    g = parse_gbnf(text)
+    _, err = _timed(lambda: compile_grammar(g, BYTES, backend=backend), budget=0.5)
+    assert isinstance(err, LimitError) and limit in str(err) and "rule '" in str(err), err
+
+
+@pytest.mark.parametrize("text", [
+    "root ::= " + " ".join(f'"x{i}"' for i in range(20000)),
+    "root ::= " + " | ".join(f'"x{i}"' for i in range(20000)),
+], ids=["sequence", "alternatives"])
+def test_gbnf_20000_literals_compile(text):
+    cg, err = _timed(lambda: compile_grammar(parse_gbnf(text), BYTES), budget=8.0)
+    assert err is None, err
+
+
+def test_gbnf_missing_root_is_located():
+    _, err = _timed(lambda: parse_gbnf('a ::= "x"\nb ::= a\n', source="g.gbnf"))
+    assert isinstance(err, GBNFError) and "no 'root' rule" in str(err) and "a, b" in str(err)
+    assert (err.source, err.line, err.column) == ("g.gbnf", 3, 1)
+    assert str(err).startswith("g.gbnf:3:1: ")
+
+
+# ----------------------------------------------------------------------------- estimates
+
+def test_size_estimates_are_iterative_and_name_the_rule():
+    deep = lit("a")
+    for _ in range(50_000):
+        deep = rep(seq(lit("x"), deep), 0, 1)
+    assert node_size(deep) > 50_000
+    g = Grammar("root", (("root", Ref("big")), ("big", rep(rep(lit("a"), 0, 300), 0, 300))))
+    with pytest.raises(LimitError, match=r"rule 'big'.*max_compile_work="):
+        check_size(g)
+    with pytest.raises(LimitError, match=r"rule 'big'.*max_compile_work="):
+        check_size(g, inline=False)
+
+
+def test_deadline_is_a_limit_error():
+    lim = replace(DEFAULT_LIMITS, max_compile_seconds=0.0)
+    g = parse_gbnf('root ::= ("a" | "b")* "c" [a-z]{0,300}')
+    with pytest.raises(LimitError, match="max_compile_seconds=0"):
+        compile_dfa(g, limits=lim)
