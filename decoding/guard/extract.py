@@ -27,17 +27,31 @@ JSON (``extract_json``)
 - A candidate starts at ``{`` or ``[`` and is lexed as JSON (strings with escapes and
   braces inside, numbers, literals).  Trailing commas are tolerated and noted.  A
   lexical error rejects the candidate; the end of text inside it makes it incomplete.
-- Result: the first candidate that is not rejected (complete or not).
+- Result: the first candidate that is not rejected (complete or not).  The C parser
+  (strict: no NaN/Infinity) only accelerates the machine; it never changes a result.
+
+Cost (both extractors): linear time in ``len(text)`` and memory a small multiple of it, for
+any text.  Candidates are memoized: a JSON candidate rejected at offset ``j`` also rejects
+every bracket its machine opened and had not closed by ``j`` (from there each would lex
+exactly the same tokens), and an XML candidate cut by the end of the text also decides
+every element it left open (each would be cut too, with the same inner elements).  A C
+parse that failed at ``j`` is not retried before ``j``.  Each fragment keeps at most
+:data:`MAX_NOTES` notes (then one note that counts the rest).
 """
 
 from __future__ import annotations
 
 import json
+from array import array
+from bisect import bisect_right
 
-from decoding.guard.results import Fragment, line_col
+from decoding.guard.results import Fragment
 from decoding.text.xml_name import NAME_RUN, is_name_char, is_name_start
 
-__all__ = ["extract_xml", "extract_json", "is_name_start", "is_name_char"]
+__all__ = ["extract_xml", "extract_json", "is_name_start", "is_name_char", "MAX_NOTES"]
+
+#: notes kept per fragment (then one note counting the rest), so notes stay O(1)
+MAX_NOTES = 50
 
 
 _WS = " \t\r\n"
@@ -149,75 +163,141 @@ def _markup_end(s: str, i: int, n: int) -> tuple[int, str]:
     return _BAD, ""
 
 
-def _scan_element(s: str, i: int, n: int, want: str | None, notes: list[str]):
+class _Notes(list):
+    """Notes of one candidate as ``(offset, what)``: the first :data:`MAX_NOTES` are kept,
+    the rest only counted (``dropped``, from offset ``first_dropped``)."""
+
+    __slots__ = ("dropped", "first_dropped")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dropped = 0
+        self.first_dropped = -1
+
+    def add(self, offset: int, what: str) -> None:
+        if len(self) < MAX_NOTES:
+            self.append((offset, what))
+            return
+        if not self.dropped:
+            self.first_dropped = offset
+        self.dropped += 1
+
+
+class _Lines:
+    """``line_col`` for offsets that mostly increase, in time linear in the distance
+    travelled (a step back restarts from the top, so callers keep steps back rare)."""
+
+    __slots__ = ("s", "off", "line", "bol")
+
+    def __init__(self, s: str) -> None:
+        self.s = s
+        self.off, self.line, self.bol = 0, 1, 0
+
+    def at(self, offset: int) -> tuple[int, int]:
+        s = self.s
+        offset = max(0, min(offset, len(s)))
+        if offset < self.off:
+            self.off, self.line, self.bol = 0, 1, 0
+        k = s.count("\n", self.off, offset)
+        if k:
+            self.line += k
+            self.bol = s.rfind("\n", self.off, offset) + 1
+        self.off = offset
+        return self.line, offset - self.bol + 1
+
+
+def _scan_element(s: str, i: int, n: int, want: str | None, notes: _Notes,
+                  memo: dict[int, tuple[int, int] | None] | None = None):
     """Run the element machine from the start tag at i.
 
     Returns None (start tag does not lex or is cut), ``(end, True, None)`` when the
     element closes, or ``(n, False, inner)`` when the text ends inside it, where
     ``inner`` is ``(start, end)`` of its first properly closed descendant named
     ``want`` (any name when ``want`` is None), or None.
+
+    ``memo`` (a dict, or None): when the text ends inside the element, it receives
+    ``start -> inner`` for every element still open, which is what this function returns
+    for that start (see the module docstring).
     """
     end, name, empty = _start_tag(s, i, n)
     if end < 0:
         return None
     if empty:
         return end, True, None
-    stack = [(name, i)]
+    # the open elements: names[k] (one string object per distinct name) started at starts[k]
+    names = [name]
+    starts = array("q", (i,))
+    opened = {name: 1}          # name -> how many open elements have it
+    interned = {name: name}
+    done: list[tuple[int, int]] | None = [] if memo is not None else None
     inner: tuple[int, int] | None = None
     pos = end
     while True:
         lt = s.find("<", pos)
         if lt < 0 or lt + 1 >= n:
             if lt >= 0:
-                notes.append(f"{lt}: text ends inside markup")
-            return n, False, inner
+                notes.add(lt, "text ends inside markup")
+            return _cut(starts, inner, done, memo, n)
         c = s[lt + 1]
         if c == "/":
-            oname, ostart = stack[-1]
+            oname = names[-1]
             k = lt + 2 + len(oname)
             if k < n and s[k] == ">" and s.startswith(oname, lt + 2):
                 # common case, same as below: '</' + the innermost open name + '>'
-                stack.pop()
+                names.pop()
+                ostart = starts.pop()
+                opened[oname] -= 1
                 pos = k + 1
-                if not stack:
+                if not names:
                     return pos, True, None
-                if (want is None or oname == want) and (inner is None or ostart < inner[0]):
-                    inner = (ostart, pos)
+                if want is None or oname == want:
+                    if inner is None or ostart < inner[0]:
+                        inner = (ostart, pos)
+                    if done is not None:
+                        done.append((ostart, pos))
                 continue
             j = _NAME_RUN(s, lt + 2, n).end()       # _read_name(s, lt + 2, n), inlined
             k = j if j < n and s[j] == ">" else _skip_ws(s, j, n)
             if k >= n:
-                return n, False, inner
+                return _cut(starts, inner, done, memo, n)
             if s[k] != ">" or j == lt + 2:
-                notes.append(f"{lt}: '<' that starts no markup")
+                notes.add(lt, "'<' that starts no markup")
                 pos = lt + 1
                 continue
             ename = s[lt + 2:j]
             pos = k + 1
-            if ename == stack[-1][0]:
-                oname, ostart = stack.pop()
-                if not stack:
+            if ename == names[-1]:
+                oname = names.pop()
+                ostart = starts.pop()
+                opened[oname] -= 1
+                if not names:
                     return pos, True, None
-                if (want is None or oname == want) and (inner is None or ostart < inner[0]):
-                    inner = (ostart, pos)
+                if want is None or oname == want:
+                    if inner is None or ostart < inner[0]:
+                        inner = (ostart, pos)
+                    if done is not None:
+                        done.append((ostart, pos))
                 continue
-            depth = len(stack) - 1
-            while depth >= 0 and stack[depth][0] != ename:
+            if not opened.get(ename):
+                notes.add(lt, f"end tag </{ename}> matches no open element")
+                continue
+            depth = len(names) - 1
+            while names[depth] != ename:        # found: the elements above it are closed
                 depth -= 1
-            if depth < 0:
-                notes.append(f"{lt}: end tag </{ename}> matches no open element")
-                continue
-            notes.append(f"{lt}: end tag </{ename}> closes unclosed <{stack[-1][0]}>")
-            del stack[depth:]
-            if not stack:
+            notes.add(lt, f"end tag </{ename}> closes unclosed <{names[-1]}>")
+            for oname in names[depth:]:
+                opened[oname] -= 1
+            del names[depth:]
+            del starts[depth:]
+            if not names:
                 return pos, True, None
             continue
         if c == "!" or c == "?":
             e, kind = _markup_end(s, lt, n)
             if e == _EOF:
-                return n, False, inner
+                return _cut(starts, inner, done, memo, n)
             if e == _BAD:
-                notes.append(f"{lt}: '<!' that starts no markup")
+                notes.add(lt, "'<!' that starts no markup")
                 pos = lt + 1
                 continue
             pos = e
@@ -229,30 +309,53 @@ def _scan_element(s: str, i: int, n: int, want: str | None, notes: list[str]):
             else:
                 e, cname, cempty = _start_tag(s, lt, n)
             if e == _EOF:
-                return n, False, inner
+                return _cut(starts, inner, done, memo, n)
             if e == _BAD:
-                notes.append(f"{lt}: '<' that starts no markup")
+                notes.add(lt, "'<' that starts no markup")
                 pos = lt + 1
                 continue
             pos = e
             if cempty:
-                if (want is None or cname == want) and inner is None:
-                    inner = (lt, e)
+                if want is None or cname == want:
+                    if inner is None:
+                        inner = (lt, e)
+                    if done is not None:
+                        done.append((lt, e))
             else:
-                stack.append((cname, lt))
+                seen = interned.get(cname)
+                if seen is None:
+                    interned[cname] = seen = cname
+                names.append(seen)
+                starts.append(lt)
+                opened[seen] = opened.get(seen, 0) + 1
             continue
-        notes.append(f"{lt}: '<' that starts no markup")
+        notes.add(lt, "'<' that starts no markup")
         pos = lt + 1
 
 
+def _cut(starts, inner, done, memo, n: int):
+    """Result of a scan the end of the text cut, filling ``memo`` (see _scan_element):
+    an element left open is cut too, and its inner element is the first closed element
+    (by start) that started after it."""
+    if memo is not None and done is not None:
+        done.sort()
+        firsts = [a for a, _ in done]
+        for start in starts:
+            k = bisect_right(firsts, start)
+            memo[start] = done[k] if k < len(done) else None
+    return n, False, inner
+
+
 def _fragment(kind: str, s: str, start: int, end: int, complete: bool, name: str,
-              prolog_start: int, notes: list[str]) -> Fragment:
-    line, col = line_col(s, start)
+              prolog_start: int, notes: _Notes, lines: _Lines) -> Fragment:
+    line, col = lines.at(start)
     located = []
-    for note in notes:
-        off, _, what = note.partition(": ")
-        ln, cl = line_col(s, int(off))
+    for off, what in notes:
+        ln, cl = lines.at(off)
         located.append(f"{ln}:{cl}: {what}")
+    if notes.dropped:
+        ln, cl = lines.at(notes.first_dropped)
+        located.append(f"{ln}:{cl}: {notes.dropped} more irregularities not listed")
     return Fragment(kind, s[start:end], start, end, line, col, complete, name,
                     prolog_start, s[prolog_start:end], tuple(located))
 
@@ -270,8 +373,10 @@ def extract_xml(text: str, *, all: bool = False, root: str | None = None):
     """
     s = text
     n = len(s)
+    lines = _Lines(s)
     found: list[Fragment] = []
     first_open: Fragment | None = None
+    memo: dict[int, tuple[int, int] | None] | None = {} if all else None
     pos = 0
     prolog: int | None = None
     skip_until = -1
@@ -302,8 +407,11 @@ def extract_xml(text: str, *, all: bool = False, root: str | None = None):
             prolog = None
             pos = lt + 1
             continue
-        notes: list[str] = []
-        r = _scan_element(s, lt, n, root, notes)
+        notes = _Notes()
+        if memo and lt in memo:         # decided by an earlier cut scan that left it open
+            r = (n, False, memo[lt])
+        else:
+            r = _scan_element(s, lt, n, root, notes, memo)
         if r is None:
             prolog = None
             pos = lt + 1
@@ -312,7 +420,7 @@ def extract_xml(text: str, *, all: bool = False, root: str | None = None):
         name = _xml_name_at(s, lt, n)
         if complete:
             found.append(_fragment("xml", s, lt, end, True, name,
-                                   lt if prolog is None else prolog, notes))
+                                   lt if prolog is None else prolog, notes, lines))
             if not all:
                 return found[0]
             pos = end
@@ -320,7 +428,7 @@ def extract_xml(text: str, *, all: bool = False, root: str | None = None):
             continue
         if first_open is None:
             first_open = _fragment("xml", s, lt, n, False, name,
-                                   lt if prolog is None else prolog, notes)
+                                   lt if prolog is None else prolog, notes, lines)
         if inner is None:
             break
         # rescan from here treating '<' before the inner element as prose, so the
@@ -338,7 +446,6 @@ def extract_xml(text: str, *, all: bool = False, root: str | None = None):
 # ---------------------------------------------------------------- JSON
 
 _NUM = frozenset("+-0123456789.eE")
-_DECODER = json.JSONDecoder()
 
 
 def _no_constant(name: str):
@@ -396,14 +503,46 @@ def _number_ok(tok: str) -> bool:
     return i == n and tok[-1].isdigit()
 
 
-def _scan_json(s: str, i: int, n: int, notes: list[str]) -> tuple[int, bool] | None:
+def _c_gate(n: int) -> list[int]:
+    """Fresh state for :func:`_strict_end` over a text of ``n`` characters:
+    ``[no C parse starts before this offset, failure work still allowed]``."""
+    return [0, 4 * n + 4096]
+
+
+def _strict_end(s: str, j: int, gate: list[int]) -> int:
+    """End of the strictly valid JSON value at j by the C parser, or -1.
+
+    Only an accelerator of the machines (its success implies theirs, without notes), so
+    it may decline at will.  ``gate`` (see _c_gate): no C parse starts before
+    ``gate[0]``; a failure moves it to where the parse failed (to the end of the text when
+    the error has no position), so failed parses never overlap.  A JSONDecodeError also
+    costs its offset (it counts the lines before it): those costs are charged to
+    ``gate[1]``, and when it is spent the C parser is not used again for this text."""
+    if j < gate[0]:
+        return -1
+    try:
+        return STRICT_DECODER.raw_decode(s, j)[1]
+    except json.JSONDecodeError as e:
+        gate[0] = max(gate[0], e.pos, j + 1)
+        gate[1] -= e.pos
+        if gate[1] < 0:
+            gate[0] = len(s)
+    except (ValueError, RecursionError):    # NaN, an int too long for int(), deep nesting
+        gate[0] = len(s)
+    return -1
+
+
+def _scan_json(s: str, i: int, n: int, notes: _Notes, gate: list[int],
+               dead: bytearray | None = None) -> tuple[int, bool] | None:
     """Lex the JSON value starting with ``{``/``[`` at i.
 
     Returns ``(end, True)``, ``(n, False)`` when the text ends inside it, or None.
     States: 'v' value expected, 'k' key (or '}') expected, ':' colon expected,
-    ',' comma or closer expected.
+    ',' comma or closer expected.  On None, ``dead[k]`` is set for the start ``k`` of
+    every bracket still open: lexed alone, each would meet the same error.
     """
     stack: list[str] = []
+    starts = array("q")
     state = "v"
     j = i
     while True:
@@ -414,33 +553,33 @@ def _scan_json(s: str, i: int, n: int, notes: list[str]) -> tuple[int, bool] | N
         c = s[j]
         if state == "v":
             if stack and (c == "{" or c == "["):
-                try:  # a complete nested value lexes the same in the C parser; skip it
-                    _, e = STRICT_DECODER.raw_decode(s, j)
-                except ValueError:
-                    pass
-                else:
-                    if e <= n:
-                        j = e
-                        state = ","
-                        continue
+                # a complete nested value lexes the same in the C parser: skip it
+                e = _strict_end(s, j, gate)
+                if e >= 0:
+                    j = e
+                    state = ","
+                    continue
             if c == "{":
                 stack.append("}")
+                starts.append(j)
                 state = "k"
                 j += 1
                 continue
             if c == "[":
                 stack.append("]")
+                starts.append(j)
                 j += 1
                 k = _skip_ws(s, j, n)
                 if k < n and s[k] == "]":
                     stack.pop()
+                    starts.pop()
                     j = k + 1
                     if not stack:
                         return j, True
                     state = ","
                 continue
             if not stack:
-                return None
+                return _rejected(starts, dead)
             if c == '"':
                 e = _json_string_end(s, j, n)
                 if e == _EOF:
@@ -453,24 +592,25 @@ def _scan_json(s: str, i: int, n: int, notes: list[str]) -> tuple[int, bool] | N
                 if k >= n:
                     return n, False
                 if not _number_ok(s[j:k]):
-                    return None
+                    return _rejected(starts, dead)
                 j = k
             elif c in "tfn":
                 word = "true" if c == "t" else "false" if c == "f" else "null"
                 if s.startswith(word, j):
                     j += len(word)
-                elif word.startswith(s[j:]):
+                elif n - j < len(word) and word.startswith(s[j:n]):
                     return n, False
                 else:
-                    return None
+                    return _rejected(starts, dead)
             elif c == "]" and stack[-1] == "]" and s[_back_ws(s, j - 1)] == ",":
-                notes.append(f"{_back_ws(s, j - 1)}: trailing comma")
+                notes.add(_back_ws(s, j - 1), "trailing comma")
                 stack.pop()
+                starts.pop()
                 j += 1
                 if not stack:
                     return j, True
             else:
-                return None
+                return _rejected(starts, dead)
             state = ","
             continue
         if state == "k":
@@ -483,17 +623,18 @@ def _scan_json(s: str, i: int, n: int, notes: list[str]) -> tuple[int, bool] | N
                 continue
             if c == "}":
                 if s[_back_ws(s, j - 1)] == ",":
-                    notes.append(f"{_back_ws(s, j - 1)}: trailing comma")
+                    notes.add(_back_ws(s, j - 1), "trailing comma")
                 stack.pop()
+                starts.pop()
                 j += 1
                 if not stack:
                     return j, True
                 state = ","
                 continue
-            return None
+            return _rejected(starts, dead)
         if state == ":":
             if c != ":":
-                return None
+                return _rejected(starts, dead)
             j += 1
             state = "v"
             continue
@@ -504,11 +645,19 @@ def _scan_json(s: str, i: int, n: int, notes: list[str]) -> tuple[int, bool] | N
             continue
         if c == stack[-1]:
             stack.pop()
+            starts.pop()
             j += 1
             if not stack:
                 return j, True
             continue
-        return None
+        return _rejected(starts, dead)
+
+
+def _rejected(starts, dead: bytearray | None) -> None:
+    if dead is not None:
+        for k in starts:
+            dead[k] = 1
+    return None
 
 
 def _back_ws(s: str, j: int) -> int:
@@ -525,26 +674,33 @@ def extract_json(text: str, *, all: bool = False):
     """
     s = text
     n = len(s)
+    lines = _Lines(s)
     found: list[Fragment] = []
+    gate = _c_gate(n)
+    dead = bytearray(n)
     pos = 0
+    a = b = -2      # the next '{' / '[' at or after pos (-1: none), each found once
     while True:
-        a = s.find("{", pos)
-        b = s.find("[", pos)
+        if a != -1 and a < pos:
+            a = s.find("{", pos)
+        if b != -1 and b < pos:
+            b = s.find("[", pos)
         if a < 0 and b < 0:
             break
         i = b if a < 0 or (0 <= b < a) else a
-        notes: list[str] = []
-        try:  # fast path: a complete, strictly valid value (C parser); else the state machine
-            _, fast_end = _DECODER.raw_decode(s, i)
-            r = (fast_end, True)
-        except ValueError:
-            r = _scan_json(s, i, n, notes)
+        if dead[i]:
+            pos = i + 1
+            continue
+        notes = _Notes()
+        # fast path: a complete, strictly valid value (C parser); else the state machine
+        fast_end = _strict_end(s, i, gate)
+        r = (fast_end, True) if fast_end >= 0 else _scan_json(s, i, n, notes, gate, dead)
         if r is None:
             pos = i + 1
             continue
         end, complete = r
         found.append(_fragment("json", s, i, end, complete,
-                               "object" if s[i] == "{" else "array", i, notes))
+                               "object" if s[i] == "{" else "array", i, notes, lines))
         if not all or not complete:
             break
         pos = end

@@ -27,21 +27,43 @@ JSON edits (and nothing else)
 - at the end of truncated text: ``close-string`` (an unterminated string value is
   closed; a cut escape at its end is dropped), ``drop-partial`` (a cut number or
   literal, a key without a value, a dangling comma), ``close-bracket``.
+
+Bounds: a fragment with a ``size-limit`` or ``nesting-limit`` violation is not repaired
+(``refused`` quotes the violation), and a repair that needs more than
+:data:`MAX_CHANGES` edits is refused, so repair costs time linear in the text and memory
+a small multiple of it.
 """
 
 from __future__ import annotations
 
 import json
+from array import array
 
 from decoding.frontends.xml.model import DTD
-from decoding.guard.extract import (_EOF, _NAME_RUN, _NAME_START_ASCII, _NUM, STRICT_DECODER,
-                      _json_string_end, _markup_end, _number_ok, _skip_ws, _start_tag)
+from decoding.guard.extract import (_EOF, _NAME_RUN, _NAME_START_ASCII, _NUM, _json_string_end,
+                                    _c_gate, _markup_end, _number_ok, _skip_ws, _start_tag,
+                                    _strict_end)
 from decoding.guard.results import Change, Fragment, Repair
 from decoding.guard.validate import dtd_checker, validate_json, validate_xml
+from decoding.limits import Limits
 
-__all__ = ["repair_xml", "repair_json", "XML_DECLARATION"]
+__all__ = ["repair_xml", "repair_json", "XML_DECLARATION", "MAX_CHANGES"]
 
 XML_DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>'
+#: edits one repair may make; a fragment that needs more is refused (not "minimal")
+MAX_CHANGES = 1000
+_LIMIT_CODES = frozenset(("size-limit", "nesting-limit"))
+
+
+def _over_limit(errors) -> str | None:
+    """Why a fragment with a limit violation is not repaired, else None."""
+    for v in errors:
+        if v.code in _LIMIT_CODES:
+            return f"not repaired: {v.message}"
+    return None
+
+
+_TOO_MANY = f"more than {MAX_CHANGES} edits would be needed (MAX_CHANGES): not a minimal repair"
 
 
 def _prose_changes(source: str, start: int, end: int) -> list[Change]:
@@ -55,17 +77,27 @@ def _prose_changes(source: str, start: int, end: int) -> list[Change]:
 
 
 def _escape_text(text: str, base: int, entities, changes: list[Change]) -> str:
-    """Escape stray ``&`` and ``]]>`` in a text run (``<`` never occurs in a run)."""
+    """Escape stray ``&`` and ``]]>`` in a text run (``<`` never occurs in a run).
+
+    Linear: the next ``;`` and ``&`` are found once per position, and a reference is
+    only read when no ``&`` comes before its ``;``.  Stops early (result unused) once
+    ``changes`` exceeds MAX_CHANGES."""
     if "&" not in text and "]]>" not in text:
         return text
     out = []
     i = 0
     n = len(text)
+    semi = amp = -2       # the next ';' / '&' after the current '&' (-1: none)
     while i < n:
         c = text[i]
         if c == "&":
-            semi = text.find(";", i + 1)
-            ref = text[i + 1:semi] if semi > 0 else ""
+            if len(changes) > MAX_CHANGES:
+                return ""
+            if semi != -1 and semi <= i:
+                semi = text.find(";", i + 1)
+            if amp != -1 and amp <= i:
+                amp = text.find("&", i + 1)
+            ref = text[i + 1:semi] if semi > 0 and not 0 <= amp < semi else ""
             ok = False
             if ref.startswith("#x"):
                 ok = len(ref) > 2 and all(ch in "0123456789abcdefABCDEF" for ch in ref[2:])
@@ -105,10 +137,11 @@ def _rstrip_pos(pieces: list[str]) -> int:
 
 
 def repair_xml(source: str, fragment: Fragment, dtd: DTD, *, root: str | None = None,
-               add_declaration: bool = False, errors=None) -> Repair:
+               add_declaration: bool = False, errors=None, limits: Limits | None = None) -> Repair:
     """Repair ``fragment`` (found in ``source``) against ``dtd``; see module docstring.
 
     ``errors``: the fragment's violations when already known (saves one validation).
+    ``limits``: for the validations (default :data:`decoding.limits.DEFAULT_LIMITS`).
     """
     checker = dtd_checker(dtd)
     changes = _prose_changes(source, fragment.prolog_start, fragment.end)
@@ -116,7 +149,11 @@ def repair_xml(source: str, fragment: Fragment, dtd: DTD, *, root: str | None = 
     n = fragment.end
     base = fragment.prolog_start
     if errors is None:
-        errors = validate_xml(fragment.document, dtd, root=root, base=base, source=source)
+        errors = validate_xml(fragment.document, dtd, root=root, base=base, source=source,
+                              limits=limits)
+    over = _over_limit(errors)
+    if over is not None:
+        return Repair(False, None, tuple(changes), over, tuple(errors))
     if not errors:
         text = fragment.document
         if add_declaration and not text.startswith("<?xml"):
@@ -157,6 +194,9 @@ def repair_xml(source: str, fragment: Fragment, dtd: DTD, *, root: str | None = 
     pos = base
     may_escape = s.find("&", base, n) >= 0 or s.find("]]>", base, n) >= 0
     while pos < n and refused is None:
+        if len(changes) > MAX_CHANGES:
+            refused = _TOO_MANY
+            break
         lt = s.find("<", pos, n)
         if lt < 0:
             lt = n
@@ -287,13 +327,15 @@ def repair_xml(source: str, fragment: Fragment, dtd: DTD, *, root: str | None = 
         while stack:
             if not close(stack.pop(), n, False):
                 break
+    if refused is None and len(changes) > MAX_CHANGES:
+        refused = _TOO_MANY
     if refused is not None:
         return Repair(False, None, tuple(changes), refused, tuple(errors))
     text = "".join(pieces)
     if add_declaration and not text.startswith("<?xml"):
         text = XML_DECLARATION + text
         changes.append(Change("add-declaration", base, "added " + XML_DECLARATION))
-    after = validate_xml(text, dtd, root=root)
+    after = validate_xml(text, dtd, root=root, limits=limits)
     if after:
         return Repair(False, None, tuple(changes),
                       "still invalid after repair: " + "; ".join(v.message for v in after[:3]),
@@ -303,35 +345,72 @@ def repair_xml(source: str, fragment: Fragment, dtd: DTD, *, root: str | None = 
 
 # ---------------------------------------------------------------- JSON
 
-def repair_json(source: str, fragment: Fragment, schema: dict, *, errors=None) -> Repair:
+class _Tokens:
+    """The token list of :func:`repair_json` as parallel arrays (kinds, starts, ends): a
+    few bytes per token instead of a tuple and two ints."""
+
+    __slots__ = ("kinds", "starts", "ends")
+
+    def __init__(self) -> None:
+        self.kinds: list[str] = []
+        self.starts = array("q")
+        self.ends = array("q")
+
+    def append(self, t: tuple[str, int, int]) -> None:
+        self.kinds.append(t[0])
+        self.starts.append(t[1])
+        self.ends.append(t[2])
+
+    def pop(self) -> tuple[str, int, int]:
+        return self.kinds.pop(), self.starts.pop(), self.ends.pop()
+
+    def __len__(self) -> int:
+        return len(self.kinds)
+
+    def __getitem__(self, k: int) -> tuple[str, int, int]:
+        return self.kinds[k], self.starts[k], self.ends[k]
+
+    def __setitem__(self, k: int, t: tuple[str, int, int]) -> None:
+        self.kinds[k], self.starts[k], self.ends[k] = t
+
+    def __iter__(self):
+        return zip(self.kinds, self.starts, self.ends)
+
+
+def repair_json(source: str, fragment: Fragment, schema: dict, *, errors=None,
+                limits: Limits | None = None) -> Repair:
     """Repair the JSON ``fragment`` (found in ``source``); see module docstring.
 
     ``errors``: the fragment's violations when already known (saves one validation).
+    ``limits``: for the validations (default :data:`decoding.limits.DEFAULT_LIMITS`).
     """
     changes = _prose_changes(source, fragment.start, fragment.end)
     if errors is None:
-        _, errors = validate_json(fragment.text, schema, base=fragment.start, source=source)
+        _, errors = validate_json(fragment.text, schema, base=fragment.start, source=source,
+                                  limits=limits)
+    over = _over_limit(errors)
+    if over is not None:
+        return Repair(False, None, tuple(changes), over, tuple(errors))
     if not errors:
         return Repair(True, fragment.text, tuple(changes))
     s = source
     n = fragment.end
     # tokens: (kind, start, end) with kind in '{}[]:,' or 's' (string), 'k' (key),
     # 'v' (number/literal)
-    out: list[tuple[str, int, int]] = []
+    out = _Tokens()
     stack: list[str] = []
     expect_key = False
     j = fragment.start
+    gate = _c_gate(n)       # the C parser's accelerator state (extract._strict_end)
     while True:
         j = _skip_ws(s, j, n)
         if j >= n:
             break
         c = s[j]
         if c in "{[" and stack:
-            try:  # a complete nested value tokenizes to itself: keep it as one token
-                _, e = STRICT_DECODER.raw_decode(s, j)
-            except ValueError:
-                e = n + 1
-            if e <= n:
+            # a complete nested value tokenizes to itself: keep it as one token
+            e = _strict_end(s, j, gate)
+            if 0 <= e <= n:
                 out.append(("v", j, e))
                 expect_key = False
                 j = e
@@ -345,6 +424,8 @@ def repair_json(source: str, fragment: Fragment, schema: dict, *, errors=None) -
             if out and out[-1][0] == ",":
                 _, cs, _ = out.pop()
                 changes.append(Change("remove-comma", cs, "removed trailing comma"))
+                if len(changes) > MAX_CHANGES:
+                    return Repair(False, None, tuple(changes), _TOO_MANY, tuple(errors))
             if not stack or stack[-1] != c:
                 return Repair(False, None, tuple(changes), f"unbalanced {c!r} at offset {j}",
                               tuple(errors))
@@ -410,20 +491,29 @@ def repair_json(source: str, fragment: Fragment, schema: dict, *, errors=None) -
                 changes.append(Change("drop-partial", ks, f"dropped key {s[ks:te]!r} without value"))
             else:
                 changes.append(Change("drop-partial", ts, f"dropped dangling {s[ts:te]!r}"))
+    # the tokens with the gaps between them, where a gap keeps only its whitespace (a
+    # gap is only whitespace unless a token was removed from it); runs of tokens with
+    # whitespace gaps are copied as one slice
     parts: list[str] = []
-    prev_end = None
+    run = prev_end = -1
     for kind, ts, te in out:
-        if prev_end is not None:
+        if prev_end < 0:
+            run = ts
+        else:
             gap = s[prev_end:ts]
-            parts.append(gap if not gap.strip() else "".join(ch for ch in gap if ch in " \t\r\n"))
-        parts.append(s[ts:te])
+            if gap.strip():
+                parts.append(s[run:prev_end])
+                parts.append("".join(ch for ch in gap if ch in " \t\r\n"))
+                run = ts
         prev_end = te
-    text = "".join(parts)
-    text += "".join(tail_fix)
+    if prev_end >= 0:
+        parts.append(s[run:prev_end])
+    parts.extend(tail_fix)
     for closer in reversed(stack):
-        text += closer
+        parts.append(closer)
         changes.append(Change("close-bracket", n, f"added {closer!r}"))
-    _, after = validate_json(text, schema)
+    text = "".join(parts)
+    _, after = validate_json(text, schema, limits=limits)
     if after:
         return Repair(False, None, tuple(changes),
                       "still invalid after repair: " + "; ".join(v.message for v in after[:3]),

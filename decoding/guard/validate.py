@@ -16,24 +16,42 @@ checked by this module (jsonschema needs extra packages for them); other formats
 are checked only when jsonschema can (see ``checked_formats``).
 
 Every violation carries path, line, column (1-based, in the text given) and a message.
+
+Hostile text: both validators take time linear in the text and memory a small multiple of
+it, and never raise on any ``str``.  A text longer than ``limits.max_guard_input_chars``
+is one ``size-limit`` violation (nothing else is read); nesting deeper than
+``limits.max_nesting`` (elements, or JSON arrays/objects) is a ``nesting-limit``
+violation; a lone surrogate (not Unicode text: it has no UTF-8 form) is an
+``illegal-char`` (XML) or ``json-syntax`` (JSON) violation; an XML declaration naming an
+encoding this parser cannot use is an ``unknown-encoding`` violation.  At most
+:data:`MAX_VIOLATIONS` violations are built (paths and messages of the rest are never
+computed), and JSON Schema errors are examined up to :data:`MAX_SCHEMA_ERRORS`.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import json
 import re
 import xml.parsers.expat as expat
 from typing import Any
 
 from decoding.errors import SchemaError
+from decoding.limits import DEFAULT_LIMITS, Limits
 from decoding.frontends.xml.model import DTD, AttributeDecl, ElementDecl
 from decoding.guard.content_model import ContentModel
 from decoding.guard.json_fast import compile_fast
 from decoding.guard.results import Violation, line_col
 
-__all__ = ["validate_xml", "validate_json", "DTDChecker", "dtd_checker", "checked_formats"]
+__all__ = ["validate_xml", "validate_json", "DTDChecker", "dtd_checker", "checked_formats",
+           "MAX_VIOLATIONS", "MAX_SCHEMA_ERRORS"]
 
 MAX_VIOLATIONS = 50
+#: jsonschema errors examined per value (the first MAX_VIOLATIONS of them by path are
+#: reported); bounds the time spent explaining a huge invalid value
+MAX_SCHEMA_ERRORS = 2000
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _PREDEFINED = frozenset(("lt", "gt", "amp", "apos", "quot"))
 
 
@@ -100,17 +118,72 @@ _MISS = object()
 
 
 def _path(f: list) -> str:
+    """``/a/b[2]/c`` of the open element ``f`` (iterative; cached on ``f`` only)."""
     p = f[_PATH]
     if p is None:
-        par = f[_PARENT]
-        if par is None:
-            p = "/" + f[_NAME]
-        elif f[_K] == 1:
-            p = f"{_path(par)}/{f[_NAME]}"
-        else:
-            p = f"{_path(par)}/{f[_NAME]}[{f[_K]}]"
+        parts = []
+        g: list | None = f
+        while g is not None and g[_PATH] is None:
+            parts.append(g[_NAME] if g[_K] == 1 else f"{g[_NAME]}[{g[_K]}]")
+            g = g[_PARENT]
+        head = "" if g is None else g[_PATH]
+        p = head + "/" + "/".join(reversed(parts))
         f[_PATH] = p
     return p
+
+
+class _TooDeep(Exception):
+    """Raised by the expat start handler when elements nest deeper than the limit."""
+
+    def __init__(self, name: str, offset: int) -> None:
+        super().__init__(name, offset)
+        self.name, self.offset = name, offset
+
+
+def _limit_violation(limits: Limits, text: str, src: str, base: int) -> Violation | None:
+    """The ``size-limit`` violation of a text longer than the guard accepts, else None."""
+    cap = limits.max_guard_input_chars
+    if len(text) <= cap:
+        return None
+    o = base + cap
+    ln, col = line_col(src, o)
+    return Violation("size-limit", "/", f"the text has {len(text):,} characters, more than the guard "
+                                        f"reads (max_guard_input_chars={cap:,}, decoding.limits); "
+                                        f"nothing was validated", ln, col, o)
+
+
+def _surrogate(text: str) -> int:
+    """Offset of the first lone surrogate in ``text``, or -1."""
+    if text.isascii():
+        return -1
+    m = _SURROGATE.search(text)
+    return -1 if m is None else m.start()
+
+
+_EXPAT_ENCODINGS = frozenset(("utf-8", "utf-16", "utf-16be", "utf-16le", "iso-8859-1", "us-ascii"))
+_S = "[ \t\r\n]"
+_XML_DECL_ENCODING = re.compile(
+    f"<\\?xml{_S}+version{_S}*={_S}*(?:\"[^\"<>]*\"|'[^'<>]*'){_S}+encoding{_S}*={_S}*"
+    "(?:\"([A-Za-z][A-Za-z0-9._-]*)\"|'([A-Za-z][A-Za-z0-9._-]*)')")
+
+
+def _encoding_problem(text: str) -> tuple[int, str] | None:
+    """``(offset, name)`` of an encoding named by the XML declaration at the start of ``text``
+    that expat cannot use (pyexpat asks Python's codecs for a one-byte table), else None."""
+    if not text.startswith("<?xml"):
+        return None
+    m = _XML_DECL_ENCODING.match(text)
+    if m is None:
+        return None
+    k = 1 if m.group(1) is not None else 2
+    name = m.group(k)
+    if name.lower() in _EXPAT_ENCODINGS:
+        return None
+    try:
+        table = bytes(range(256)).decode(name, "replace")
+    except Exception:  # noqa: BLE001 - unknown, not a text codec, or fails on bytes: unusable
+        return m.start(k), name
+    return None if len(table) == 256 else (m.start(k), name)
 
 
 _E_NO_ELEMENTS = expat.errors.codes[expat.errors.XML_ERROR_NO_ELEMENTS]
@@ -122,15 +195,33 @@ _E_PARTIAL_CHAR = expat.errors.codes[expat.errors.XML_ERROR_PARTIAL_CHAR]
 
 
 def validate_xml(text: str, dtd: DTD, *, root: str | None = None, base: int = 0,
-                 source: str | None = None) -> list[Violation]:
+                 source: str | None = None, limits: Limits | None = None) -> list[Violation]:
     """Violations of ``text`` (one XML document) against ``dtd``; [] when valid.
 
     ``root``: the required root element name (any declared element when None).
     ``source``/``base``: when ``text == source[base:...]``, positions are reported
-    in ``source`` (the guard passes the model's whole output).
+    in ``source`` (the guard passes the model's whole output).  ``limits``: the input
+    size and nesting bounds (default :data:`decoding.limits.DEFAULT_LIMITS`).
     """
+    limits = DEFAULT_LIMITS if limits is None else limits
     checker = dtd_checker(dtd)
     src = text if source is None else source
+    too_long = _limit_violation(limits, text, src, base)
+    if too_long is not None:
+        return [too_long]
+    bad = _surrogate(text)
+    if bad >= 0:
+        ln, col = line_col(src, base + bad)
+        return [Violation("illegal-char", "/", f"character U+{ord(text[bad]):04X} at {ln}:{col} is a lone "
+                                               "surrogate: not Unicode text, and not allowed in XML",
+                          ln, col, base + bad)]
+    enc = _encoding_problem(text)
+    if enc is not None:
+        ln, col = line_col(src, base + enc[0])
+        return [Violation("unknown-encoding", "/", f"the XML declaration names encoding {enc[1]!r} at "
+                                                   f"{ln}:{col}, which the parser cannot use; declare UTF-8",
+                          ln, col, base + enc[0])]
+    max_depth = limits.max_nesting
     raw = text.encode("utf-8")
     ascii_only = len(raw) == len(text)
     out: list[Violation] = []
@@ -158,6 +249,10 @@ def validate_xml(text: str, dtd: DTD, *, root: str | None = None, base: int = 0,
             ln, col = line_col(src, offset)
             out.append(Violation(code, path, msg, ln, col, offset))
 
+    def room() -> bool:
+        """Whether another violation is kept (build paths and messages only then)."""
+        return len(out) < MAX_VIOLATIONS
+
     def at(offset: int) -> str:
         ln, col = line_col(src, offset)
         return f"{ln}:{col}"
@@ -172,6 +267,8 @@ def validate_xml(text: str, dtd: DTD, *, root: str | None = None, base: int = 0,
         bi = p.CurrentByteIndex
         o = base + bi if ascii_only and bi >= 0 else off(bi)
         decl, model, state, tc = info.get(name, _UNDECLARED)
+        if len(stack) >= max_depth:
+            raise _TooDeep(name, o)
         if stack:
             parent = stack[-1]
             counts = parent[_COUNTS]
@@ -198,13 +295,13 @@ def validate_xml(text: str, dtd: DTD, *, root: str | None = None, base: int = 0,
         else:
             f = [name, decl, state, None, 1, None, None, tc, o, None, model]
             root_seen[0] = True
-            if root is not None and name != root:
+            if root is not None and name != root and room():
                 add("wrong-root", _path(f), f"the root element must be <{root}>, not <{name}>", o)
-        if decl is None:
+        if decl is None and room():
             add("undeclared-element", _path(f), f"element <{name}> is not declared in the DTD", o)
         stack.append(f)
         if decl is not None and (attrs or checker.required.get(name)):
-            _check_attrs(name, attrs, _path(f), o)
+            _check_attrs(name, attrs, f, o)
 
     def _check_child(parent: list, name: str, decl, o: int, child: list) -> None:
         pd = parent[_DECL]
@@ -212,6 +309,13 @@ def validate_xml(text: str, dtd: DTD, *, root: str | None = None, base: int = 0,
             return
         c = pd.content
         if c == "ANY":
+            return
+        if not room():
+            if c == "CHILDREN":
+                if parent[_STATE] is None or decl is None:
+                    parent[_STATE] = None
+                else:
+                    parent[_STATE] = checker.models[pd.name].step(parent[_STATE], name)
             return
         if c == "EMPTY":
             add("content-model", _path(child), f"<{pd.name}> is declared EMPTY but contains <{name}>", o)
@@ -241,13 +345,14 @@ def validate_xml(text: str, dtd: DTD, *, root: str | None = None, base: int = 0,
                 f"(content model {model.text})", o)
         parent[_STATE] = nxt
 
-    def _check_attrs(name: str, attrs: dict[str, str], path: str, o: int) -> None:
+    def _check_attrs(name: str, attrs: dict[str, str], f: list, o: int) -> None:
         decls = checker.attrs.get(name, {})
         for a, v in attrs.items():
             d = decls.get(a)
             if d is None:
-                add("undeclared-attribute", f"{path}/@{a}",
-                    f"attribute {a!r} is not declared for <{name}>", o)
+                if room():
+                    add("undeclared-attribute", f"{_path(f)}/@{a}",
+                        f"attribute {a!r} is not declared for <{name}>", o)
                 continue
             t = d.type
             nv = v if t == "CDATA" else " ".join(v.split())
@@ -270,19 +375,20 @@ def validate_xml(text: str, dtd: DTD, *, root: str | None = None, base: int = 0,
             if bad is None and d.default == "#FIXED" and d.value is not None and nv != d.value:
                 bad = f"is fixed to {d.value!r}"
             if bad is not None:
-                add("attribute-value", f"{path}/@{a}",
-                    f"attribute {a}={v!r} of <{name}> {bad}", o)
+                if room():
+                    add("attribute-value", f"{_path(f)}/@{a}",
+                        f"attribute {a}={v!r} of <{name}> {bad}", o)
                 continue
             if t == "ID":
-                if nv in ids:
-                    add("duplicate-id", f"{path}/@{a}", f"ID {nv!r} is already used", o)
+                if nv in ids and room():
+                    add("duplicate-id", f"{_path(f)}/@{a}", f"ID {nv!r} is already used", o)
                 ids[nv] = o
             elif t in ("IDREF", "IDREFS"):
                 for r in nv.split(" "):
-                    refs.append((r, f"{path}/@{a}", o))
+                    refs.append((r, f, a, o))
         for d in checker.required.get(name, ()):
-            if d.name not in attrs:
-                add("missing-attribute", f"{path}/@{d.name}",
+            if d.name not in attrs and room():
+                add("missing-attribute", f"{_path(f)}/@{d.name}",
                     f"<{name}> requires attribute {d.name!r}", o)
 
     def end(name: str) -> None:
@@ -290,7 +396,7 @@ def validate_xml(text: str, dtd: DTD, *, root: str | None = None, base: int = 0,
         state = f[_STATE]       # not None only for a declared element-only element
         if state is not None:
             model = f[_MODEL]
-            if model.final not in state:        # not model.accepting(state)
+            if model.final not in state and room():     # not model.accepting(state)
                 exp = model.expected(state)
                 prev = f[_LAST]
                 where = f" after <{prev}>" if prev else ""
@@ -310,13 +416,15 @@ def validate_xml(text: str, dtd: DTD, *, root: str | None = None, base: int = 0,
         d = f[_DECL]
         if d.content == "EMPTY" or data.strip(" \t\r\n"):
             f[_TC] = False
+            if not room():
+                return
             what = "declared EMPTY" if d.content == "EMPTY" else "element-only"
             snippet = data.strip()[:40]
             add("text-not-allowed", _path(f),
                 f"<{f[_NAME]}> is {what} but contains text {snippet!r}", off(p.CurrentByteIndex))
 
     def skipped(name: str, is_pe: bool) -> None:
-        if not is_pe and name not in checker.entities:
+        if not is_pe and name not in checker.entities and room():
             path = _path(stack[-1]) if stack else "/"
             add("undefined-entity", path,
                 f"entity &{name}; is not defined (write & as &amp;)", off(p.CurrentByteIndex))
@@ -328,18 +436,30 @@ def validate_xml(text: str, dtd: DTD, *, root: str | None = None, base: int = 0,
     try:
         p.Parse(raw, True)
     except expat.ExpatError as e:
-        _wf_error(e, p, text, raw, stack, off, add, at)
+        if room():
+            _wf_error(e, p, text, raw, stack, off, add, at, room)
         return out
-    for r, path, o in refs:
-        if r not in ids:
-            add("dangling-idref", path, f"IDREF {r!r} refers to no ID in the document", o)
+    except _TooDeep as e:
+        path = (_path(stack[-1]) if stack else "") + "/" + e.name
+        add("nesting-limit", path, f"elements nest deeper than max_nesting={max_depth} "
+                                   f"(decoding.limits): <{e.name}> at {at(e.offset)} is at depth "
+                                   f"{max_depth + 1}; nothing after it was checked", e.offset)
+        return out
+    except (LookupError, ValueError, UnicodeError) as e:
+        # pyexpat asks Python's codecs for the declared encoding; _encoding_problem
+        # catches the known cases first, this is the backstop
+        add("unknown-encoding", "/", f"the XML declaration's encoding cannot be used: {e}", base)
+        return out
+    for r, f, a, o in refs:
+        if r not in ids and room():
+            add("dangling-idref", f"{_path(f)}/@{a}", f"IDREF {r!r} refers to no ID in the document", o)
     if not root_seen[0]:
         add("no-element", "/", "no XML element found", base)
     return out
 
 
 def _wf_error(e: expat.ExpatError, p, text: str, raw: bytes, stack: list[list],
-              off, add, at) -> None:
+              off, add, at, room) -> None:
     """Turn expat's first well-formedness error into specific violations."""
     bi = p.ErrorByteIndex
     o = off(bi)
@@ -353,6 +473,8 @@ def _wf_error(e: expat.ExpatError, p, text: str, raw: bytes, stack: list[list],
             add("no-element", "/", "no XML element found", o)
         end = off(len(raw))
         for f in reversed(stack):
+            if not room():
+                break
             add("unclosed-tag", _path(f),
                 f"element <{f[_NAME]}> opened at {at(f[_OFF])} is never closed "
                 f"(add </{f[_NAME]}>)", end)
@@ -514,55 +636,147 @@ def _message(err) -> str:
     return f"{ptr}: {msg}"
 
 
-def _locate(text: str, parts) -> int:
-    """Offset in ``text`` of the JSON value at the pointer ``parts`` (best effort)."""
-    dec = json.JSONDecoder()
-    i = 0
-    n = len(text)
+class _Locator:
+    """Offsets in ``text`` (valid JSON) of the values at JSON pointers (best effort).
 
-    def ws(j: int) -> int:
+    Walks like one pass of a JSON reader: at each container on a pointer it skips the
+    members before the wanted one with the C parser, and remembers how far it got and
+    where each member starts, so many pointers into one big container cost one pass over
+    it, not one pass each.  A key that occurs twice resolves to its first occurrence."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.n = len(text)
+        self.dec = json.JSONDecoder()
+        self.seen: dict[int, list] = {}     # container offset -> walk state
+
+    def _ws(self, j: int) -> int:
+        text, n = self.text, self.n
         while j < n and text[j] in " \t\r\n":
             j += 1
         return j
 
-    i = ws(i)
-    for part in parts:
-        if i >= n:
-            return i
-        if text[i] == "{":
-            j = ws(i + 1)
-            found = False
-            while j < n and text[j] == '"':
-                key, j = dec.raw_decode(text, j)
-                j = ws(ws(j) + 1)
-                if key == part:
-                    i = j
-                    found = True
-                    break
-                _, j = dec.raw_decode(text, j)
-                j = ws(j)
-                if j < n and text[j] == ",":
-                    j = ws(j + 1)
-            if not found:
+    def locate(self, parts) -> int:
+        text, n, ws, decode = self.text, self.n, self._ws, self.dec.raw_decode
+        i = ws(0)
+        for part in parts:
+            if i >= n:
                 return i
-        elif text[i] == "[" and isinstance(part, int):
-            j = ws(i + 1)
-            for _ in range(part):
-                _, j = dec.raw_decode(text, j)
-                j = ws(ws(j) + 1)
-            i = j
+            if text[i] == "{":
+                # [first offset of each key's value, resume offset, value pending, finished]
+                st = self.seen.get(i)
+                if st is None:
+                    st = self.seen[i] = [{}, ws(i + 1), False, False]
+                keys = st[0]
+                if part in keys:
+                    i = keys[part]
+                    continue
+                if st[3]:
+                    return i
+                j = st[1]
+                if st[2]:               # the value of the last key read is still ahead
+                    _, j = decode(text, j)
+                    j = ws(j)
+                    if j < n and text[j] == ",":
+                        j = ws(j + 1)
+                    st[2] = False
+                while j < n and text[j] == '"':
+                    key, j = decode(text, j)
+                    j = ws(ws(j) + 1)
+                    keys.setdefault(key, j)
+                    if key == part:
+                        st[1], st[2] = j, True
+                        i = j
+                        break
+                    _, j = decode(text, j)
+                    j = ws(j)
+                    if j < n and text[j] == ",":
+                        j = ws(j + 1)
+                else:
+                    st[1], st[3] = j, True
+                    return i
+            elif text[i] == "[" and isinstance(part, int):
+                starts = self.seen.get(i)
+                if starts is None:
+                    starts = self.seen[i] = [ws(i + 1)]
+                while len(starts) <= part:
+                    _, j = decode(text, starts[-1])
+                    starts.append(ws(ws(j) + 1))
+                i = starts[part]
+            else:
+                return i
+        return i
+
+
+def _json_too_deep(text: str, limit: int) -> int:
+    """Offset of the first ``[``/``{`` nested deeper than ``limit`` in ``text``, or -1
+    (strings skipped; linear, and only run when the text has more brackets than ``limit``)."""
+    if text.count("[") + text.count("{") <= limit:
+        return -1
+    from decoding.guard.extract import _json_string_end
+
+    depth, i, n = 0, 0, len(text)
+    find = _JSON_STRUCTURE.search
+    while True:
+        m = find(text, i)
+        if m is None:
+            return -1
+        j = m.start()
+        c = text[j]
+        if c == '"':
+            i = _json_string_end(text, j, n)
+            if i < 0:
+                return -1
+            continue
+        if c == "[" or c == "{":
+            depth += 1
+            if depth > limit:
+                return j
         else:
-            return i
-    return i
+            depth -= 1
+        i = j + 1
 
 
-def validate_json(text: str, schema: dict, *, base: int = 0, source: str | None = None
-                  ) -> tuple[Any, list[Violation]]:
+_JSON_STRUCTURE = re.compile(r'["\[\]{}]')
+
+
+def _long_int(text: str) -> int:
+    """Offset of the first run of digits too long for ``int()`` (json.loads' ValueError)."""
+    import sys
+
+    cap = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 0
+    for m in re.finditer(r"[0-9]+", text):
+        if cap and m.end() - m.start() > cap:
+            return m.start()
+    return 0
+
+
+def validate_json(text: str, schema: dict, *, base: int = 0, source: str | None = None,
+                  limits: Limits | None = None) -> tuple[Any, list[Violation]]:
     """Parse ``text`` and validate it against ``schema``: ``(value, violations)``.
 
-    ``value`` is None when the text is not JSON.  Paths are JSON pointers.
+    ``value`` is None when the text is not JSON (or exceeds a limit).  Paths are JSON
+    pointers.  ``limits``: the input size and nesting bounds (default
+    :data:`decoding.limits.DEFAULT_LIMITS`).
     """
+    limits = DEFAULT_LIMITS if limits is None else limits
     src = text if source is None else source
+
+    def one(code: str, msg: str, o: int, path: str = "") -> tuple[None, list[Violation]]:
+        ln, col = line_col(src, o)
+        return None, [Violation(code, path, msg.replace("{at}", f"{ln}:{col}", 1), ln, col, o)]
+
+    too_long = _limit_violation(limits, text, src, base)
+    if too_long is not None:
+        return None, [too_long]
+    bad = _surrogate(text)
+    if bad >= 0:
+        return one("json-syntax", f"invalid JSON at {{at}}: character U+{ord(text[bad]):04X} is a lone "
+                                  "surrogate (not Unicode text: it has no UTF-8 form)", base + bad)
+    deep = _json_too_deep(text, limits.max_nesting)
+    if deep >= 0:
+        return one("nesting-limit", f"arrays and objects nest deeper than max_nesting={limits.max_nesting} "
+                                    "(decoding.limits) at {at}; nothing was validated", base + deep)
     try:
         value = json.loads(text)
     except json.JSONDecodeError as e:
@@ -570,11 +784,19 @@ def validate_json(text: str, schema: dict, *, base: int = 0, source: str | None 
         ln, col = line_col(src, o)
         return None, [Violation("json-syntax", "", f"invalid JSON at {ln}:{col}: {e.msg}",
                                 ln, col, o)]
+    except RecursionError:  # pragma: no cover - _json_too_deep stops this first
+        return one("nesting-limit", "arrays and objects nest too deeply to parse at {at} "
+                                    f"(max_nesting={limits.max_nesting}, decoding.limits)", base)
+    except ValueError as e:     # an integer with more digits than int() converts
+        return one("json-syntax", f"invalid JSON at {{at}}: {e}", base + _long_int(text))
     if not isinstance(schema, (dict, bool)):
         raise SchemaError("", None, f"validate_json: a schema is a JSON object or boolean, "
                                     f"not {type(schema).__name__}")
     import jsonschema
     import referencing.exceptions
+
+    def key(er) -> tuple:
+        return list(map(str, er.absolute_path)), er.validator or ""
 
     try:
         _, validator, fast = _compiled(schema)
@@ -584,20 +806,26 @@ def validate_json(text: str, schema: dict, *, base: int = 0, source: str | None 
             found = fast.iter_errors(validator, value, known_invalid=True)
         else:
             found = validator.iter_errors(value)
-        errors = sorted(found,
-                        key=lambda er: (list(map(str, er.absolute_path)), er.validator or ""))
+        # the first MAX_VIOLATIONS by path, as sorted(...)[:MAX_VIOLATIONS] (stable),
+        # holding only those in memory, over at most MAX_SCHEMA_ERRORS errors
+        errors = heapq.nsmallest(MAX_VIOLATIONS, itertools.islice(found, MAX_SCHEMA_ERRORS), key=key)
     except jsonschema.exceptions.UnknownType as e:
         raise SchemaError("", "type", f"validate_json: unknown type {e.type!r} in the schema") from e
     except referencing.exceptions.Unresolvable as e:
         raise SchemaError("", "$ref", f"validate_json: cannot resolve a reference in the schema: "
                                       f"{e}") from e
+    except RecursionError:
+        return one("nesting-limit", "the value nests too deeply to validate against this schema "
+                                    "(the validator ran out of Python recursion; max_nesting="
+                                    f"{limits.max_nesting}, decoding.limits) at {{at}}", base)
     except (TypeError, AttributeError) as e:
         raise _malformed(schema, e) from e
     out: list[Violation] = []
-    for err in errors[:MAX_VIOLATIONS]:
+    where = _Locator(text)
+    for err in errors:
         parts = list(err.absolute_path)
         try:
-            o = base + _locate(text, parts)
+            o = base + where.locate(parts)
         except (ValueError, IndexError):
             o = base
         ln, col = line_col(src, o)
