@@ -443,7 +443,28 @@ def _guard(payload: dict, phase, seed: int) -> Outcome:  # noqa: ARG001
     return Outcome("ok", phase="oracle")
 
 
-_DOORS = {"schema": _schema, "dtd": _dtd, "gbnf": _gbnf, "artifact": _artifact, "guard": _guard}
+def _selftest(payload: dict, phase, seed: int) -> Outcome:  # noqa: ARG001
+    """A door that misbehaves on request (tests of the worker): ``{"do": "ok" | "sleep" |
+    "raise" | "abort" | "alloc", "arg": ...}``."""
+    import time
+    do, arg = payload["do"], payload.get("arg")
+    if do == "sleep":
+        time.sleep(float(arg))
+    elif do == "raise":
+        raise TypeError("selftest")
+    elif do == "abort":
+        os.abort()
+    elif do == "alloc":
+        try:
+            b = bytearray(int(arg))
+            del b
+        except MemoryError as e:
+            return Outcome("crash", signature_of(e), "MemoryError", "door")
+    return Outcome("ok")
+
+
+_DOORS = {"schema": _schema, "dtd": _dtd, "gbnf": _gbnf, "artifact": _artifact, "guard": _guard,
+          "_selftest": _selftest}
 
 
 def run_input(door: str, payload: dict, *, phase: Callable[[str], None] = lambda _p: None,
@@ -453,5 +474,7 @@ def run_input(door: str, payload: dict, *, phase: Callable[[str], None] = lambda
     phase("door")
     try:
         return _DOORS[door](payload, phase, seed)
-    except RecursionError as e:
-        return Outcome("crash", signature_of(e), f"RecursionError: {e}", "door")
+    except (RecursionError, MemoryError) as e:
+        return Outcome("crash", signature_of(e), f"{type(e).__name__}: {e}", "door")
+    except Exception as e:  # noqa: BLE001 - a bug of the harness itself still gets a signature
+        return Outcome("crash", signature_of(e), f"{type(e).__name__}: {e}", "door")
