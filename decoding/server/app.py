@@ -12,6 +12,7 @@ generation on the engine thread (500 with the cause if the processor failed)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import json
 import os
@@ -37,6 +38,12 @@ __all__ = ["create_app"]
 
 def _model_id(config: ServerConfig) -> str:
     return os.path.basename(config.model)
+
+
+def _reason(res: Result) -> str:
+    """``stop`` for a complete answer (a constrained answer closed by the budget at
+    ``max_tokens`` is complete, so ``stop``), else ``length``."""
+    return "stop" if res.complete else "length"
 
 
 class _Server:
@@ -103,7 +110,7 @@ class _Server:
                 self.engine.release()
 
     def _message(self, req: GenRequest, con: Constraint | None, res: Result) -> tuple[dict, str]:
-        reason = res.finish_reason if res.complete or res.finish_reason != "stop" else "length"
+        reason = _reason(res)
         msg: dict[str, Any] = {"role": "assistant", "content": res.text}
         if con is not None and con.spec.kind.startswith("tool"):
             content, calls = tool_calls_from_text(res.text, con.spec)
@@ -121,7 +128,7 @@ class _Server:
             msg, reason = self._message(req, con, res)
             return {"id": "chatcmpl-" + uuid.uuid4().hex, "object": "chat.completion", **head,
                     "choices": [{"index": 0, "message": msg, "finish_reason": reason, "logprobs": None}]}
-        reason = res.finish_reason if res.complete or res.finish_reason != "stop" else "length"
+        reason = _reason(res)
         return {"id": "cmpl-" + uuid.uuid4().hex, "object": "text_completion", **head,
                 "choices": [{"index": 0, "text": res.text, "finish_reason": reason, "logprobs": None}]}
 
@@ -190,7 +197,7 @@ class _Server:
                         else:
                             yield chunk({}, None, reason)
                     else:
-                        reason = res.finish_reason if res.complete or res.finish_reason != "stop" else "length"
+                        reason = _reason(res)
                         yield chunk(None, "", reason)
                     if req.include_usage:
                         u = {"prompt_tokens": res.prompt_tokens, "completion_tokens": res.completion_tokens,
@@ -210,7 +217,13 @@ def create_app(config: ServerConfig | None = None, *, llm: Any = None) -> FastAP
     ``config.model``."""
     config = config or ServerConfig()
     srv = _Server(config, llm if llm is not None else load_llm(config))
-    app = FastAPI(title="guarded-decoding", version="0.1.0",
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        srv.engine.close()
+
+    app = FastAPI(title="guarded-decoding", version="0.1.0", lifespan=lifespan,
                   description="OpenAI-compatible completions with grammar-guaranteed structured output")
     app.state.server = srv
 
@@ -259,9 +272,5 @@ def create_app(config: ServerConfig | None = None, *, llm: Any = None) -> FastAP
     @app.get("/metrics")
     async def metrics() -> Response:
         return Response(srv.metrics.render(), media_type=CONTENT_TYPE_LATEST)
-
-    @app.on_event("shutdown")
-    async def _close() -> None:
-        srv.engine.close()
 
     return app

@@ -1,0 +1,342 @@
+"""The OpenAI-compatible server (decoding.server), driven by the real ``openai`` client.
+
+One uvicorn server runs in a thread of the test process on 127.0.0.1 (a free port), over the
+packaged SmolLM2 (``tests/conftest.get_model``).  ``max_tokens`` stays small for speed.
+
+How many answers each validity test requests: 20 json_schema answers, and fewer forced tool
+calls (8) and DTD answers (6 per DTD) so that the file stays near 2 minutes on a busy 2-core
+machine (each of those costs 2-4 s there: a long tool prompt, or ~60 forced SOAP tokens).
+``SERVER_TEST_N=20`` sets every count (the issue's 20/20 run, ~4 minutes).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+pytest.importorskip("prometheus_client")
+openai = pytest.importorskip("openai")
+
+from tests.conftest import get_model  # noqa: E402
+
+pytestmark = pytest.mark.model
+
+ROOT = Path(__file__).resolve().parents[1]
+GRAMMARS = ROOT / "grammars"
+_N = os.environ.get("SERVER_TEST_N")
+N_JSON, N_TOOLS, N_DTD = (int(_N),) * 3 if _N else (20, 8, 6)
+KEY = "sk-test-key"
+WEATHER = json.loads((GRAMMARS / "get_weather.json").read_text())
+XML_SPECS = json.loads((GRAMMARS / "xml_grammars.json").read_text())
+CITIES = ["Paris", "Beijing", "Lima", "Oslo", "Cairo", "Tokyo", "Quito", "Rome", "Delhi", "Accra"]
+
+TOOLS = [
+    {"type": "function", "function": {
+        "name": "get_weather", "description": "Weather forecast for a city on a date",
+        "parameters": WEATHER}},
+    {"type": "function", "function": {
+        "name": "add", "description": "Add two integers",
+        "parameters": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                       "required": ["a", "b"], "additionalProperties": False}}},
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    import uvicorn
+
+    from decoding.server import ServerConfig, create_app
+
+    port = _free_port()
+    cfg = ServerConfig(port=port, api_key=KEY, dtd_dir=str(GRAMMARS), test_hooks=True,
+                       max_body_bytes=64 << 10, queue_size=4, max_tokens_limit=512)
+    app = create_app(cfg, llm=get_model("smollm2"))
+    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    th = threading.Thread(target=srv.run, daemon=True)
+    th.start()
+    deadline = time.time() + 30
+    while not srv.started:
+        assert th.is_alive() and time.time() < deadline, "the server did not start"
+        time.sleep(0.05)
+    yield app, f"http://127.0.0.1:{port}"
+    srv.should_exit = True
+    th.join(10)
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    return openai.OpenAI(api_key=KEY, base_url=server[1] + "/v1", max_retries=0, timeout=60)
+
+
+def _chat(client, content: str, **kw):
+    return client.chat.completions.create(model="smollm2", messages=[{"role": "user", "content": content}], **kw)
+
+
+def _http(base: str, method: str, path: str, body: bytes | None = None, key: str | None = KEY,
+          headers: dict | None = None) -> tuple[int, dict, bytes]:
+    h = {"Content-Type": "application/json", **(headers or {})}
+    if key:
+        h["Authorization"] = f"Bearer {key}"
+    req = urllib.request.Request(base + path, data=body, method=method, headers=h)
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, {k.lower(): v for k, v in r.headers.items()}, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, {k.lower(): v for k, v in e.headers.items()}, e.read()
+
+
+def _metric(base: str, name: str) -> float:
+    _, _, text = _http(base, "GET", "/metrics", key=None)
+    m = re.search(rf"^{name} ([0-9.e+]+)$", text.decode(), re.M)
+    return float(m.group(1)) if m else 0.0
+
+
+# ----------------------------------------------------------------------------- structured output
+
+def test_json_schema_answers_validate(client):
+    validator = jsonschema.Draft202012Validator(WEATHER, format_checker=jsonschema.FormatChecker())
+    fmt = {"type": "json_schema", "json_schema": {"name": "get_weather", "schema": WEATHER, "strict": True}}
+    for i in range(N_JSON):
+        r = _chat(client, f"What is the weather in {CITIES[i % len(CITIES)]} tomorrow?", max_tokens=40,
+                  temperature=0.8, seed=i, response_format=fmt)
+        ch = r.choices[0]
+        assert ch.finish_reason == "stop", (i, ch)
+        validator.validate(json.loads(ch.message.content))
+
+
+def test_json_object(client):
+    r = _chat(client, "Describe Paris as JSON.", max_tokens=40, seed=1, response_format={"type": "json_object"})
+    assert isinstance(json.loads(r.choices[0].message.content), dict)
+
+
+def test_forced_tool_calls_valid(client):
+    params = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
+    for i in range(N_TOOLS):
+        choice = "required" if i % 2 else {"type": "function", "function": {"name": TOOLS[i % 4 // 2]["function"]["name"]}}
+        r = _chat(client, f"Add {i} and {i + 3}, or tell the weather in {CITIES[i % len(CITIES)]}.", max_tokens=48,
+                  seed=i, temperature=0.7, tools=TOOLS, tool_choice=choice)
+        ch = r.choices[0]
+        assert ch.finish_reason == "tool_calls" and ch.message.tool_calls, (i, ch)
+        call = ch.message.tool_calls[0]
+        if isinstance(choice, dict):
+            assert call.function.name == choice["function"]["name"]
+        jsonschema.validate(json.loads(call.function.arguments), params[call.function.name],
+                            format_checker=jsonschema.FormatChecker())
+
+
+def test_tool_choice_auto_text_or_valid_call(client):
+    r = _chat(client, "Add 2 and 3.", max_tokens=60, seed=3, tools=TOOLS, tool_choice="auto")
+    ch = r.choices[0]
+    for call in ch.message.tool_calls or ():
+        jsonschema.validate(json.loads(call.function.arguments),
+                            {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}[call.function.name])
+    assert ch.message.tool_calls or ch.message.content is not None
+
+
+def test_parse_pydantic_model(client):
+    from pydantic import BaseModel
+
+    class Weather(BaseModel):
+        city: str
+        temperature_c: int
+        sunny: bool
+
+    r = client.chat.completions.parse(model="smollm2", messages=[{"role": "user", "content": "Weather in Rome?"}],
+                                      response_format=Weather, max_tokens=48, seed=2)
+    parsed = r.choices[0].message.parsed
+    assert isinstance(parsed, Weather)
+
+
+def test_streaming_concatenates_to_the_same_valid_document(client):
+    fmt = {"type": "json_schema", "json_schema": {"name": "get_weather", "schema": WEATHER, "strict": True}}
+    kw = dict(max_tokens=40, temperature=0.0, seed=5, response_format=fmt)
+    whole = _chat(client, "Weather in Oslo on 2025-01-02?", **kw).choices[0].message.content
+    chunks = list(_chat(client, "Weather in Oslo on 2025-01-02?", stream=True, **kw))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert sum(1 for c in chunks if c.choices and c.choices[0].delta.content) > 1
+    assert text == whole
+    jsonschema.validate(json.loads(text), WEATHER)
+
+
+def test_completions_gbnf_and_stream(client):
+    g = 'root ::= " " ("Paris" | "Lyon" | "Nice")'
+    r = client.completions.create(model="smollm2", prompt="The capital of France is", max_tokens=8,
+                                  extra_body={"grammar": g})
+    assert r.choices[0].text in (" Paris", " Lyon", " Nice")
+    st = client.completions.create(model="smollm2", prompt="The capital of France is", max_tokens=8, stream=True,
+                                   extra_body={"grammar": g})
+    assert "".join(c.choices[0].text for c in st if c.choices) in (" Paris", " Lyon", " Nice")
+
+
+@pytest.mark.parametrize("name", ["user_query", "soap_execute_command"])
+def test_dtd_answers_are_dtd_valid(client, name):
+    from lxml import etree
+
+    spec = XML_SPECS[name]
+    dtd = etree.DTD(str(GRAMMARS / spec["dtd"]))
+    text = (GRAMMARS / spec["dtd"]).read_text()
+    for i in range(N_DTD):
+        body = {"dtd": text if i % 2 else spec["dtd"], "root": spec["root"],
+                "dtd_options": {"text_patterns": spec["text_patterns"]}}
+        r = _chat(client, "Look up user 42." if name == "user_query" else "Run GetUserInfo for user U1.",
+                  max_tokens=120, seed=i, temperature=0.8, extra_body=body)
+        ch = r.choices[0]
+        assert ch.finish_reason == "stop", (i, ch)
+        doc = etree.fromstring(ch.message.content.encode())
+        assert dtd.validate(doc), (i, ch.message.content, dtd.error_log)
+
+
+# ----------------------------------------------------------------------------- errors
+
+def test_unsupported_schema_is_422_with_pointer_and_keyword(client, server):
+    base = server[1]
+    before = _metric(base, "decoding_unprocessable_total")
+    schema = {"type": "object", "properties": {"code": {"type": "string", "pattern": "(?<=a)b"}}}
+    with pytest.raises(openai.UnprocessableEntityError) as ei:
+        _chat(client, "x", max_tokens=20,
+              response_format={"type": "json_schema", "json_schema": {"name": "s", "schema": schema}})
+    msg = str(ei.value)
+    assert "/properties/code" in msg and "pattern" in msg
+    err = ei.value.body if "pointer" in (ei.value.body or {}) else (ei.value.body or {}).get("error", ei.value.body)
+    assert err["pointer"] == "/properties/code" and err["keyword"] == "pattern"
+    assert _metric(base, "decoding_unprocessable_total") == before + 1
+
+
+def test_invalid_gbnf_and_dtd_are_422_with_line_column(client):
+    with pytest.raises(openai.UnprocessableEntityError) as ei:
+        _chat(client, "x", max_tokens=10, extra_body={"grammar": 'root ::= "a"\nbad ::= ( "b"'})
+    assert re.search(r":2:\d+", str(ei.value)), str(ei.value)
+    with pytest.raises(openai.UnprocessableEntityError) as ei:
+        _chat(client, "x", max_tokens=10, extra_body={"dtd": "<!ELEMENT a (b>", "root": "a"})
+    assert re.search(r":1:\d+", str(ei.value)), str(ei.value)
+
+
+def test_dtd_external_entities_stay_in_the_configured_directory(client):
+    for target in ("/etc/passwd", "../pyproject.toml", "http://example.com/x.dtd"):
+        dtd = f'<!ENTITY % ext SYSTEM "{target}"> %ext; <!ELEMENT a (#PCDATA)>'
+        with pytest.raises(openai.UnprocessableEntityError):
+            _chat(client, "x", max_tokens=10, extra_body={"dtd": dtd, "root": "a"})
+    with pytest.raises(openai.BadRequestError):  # a named DTD outside the directory
+        _chat(client, "x", max_tokens=10, extra_body={"dtd": "../pyproject.toml", "root": "a"})
+
+
+def test_401_without_or_with_a_bad_key(server):
+    bad = openai.OpenAI(api_key="wrong", base_url=server[1] + "/v1", max_retries=0)
+    with pytest.raises(openai.AuthenticationError):
+        bad.models.list()
+    status, _, body = _http(server[1], "POST", "/v1/chat/completions", b"{}", key=None)
+    assert status == 401 and json.loads(body)["error"]["code"] == "invalid_api_key"
+
+
+def test_400_malformed_requests(client, server):
+    status, _, body = _http(server[1], "POST", "/v1/chat/completions", b"{not json")
+    assert status == 400 and "JSON" in json.loads(body)["error"]["message"]
+    with pytest.raises(openai.BadRequestError, match="messages"):
+        client.chat.completions.create(model="smollm2", messages=[])
+    with pytest.raises(openai.BadRequestError, match="tool_choice"):
+        _chat(client, "x", tools=TOOLS, tool_choice={"type": "function", "function": {"name": "nope"}})
+    with pytest.raises(openai.BadRequestError, match="max_tokens"):
+        _chat(client, "x", max_tokens=100000)
+
+
+def test_413_body_over_the_limit(client):
+    with pytest.raises(openai.APIStatusError) as ei:
+        _chat(client, "x" * (80 << 10), max_tokens=5)
+    assert ei.value.status_code == 413
+
+
+def test_503_with_retry_after_when_the_queue_is_full(server):
+    app, base = server
+    engine = app.state.server.engine
+    taken = 0
+    try:
+        while engine.depth < engine.config.queue_size:
+            engine.admit()
+            taken += 1
+        status, headers, body = _http(base, "POST", "/v1/completions",
+                                      json.dumps({"prompt": "hi", "max_tokens": 2}).encode())
+        assert status == 503 and headers.get("retry-after") == "1"
+        assert json.loads(body)["error"]["code"] == "queue_full"
+    finally:
+        for _ in range(taken):
+            engine.release()
+
+
+def test_processor_failure_is_500_with_the_cause(client):
+    fmt = {"type": "json_schema", "json_schema": {"name": "w", "schema": WEATHER}}
+    with pytest.raises(openai.InternalServerError, match="injected fault"):
+        _chat(client, "Weather?", max_tokens=40, response_format=fmt, extra_body={"x_fail_after_tokens": 3})
+    with pytest.raises(openai.APIError, match="injected fault"):  # streamed: an error event, no [DONE]
+        list(_chat(client, "Weather?", max_tokens=40, stream=True, response_format=fmt,
+                   extra_body={"x_fail_after_tokens": 3}))
+
+
+def test_disconnect_mid_stream_frees_the_slot(server):
+    _, base = server
+    host, port = base.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    body = json.dumps({"prompt": "Once upon a time", "max_tokens": 400, "stream": True, "temperature": 0.9})
+    conn.request("POST", "/v1/completions", body, {"Authorization": f"Bearer {KEY}",
+                                                    "Content-Type": "application/json"})
+    resp = conn.getresponse()
+    assert resp.status == 200
+    assert resp.read(6) == b"data: "
+    conn.sock.shutdown(socket.SHUT_RDWR)
+    conn.close()
+    t0 = time.time()
+    while json.loads(_http(base, "GET", "/health")[2])["queue_depth"] != 0:
+        assert time.time() - t0 < 2.0, "the slot of a disconnected stream was not freed"
+        time.sleep(0.05)
+
+
+# ----------------------------------------------------------------------------- cache and endpoints
+
+def test_reordered_schema_is_a_cache_hit(server):
+    _, base = server
+    schema = {"type": "object", "properties": {"zone": {"type": "string", "maxLength": 9},
+                                                "level": {"type": "integer"}},
+              "required": ["zone", "level"], "additionalProperties": False}
+    reordered = {"additionalProperties": False, "required": ["zone", "level"],
+                 "properties": {"zone": {"maxLength": 9, "type": "string"}, "level": {"type": "integer"}},
+                 "type": "object"}
+
+    def body(s, indent):
+        return json.dumps({"model": "smollm2", "messages": [{"role": "user", "content": "Zone?"}], "max_tokens": 30,
+                           "response_format": {"type": "json_schema", "json_schema": {"name": "z", "schema": s}}},
+                          indent=indent).encode()
+
+    status, _, _ = _http(base, "POST", "/v1/chat/completions", body(schema, None))
+    assert status == 200
+    hits = _metric(base, "decoding_grammar_cache_hits_total")
+    status, _, out = _http(base, "POST", "/v1/chat/completions", body(reordered, 7))
+    assert status == 200, out
+    assert _metric(base, "decoding_grammar_cache_hits_total") == hits + 1
+
+
+def test_models_health_metrics(client, server):
+    assert [m.id for m in client.models.list()] == ["smollm2"]
+    status, _, body = _http(server[1], "GET", "/health", key=None)
+    assert status == 200 and json.loads(body)["status"] == "ok"
+    _, _, text = _http(server[1], "GET", "/metrics", key=None)
+    for name in ("decoding_requests_total", "decoding_compile_ms_bucket", "decoding_mask_us_per_token_bucket",
+                 "decoding_grammar_cache_hits_total", "decoding_unprocessable_total", "decoding_queue_depth"):
+        assert name in text.decode(), name
