@@ -160,6 +160,8 @@ def test_gbnf_rule_chain():
     assert estimate_size(g) == 1 and estimate_work(g) == 0  # iterative: no RecursionError
     _, err = _timed(lambda: compile_dfa(g))
     assert isinstance(err, LimitError) and "max_nesting=256" in str(err) and "rule 'r257'" in str(err)
+    cg, err = _timed(lambda: compile_grammar(g, BYTES), budget=6.0)  # auto: the pushdown back-end
+    assert err is None and cg.backend == "pushdown" and cg.accepts(b"a")
     short = "root ::= r1\n" + "".join(f'r{i} ::= "x" r{i + 1}\n' for i in range(1, 200)) + 'r200 ::= "a"\n'
     cg, err = _timed(lambda: compile_grammar(parse_gbnf(short), BYTES, backend="dfa"))
     assert err is None and cg.accepts(b"x" * 199 + b"a")

@@ -126,7 +126,10 @@ def compile_pushdown(grammar: Grammar, *, literal_specials: Iterable[str] = (),
     changed = True
     while changed:
         changed = False
-        for k, d in enumerate(raw):
+        # callees come after their first caller in ``order``: visiting callees first makes
+        # a chain of rules converge in one pass instead of one pass per rule
+        for k in range(len(raw) - 1, -1, -1):
+            d = raw[k]
             if d is None or k in productive:
                 continue
             cols = [c for c in range(d.trans.shape[1])
@@ -284,7 +287,7 @@ class _Tables:
         changed = True
         while changed:
             changed = False
-            for r in range(R):
+            for r in range(R - 1, -1, -1):  # callees first (see compile_pushdown)
                 for s, cs in enumerate(self.calls[r]):
                     if not null[r][s] and any(null[x][0] and null[r][t] for x, t in cs):
                         null[r][s] = True
@@ -293,7 +296,7 @@ class _Tables:
         changed = True
         while changed:
             changed = False
-            for r in range(R):
+            for r in range(R - 1, -1, -1):
                 for s, cs in enumerate(self.calls[r]):
                     v = first[r][s]
                     for x, t in cs:
