@@ -230,6 +230,14 @@ def test_invalid_gbnf_and_dtd_are_422_with_line_column(client):
     assert re.search(r":1:\d+", str(ei.value)), str(ei.value)
 
 
+def test_max_tokens_below_the_grammar_minimum_is_422_before_generation(client):
+    fmt = {"type": "json_schema", "json_schema": {"name": "w", "schema": WEATHER}}
+    with pytest.raises(openai.UnprocessableEntityError, match="max_tokens=3 is too small"):
+        _chat(client, "x", max_tokens=3, response_format=fmt)
+    with pytest.raises(openai.UnprocessableEntityError, match="max_tokens=3 is too small"):
+        _chat(client, "x", max_tokens=3, response_format=fmt, stream=True)
+
+
 def test_dtd_external_entities_stay_in_the_configured_directory(client):
     for target in ("/etc/passwd", "../pyproject.toml", "http://example.com/x.dtd"):
         dtd = f'<!ENTITY % ext SYSTEM "{target}"> %ext; <!ELEMENT a (#PCDATA)>'

@@ -93,7 +93,8 @@ class _Server:
         self.engine.admit()
         released = False
         try:
-            con = await run_in_threadpool(self.grammars.compile, req.grammar) if req.grammar else None
+            con = await run_in_threadpool(self.grammars.compile, req.grammar, req.max_tokens) \
+                if req.grammar else None
             if req.stream:
                 resp = self.stream(req, con, chat)
                 released = True  # the stream releases its slot when its generation ends

@@ -155,8 +155,9 @@ class GrammarService:
         g = c.prepare_source(schema, "json-schema").grammar
         return c.compile_ir(anchored(g, TOOL_START, TOOL_END, mode="lazy", max_regions=1))
 
-    def compile(self, spec: GrammarSpec) -> Constraint:
-        """The compiled grammar of ``spec``; APIError 422 (located) when it cannot be enforced."""
+    def compile(self, spec: GrammarSpec, max_tokens: int | None = None) -> Constraint:
+        """The compiled grammar of ``spec``; APIError 422 (located) when it cannot be enforced,
+        or when its shortest complete output needs more than ``max_tokens`` tokens."""
         self._check_size(spec)
         with self._lock:
             before = self._hits()
@@ -177,4 +178,12 @@ class GrammarService:
         else:
             self.metrics.cache_misses.inc()
             self.metrics.compile_ms.observe(ms)
+        if max_tokens is not None:
+            try:
+                need = cg.completion_cost(0)
+            except DecodingError as e:
+                raise from_decoding_error(e, spec.param) from e
+            if need > max_tokens:
+                raise APIError(422, f"max_tokens={max_tokens} is too small for {spec.param}: its shortest complete "
+                               f"output needs {need} tokens", param="max_tokens", code="max_tokens_too_small")
         return Constraint(cg, spec, hit, ms)
