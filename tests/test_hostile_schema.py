@@ -284,3 +284,45 @@ def test_every_error_pointer_resolves():
             assert e.pointer is not None and _resolves(s, e.pointer), (json.dumps(s)[:80], str(e))
         except DecodingError:
             pass
+
+
+def test_lone_surrogates_are_located():
+    from decoding.compiler import Compiler
+
+    comp = Compiler(VOCAB, cache=False)
+    with pytest.raises(SchemaError, match="lone surrogate"):
+        comp.compile_json_schema("\ud800")  # text: not Unicode
+    for s, ptr in (({"title": "\ud800"}, "/title"), ({"const": "a\udc00"}, "/const"),
+                   ({"properties": {"\udc00": {}}}, "/properties")):
+        with pytest.raises(SchemaError) as ei:
+            comp.compile_json_schema(s)
+        assert ei.value.pointer == ptr and _resolves(s, ptr)
+
+
+def _chain(n: int, **extra) -> dict:
+    d = {f"d{i}": {"$ref": f"#/$defs/d{i + 1}", **extra} for i in range(n)}
+    d[f"d{n}"] = {"type": "string"}
+    return {"$ref": "#/$defs/d0", "$defs": d}
+
+
+def test_reference_chains_and_cycles():
+    # a chain of plain references is one rule, not a chain of rules for the back-end
+    g = compile_schema(_chain(200)).grammar
+    assert len(g.rules) <= 2
+    assert compile_grammar(g, VOCAB).accepts(b'"x"')
+    for s in (_chain(3000), _chain(3000, minLength=1)):  # deeper than max_nesting: located, fast
+        t0 = time.perf_counter()
+        with pytest.raises(LimitError) as ei:
+            compile_schema(s)
+        assert ei.value.limit == "max_nesting" and _resolves(s, ei.value.pointer)
+        assert time.perf_counter() - t0 < 5
+    # a cycle with no way out has no finite instance: located at the cycle, not 'recursion'
+    for s, ptr in (({"$ref": "#"}, ""),
+                   ({"type": "object", "properties": {"x": {"$ref": "#/$defs/a"}}, "required": ["x"],
+                     "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}}, "/$defs/a")):
+        with pytest.raises(SchemaError) as ei:
+            compile_schema(s)
+        assert ei.value.pointer == ptr and ei.value.keyword == "$ref" and "recursion" not in str(ei.value)
+    # recursion that does reach instances still compiles
+    cg = compile_grammar(compile_schema({"type": "array", "items": {"$ref": "#"}}).grammar, VOCAB)
+    assert cg.accepts(b"[[],[[]]]")

@@ -53,7 +53,17 @@ def read_source(path: str | os.PathLike) -> str:
 
 def normalized_text(text: str | dict | bool, kind: str) -> str:
     """Source text with insignificant JSON whitespace removed (key order kept: it is data
-    the compiler may depend on); DTD and GBNF text as is."""
+    the compiler may depend on); DTD and GBNF text as is.  Always encodable as UTF-8 (a
+    lone surrogate is a GrammarError)."""
+    out = _normalized(text, kind)
+    try:
+        out.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise GrammarError(f"a {kind} source is not Unicode text: lone surrogate at offset {e.start}") from None
+    return out
+
+
+def _normalized(text: str | dict | bool, kind: str) -> str:
     if kind == "json-schema":
         if not isinstance(text, str):
             try:

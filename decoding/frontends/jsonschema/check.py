@@ -46,6 +46,7 @@ _MAP = frozenset({"properties", "patternProperties", "$defs", "definitions", "de
                   "dependencies"})
 _TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
 _REASON_CHARS = 240
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _where(line: int, col: int) -> str:
@@ -93,6 +94,10 @@ def load_schema_text(text: str, *, name: str | None = None, limits: Limits = DEF
                          f"(limit max_nesting={limits.max_nesting})", limit="max_nesting",
                          value=limits.max_nesting + 1)
     try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise SchemaError("", None, f"{what} is not Unicode text: lone surrogate at offset {e.start}") from None
+    try:
         return json.loads(text)
     except json.JSONDecodeError as e:
         raise SchemaError("", None, f"{what} is not valid JSON: {e.msg} at {_where(e.lineno, e.colno)}") from None
@@ -113,9 +118,9 @@ def check_data(schema: Any, limits: Limits = DEFAULT_LIMITS) -> None:
                                  limit="max_nesting", value=len(path) + 1)
             if isinstance(v, dict):
                 for k, x in v.items():
-                    if not isinstance(k, str):
+                    if not isinstance(k, str) or not k.isascii() and _SURROGATE.search(k):
                         raise SchemaError(pointer_join("", *path), _keyword_of(schema, list(path)),
-                                          f"object key {k!r} is not a string")
+                                          f"object key {k!r} is not a string of Unicode text")
                     stack.append((x, path + (k,)))
             else:
                 for i, x in enumerate(v):
@@ -124,7 +129,11 @@ def check_data(schema: Any, limits: Limits = DEFAULT_LIMITS) -> None:
             if v != v or v in (float("inf"), float("-inf")):
                 raise SchemaError(pointer_join("", *path), _keyword_of(schema, list(path)),
                                   f"{v!r} is not a JSON number")
-        elif not (v is None or isinstance(v, (str, int, bool))):
+        elif isinstance(v, str):
+            if not v.isascii() and _SURROGATE.search(v):
+                raise SchemaError(pointer_join("", *path), _keyword_of(schema, list(path)),
+                                  "string with a lone surrogate (not Unicode text)")
+        elif not (v is None or isinstance(v, (int, bool))):
             raise SchemaError(pointer_join("", *path), _keyword_of(schema, list(path)),
                               f"not a JSON value: {type(v).__name__}")
 

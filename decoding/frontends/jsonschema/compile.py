@@ -17,7 +17,8 @@ from fractions import Fraction
 from typing import Any, Literal
 
 from decoding.errors import LimitError, SchemaError, UnsatisfiableSchemaError, UsageError
-from decoding.ir import (DEFAULT_MAX_DEPTH, EMPTY, MAX_CP, NOTHING, Grammar, Node, Ref, byteset, choice,
+from decoding.ir import (DEFAULT_MAX_DEPTH, EMPTY, MAX_CP, NOTHING, Choice, Grammar, Node, Ref, Repeat, Seq,
+                         byteset, choice, walk,
                          complement_ranges, lit, opt, rep, seq, star)
 from decoding.ir.size import node_size
 from decoding.limits import DEFAULT_LIMITS, Limits
@@ -127,6 +128,10 @@ class _Compiler:
         if set(s) <= ANNOTATIONS:
             return self.free(self.free_depth)
         if "$ref" in s:
+            if len(self._building) + len(self._inline_refs) >= self.limits.max_nesting:
+                n = self.limits.max_nesting
+                raise _limit(pointer_join(ptr, "$ref"), f"references nested more than {n} deep",
+                             "max_nesting", n, n + 1)
             rest = {k: v for k, v in s.items() if k != "$ref"}
             tptr, target = resolve_ref(self.root, s["$ref"], pointer_join(ptr, "$ref"))
             if set(rest) <= ANNOTATIONS:
@@ -174,8 +179,12 @@ class _Compiler:
                 self.rules[name] = self.node(target, tptr)
             finally:
                 self._building.discard(name)
-        if name not in self._building and self.rules[name] == NOTHING:
-            return NOTHING  # a finished rule with no instance (e.g. a ref to false): no branch here
+        if name not in self._building:
+            body = self.rules[name]
+            if body == NOTHING:
+                return NOTHING  # a finished rule with no instance (e.g. a ref to false): no branch here
+            if isinstance(body, Ref):
+                return body  # a reference to a reference: no rule of its own (chains stay flat)
         return Ref(name)
 
     # ------------------------------------------------------------------ size limits
@@ -1161,8 +1170,12 @@ def compile_schema(schema: dict | bool | str, *, whitespace: Literal["compact", 
                 ptr, kw, why = proof
                 raise UnsatisfiableSchemaError(ptr, kw, f"no instance is valid against the schema: {why}")
             raise SchemaError("", None, "schema accepts no instance the grammar can generate")
-        rules = (("root", root),) + tuple(c.rules.items())
-        g = Grammar("root", rules, max_depth)
+        rules = _reachable(root, c.rules)
+        dead = _unproductive(root, rules)
+        if dead is not None:
+            raise SchemaError(_rule_pointer(dead), "$ref", "the references here form a cycle that "
+                              "never reaches a schema with a finite instance")
+        g = Grammar("root", (("root", root),) + tuple(rules.items()), max_depth)
         _check_rules(g, c)
     except RecursionError:  # not expected within max_nesting: a backstop, located at the root
         raise _limit("", "schema too deeply nested to compile", "max_nesting", limits.max_nesting,
@@ -1172,6 +1185,66 @@ def compile_schema(schema: dict | bool | str, *, whitespace: Literal["compact", 
     finally:
         sys.setrecursionlimit(old)
     return SchemaGrammar(g, tuple(c.dropped), tuple(c.ignored))
+
+
+def _reachable(root: Node, rules: dict[str, Node]) -> dict[str, Node]:
+    """The rules reachable from ``root`` (in their creation order)."""
+    seen: set[str] = set()
+    todo = [root]
+    while todo:
+        for n in walk(todo.pop()):
+            if isinstance(n, Ref) and n.name not in seen:
+                seen.add(n.name)
+                todo.append(rules[n.name])
+    return {k: v for k, v in rules.items() if k in seen}
+
+
+def _unproductive(root: Node, rules: dict[str, Node]) -> str | None:
+    """None if ``root`` derives some string; else the name of a reachable rule that derives
+    none (a reference cycle with no way out, like ``{"$ref": "#"}``).  Least fixpoint of the
+    productive rules; each node is evaluated bottom-up with an explicit stack."""
+    good: set[str] = set()
+
+    def productive(node: Node) -> bool:
+        memo: dict[int, bool] = {}
+        stack: list[tuple[Node, bool]] = [(node, False)]
+        while stack:
+            n, done = stack.pop()
+            if id(n) in memo:
+                continue
+            if isinstance(n, Ref):
+                memo[id(n)] = n.name in good
+            elif isinstance(n, (Seq, Choice)):
+                if not done:
+                    stack.append((n, True))
+                    stack.extend((x, False) for x in n.items if id(x) not in memo)
+                    continue
+                vals = [memo[id(x)] for x in n.items]
+                memo[id(n)] = all(vals) if isinstance(n, Seq) else any(vals)
+            elif isinstance(n, Repeat):
+                if n.min == 0:
+                    memo[id(n)] = True
+                elif not done:
+                    stack.append((n, True))
+                    stack.append((n.item, False))
+                    continue
+                else:
+                    memo[id(n)] = memo[id(n.item)]
+            else:
+                memo[id(n)] = True  # Lit, ByteSet, Special
+        return memo[id(node)]
+
+    changed = True
+    while changed:
+        changed = False
+        for name, body in rules.items():
+            if name not in good and productive(body):
+                good.add(name)
+                changed = True
+    if productive(root):
+        return None
+    bad = [n for n in rules if n not in good]
+    return bad[0] if bad else ""
 
 
 def _limit(where: str, what: str, name: str, limit: int, value: Any) -> LimitError:
