@@ -67,6 +67,7 @@ def run_door(door: str, minutes: float, *, seed: int = 0, out: Path, timeout: fl
     worker = Worker(timeout=timeout, memory=memory)
     counts: Counter = Counter({c: 0 for c in COLUMNS})
     sigs: dict[tuple[str, str], dict[str, Any]] = {}
+    slowest: list[tuple[float, str, str]] = []
     t0 = time.monotonic()
     end = t0 + minutes * 60
     i = 0
@@ -74,6 +75,9 @@ def run_door(door: str, minutes: float, *, seed: int = 0, out: Path, timeout: fl
         payload, desc = gen(rng)
         res = worker.run(door, payload, seed=i)
         i += 1
+        slowest.append((res.get("seconds", 0.0), res["kind"], desc[:120]))
+        if len(slowest) > 40:
+            slowest = sorted(slowest, reverse=True)[:10]
         counts["inputs"] += 1
         counts[res["kind"]] += 1
         if res.get("oracle_skipped"):
@@ -106,6 +110,7 @@ def run_door(door: str, minutes: float, *, seed: int = 0, out: Path, timeout: fl
                                             encoding="utf-8")
     worker.close()
     return {"door": door, "counts": dict(counts), "seconds": round(seconds, 1), "restarts": worker.restarts,
+            "slowest": sorted(slowest, reverse=True)[:10],
             "signatures": [{k: v for k, v in info.items() if k != "payload"} | {"short": _short(info["payload"], door)}
                            for info in sigs.values()]}
 
