@@ -21,11 +21,20 @@ Layout (all integers little-endian)::
 
 Invariants
 - :func:`read_artifact` checks size, magic, version and checksum *before* trusting any
-  byte, then checks every section's bounds and every value range (states, mask ids, token
-  ids sorted and in range, padding bits clear); any failure raises
-  :class:`~decoding.errors.ArtifactError` naming the file and the reason.  A loaded
-  artifact therefore yields exactly the masks that were written, or nothing.
-- :func:`load_artifact` also requires the tokenizer fingerprint to match the vocabulary.
+  byte, then the whole header structure (:func:`check_header`: every field's type, the
+  required fields and sections, each section's dtype, rank and shape, its size against
+  its byte count, its offset aligned, after the header, inside the body and apart from
+  the others); :func:`load_artifact` then checks every value range (sizes, states, mask
+  ids, token ids sorted and in range, padding bits clear, budgets) and the tokenizer
+  fingerprint.  Any failure raises :class:`~decoding.errors.ArtifactError` naming the
+  file, the header field or section, and the reason.  A loaded artifact therefore yields
+  exactly the masks that were written, or nothing.
+- Artifacts are trusted build outputs: the checksum catches accidents, not a crafted
+  file.  With a crafted (checksum recomputed) file the loader still raises only
+  ``ArtifactError``, reads nothing outside the file's buffer, runs in time linear in the
+  file, and allocates the file plus at most the expanded transition table of at most
+  ``limits.max_dfa_states`` states x (256 + :data:`MAX_SPECIALS`) columns; the grammar it
+  returns is internally consistent but may accept anything.
 - Loading reads the file in one go; dense sections are zero-copy views of that buffer;
   sparse masks are expanded on first use into a bounded LRU (``mask_cache`` masks).
 """
@@ -48,10 +57,11 @@ from decoding.backends.automaton import DFA, state_dtype
 from decoding.backends.contract import CompiledGrammar
 from decoding.backends.dfa.index import BudgetTable, DFAGrammar
 from decoding.errors import ArtifactError
+from decoding.limits import DEFAULT_LIMITS, Limits
 from decoding.vocab import Vocab
 
 __all__ = ["FORMAT_VERSION", "MAGIC", "ARTIFACT_SUFFIX", "ArtifactData", "artifact_bytes", "write_artifact",
-           "read_artifact", "load_artifact", "DEFAULT_MASK_CACHE"]
+           "read_artifact", "load_artifact", "check_header", "DEFAULT_MASK_CACHE", "MAX_SPECIALS"]
 
 FORMAT_VERSION = 1
 MAGIC = b"\x89GDA\r\n\x1a\n"
@@ -61,8 +71,23 @@ _PRE = struct.Struct("<8sIIQ")
 _ALIGN = 64
 _SUM = 32
 _DENSE, _POS, _NEG = 0, 1, 2
-_DTYPES = {"|u1", "<u2", "<u4", "<i4", "<u8"}
 _GENERATOR = "guarded-decoding"
+#: special-symbol columns an artifact's automaton may have (the writer refuses more)
+MAX_SPECIALS = 256
+#: every section: (dtype string, rank); ``mask_ids`` has the header's ``index.id_dtype``
+_SECTIONS = {
+    "byte_class": ("<u2", 1), "accepting": ("|u1", 1), "state_mask": ("<i4", 1),
+    "trans": ("<i4", 2), "trans_ptr": ("<u4", 1), "trans_col": ("<u2", 1), "trans_next": ("<i4", 1),
+    "mask_kind": ("|u1", 1), "mask_start": ("<u4", 1), "mask_end": ("<u4", 1),
+    "dense_masks": ("<u4", 2), "mask_ids": ("", 1),
+    "min_tokens": ("<i4", 1), "worst_successor": ("<i4", 1),
+}
+_ALWAYS = ("byte_class", "accepting", "state_mask", "mask_kind", "mask_start", "mask_end",
+           "dense_masks", "mask_ids")
+_TRANS_FORMS = {"dense": ("trans",), "csr": ("trans_ptr", "trans_col", "trans_next")}
+_ID_DTYPES = ("<u2", "<u4")
+#: no count in a header is this large (JSON has unbounded integers; numpy does not)
+_MAX_COUNT = 1 << 48
 
 
 @dataclass(frozen=True)
@@ -135,6 +160,9 @@ def artifact_bytes(cg: CompiledGrammar, *, name: str = "", kind: str = "", optio
         raise ArtifactError("cannot write an artifact for a grammar without a grammar key "
                             "(compile it through decoding.compiler.Compiler or decoding.ir.key)")
     cg = cast(DFAGrammar, cg)
+    if len(cg.dfa.specials) > MAX_SPECIALS:
+        raise ArtifactError(f"cannot write an artifact for an automaton with {len(cg.dfa.specials)} special "
+                            f"symbols: the format holds at most MAX_SPECIALS={MAX_SPECIALS}")
     cg.precompute()
     d = cg.dfa
     arrays: dict[str, np.ndarray] = {"byte_class": np.ascontiguousarray(d.byte_class, dtype="<u2"),
@@ -236,6 +264,150 @@ def _prelude(buf: bytes | memoryview, where: str) -> tuple[int, int, int]:
     return version, hlen, body_len
 
 
+def _is_int(x: Any) -> bool:
+    return type(x) is int
+
+
+def check_header(h: Any, where: str, *, data_start: int, body_len: int) -> None:
+    """Check the whole structure of a parsed artifact header before any field is used.
+
+    Every field the reader or the CLI uses has its JSON type; counts are integers in
+    ``[0, 2**48)``; ``format_version`` matches; the sections are exactly known names, the
+    required ones present (the automaton's, the token index's, the transitions of the
+    stored ``dfa.trans`` form, and the budget pair or neither), each with its dtype and
+    rank, a shape whose size times the item size is its ``nbytes``, and a 64-byte
+    aligned offset at or after ``data_start`` with its bytes inside ``body_len`` and
+    overlapping no other section.  Raises :class:`ArtifactError` naming ``where`` and the
+    field (``header.vocab.fingerprint``, ``header.sections.trans.shape``...)."""
+
+    def bad(field: str, reason: str) -> ArtifactError:
+        return _fail(where, f"malformed artifact header: {field} {reason}")
+
+    def obj(parent: Any, key: str, field: str) -> dict:
+        v = parent.get(key) if isinstance(parent, dict) else None
+        if not isinstance(v, dict):
+            raise bad(field, "is missing" if v is None else f"must be an object, not {_jtype(v)}")
+        return v
+
+    def get(parent: dict, key: str, field: str, kind: str) -> Any:
+        if key not in parent:
+            raise bad(field, "is missing")
+        v = parent[key]
+        ok = {"str": isinstance(v, str), "count": _is_int(v) and 0 <= v < _MAX_COUNT,
+              "list": isinstance(v, list), "object": isinstance(v, dict),
+              "count|null": v is None or (_is_int(v) and 0 <= v < _MAX_COUNT)}[kind]
+        if not ok:
+            what = {"count": "a non-negative integer below 2**48", "count|null": "null or a count",
+                    "object": "an object", "list": "an array", "str": "a string"}[kind]
+            raise bad(field, f"must be {what}, not {_jtype(v, short=False)}")
+        return v
+
+    if not isinstance(h, dict):
+        raise bad("header", f"must be an object, not {_jtype(h)}")
+    if get(h, "format_version", "header.format_version", "count") != FORMAT_VERSION:
+        raise bad("header.format_version", f"is {h['format_version']}, not {FORMAT_VERSION} as in the prelude")
+    key = get(h, "grammar_key", "header.grammar_key", "str")
+    if not key:
+        raise bad("header.grammar_key", "is empty")
+    for k in ("generator", "grammar_digest", "name", "kind"):
+        if k in h:
+            get(h, k, f"header.{k}", "str")
+    for k in ("options", "meta", "source"):
+        if k in h:
+            get(h, k, f"header.{k}", "object")
+    if "max_depth" in h:
+        get(h, "max_depth", "header.max_depth", "count|null")
+    src = h.get("source") or {}
+    for k in ("text", "kind", "name"):
+        if k in src:
+            get(src, k, f"header.source.{k}", "str")
+    if src.get("options") is not None:
+        get(src, "options", "header.source.options", "object")
+
+    v = obj(h, "vocab", "header.vocab")
+    fp = get(v, "fingerprint", "header.vocab.fingerprint", "str")
+    if not fp:
+        raise bad("header.vocab.fingerprint", "is empty")
+    if "name" in v:
+        get(v, "name", "header.vocab.name", "str")
+    for k in ("n_tokens", "n_words"):
+        get(v, k, f"header.vocab.{k}", "count")
+
+    d = obj(h, "dfa", "header.dfa")
+    for k in ("n_states", "n_classes", "width"):
+        get(d, k, f"header.dfa.{k}", "count")
+    specials = get(d, "specials", "header.dfa.specials", "list")
+    if len(specials) > MAX_SPECIALS or not all(isinstance(x, str) for x in specials):
+        raise bad("header.dfa.specials", f"must be at most {MAX_SPECIALS} strings")
+    sids = get(d, "special_token_ids", "header.dfa.special_token_ids", "list")
+    if len(sids) > MAX_SPECIALS or not all(_is_int(x) and 0 <= x < _MAX_COUNT for x in sids):
+        raise bad("header.dfa.special_token_ids", f"must be at most {MAX_SPECIALS} token ids")
+    form = get(d, "trans", "header.dfa.trans", "str")
+    if form not in _TRANS_FORMS:
+        raise bad("header.dfa.trans", f"must be 'dense' or 'csr', not {form!r}"[:200])
+
+    x = obj(h, "index", "header.index")
+    for k in ("n_masks", "n_dense", "n_sparse"):
+        get(x, k, f"header.index.{k}", "count")
+    id_dtype = get(x, "id_dtype", "header.index.id_dtype", "str")
+    if id_dtype not in _ID_DTYPES:
+        raise bad("header.index.id_dtype", f"must be one of {', '.join(_ID_DTYPES)}, not {id_dtype!r}"[:200])
+
+    secs = obj(h, "sections", "header.sections")
+    spans = []
+    for name, sec in secs.items():
+        field = f"header.sections.{name}"
+        if name not in _SECTIONS:
+            raise bad(field[:200], "is not a section of this format")
+        if not isinstance(sec, dict):
+            raise bad(field, f"must be an object, not {_jtype(sec)}")
+        want, rank = _SECTIONS[name]
+        dt = get(sec, "dtype", f"{field}.dtype", "str")
+        if dt != (want or id_dtype):
+            raise bad(f"{field}.dtype", f"must be {want or id_dtype!r}, not {dt!r}"[:200])
+        shape = get(sec, "shape", f"{field}.shape", "list")
+        if len(shape) != rank or not all(_is_int(n) and 0 <= n < _MAX_COUNT for n in shape):
+            raise bad(f"{field}.shape", f"must be {rank} non-negative integer(s) below 2**48")
+        off = get(sec, "offset", f"{field}.offset", "count")
+        nb = get(sec, "nbytes", f"{field}.nbytes", "count")
+        size = 1
+        for n in shape:
+            size *= n
+        if size * np.dtype(dt).itemsize != nb:
+            raise bad(f"{field}.nbytes", f"is {nb}, but shape {shape} of {dt} holds "
+                                         f"{size * np.dtype(dt).itemsize} bytes")
+        if off % _ALIGN or off < data_start or off + nb > body_len:
+            raise bad(f"{field}.offset", f"{off} (+{nb} bytes) is not a {_ALIGN}-byte aligned offset "
+                                         f"between the header end {data_start} and the body end {body_len}")
+        spans.append((off, off + nb, name))
+    spans.sort()
+    for (_, end, a), (start, _, b) in zip(spans, spans[1:]):
+        if start < end:
+            raise bad(f"header.sections.{b}.offset", f"overlaps section {a!r}")
+    need = _ALWAYS + _TRANS_FORMS[form]
+    for name in need:
+        if name not in secs:
+            raise bad(f"header.sections.{name}", f"is missing (required with dfa.trans={form!r})")
+    for name in _TRANS_FORMS["csr" if form == "dense" else "dense"]:
+        if name in secs:
+            raise bad(f"header.sections.{name}", f"does not belong to dfa.trans={form!r}")
+    if ("min_tokens" in secs) != ("worst_successor" in secs):
+        raise bad("header.sections", "must hold both budget sections (min_tokens, worst_successor) or neither")
+
+
+def _jtype(v: Any, short: bool = True) -> str:
+    """The JSON type name of a parsed value (for messages)."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "a boolean" if not short else "boolean"
+    t = {int: "integer", float: "number", str: "string", list: "array", dict: "object"}.get(type(v), type(v).__name__)
+    if not short and isinstance(v, (int, float)) and not isinstance(v, bool):
+        r = repr(v)
+        return f"{t} {r if len(r) <= 40 else r[:37] + '...'}"
+    return t if short else f"{'an' if t[0] in 'aeiou' else 'a'} {t}"
+
+
 def read_artifact(source: str | os.PathLike | bytes) -> ArtifactData:
     """Read and fully verify an artifact (a path, or its bytes) in one go."""
     if isinstance(source, (bytes, bytearray, memoryview)):
@@ -259,20 +431,12 @@ def read_artifact(source: str | os.PathLike | bytes) -> ArtifactData:
         raise _fail(where, "corrupt artifact (header longer than the body)")
     try:
         header = json.loads(mv[_PRE.size:_PRE.size + hlen].tobytes())
-        secs = header["sections"]
-    except (ValueError, KeyError, TypeError):
-        raise _fail(where, "corrupt artifact header") from None
+    except (ValueError, RecursionError):    # not UTF-8 / not JSON / nested too deeply
+        raise _fail(where, "corrupt artifact header (not a JSON object)") from None
+    check_header(header, where, data_start=_PRE.size + hlen, body_len=body_len)
     arrays: dict[str, np.ndarray] = {}
-    for key, s in secs.items():
-        try:
-            dt, shape, off, nb = s["dtype"], tuple(int(x) for x in s["shape"]), int(s["offset"]), int(s["nbytes"])
-        except (KeyError, TypeError, ValueError):
-            raise _fail(where, f"corrupt section table entry {key!r}") from None
-        if dt not in _DTYPES or any(x < 0 for x in shape):
-            raise _fail(where, f"section {key!r} has an unsupported dtype or shape")
-        dtype = np.dtype(dt)
-        if int(np.prod(shape, dtype=np.int64)) * dtype.itemsize != nb or off < _PRE.size + hlen or off + nb > body_len:
-            raise _fail(where, f"section {key!r} is out of bounds")
+    for key, s in header["sections"].items():
+        dtype, shape, off, nb = np.dtype(s["dtype"]), tuple(s["shape"]), s["offset"], s["nbytes"]
         a = np.frombuffer(buf, dtype=dtype, count=nb // dtype.itemsize, offset=off).reshape(shape)
         if not dtype.isnative:
             a = a.astype(dtype.newbyteorder("="))
@@ -331,27 +495,25 @@ class _StoredMasks:
         return sum(m.nbytes for m in self._lru.values())
 
 
-def _validate(data: ArtifactData) -> None:
-    """Value-range checks that make a checksummed artifact safe to use."""
+def _validate(data: ArtifactData, limits: Limits) -> None:
+    """Value-range checks that make a checksummed artifact safe to use (the header's
+    structure was checked by :func:`check_header` when it was read)."""
     h, a, where = data.header, data.arrays, data.path
-    try:
-        n, C, width = int(h["dfa"]["n_states"]), int(h["dfa"]["n_classes"]), int(h["dfa"]["width"])
-        specials, sids = list(h["dfa"]["specials"]), [int(x) for x in h["dfa"]["special_token_ids"]]
-        n_tokens, n_words = int(h["vocab"]["n_tokens"]), int(h["vocab"]["n_words"])
-        form = h["dfa"]["trans"]
-        nm = int(h["index"]["n_masks"])
-    except (KeyError, TypeError, ValueError):
-        raise _fail(where, "artifact header lacks automaton or index sizes") from None
-    need = ["byte_class", "accepting", "state_mask", "mask_kind", "mask_start", "mask_end", "dense_masks", "mask_ids"]
-    need += ["trans"] if form == "dense" else ["trans_ptr", "trans_col", "trans_next"]
-    for key in need:
-        if key not in a:
-            raise _fail(where, f"artifact lacks section {key!r}")
+    d = h["dfa"]
+    n, C, width = d["n_states"], d["n_classes"], d["width"]
+    specials, sids = d["specials"], d["special_token_ids"]
+    n_tokens, n_words = h["vocab"]["n_tokens"], h["vocab"]["n_words"]
+    form = d["trans"]
+    nm = h["index"]["n_masks"]
 
     def check(ok: bool, reason: str) -> None:
         if not ok:
             raise _fail(where, f"inconsistent artifact: {reason}")
 
+    if n > limits.max_dfa_states:
+        raise _fail(where, f"the automaton has {n} states (header.dfa.n_states), more than "
+                           f"max_dfa_states={limits.max_dfa_states} (decoding.limits); load it with "
+                           "limits raised if it is a trusted build output")
     check(n >= 1 and 1 <= C <= 256 and width == C + len(specials) == len(sids) + C, "automaton sizes")
     check(n_words == (n_tokens + 31) // 32 and all(0 <= t < n_tokens for t in sids), "vocabulary sizes")
     bc = a["byte_class"]
@@ -384,28 +546,31 @@ def _validate(data: ArtifactData) -> None:
         check(len(col) == 0 or int(col.max()) < width, "sparse transition columns")
         t = nxt
     check(t.size == 0 or (int(t.min()) >= -1 and int(t.max()) < n), "transition to a missing state")
-    check(("min_tokens" in a) == ("worst_successor" in a), "budget table sections come in pairs")
     for key in ("min_tokens", "worst_successor"):
         if key in a:
-            check(a[key].shape == (n,), f"{key} table shape")
+            check(a[key].shape == (n,) and int(a[key].min()) >= 0, f"{key} table shape or values")
 
 
 def load_artifact(source: str | os.PathLike | bytes | ArtifactData, vocab: Vocab, *,
-                  expect_key: str | None = None, mask_cache: int = DEFAULT_MASK_CACHE) -> CompiledGrammar:
+                  expect_key: str | None = None, mask_cache: int = DEFAULT_MASK_CACHE,
+                  limits: Limits | None = None) -> CompiledGrammar:
     """A ready compiled grammar (DFA back-end) from an artifact, for ``vocab`` (no recompilation).
 
-    Raises :class:`ArtifactError` if the artifact is corrupt, truncated, of another format
-    version, for another tokenizer, or (with ``expect_key``) for another grammar."""
+    Raises :class:`ArtifactError` if the artifact is corrupt, truncated, malformed, of
+    another format version, for another tokenizer, or (with ``expect_key``) for another
+    grammar, or if its automaton has more than ``limits.max_dfa_states`` states (default
+    :data:`decoding.limits.DEFAULT_LIMITS`)."""
     data = source if isinstance(source, ArtifactData) else read_artifact(source)
     h, a, where = data.header, data.arrays, data.path
-    _validate(data)
+    _validate(data, DEFAULT_LIMITS if limits is None else limits)
     fp = h["vocab"]["fingerprint"]
     if fp != vocab.fingerprint:
         raise _fail(where, f"built for tokenizer {h['vocab'].get('name') or '?'} (fingerprint {fp}), "
                            f"not for {vocab.name or 'this tokenizer'} (fingerprint {vocab.fingerprint}); "
                            "recompile it for this model")
-    if int(h["vocab"]["n_tokens"]) != vocab.n_tokens:  # pragma: no cover - implied by the fingerprint
-        raise _fail(where, "vocabulary size differs")
+    if h["vocab"]["n_tokens"] != vocab.n_tokens:  # the fingerprint implies it; a crafted header need not
+        raise _fail(where, f"built for {h['vocab']['n_tokens']} tokens (header.vocab.n_tokens), "
+                           f"the vocabulary has {vocab.n_tokens}")
     if expect_key is not None and h.get("grammar_key") != expect_key:
         raise _fail(where, f"holds grammar {h.get('grammar_key')}, expected {expect_key}")
     d = h["dfa"]
