@@ -105,7 +105,11 @@ class Worker:
             if not r:
                 return None
             chunk = os.read(fd, 1 << 16)
-            if not chunk:
+            if not chunk:               # EOF: the worker died; reap it so poll() sees it
+                try:
+                    self.proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    pass
                 return None
             self._buf += chunk
         line, self._buf = self._buf.split(b"\n", 1)
