@@ -143,6 +143,21 @@ def test_forced_tool_calls_valid(client):
                             format_checker=jsonschema.FormatChecker())
 
 
+def test_forced_xml_tool_calls_valid(client):
+    params = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
+    for i in range(max(2, N_TOOLS // 2)):
+        choice = "required" if i % 2 else {"type": "function", "function": {"name": "get_weather"}}
+        r = _chat(client, f"Weather in {CITIES[i % len(CITIES)]} on 2025-03-0{i % 9 + 1}, or add {i} and 2.",
+                  max_tokens=64, seed=i, tools=TOOLS, tool_choice=choice, extra_body={"xml_tools": True})
+        ch = r.choices[0]
+        assert ch.finish_reason == "tool_calls" and ch.message.tool_calls, (i, ch)
+        call = ch.message.tool_calls[0]
+        xml = (call.model_extra or {}).get("xml", "")
+        assert xml.startswith("<tool_call><" + call.function.name + ">"), xml
+        jsonschema.validate(json.loads(call.function.arguments), params[call.function.name],
+                            format_checker=jsonschema.FormatChecker())
+
+
 def test_tool_choice_auto_text_or_valid_call(client):
     r = _chat(client, "Add 2 and 3.", max_tokens=60, seed=3, tools=TOOLS, tool_choice="auto")
     ch = r.choices[0]

@@ -174,3 +174,22 @@ def test_admission_is_bounded():
         assert eng.depth == 2
     finally:
         eng.close()
+
+
+def test_xml_tool_calls_read_back_typed_arguments():
+    from decoding.server.xmltools import xml_call_arguments
+
+    tools = (ToolSpec("add", "", {"type": "object", "properties": {
+        "a": {"type": "integer"}, "b": {"type": "number"}, "tags": {"type": "array", "items": {"type": "string"}},
+        "ok": {"type": "boolean"}, "note": {"type": ["string", "null"]}, "mode": {"enum": ["x", 2]}}}),)
+    doc = ("<tool_call><add><a>1</a><b>2.5</b><tags><item>x &amp; y</item></tags><ok>true</ok><note/>"
+           "<mode>2</mode></add></tool_call>")
+    assert xml_call_arguments(doc, tools) == ("add", {"a": 1, "b": 2.5, "tags": ["x & y"], "ok": True,
+                                                      "note": None, "mode": 2})
+    assert xml_call_arguments("<tool_call><sub/></tool_call>", tools) is None
+    assert xml_call_arguments("<tool_call><add>", tools) is None
+    spec = GrammarSpec("tool-xml-auto", None, "tools", tools=tools)
+    content, calls = tool_calls_from_text("ok " + doc + " done", spec)
+    assert content == "ok  done" and calls[0]["function"]["name"] == "add" and calls[0]["xml"] == doc
+    assert _chat(tools=[TOOL], xml_tools=True).grammar.kind == "tool-xml-auto"
+    assert _chat(tools=[TOOL], tool_choice="required", xml_tools=True).grammar.kind == "tool-xml-call"

@@ -31,6 +31,7 @@ from decoding.server.config import ServerConfig
 from decoding.server.errors import APIError, from_decoding_error
 from decoding.server.metrics import Metrics
 from decoding.server.protocol import GrammarSpec, ToolSpec
+from decoding.server.xmltools import XML_ROOT, xml_call_arguments, xml_tool_grammar
 
 __all__ = ["Constraint", "GrammarService", "tool_call_schema", "tool_calls_from_text", "TOOL_START", "TOOL_END"]
 
@@ -80,6 +81,17 @@ def tool_calls_from_text(text: str, spec: GrammarSpec) -> tuple[str | None, list
         return {"id": "call_" + uuid.uuid4().hex[:24], "type": "function",
                 "function": {"name": obj["name"], "arguments": json.dumps(obj["arguments"], ensure_ascii=False)}}
 
+    if spec.kind.startswith("tool-xml-"):
+        start, end = f"<{XML_ROOT}>", f"</{XML_ROOT}>"
+        i = text.find(start)
+        j = text.find(end, i + 1) if i >= 0 else -1
+        got = xml_call_arguments(text[i:j + len(end)], spec.tools) if j >= 0 else None
+        if got is None:
+            return text, None
+        c = {"id": "call_" + uuid.uuid4().hex[:24], "type": "function", "xml": text[i:j + len(end)],
+             "function": {"name": got[0], "arguments": json.dumps(got[1], ensure_ascii=False)}}
+        content = (text[:i] + text[j + len(end):]).strip()
+        return content or None, [c]
     if spec.kind == "tool-call":
         c = call(text)
         return (None, [c]) if c else (text, None)
@@ -149,6 +161,8 @@ class GrammarService:
             opts = dict(spec.options)
             src, base = self._dtd_source(spec)
             return c.compile_dtd(src, base_dir=base, **opts)
+        if spec.kind.startswith("tool-xml-"):
+            return c.compile_ir(xml_tool_grammar(spec.tools, auto=spec.kind == "tool-xml-auto"))
         schema = tool_call_schema(spec.tools)
         if spec.kind == "tool-call":
             return c.compile_json_schema(schema)

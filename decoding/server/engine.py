@@ -60,10 +60,15 @@ def tool_prompt(req: GenRequest) -> list:
         return req.messages or []
     listing = "\n".join(json.dumps({"name": t.name, "description": t.description, "parameters": t.parameters},
                                    ensure_ascii=False) for t in tools)
-    how = ('Answer with exactly one JSON object {"name": <function name>, "arguments": {...}}.'
-           if g.kind == "tool-call" else
-           f'To call a function, write {TOOL_START}{{"name": <function name>, "arguments": {{...}}}}{TOOL_END}; '
-           "otherwise answer in plain text.")
+    if g.kind.startswith("tool-xml-"):
+        call = "<tool_call><FUNCTION_NAME><ARGUMENT_NAME>value</ARGUMENT_NAME>...</FUNCTION_NAME></tool_call>"
+        how = (f"Answer with exactly one XML function call: {call}" if g.kind == "tool-xml-call" else
+               f"To call a function, write {call}; otherwise answer in plain text.")
+    else:
+        how = ('Answer with exactly one JSON object {"name": <function name>, "arguments": {...}}.'
+               if g.kind == "tool-call" else
+               f'To call a function, write {TOOL_START}{{"name": <function name>, "arguments": {{...}}}}{TOOL_END}; '
+               "otherwise answer in plain text.")
     msgs = list(req.messages or [])
     sys_text = f"You can call these functions:\n{listing}\n{how}"
     if msgs and msgs[0]["role"] == "system":

@@ -9,7 +9,7 @@ Supported fields: the OpenAI ones used by clients (``model``, ``messages`` / ``p
 ``max_tokens`` / ``max_completion_tokens``, ``temperature``, ``top_p``, ``seed``, ``stop``,
 ``stream``, ``stream_options``, ``n`` (1 only), ``response_format``, ``tools``,
 ``tool_choice``, ``parallel_tool_calls``) and the extensions ``grammar`` (GBNF), ``dtd`` +
-``root`` (+ ``dtd_options``), ``failsafe``; fields the server does not use are ignored, as
+``root`` (+ ``dtd_options``), ``failsafe``, ``xml_tools``; fields the server does not use are ignored, as
 OpenAI-compatible servers do."""
 
 from __future__ import annotations
@@ -34,8 +34,9 @@ class ToolSpec:
 @dataclass(frozen=True)
 class GrammarSpec:
     """What to constrain the answer to.  ``kind``: ``json-schema``, ``dtd``, ``gbnf``,
-    ``tool-call`` (the whole answer is one call of ``tools``) or ``tool-auto`` (free text or
-    one delimited call).  ``param`` names the request field, for error messages."""
+    ``tool-call`` (the whole answer is one call of ``tools``), ``tool-auto`` (free text or
+    one delimited call), or ``tool-xml-call`` / ``tool-xml-auto`` (the same with the call
+    written as XML, :mod:`decoding.server.xmltools`).  ``param`` names the request field, for error messages."""
 
     kind: str
     source: Any
@@ -213,8 +214,11 @@ def _grammar(body: dict, tools: tuple[ToolSpec, ...], tool_choice: Any) -> Gramm
         specs.append(GrammarSpec("dtd", dtd, "dtd", opts))
     elif body.get("failsafe"):
         raise _bad("failsafe: applies to 'dtd' requests only", "failsafe")
+    xml_tools = body.get("xml_tools", False)
+    if not isinstance(xml_tools, bool):
+        raise _bad("xml_tools: expected a boolean", "xml_tools")
     if tools and tool_choice != "none":
-        kind = "tool-auto" if tool_choice == "auto" else "tool-call"
+        kind = ("tool-xml-" if xml_tools else "tool-") + ("auto" if tool_choice == "auto" else "call")
         chosen = tools if not isinstance(tool_choice, dict) else tuple(t for t in tools if t.name == tool_choice["name"])
         specs.append(GrammarSpec(kind, None, "tools", tools=chosen))
     if len(specs) > 1:
