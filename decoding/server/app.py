@@ -249,6 +249,8 @@ def create_app(config: ServerConfig | None = None, *, llm: Any = None) -> FastAP
             srv.metrics.requests.labels(endpoint=request.url.path, status=str(status)).inc()
             if status == 422:
                 srv.metrics.unprocessable.inc()
+        if config.test_hooks:  # lets fault tests find (and kill) the worker that answers
+            resp.headers["X-Worker-Pid"] = str(os.getpid())
         return resp
 
     @app.post("/v1/chat/completions")

@@ -35,7 +35,7 @@ class ServerConfig:
     default_max_tokens: int = 256
     queue_size: int = 16             # requests waiting or running per worker (503 above)
     retry_after_s: int = 1           # the Retry-After header of a 503
-    test_hooks: bool = False         # accept the fault-injection field ``x_fail_after_tokens``
+    test_hooks: bool = False         # fault injection: ``x_fail_after_tokens``, an X-Worker-Pid header
 
     def __post_init__(self) -> None:
         for f in ("port", "workers", "n_ctx", "max_body_bytes", "max_schema_bytes", "max_schema_depth",
