@@ -326,3 +326,32 @@ def test_reference_chains_and_cycles():
     # recursion that does reach instances still compiles
     cg = compile_grammar(compile_schema({"type": "array", "items": {"$ref": "#"}}).grammar, VOCAB)
     assert cg.accepts(b"[[],[[]]]")
+
+
+def test_metaschema_formats_except_regex_are_asserted():
+    with pytest.raises(SchemaError) as ei:
+        compile_schema({"$schema": "["})
+    assert ei.value.pointer == "/$schema" and "uri" in str(ei.value)
+
+
+def test_open_ended_pattern_repetitions_are_cut():
+    """Search mode: ``[a-z]{0,5000}`` matches every string (fast, not a 5000-state counter);
+    ``x{3,5000}`` unanchored at the end means 'xxx' somewhere after the anchor."""
+    for pat, yes, no in (("[a-z]{0,5000}", [b'""', b'"A1"'], []),
+                         ("^x{3,5000}", [b'"xxx"', b'"xxxxA"'], [b'"xx"', b'"Axxx"'])):
+        t0 = time.perf_counter()
+        cg = compile_grammar(compile_schema({"type": "string", "pattern": pat}).grammar, VOCAB)
+        assert time.perf_counter() - t0 < 5
+        assert all(cg.accepts(x) for x in yes) and not any(cg.accepts(x) for x in no)
+
+
+def test_one_of_generation_is_checked_against_the_original_branches():
+    # branch 1 holds for every object: only objects failing branch 0 are valid, and the
+    # compiler cannot generate exactly those: refused, never an output matching both
+    with pytest.raises(SchemaError) as ei:
+        compile_schema({"type": "object", "oneOf": [{"required": ["foo", "bar"]}, {"required": []}]})
+    assert ei.value.keyword == "oneOf"
+    s = {"type": "object", "oneOf": [{"required": ["a"]}, {"required": ["b"]}]}
+    validator = jsonschema.Draft202012Validator(s)
+    cg, outs = _outputs(s)
+    assert outs and all(validator.is_valid(json.loads(t)) for t in outs)

@@ -160,6 +160,8 @@ class _Parser:
                 raise self.err("'^' is only supported at the start of the pattern")
             atom = self.atom()
             items.append(self.quant(atom))
+        if top and not self.anchored:
+            items = _trim_open_ends(items, open_start=not anchored_start, open_end=not anchored_end)
         body = Rx("seq", items=tuple(items))
         if top and not self.anchored:
             anyr = Rx("rep", items=(Rx("chars", _ANY),), lo=0, hi=None)
@@ -348,6 +350,24 @@ class _Parser:
         self.i += 1
         r = ((ord(c), ord(c)),)
         return r, r
+
+
+def _trim_open_ends(items: list[Rx], *, open_start: bool, open_end: bool) -> list[Rx]:
+    """A search-mode branch with its repetitions at an open (unanchored) end cut to their
+    minimum: ``any* A X{m,n} any*`` is ``any* A X{m} any*`` (the ``any*`` absorbs the extra
+    copies), and ``X{0,n}`` there vanishes.  Same language, and ``[a-z]{0,5000}`` no longer
+    makes the automaton count to 5000."""
+    items = list(items)
+    for end in ((-1,) if open_end else ()) + ((0,) if open_start else ()):
+        while items and items[end].kind == "rep":
+            r = items[end]
+            if r.lo == 0:
+                items.pop(end)
+                continue
+            if r.hi != r.lo:
+                items[end] = Rx("rep", items=r.items, lo=r.lo, hi=r.lo)
+            break
+    return items
 
 
 @lru_cache(maxsize=2048)

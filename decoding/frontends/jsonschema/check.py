@@ -10,8 +10,8 @@ compiler may assume well-typed keyword values:
 2. the schema validates against the metaschema of its ``$schema`` (draft-03 to 2020-12,
    default 2020-12) with ``jsonschema``: the best error becomes a :class:`SchemaError` whose
    ``pointer`` is the location of the offending value (``/properties/a/minLength``) and
-   whose ``keyword`` is the keyword it belongs to.  ``format`` is not asserted here (Python's
-   ``re`` is not the ECMA-262 dialect of ``pattern``; the compiler parses patterns itself);
+   whose ``keyword`` is the keyword it belongs to.  Formats are asserted as ``check_schema``
+   does (``uri`` for ``$schema`` ...), except ``regex`` (pass 3);
 3. every ``pattern`` and ``patternProperties`` name compiles with Python's ``re``, which
    the compiler uses to match property names: any failure (``re.error``, an
    ``OverflowError`` for ``x{99999999999}``, too deep) is a :class:`SchemaError` there.
@@ -140,8 +140,14 @@ def check_data(schema: Any, limits: Limits = DEFAULT_LIMITS) -> None:
 
 @functools.lru_cache(maxsize=None)
 def _meta_validator(cls: type) -> Any:
-    """One metaschema validator per draft (building one costs more than validating)."""
-    return cls(cls.META_SCHEMA)
+    """One metaschema validator per draft (building one costs more than validating), with
+    the draft's format checker (as ``check_schema``) less ``regex``: Python's ``re`` raises
+    more than ``re.error`` on hostile patterns, so :func:`check_regexes` does that part."""
+    from jsonschema import FormatChecker
+
+    fc = FormatChecker(())
+    fc.checkers = {k: v for k, v in cls.FORMAT_CHECKER.checkers.items() if k != "regex"}
+    return cls(cls.META_SCHEMA, format_checker=fc)
 
 
 def _validator_class(schema: Any) -> type:

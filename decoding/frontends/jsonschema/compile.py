@@ -251,8 +251,9 @@ class _Compiler:
         if kw == "oneOf" and self.unsat(s, ptr) is not None:
             return NOTHING  # provably no instance: the empty language is exact
         if kw == "oneOf":
+            original = merged
             merged = self._separate(self._force_discriminators(merged))
-            self._check_disjoint(merged, ptr)
+            self._check_disjoint(merged, ptr, original)
         alts = [self.hoist(self.node(m, pointer_join(ptr, kw, i)), pointer_join(ptr, kw, i))
                 for i, m in enumerate(merged)]
         return choice(*[a for a in alts if a != NOTHING]) if any(a != NOTHING for a in alts) else NOTHING
@@ -332,7 +333,10 @@ class _Compiler:
             ts.add("number")
         return ts
 
-    def _check_disjoint(self, branches: list, ptr: str) -> None:
+    def _check_disjoint(self, branches: list, ptr: str, original: list) -> None:
+        """Every instance generated from branch i fails every other branch j.  ``branches``
+        are what is generated (narrowed by _separate/_force_discriminators); generation
+        exclusion is proved against the ``original`` branches, which decide validity."""
         for i in range(len(branches)):
             for j in range(i + 1, len(branches)):
                 a, b = branches[i], branches[j]
@@ -342,7 +346,7 @@ class _Compiler:
                     continue
                 if self._disjoint_values(a, b) or self._discriminated(a, b):
                     continue
-                if self._gen_excluded(a, b) and self._gen_excluded(b, a):
+                if self._gen_excluded(a, original[j]) and self._gen_excluded(b, original[i]):
                     continue
                 if json_equal(a, b):
                     raise SchemaError(ptr, "oneOf", f"branches {i} and {j} are identical once the "
@@ -411,7 +415,9 @@ class _Compiler:
         emits = set(gen.get("properties", {})) | set(gen.get("required", []))
         pp = gen.get("patternProperties", {}) or {}
         for k in other.get("required", []) if isinstance(other.get("required"), list) else []:
-            if k in emits or gen.get("properties", {}).get(k, True) is False:
+            if gen.get("properties", {}).get(k, True) is False:
+                return True  # declared false: never emitted (extras exclude declared names)
+            if k in emits:
                 continue
             if any(re.search(p, k) for p in pp):
                 continue
