@@ -39,7 +39,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from decoding.errors import ArtifactError, DecodingError
+from decoding.errors import ArtifactError, DecodingError, UsageError
 
 __all__ = ["DOORS", "Outcome", "run_input", "tiny_vocab", "resolve_pointer", "signature_of",
            "GRAMMARS_DIR", "GUARD_DTDS", "GUARD_SCHEMAS", "ARTIFACT_LABEL"]
@@ -145,6 +145,8 @@ def _classify_error(door: str, exc: BaseException, payload: dict, phase: str) ->
     msg = f"{type(exc).__name__}: {exc}"
     if not isinstance(exc, DecodingError):
         return Outcome("crash", sig, msg, phase)
+    if door == "dtd" and isinstance(exc, UsageError) and "root" in str(exc):
+        return Outcome("located", type(exc).__name__, msg, phase)  # names the bad root option
     if _located(door, exc, payload):
         return Outcome("located", type(exc).__name__, msg, phase)
     return Outcome("unlocated", sig, msg, phase)
