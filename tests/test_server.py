@@ -192,6 +192,23 @@ def test_streaming_concatenates_to_the_same_valid_document(client):
     jsonschema.validate(json.loads(text), WEATHER)
 
 
+def test_concurrent_requests_each_follow_their_own_grammar(client):
+    from concurrent.futures import ThreadPoolExecutor
+
+    schemas = [{"type": "object", "properties": {k: {"type": t}}, "required": [k], "additionalProperties": False}
+               for k, t in (("alpha", "integer"), ("beta", "boolean"), ("gamma", "string"))]
+
+    def one(i: int) -> tuple[int, str]:
+        s = schemas[i % 3]
+        r = _chat(client, "Answer in JSON.", max_tokens=24, seed=i, temperature=0.9,
+                  response_format={"type": "json_schema", "json_schema": {"name": f"s{i % 3}", "schema": s}})
+        return i, r.choices[0].message.content
+
+    with ThreadPoolExecutor(3) as pool:  # 3 at a time: within the test server's queue of 4
+        for i, text in pool.map(one, range(6)):
+            jsonschema.validate(json.loads(text), schemas[i % 3])
+
+
 def test_completions_gbnf_and_stream(client):
     g = 'root ::= " " ("Paris" | "Lyon" | "Nice")'
     r = client.completions.create(model="smollm2", prompt="The capital of France is", max_tokens=8,
@@ -357,6 +374,9 @@ def test_reordered_schema_is_a_cache_hit(server):
 
 def test_models_health_metrics(client, server):
     assert [m.id for m in client.models.list()] == ["smollm2"]
+    assert client.models.retrieve("smollm2").id == "smollm2"
+    with pytest.raises(openai.NotFoundError):
+        client.models.retrieve("gpt-9")
     status, _, body = _http(server[1], "GET", "/health", key=None)
     assert status == 200 and json.loads(body)["status"] == "ok"
     _, _, text = _http(server[1], "GET", "/metrics", key=None)

@@ -1,7 +1,7 @@
 """The FastAPI application: OpenAI-compatible routes over one :class:`Engine`.
 
 Routes: ``POST /v1/chat/completions``, ``POST /v1/completions`` (JSON, or SSE with
-``stream: true`` ending in ``data: [DONE]``), ``GET /v1/models``, ``GET /health``,
+``stream: true`` ending in ``data: [DONE]``), ``GET /v1/models[/{id}]``, ``GET /health``,
 ``GET /metrics`` (Prometheus text).  ``/v1/*`` needs ``Authorization: Bearer <key>`` when the
 server has an API key; ``/health`` and ``/metrics`` do not.
 
@@ -266,6 +266,14 @@ def create_app(config: ServerConfig | None = None, *, llm: Any = None) -> FastAP
         srv.check_key(request)
         return {"object": "list", "data": [{"id": srv.model_id, "object": "model", "created": 0,
                                             "owned_by": "guarded-decoding"}]}
+
+    @app.get("/v1/models/{model_id:path}")
+    async def model(model_id: str, request: Request) -> dict:
+        srv.check_key(request)
+        if model_id != srv.model_id:
+            raise APIError(404, f"model {model_id!r} is not served here (this server has {srv.model_id!r})",
+                           param="model", code="model_not_found")
+        return {"id": srv.model_id, "object": "model", "created": 0, "owned_by": "guarded-decoding"}
 
     @app.get("/health")
     async def health() -> dict:
