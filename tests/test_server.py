@@ -377,6 +377,8 @@ def test_models_health_metrics(client, server):
     assert client.models.retrieve("smollm2").id == "smollm2"
     with pytest.raises(openai.NotFoundError):
         client.models.retrieve("gpt-9")
+    status, _, body = _http(server[1], "GET", "/v1/nothing-here")
+    assert status == 404 and json.loads(body)["error"]["code"] == "not_found"
     status, _, body = _http(server[1], "GET", "/health", key=None)
     assert status == 200 and json.loads(body)["status"] == "ok"
     _, _, text = _http(server[1], "GET", "/metrics", key=None)

@@ -56,6 +56,8 @@ def test_extensions_and_exclusivity():
     assert g.kind == "dtd" and g.options == {"root": "a", "failsafe": True}
     _bad("dtd", dtd="<!ELEMENT a (#PCDATA)>")
     _bad("failsafe", failsafe=True)
+    _bad("max_states", dtd="<!ELEMENT a (#PCDATA)>", root="a", dtd_options={"max_states": 10 ** 9})
+    _bad("base_dir", dtd="<!ELEMENT a (#PCDATA)>", root="a", dtd_options={"base_dir": "/"})
     _bad("at most one", grammar='root ::= "a"', response_format={"type": "json_object"})
 
 

@@ -24,6 +24,7 @@ from typing import Any, AsyncIterator
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from decoding.compiler import Compiler
 from decoding.server.config import ServerConfig
@@ -231,6 +232,12 @@ def create_app(config: ServerConfig | None = None, *, llm: Any = None) -> FastAP
     @app.exception_handler(APIError)
     async def _api_error(request: Request, e: APIError) -> JSONResponse:
         return JSONResponse(e.body(), status_code=e.status, headers=e.headers)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, e: StarletteHTTPException) -> JSONResponse:
+        return JSONResponse(error_body(e.status_code, f"{request.method} {request.url.path}: {e.detail}",
+                                       code="not_found" if e.status_code == 404 else None),
+                            status_code=e.status_code, headers=getattr(e, "headers", None))
 
     @app.exception_handler(Exception)
     async def _internal(request: Request, e: Exception) -> JSONResponse:

@@ -21,7 +21,13 @@ from typing import Any
 from decoding.server.config import ServerConfig
 from decoding.server.errors import APIError
 
-__all__ = ["GenRequest", "GrammarSpec", "ToolSpec", "parse_request", "message_text"]
+__all__ = ["GenRequest", "GrammarSpec", "ToolSpec", "parse_request", "message_text", "DTD_OPTIONS"]
+
+
+#: the DTD front-end options a request may set (never compile options such as ``max_states``,
+#: nor ``base_dir``: external entities come only from the server's ``dtd_dir``)
+DTD_OPTIONS = ("cdata", "failsafe", "general_entities", "ids", "max_depth", "max_ws", "numeric_refs", "only",
+               "text_patterns", "whitespace", "xml_declaration")
 
 
 @dataclass(frozen=True)
@@ -208,6 +214,10 @@ def _grammar(body: dict, tools: tuple[ToolSpec, ...], tool_choice: Any) -> Gramm
                        "dtd")
         if not isinstance(opts, dict):
             raise _bad("dtd_options: expected an object", "dtd_options")
+        for k in opts:
+            if k not in DTD_OPTIONS:
+                raise _bad(f"dtd_options: unknown or not allowed option {k!r}; allowed: {', '.join(DTD_OPTIONS)}",
+                           "dtd_options")
         opts = dict(opts, root=root)
         if body.get("failsafe"):
             opts["failsafe"] = True
