@@ -32,6 +32,7 @@ from decoding.server.constraints import Constraint, GrammarService, tool_calls_f
 from decoding.server.engine import Engine, Result, load_llm
 from decoding.server.errors import APIError, error_body, from_decoding_error
 from decoding.server.metrics import CONTENT_TYPE_LATEST, Metrics
+from decoding.server.openapi import CHAT_BODY, COMPLETION_BODY, ERROR_RESPONSES, request_body
 from decoding.server.protocol import GenRequest, parse_request
 
 __all__ = ["create_app"]
@@ -260,11 +261,11 @@ def create_app(config: ServerConfig | None = None, *, llm: Any = None) -> FastAP
             resp.headers["X-Worker-Pid"] = str(os.getpid())
         return resp
 
-    @app.post("/v1/chat/completions")
+    @app.post("/v1/chat/completions", openapi_extra=request_body(CHAT_BODY), responses=ERROR_RESPONSES)
     async def chat_completions(request: Request) -> Response:
         return await srv.handle(request, chat=True)
 
-    @app.post("/v1/completions")
+    @app.post("/v1/completions", openapi_extra=request_body(COMPLETION_BODY), responses=ERROR_RESPONSES)
     async def completions(request: Request) -> Response:
         return await srv.handle(request, chat=False)
 
