@@ -386,6 +386,36 @@ def test_recursive_schema_on_deep_value_never_raises():
         assert errors == [] or [v.code for v in errors] == ["nesting-limit"]
 
 
+SOAP = parse_dtd((ROOT / "grammars" / "soap_execute_command.dtd").read_text())
+ENVELOPE = ('<soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/"><soap:Body>'
+            '<urn:ExecuteCommand xmlns:urn="http://tempuri.org/"><command>a</command><id>b</id>'
+            "</urn:ExecuteCommand></soap:Body></soap:Envelope>")
+
+
+@pytest.mark.parametrize("root", [None, "soap:Envelope"])
+def test_unbound_namespace_prefix_is_a_violation(root):
+    # fuzz finding: libxml2 finds no declaration for an element whose prefix is unbound
+    assert guard_xml(ENVELOPE, SOAP, root=root).ok
+    body = ENVELOPE[ENVELOPE.index("<soap:Body>"):ENVELOPE.index("</soap:Envelope>")]
+    res = guard_xml(body, SOAP, repair=True)
+    assert not res.ok and _codes(res) == ["unbound-prefix"] and res.errors[0].path == "/soap:Body"
+    # a binding the DTD only defaults (#FIXED) is not in the text a consumer receives
+    res = guard_xml(ENVELOPE.replace(' xmlns:urn="http://tempuri.org/"', ""), SOAP, root=root)
+    assert _codes(res) == ["unbound-prefix"] and "'urn'" in res.errors[0].message
+
+
+def test_undefined_entity_in_attribute_value_is_a_violation():
+    # fuzz finding: expat drops &a; in an attribute value silently (the DTD is foreign)
+    res = guard_xml(ENVELOPE.replace("tempuri.org", "tempuri.&a;org"), SOAP, repair=True)
+    assert not res.ok and _codes(res) == ["undefined-entity"]
+    v = res.errors[0]
+    assert v.path.endswith("/urn:ExecuteCommand/@xmlns:urn") and v.offset == ENVELOPE.index("tempuri") + 8
+    dtd = parse_dtd('<!ELEMENT r EMPTY><!ATTLIST r a CDATA #IMPLIED><!ENTITY e "E">')
+    assert guard_xml('<r a="&e;&lt;&#38;&#x26;"/>', dtd).ok
+    assert guard_xml('<!DOCTYPE r [<!ENTITY g "G">]><r a="&g;"/>', dtd).ok     # declared by the document
+    assert _codes(guard_xml("<r a='x&nope;'/>", dtd)) == ["undefined-entity"]
+
+
 def test_long_integer_is_a_syntax_violation():
     value, errors = validate_json("[1, " + "7" * 5000 + "]", ARR)
     assert value is None and [v.code for v in errors] == ["json-syntax"] and errors[0].offset == 4
@@ -433,6 +463,8 @@ LINEAR = [
     ("<a><b/>", lambda t: extract_xml(t, all=True), 1500),
     ("</a><a x='1'>", lambda t: extract_xml(t, all=True), 1000),
     ("<r>&amp;&", _xml, 1000),
+    ("<b>x</b>", lambda t: guard_xml("<r>" + t + "</r>", DTD, repair=True), 2000),   # 50 violations kept
+    ("< ", lambda t: extract_xml("<r>" + t, all=True), 3000),                     # 50 notes kept
     ("[x", lambda t: extract_json(t), 3000),
     ("[", lambda t: guard_json(t, ARR, repair=True), 5000),
     ('{"a":[1,', lambda t: guard_json(t, ARR, repair=True), 1000),

@@ -3,8 +3,9 @@
 XML: expat (stdlib) checks well-formedness and reports events with byte offsets; our
 handlers check the DTD model: declared elements, the root name, content models
 (:class:`ContentModel`), EMPTY / #PCDATA / mixed content, declared and required
-attributes, enumerations, #FIXED values, ID/IDREF, tokenized attribute types and
-general entities.  Expat stops at the first well-formedness error; DTD checks go on
+attributes, enumerations, #FIXED values, ID/IDREF, tokenized attribute types,
+general entities (in text and in attribute values) and namespace prefixes (each must be
+bound by an ``xmlns:p`` attribute in the document: expat runs without namespaces).  Expat stops at the first well-formedness error; DTD checks go on
 after a DTD violation (one content-model violation per element, then that element's
 model is no longer checked).
 
@@ -111,10 +112,16 @@ def _is_nmtoken(v: str) -> bool:
 # [name, decl, state, parent frame or None, k (k-th child of that name, 1-based),
 #  path or None (built on first use: only violations need it), child-name counts or None,
 #  text still to be checked (decl is EMPTY/element-only, no text flagged yet),
-#  offset, last child name or None, content model or None]
-_NAME, _DECL, _STATE, _PARENT, _K, _PATH, _COUNTS, _TC, _OFF, _LAST, _MODEL = range(11)
+#  offset, last child name or None, content model or None,
+#  namespace prefixes this element binds or None]
+_NAME, _DECL, _STATE, _PARENT, _K, _PATH, _COUNTS, _TC, _OFF, _LAST, _MODEL, _BINDS = range(12)
 _UNDECLARED = (None, None, None, False)
 _MISS = object()
+# a start tag's attributes, and the entity references in an attribute value (expat
+# accepted the tag, so every '&' in a value starts a reference)
+_TAG_ATTRS = re.compile(rb'<[^\s/>]+((?:\s+[^\s=/>]+\s*=\s*(?:"[^"]*"|\'[^\']*\'))*)')
+_ATTR = re.compile(rb'([^\s=]+)\s*=\s*(?:"([^"]*)"|\'([^\']*)\')')
+_ENTITY_REF = re.compile(rb"&([^#;][^;]*);")
 
 
 def _path(f: list) -> str:
@@ -262,6 +269,21 @@ def validate_xml(text: str, dtd: DTD, *, root: str | None = None, base: int = 0,
     p = expat.ParserCreate()
     p.UseForeignDTD(True)
     p.buffer_text = True
+    # expat drops an undefined entity in an attribute value silently (the DTD is foreign):
+    # start tags are re-read for references when the text has an '&'; entities the
+    # document's own internal subset declares are defined
+    amp = b"&" in raw
+    doc_entities: set[str] = set()
+    if amp:
+        def entity_decl(name: str, is_pe: bool, *_: object) -> None:
+            if not is_pe:
+                doc_entities.add(name)
+        p.EntityDeclHandler = entity_decl
+    # namespace prefixes: expat runs without namespace processing, so a prefix that no
+    # xmlns:p attribute of the document binds is checked here (a binding the DTD only
+    # defaults is not enough: the document goes to consumers that do not read the DTD)
+    colon = b":" in raw
+    bound: dict[str, int] = {}
 
     def start(name: str, attrs: dict[str, str]) -> None:
         bi = p.CurrentByteIndex
@@ -269,6 +291,7 @@ def validate_xml(text: str, dtd: DTD, *, root: str | None = None, base: int = 0,
         decl, model, state, tc = info.get(name, _UNDECLARED)
         if len(stack) >= max_depth:
             raise _TooDeep(name, o)
+        binds = _bind(name, attrs) if colon else None
         if stack:
             parent = stack[-1]
             counts = parent[_COUNTS]
@@ -278,7 +301,7 @@ def validate_xml(text: str, dtd: DTD, *, root: str | None = None, base: int = 0,
             else:
                 k = counts.get(name, 0) + 1
                 counts[name] = k
-            f = [name, decl, state, parent, k, None, None, tc, o, None, model]
+            f = [name, decl, state, parent, k, None, None, tc, o, None, model, binds]
             if parent[_DECL] is not None:
                 ps = parent[_STATE]     # not None only for a declared element-only parent
                 nxt = None
@@ -293,7 +316,7 @@ def validate_xml(text: str, dtd: DTD, *, root: str | None = None, base: int = 0,
                     _check_child(parent, name, decl, o, f)
             parent[_LAST] = name
         else:
-            f = [name, decl, state, None, 1, None, None, tc, o, None, model]
+            f = [name, decl, state, None, 1, None, None, tc, o, None, model, binds]
             root_seen[0] = True
             if root is not None and name != root and room():
                 add("wrong-root", _path(f), f"the root element must be <{root}>, not <{name}>", o)
@@ -302,6 +325,43 @@ def validate_xml(text: str, dtd: DTD, *, root: str | None = None, base: int = 0,
         stack.append(f)
         if decl is not None and (attrs or checker.required.get(name)):
             _check_attrs(name, attrs, f, o)
+        if colon:
+            _check_prefixes(name, attrs, f, o)
+        if amp and attrs and room():
+            _check_attr_entities(name, bi, f)
+
+    def _bind(name: str, attrs: dict[str, str]) -> tuple[str, ...] | None:
+        """Bind the xmlns:p attributes of this element; the prefixes bound."""
+        new = [a[6:] for a in attrs if a.startswith("xmlns:")]
+        for q in new:
+            bound[q] = bound.get(q, 0) + 1
+        return tuple(new) if new else None
+
+    def _check_prefixes(name: str, attrs: dict[str, str], f: list, o: int) -> None:
+        for what, qname in [("element", name)] + [("attribute", a) for a in attrs if ":" in a]:
+            prefix, sep, local = qname.partition(":")
+            if not sep or prefix in ("xml", "xmlns") or bound.get(prefix):
+                continue
+            if room():
+                add("unbound-prefix", _path(f) if what == "element" else f"{_path(f)}/@{qname}",
+                    f"namespace prefix {prefix!r} of {what} {qname!r} is not declared "
+                    f"(no xmlns:{prefix} in scope)", o)
+
+    def _check_attr_entities(name: str, bi: int, f: list) -> None:
+        m = _TAG_ATTRS.match(raw, bi)
+        if m is None or b"&" not in m.group(1):
+            return
+        for a in _ATTR.finditer(raw, m.start(1), m.end(1)):
+            vs = a.start(2) if a.group(2) is not None else a.start(3)
+            ve = a.end(2) if a.group(2) is not None else a.end(3)
+            for r in _ENTITY_REF.finditer(raw, vs, ve):
+                ent = r.group(1).decode("utf-8", "replace")
+                if ent not in checker.entities and ent not in doc_entities and room():
+                    attr = a.group(1).decode("utf-8", "replace")
+                    ro = off(r.start())
+                    add("undefined-entity", f"{_path(f)}/@{attr}",
+                        f"entity &{ent}; in attribute {attr} of <{name}> at {at(ro)} is not defined "
+                        "(write & as &amp;)", ro)
 
     def _check_child(parent: list, name: str, decl, o: int, child: list) -> None:
         pd = parent[_DECL]
@@ -393,6 +453,9 @@ def validate_xml(text: str, dtd: DTD, *, root: str | None = None, base: int = 0,
 
     def end(name: str) -> None:
         f = stack.pop()
+        if f[_BINDS] is not None:
+            for q in f[_BINDS]:
+                bound[q] -= 1
         state = f[_STATE]       # not None only for a declared element-only element
         if state is not None:
             model = f[_MODEL]
