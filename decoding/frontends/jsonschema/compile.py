@@ -407,6 +407,11 @@ class _Compiler:
             return False
         if self._kinds(gen) != {"object"}:
             return False
+        oreq = other.get("required", []) if isinstance(other.get("required"), list) else []
+        gprops = gen.get("properties", {}) if isinstance(gen.get("properties"), dict) else {}
+        if any(gprops.get(k, True) is False for k in oreq):
+            return True  # a required key declared false here is never emitted (extras and
+            # patternProperties keys exclude declared names)
         if gen.get("additionalProperties") not in (None, False) or _bare_object(gen):
             return False
         if self.allow_extra and gen.get("additionalProperties", gen.get("unevaluatedProperties")) is None and \
@@ -415,8 +420,6 @@ class _Compiler:
         emits = set(gen.get("properties", {})) | set(gen.get("required", []))
         pp = gen.get("patternProperties", {}) or {}
         for k in other.get("required", []) if isinstance(other.get("required"), list) else []:
-            if gen.get("properties", {}).get(k, True) is False:
-                return True  # declared false: never emitted (extras exclude declared names)
             if k in emits:
                 continue
             if any(re.search(p, k) for p in pp):

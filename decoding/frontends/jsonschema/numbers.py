@@ -85,8 +85,31 @@ def _nonneg(a: int, b: int | None) -> Node:
     return choice(*alts) if alts else NOTHING
 
 
+_SIG = 17  # significant digits kept by _inward
+
+
+def _inward(lo: int | None, hi: int | None) -> tuple[int | None, int | None]:
+    """[lo, hi] with each bound of more than 17 significant digits rounded inward to 17
+    (lo up, hi down), when the range stays non-empty: the exact double bound 1e308 has 309
+    "random" digits whose digit automaton costs O(digits^2) states; the rounded one is
+    mostly trailing zeros.  A subset (the integers cut off are never generated)."""
+    def rnd(x: int, up: bool) -> int:
+        n = len(str(abs(x)))
+        if n <= _SIG:
+            return x
+        q = 10 ** (n - _SIG)
+        return -((-x) // q) * q if up else (x // q) * q
+    a = None if lo is None else rnd(lo, True)
+    b = None if hi is None else rnd(hi, False)
+    if a is not None and b is not None and a > b:
+        return lo, hi
+    return a, b
+
+
 def integer_range(lo: int | None, hi: int | None) -> Node:
-    """Canonical spellings of the integers in [lo, hi] (None = unbounded side)."""
+    """Canonical spellings of the integers in [lo, hi] (None = unbounded side); bounds of
+    more than 17 significant digits are rounded inward where the range stays non-empty."""
+    lo, hi = _inward(lo, hi)
     alts: list[Node] = []
     if hi is None or hi >= 0:
         alts.append(_nonneg(max(lo, 0) if lo is not None else 0, hi))
