@@ -86,8 +86,9 @@ def test_malformed_fields_are_400_naming_the_field(body, part):
 def test_completions_prompt():
     r = parse_request({"prompt": ["once"]}, chat=False, config=CFG)
     assert r.prompt == "once" and not r.chat
-    with pytest.raises(APIError, match="prompt"):
-        parse_request({"prompt": 3}, chat=False, config=CFG)
+    for bad in (3, "", [""], ["a", "b"]):
+        with pytest.raises(APIError, match="prompt"):
+            parse_request({"prompt": bad}, chat=False, config=CFG)
     with pytest.raises(APIError, match="tools"):
         parse_request({"prompt": "x", "tools": [TOOL]}, chat=False, config=CFG)
 

@@ -52,7 +52,8 @@ CHAT_BODY = {"type": "object", "required": ["messages"], "properties": {
 }}
 
 COMPLETION_BODY = {"type": "object", "required": ["prompt"], "properties": {
-    **_COMMON, "prompt": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"},
+    **_COMMON, "prompt": {"anyOf": [{"type": "string", "minLength": 1},
+                                 {"type": "array", "items": {"type": "string", "minLength": 1},
                                                          "minItems": 1, "maxItems": 1}]}}}
 
 ERROR_RESPONSES = {str(code): {"description": what, "content": {"application/json": {"schema": _ERROR}}}

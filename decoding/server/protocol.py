@@ -264,8 +264,8 @@ def parse_request(body: Any, *, chat: bool, config: ServerConfig) -> GenRequest:
         p = body.get("prompt")
         if isinstance(p, list) and len(p) == 1 and isinstance(p[0], str):
             p = p[0]
-        if not isinstance(p, str):
-            raise _bad("prompt: expected a string (or a list of one string)", "prompt")
+        if not isinstance(p, str) or not p:
+            raise _bad("prompt: expected a non-empty string (or a list of one)", "prompt")
         messages, prompt, tools, tool_choice = None, p, (), "none"
         if body.get("tools") is not None:
             raise _bad("tools: only on /v1/chat/completions", "tools")
