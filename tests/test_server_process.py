@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -85,6 +86,11 @@ def test_workers_share_the_disk_cache_and_survive_a_killed_worker(workers):
     for i in range(4):  # both workers answer; the second compile of SCHEMA per worker is a hit
         assert isinstance(json.loads(_ask(client, i).choices[0].message.content)["n"], int)
     assert list(cache.rglob("*.gdc")), "nothing written to the shared disk cache"
+    metrics = _get(base + "/metrics")[2].decode()  # summed over both workers
+    ok = re.search(r'^decoding_requests_total\{endpoint="/v1/chat/completions",status="200"\} ([0-9.]+)$',
+                   metrics, re.M)
+    assert ok and float(ok.group(1)) == 4, metrics[:2000]
+    assert "decoding_requests_created" not in metrics  # the multiprocess collector answered
 
     # a long streamed answer; kill the worker that serves it mid-generation
     raw = client.with_raw_response.completions.create(model="smollm2", prompt="Once upon a time", max_tokens=400,

@@ -1,5 +1,6 @@
 """``serve(config)``: run the app under uvicorn, in-process (one worker) or as ``workers``
-processes, each loading its own model (the config travels in :data:`CONFIG_ENV`)."""
+processes, each loading its own model (the config travels in :data:`CONFIG_ENV`; metrics are
+aggregated across workers through a temporary ``PROMETHEUS_MULTIPROC_DIR``)."""
 
 from __future__ import annotations
 
@@ -25,5 +26,11 @@ def serve(config: ServerConfig) -> None:
     if config.workers == 1:
         uvicorn.run(app_from_env(), host=config.host, port=config.port, log_level="info")
     else:
-        uvicorn.run("decoding.server.run:app_from_env", factory=True, host=config.host, port=config.port,
-                    workers=config.workers, log_level="info")
+        import tempfile
+
+        from decoding.server.metrics import MULTIPROC_ENV
+
+        with tempfile.TemporaryDirectory(prefix="decoding-metrics-") as d:
+            os.environ.setdefault(MULTIPROC_ENV, d)  # before any worker imports prometheus_client
+            uvicorn.run("decoding.server.run:app_from_env", factory=True, host=config.host, port=config.port,
+                        workers=config.workers, log_level="info")
