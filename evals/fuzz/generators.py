@@ -511,7 +511,7 @@ GUARD_TOKENS = ["\ud800", "\udfff", "\x00", "<", ">", "</", "/>", "<a>", "</b>",
 
 def _hostile_guard(rng: random.Random, name: str) -> tuple[str, str]:
     k = rng.randrange(9)
-    n = rng.choice([100, 1000, 10_000, 100_000, 350_000])
+    n = rng.choice([100, 1000, 10_000, 100_000, 350_000, 1_100_000])
     if k == 0:
         return "[" * n, f"'[' x {n}"
     if k == 1:

@@ -277,7 +277,10 @@ def _lxml_validate(dtd_text: str, root: str, docs: list[bytes]) -> Outcome | Non
             return None  # libxml2 cannot read this DTD: no verdict
         # recover=True: namespace errors (a prefix without xmlns, which DTDs know nothing
         # of) are not well-formedness errors; fatal errors still fail the document below
-        parser = ET.XMLParser(load_dtd=True, no_network=True, huge_tree=False, recover=True)
+        # resolve_entities=True: lxml's default ("internal") leaves parameter entities
+        # declared in the external subset undefined
+        parser = ET.XMLParser(load_dtd=True, no_network=True, huge_tree=False, recover=True,
+                              resolve_entities=True)
         for doc in docs:
             body = doc
             prolog = b""
@@ -458,6 +461,9 @@ def _guard(payload: dict, phase, seed: int) -> Outcome:  # noqa: ARG001
             v = _lxml_dtd(g)
             if not v.validate(tree):
                 errs = [e for e in v.error_log if e.type_name not in _TOLERATED_LXML]
+                if errs and any(e.domain_name == "NAMESPACE" for e in parser.error_log):
+                    return Outcome("ok", message=f"oracle: namespace-unbound document: {errs[0].message}"[:500],
+                                   oracle_skipped=True, phase="oracle")
                 if errs:
                     return Outcome("invalid", f"guard ok but libxml2 DTD-invalid ({errs[0].type_name})",
                                    f"{errs[0].message}: {res.text[:300]!r}", "oracle")
