@@ -290,6 +290,8 @@ def test_401_without_or_with_a_bad_key(server):
 def test_400_malformed_requests(client, server):
     status, _, body = _http(server[1], "POST", "/v1/chat/completions", b"{not json")
     assert status == 400 and "JSON" in json.loads(body)["error"]["message"]
+    status, _, body = _http(server[1], "POST", "/v1/chat/completions", b"[" * 50000)
+    assert status == 400, body
     with pytest.raises(openai.BadRequestError, match="messages"):
         client.chat.completions.create(model="smollm2", messages=[])
     with pytest.raises(openai.BadRequestError, match="tool_choice"):

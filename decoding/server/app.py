@@ -86,6 +86,8 @@ class _Server:
             return json.loads(bytes(buf))
         except ValueError as e:
             raise APIError(400, f"the request body is not valid JSON: {e}", code="invalid_json") from e
+        except RecursionError as e:
+            raise APIError(400, "the request body is nested too deeply", code="invalid_json") from e
 
     # ------------------------------------------------------------------ generation
     async def handle(self, request: Request, *, chat: bool) -> Response:
