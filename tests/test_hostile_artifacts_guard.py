@@ -332,6 +332,15 @@ def test_unusable_declared_encoding_is_a_violation(enc, repair):
     assert enc[:20] in res.errors[0].message and res.errors[0].column == 31
 
 
+@pytest.mark.parametrize("version", ["", "F-8", "abc", "2.0", "1.", "1.0 "])
+def test_bad_declared_version_is_a_violation(version):
+    # fuzz finding: expat accepts any version string, XML 1.0 (and libxml2) only 1.<digits>
+    res = guard_xml(f'<?xml version="{version}"?><r><a>x</a>', DTD, root="r", repair=True)
+    assert not res.ok and _codes(res) == ["not-well-formed"] and "version" in res.errors[0].message
+    assert res.errors[0].column == 16
+    assert guard_xml('<?xml version="1.1"?><r/>', DTD).ok
+
+
 @pytest.mark.parametrize("enc", ["UTF-8", "utf-8", "ISO-8859-1", "US-ASCII", "cp1252", "latin-1"])
 def test_usable_declared_encodings_still_validate(enc):
     assert guard_xml(f"<?xml version='1.0' encoding='{enc}'?><r><a>x</a></r>", DTD, root="r").ok

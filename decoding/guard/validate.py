@@ -174,6 +174,22 @@ _XML_DECL_ENCODING = re.compile(
     "(?:\"([A-Za-z][A-Za-z0-9._-]*)\"|'([A-Za-z][A-Za-z0-9._-]*)')")
 
 
+_XML_DECL_VERSION = re.compile(f"<\\?xml{_S}+version{_S}*={_S}*(?:\"([^\"<>]*)\"|'([^'<>]*)')")
+_VERSION_NUM = re.compile(r"1\.[0-9]+\Z")
+
+
+def _version_problem(text: str) -> tuple[int, str] | None:
+    """``(offset, value)`` of an XML declaration's version that is not ``1.`` digits (expat
+    accepts any string there; XML 1.0 and libxml2 do not), else None."""
+    if not text.startswith("<?xml"):
+        return None
+    m = _XML_DECL_VERSION.match(text)
+    if m is None:
+        return None     # not a declaration's version: expat decides
+    k = 1 if m.group(1) is not None else 2
+    return None if _VERSION_NUM.match(m.group(k)) else (m.start(k), m.group(k))
+
+
 def _encoding_problem(text: str) -> tuple[int, str] | None:
     """``(offset, name)`` of an encoding named by the XML declaration at the start of ``text``
     that expat cannot use (pyexpat asks Python's codecs for a one-byte table), else None."""
@@ -222,6 +238,12 @@ def validate_xml(text: str, dtd: DTD, *, root: str | None = None, base: int = 0,
         return [Violation("illegal-char", "/", f"character U+{ord(text[bad]):04X} at {ln}:{col} is a lone "
                                                "surrogate: not Unicode text, and not allowed in XML",
                           ln, col, base + bad)]
+    ver = _version_problem(text)
+    if ver is not None:
+        ln, col = line_col(src, base + ver[0])
+        return [Violation("not-well-formed", "/", f"not well-formed XML at {ln}:{col}: the XML declaration's "
+                                                  f"version must be 1.0 (1. and digits), not {ver[1][:40]!r}",
+                          ln, col, base + ver[0])]
     enc = _encoding_problem(text)
     if enc is not None:
         ln, col = line_col(src, base + enc[0])
