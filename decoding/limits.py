@@ -36,11 +36,11 @@ class Limits:
     #: DFA states of one explicit automaton
     max_dfa_states: int = 200_000
     #: wall-clock seconds for one compile (checked between construction steps)
-    max_compile_seconds: float = 10.0
+    max_compile_seconds: float = 8.0
     #: estimated subset-construction work of one grammar (:func:`decoding.ir.size.estimate_work`:
     #: a repetition of a variable-length item costs the square of its NFA states), checked
     #: before any automaton is built so blow-ups such as ``("a"{0,100}){0,100}`` fail fast
-    max_compile_work: int = 25_000_000
+    max_compile_work: int = 100_000_000
 
     # -- DTDs
     #: characters of entity replacement text in total (parameter AND general entities)
