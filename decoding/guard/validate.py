@@ -168,6 +168,13 @@ def _surrogate(text: str) -> int:
 
 
 _EXPAT_ENCODINGS = frozenset(("utf-8", "utf-16", "utf-16be", "utf-16le", "iso-8859-1", "us-ascii"))
+#: declared encodings accepted (lower case): registered names (and the common spellings
+#: XML parsers such as libxml2 know) of UTF-8/16, ASCII and the one-byte charsets expat
+#: can use; Python-only aliases such as "U8" or "latin-1" are not names other parsers know
+_DECL_ENCODINGS = _EXPAT_ENCODINGS | frozenset(
+    ["utf8", "ascii", "latin1", "koi8-r", "koi8-u", "tis-620", "macintosh"]
+    + [f"{p}{i}" for p in ("iso-8859-", "iso8859-") for i in range(1, 17) if i != 12]
+    + [f"{p}{i}" for p in ("windows-125", "cp125") for i in range(9)])
 _S = "[ \t\r\n]"
 _XML_DECL_ENCODING = re.compile(
     f"<\\?xml{_S}+version{_S}*={_S}*(?:\"[^\"<>]*\"|'[^'<>]*'){_S}+encoding{_S}*={_S}*"
@@ -192,7 +199,8 @@ def _version_problem(text: str) -> tuple[int, str] | None:
 
 def _encoding_problem(text: str) -> tuple[int, str] | None:
     """``(offset, name)`` of an encoding named by the XML declaration at the start of ``text``
-    that expat cannot use (pyexpat asks Python's codecs for a one-byte table), else None."""
+    that is not in :data:`_DECL_ENCODINGS` or that expat cannot use (pyexpat asks Python's
+    codecs for a one-byte table), else None."""
     if not text.startswith("<?xml"):
         return None
     m = _XML_DECL_ENCODING.match(text)
@@ -202,6 +210,8 @@ def _encoding_problem(text: str) -> tuple[int, str] | None:
     name = m.group(k)
     if name.lower() in _EXPAT_ENCODINGS:
         return None
+    if name.lower() not in _DECL_ENCODINGS:
+        return m.start(k), name
     try:
         table = bytes(range(256)).decode(name, "replace")
     except Exception:  # noqa: BLE001 - unknown, not a text codec, or fails on bytes: unusable
@@ -247,8 +257,9 @@ def validate_xml(text: str, dtd: DTD, *, root: str | None = None, base: int = 0,
     enc = _encoding_problem(text)
     if enc is not None:
         ln, col = line_col(src, base + enc[0])
-        return [Violation("unknown-encoding", "/", f"the XML declaration names encoding {enc[1]!r} at "
-                                                   f"{ln}:{col}, which the parser cannot use; declare UTF-8",
+        return [Violation("unknown-encoding", "/", f"the XML declaration names encoding {enc[1][:40]!r} at "
+                                                   f"{ln}:{col}, not a registered encoding name this guard "
+                                                   "accepts (UTF-8, ISO-8859-n, windows-125n...); declare UTF-8",
                           ln, col, base + enc[0])]
     max_depth = limits.max_nesting
     raw = text.encode("utf-8")
