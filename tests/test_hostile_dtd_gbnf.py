@@ -214,3 +214,114 @@ def test_deadline_is_a_limit_error():
     g = parse_gbnf('root ::= ("a" | "b")* "c" [a-z]{0,300}')
     with pytest.raises(LimitError, match="max_compile_seconds=0"):
         compile_dfa(g, limits=lim)
+
+
+# ----------------------------------------------------------------------------- fuzz findings
+
+def test_undeclared_root_is_a_usage_error_naming_the_option():
+    from decoding.errors import UsageError
+    _, err = _timed(lambda: dtd_grammar(parse_dtd('<!ENTITY e "text">', source="u.dtd"), "r"))
+    assert isinstance(err, UsageError) and "root='r'" in str(err) and "declares no element" in str(err)
+    _, err = _timed(lambda: dtd_grammar(parse_dtd("<!ELEMENT a EMPTY><!ELEMENT b EMPTY>"), "r"))
+    assert isinstance(err, UsageError) and "declared: a, b" in str(err)
+
+
+@pytest.mark.parametrize("text, line, col, msg", [
+    ("<!ELEMENT r (r)>", 1, 1, "element 'r': every expansion recurses into 'r'"),
+    ("<!ELEMENT x EMPTY>\n<!ELEMENT r (x|a)>\n<!ELEMENT a (x,b)>\n<!ELEMENT b (a+)>", None, None, None),
+    ("<!ELEMENT r (a)>\n<!ELEMENT a (x,b)>\n<!ELEMENT b (a)>\n<!ELEMENT x EMPTY>", 2, 1,
+     "element 'a': every expansion recurses through 'a' -> 'b' -> 'a' (no finite string); "
+     "needed by document -> r"),
+], ids=["self", "productive-choice", "cycle"])
+def test_dtd_empty_language_names_the_element(text, line, col, msg):
+    g, err = _timed(lambda: dtd_grammar(parse_dtd(text, source="e.dtd"), "r"))
+    if msg is None:  # r can pick x: the a/b cycle is not reached by every document
+        assert err is None and compile_dfa(g).accepts(b"<r><x/></r>")
+        return
+    assert isinstance(err, DTDError) and msg in str(err), err
+    assert (err.source, err.line, err.column) == ("e.dtd", line, col)
+
+
+@pytest.mark.parametrize("text, line, msg", [
+    ('root ::= ("x" root)', 1, "rule 'root': every expansion recurses into 'root' (no finite string)"),
+    ('root ::= "a" a\na ::= "b" b\nb ::= "c" a | "d" b', 2,
+     "rule 'a': every expansion recurses through 'a' -> 'b' -> 'a'"),
+    ('root ::= "a" x\nx ::= [^\\x00-\\U0010FFFF]', 2, "rule 'x': accepts no string; needed by root"),
+], ids=["self", "cycle", "empty-class"])
+def test_gbnf_empty_language_names_the_rule(text, line, msg):
+    _, err = _timed(lambda: parse_gbnf(text, source="e.gbnf"))
+    assert isinstance(err, GBNFError) and msg in str(err), err
+    assert (err.source, err.line) == ("e.gbnf", line)
+
+
+@pytest.mark.parametrize("backend", ["dfa", "pushdown"])
+def test_backends_name_the_rule_of_an_empty_language(backend):
+    g = Grammar("root", (("root", seq(lit("x"), Ref("root"))),))
+    _, err = _timed(lambda: compile_grammar(g, BYTES, backend=backend))
+    assert isinstance(err, DecodingError)
+    assert "rule 'root': every expansion recurses into 'root'" in str(err), err
+
+
+def test_empty_language_check_is_linear_on_a_rule_chain():
+    from decoding.ir.productive import find_empty
+    chain = "root ::= r0\n" + "".join(f'r{i} ::= "x" r{i + 1}\n' for i in range(5000))
+    g = parse_gbnf(chain + 'r5000 ::= "a"\n')
+    ok, _ = _timed(lambda: find_empty(g), budget=1.0)
+    assert ok is None
+    _, err = _timed(lambda: parse_gbnf(chain + 'r5000 ::= "a" r5000\n'), budget=2.0)
+    assert isinstance(err, GBNFError) and "rule 'r5000'" in str(err) and "r0 -> r1 -> ..." in str(err)
+
+
+@pytest.mark.parametrize("text, msg", [
+    ('<!ELEMENT c EMPTY>\n<!ATTLIST c k ENTITY #FIXED "y">', "'y', which is not a declared unparsed entity"),
+    ('<!ELEMENT c EMPTY>\n<!ATTLIST c k ENTITIES "u y">\n<!NOTATION n SYSTEM "n">\n'
+     '<!ENTITY u SYSTEM "u" NDATA n>', "'y', which is not a declared unparsed entity"),
+    ('<!ELEMENT c EMPTY>\n<!ATTLIST c k ENTITY "&#38;">', "invalid default value '&'"),
+    ('<!ELEMENT c EMPTY>\n<!ATTLIST c k NMTOKEN "&#38;">', "invalid default value '&'"),
+    ('<!ELEMENT c EMPTY>\n<!ATTLIST c k NMTOKENS "a &#38;">', "invalid default value 'a &'"),
+    ('<!ELEMENT c EMPTY>\n<!ATTLIST c k NMTOKENS "">', "invalid default value ''"),
+    ('<!ELEMENT c EMPTY>\n<!ATTLIST c k ID "a">', "must be #IMPLIED or #REQUIRED"),
+    ('<!ELEMENT c EMPTY>\n<!ATTLIST c k IDREF "1a">', "invalid default value '1a'"),
+    ('<!ELEMENT c EMPTY>\n<!ATTLIST c k IDREFS "a 1a">', "invalid default value 'a 1a'"),
+    ('<!ELEMENT c EMPTY>\n<!ATTLIST c k (a|b) "c">', "is not one of its values"),
+], ids=["entity-fixed", "entities", "entity-syntax", "nmtoken", "nmtokens", "nmtokens-empty", "id",
+        "idref", "idrefs", "enum"])
+def test_attribute_defaults_are_checked_against_their_type(text, msg):
+    _, err = _timed(lambda: parse_dtd(text, source="a.dtd"))
+    assert isinstance(err, DTDError) and msg in str(err), err
+    assert (err.source, err.line, err.column) == ("a.dtd", 2, 13)
+
+
+def test_valid_entity_defaults_are_kept_and_generated():
+    dtd = parse_dtd('<!ELEMENT c EMPTY>\n<!ATTLIST c k ENTITY #FIXED "u" m NMTOKENS " a  b ">\n'
+                    '<!NOTATION n SYSTEM "n">\n<!ENTITY u SYSTEM "u" NDATA n>')
+    assert [a.value for a in dtd.attributes] == ["u", "a b"]
+    assert compile_dfa(dtd_grammar(dtd, "c")).accepts(b'<c k="u"/>')
+
+
+def test_many_small_rules_are_costed_as_their_sum():
+    """Fuzz: anyOf of ~60 maxLength strings plus a recursive branch compiled one rule at a
+    time by the pushdown back-end (each rule small, together > 8 s)."""
+    from decoding.frontends.jsonschema.compile import compile_schema
+    schema = {"anyOf": [{"type": "string", "maxLength": 30 + i % 30} for i in range(120)]
+              + [{"type": "array", "items": {"$ref": "#"}}]}
+    g = compile_schema(schema).grammar
+    _, err = _timed(lambda: compile_grammar(g, BYTES), budget=2.0)
+    assert isinstance(err, LimitError) and "max_compile_work=" in str(err) and "rule '" in str(err), err
+    assert err.limit == "max_compile_work"
+
+
+def test_deadline_is_checked_inside_the_subset_construction():
+    lim = replace(DEFAULT_LIMITS, max_compile_seconds=0.3, max_compile_work=10 ** 12)
+    g = parse_gbnf('root ::= ([a-z] | "xy"){0,400} "!"')
+    t0 = time.perf_counter()
+    with pytest.raises(LimitError, match="max_compile_seconds=0.3"):
+        compile_dfa(g, limits=lim)
+    assert time.perf_counter() - t0 < 1.5
+
+
+def test_completion_cost_of_a_long_rule_chain_is_fast():
+    chain = "root ::= r0\n" + "".join(f'r{i} ::= r{i + 1} "x"\n' for i in range(1500)) + 'r1500 ::= "a"\n'
+    cg = compile_grammar(parse_gbnf(chain), BYTES, backend="pushdown")
+    cost, err = _timed(lambda: cg.completion_cost(0), budget=2.0)
+    assert err is None and cost == 1501

@@ -7,7 +7,7 @@ import pytest
 
 from decoding.backends.automaton import compile_dfa
 from decoding.frontends.xml.dtd import parse_dtd
-from decoding.errors import DTDError, GrammarError
+from decoding.errors import DTDError, GrammarError, UsageError
 from decoding.frontends.xml.grammar import dtd_grammar
 from decoding.frontends.xml.text import int_range, text_char
 from decoding.ir import Grammar
@@ -158,7 +158,7 @@ def test_colon_names_and_fixed_namespace(small):
 
 @pytest.mark.parametrize("dtd,root,exc", [
     ("<!ELEMENT a (b)>", "a", DTDError),          # undeclared child
-    ("<!ELEMENT a EMPTY>", "z", DTDError),        # undeclared root
+    ("<!ELEMENT a EMPTY>", "z", UsageError),      # undeclared root: a bad option
     ("<!ELEMENT a EMPTY><!ATTLIST a e ENTITY #REQUIRED>", "a", DTDError),  # no entity to use
 ])
 def test_compile_errors(dtd, root, exc):

@@ -31,6 +31,7 @@ import numpy as np
 
 from decoding.errors import GrammarError, LimitError
 from decoding.ir import ByteSet, Choice, Grammar, Lit, Node, Ref, Repeat, Seq, Special, map_leaves
+from decoding.ir.productive import check_productive
 from decoding.ir.size import check_size, estimate_size, node_size
 from decoding.ir.size import is_sep_loop as _sep_loop
 from decoding.limits import DEFAULT_LIMITS, Limits
@@ -344,6 +345,7 @@ def compile_dfa(grammar: Grammar, *, max_states: int | None = None,
         max_states = lim.max_dfa_states
     deadline = _Deadline(lim.max_compile_seconds, f"grammar '{grammar.start}'")
     check_size(grammar, lim)
+    check_productive(grammar)  # an empty language names its rule, not "max_depth?"
     lit_specials = set(literal_specials)
     if lit_specials:
         grammar = _replace_specials(grammar, lit_specials)
@@ -377,6 +379,7 @@ def compile_dfa(grammar: Grammar, *, max_states: int | None = None,
         hit = closure_cache.get(key)
         if hit is not None:
             return hit
+        deadline.check("the subset construction")  # a miss costs O(NFA): cheap to check
         seen = set(key)
         stack = list(key)
         while stack:
@@ -399,8 +402,7 @@ def compile_dfa(grammar: Grammar, *, max_states: int | None = None,
     while i < len(order):
         cur = order[i]
         i += 1
-        if not i & 0xFF:
-            deadline.check("the subset construction")
+        deadline.check("the subset construction")  # every DFA state: one may be large
         row = [-1] * nsym
         by_sym: dict[int, set[int]] = {}
         for x in cur:
@@ -438,14 +440,23 @@ def _replace_specials(g: Grammar, texts: set[str]) -> Grammar:
     return Grammar(g.start, tuple((name, map_leaves(node, rw)) for name, node in g.rules), g.max_depth)
 
 
-def _reverse_edges(trans: np.ndarray) -> list[list[int]]:
+def _adjacency(trans: np.ndarray, *, reverse: bool) -> list[list[int]]:
+    """Distinct successors (or predecessors with ``reverse``) of each state.  Edges are
+    deduplicated in numpy first: a state has few distinct targets but up to hundreds of
+    symbols, so a Python loop over every (state, symbol) was the slow part of large DFAs."""
     n = trans.shape[0]
-    rev: list[set[int]] = [set() for _ in range(n)]
-    src, _ = np.nonzero(trans >= 0)
-    dst = trans[trans >= 0]
-    for s, t in zip(src.tolist(), dst.tolist()):
-        rev[t].add(s)
-    return [list(r) for r in rev]
+    src, col = np.nonzero(trans >= 0)
+    dst = trans[src, col].astype(np.int64)
+    a, b = (dst, src.astype(np.int64)) if reverse else (src.astype(np.int64), dst)
+    key = np.unique(a * n + b)
+    head = key // n
+    bounds = np.searchsorted(head, np.arange(n + 1)).tolist()
+    tail = (key % n).tolist()
+    return [tail[bounds[i]:bounds[i + 1]] for i in range(n)]
+
+
+def _reverse_edges(trans: np.ndarray) -> list[list[int]]:
+    return _adjacency(trans, reverse=True)
 
 
 def _prune(dfa: DFA, usable_bytes: Sequence[bool] | None) -> DFA:
@@ -475,15 +486,16 @@ def _prune(dfa: DFA, usable_bytes: Sequence[bool] | None) -> DFA:
                            if usable_bytes is not None else "grammar accepts no string")
     t2 = np.where((trans >= 0) & live[np.maximum(trans, 0)], trans, -1)
     # reachability from 0
+    fwd = _adjacency(t2, reverse=False)
     reach = np.zeros(n, dtype=bool)
     reach[0] = True
     stack = [0]
     while stack:
         s = stack.pop()
-        for t in t2[s]:
-            if t >= 0 and not reach[t]:
+        for t in fwd[s]:
+            if not reach[t]:
                 reach[t] = True
-                stack.append(int(t))
+                stack.append(t)
     keep = live & reach
     return _renumber(dfa, t2, keep)
 

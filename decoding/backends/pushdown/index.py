@@ -45,6 +45,7 @@ from decoding.backends.tables import vocab_tables
 from decoding.errors import GrammarError, LimitError
 from decoding.limits import DEFAULT_LIMITS, Limits
 from decoding.ir import Grammar, Node, Ref, Special, map_leaves
+from decoding.ir.productive import check_productive
 from decoding.vocab import Vocab
 
 __all__ = ["Pushdown", "CompiledPushdown", "compile_pushdown", "compile_grammar_pushdown",
@@ -88,6 +89,7 @@ def compile_pushdown(grammar: Grammar, *, literal_specials: Iterable[str] = (),
     lit = set(literal_specials)
     lim = DEFAULT_LIMITS if limits is None else limits
     deadline = time.monotonic() + lim.max_compile_seconds  # one budget for all rules
+    check_productive(grammar)  # an empty language names its rule (linear, before any DFA)
     order = [grammar.start]
     index = {grammar.start: 0}
     raw: list[DFA | None] = []
@@ -246,35 +248,44 @@ class _Tables:
     def min_bytes(self, forbidden: frozenset) -> list[list[int]]:
         """Per rule, per state: fewest bytes to complete the frame without calling the rules
         in ``forbidden`` (INF if impossible).  Dijkstra inside each rule with the callees'
-        start costs of the previous round, repeated until those costs are stable."""
+        current start costs; a worklist (callees first) re-runs a rule only when a callee's
+        start cost dropped, so a chain of rules costs one Dijkstra per rule, not one round
+        per rule.  Start costs only decrease, so it terminates at the least fixpoint."""
         R = len(self.fin)
         starts = [INF] * R
-        while True:
-            mb = []
-            for r in range(R):
-                d = [INF] * len(self.fin[r])
-                heap = [(0, s) for s, f in enumerate(self.fin[r]) if f]
-                for _, s in heap:
-                    d[s] = 0
-                heapq.heapify(heap)
-                while heap:
-                    c, t = heapq.heappop(heap)
-                    if c > d[t]:
-                        continue
-                    for s in self.rev_b[r][t]:
-                        if c + 1 < d[s]:
-                            d[s] = c + 1
-                            heapq.heappush(heap, (c + 1, s))
-                    for s, x in self.rev_c[r][t]:
-                        w = starts[x]
-                        if x not in forbidden and w < INF and c + w < d[s]:
-                            d[s] = c + w
-                            heapq.heappush(heap, (c + w, s))
-                mb.append(d)
-            new = [m[0] for m in mb]
-            if new == starts:
-                return mb
-            starts = new
+        mb: list[list[int]] = [[INF] * len(f) for f in self.fin]
+        todo = list(range(R))  # popped from the end: callees (higher index) first
+        queued = [True] * R
+        while todo:
+            r = todo.pop()
+            queued[r] = False
+            d = [INF] * len(self.fin[r])
+            heap = [(0, s) for s, f in enumerate(self.fin[r]) if f]
+            for _, s in heap:
+                d[s] = 0
+            heapq.heapify(heap)
+            while heap:
+                c, t = heapq.heappop(heap)
+                if c > d[t]:
+                    continue
+                for s in self.rev_b[r][t]:
+                    if c + 1 < d[s]:
+                        d[s] = c + 1
+                        heapq.heappush(heap, (c + 1, s))
+                for s, x in self.rev_c[r][t]:
+                    w = starts[x]
+                    if x not in forbidden and w < INF and c + w < d[s]:
+                        d[s] = c + w
+                        heapq.heappush(heap, (c + w, s))
+            mb[r] = d
+            if d[0] != starts[r]:
+                starts[r] = d[0]
+                if r not in forbidden:
+                    for caller, _, _ in self.calls_to[r]:
+                        if not queued[caller]:
+                            queued[caller] = True
+                            todo.append(caller)
+        return mb
 
     def _exit_sets(self) -> None:
         R = len(self.pd.dfas)

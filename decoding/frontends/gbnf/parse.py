@@ -42,6 +42,7 @@ from decoding.errors import GBNFError, GrammarError, LimitError
 from decoding.ir import (EMPTY, MAX_CP, Choice, Grammar, Node, Ref, Repeat, Seq,
                  Special, any_char, char_class, choice, lit, rep, seq, walk)
 from decoding.ir import nullable as ir_nullable
+from decoding.ir.productive import find_empty
 from decoding.limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["parse_gbnf", "recursive_rules", "GBNF_MAX_DEPTH"]
@@ -416,6 +417,10 @@ def parse_gbnf(text: str, *, root: str = "root", max_depth: int = GBNF_MAX_DEPTH
             raise GBNFError(f"rule '{left[0]}' is left-recursive (llama.cpp rejects left "
                             "recursion)", t.line, t.column)
         g = Grammar(root, tuple(b.rules.items()), max_depth)
+        empty = find_empty(g)
+        if empty is not None:  # e.g. root ::= "x" root: no finite string
+            t = b.where[empty[0]]
+            raise GBNFError(f"rule '{empty[0]}': {empty[1]}", t.line, t.column)
         if strict_recursion:
             rec = recursive_rules(g)
             if rec:

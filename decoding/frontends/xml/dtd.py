@@ -380,6 +380,15 @@ class _Parser:
                 raise DTDError(f"attribute {a.name!r} of {a.element!r}: notation {missing[0]!r} is "
                                "not declared (add <!NOTATION " + missing[0] + " SYSTEM \"...\">)",
                                a.line, a.column, self.attr_src.get((a.element, a.name)))
+        unparsed = {e.name for e in self.ges.values() if e.ndata is not None}
+        for a in self.attrs:  # VC Entity Name: may be declared after the ATTLIST
+            if a.type in ("ENTITY", "ENTITIES") and a.value is not None:
+                missing = [v for v in a.value.split(" ") if v not in unparsed]
+                if missing:
+                    raise DTDError(f"attribute {a.name!r} of {a.element!r}: default {a.value!r} "
+                                   f"names {missing[0]!r}, which is not a declared unparsed entity "
+                                   "(<!ENTITY " + missing[0] + " SYSTEM \"...\" NDATA n>)",
+                                   a.line, a.column, self.attr_src.get((a.element, a.name)))
         return DTD(
             elements=tuple(self.elements),
             attributes=tuple(self.attrs),
@@ -571,6 +580,10 @@ class _Parser:
             if atype in ("ENUM", "NOTATION") and value is not None and value not in values:
                 raise DTDError(f"default {value!r} of attribute {an!r} of {el!r} is not one of "
                                f"its values {list(values)}", line, col, self.f.source)
+            bad = _bad_default(atype, value)
+            if bad:
+                raise DTDError(f"attribute {an!r} of {el!r}: invalid default value {value!r} "
+                               f"({bad})", line, col, self.f.source)
             if (el, an) in self.attr_keys:
                 continue  # XML 1.0 §3.3: the first declaration is binding
             self.attr_keys.add((el, an))
@@ -752,6 +765,27 @@ class _Parser:
 
 def _is_xml_char(cp: int) -> bool:
     return any(lo <= cp <= hi for lo, hi in XML_CHAR_RANGES)
+
+
+def _bad_default(atype: str, value: str | None) -> str:
+    """Why ``value`` is not a valid default of an attribute of type ``atype`` (XML 1.0
+    §3.3.2 and its validity constraints, as libxml2 checks them), or ``""``."""
+    if value is None or atype in ("CDATA", "ENUM", "NOTATION"):
+        return ""
+    if atype == "ID":
+        return "an ID attribute must be #IMPLIED or #REQUIRED"
+    if atype in ("IDREF", "ENTITY"):
+        ok = _NAME_RE.fullmatch(value) is not None
+        return "" if ok else f"{atype} values are XML names"
+    if atype in ("IDREFS", "ENTITIES"):
+        ok = value != "" and all(_NAME_RE.fullmatch(v) for v in value.split(" "))
+        return "" if ok else f"{atype} values are XML names separated by spaces"
+    if atype == "NMTOKEN":
+        return "" if _NMTOKEN_RE.fullmatch(value) else "NMTOKEN values are name tokens"
+    if atype == "NMTOKENS":
+        ok = value != "" and all(_NMTOKEN_RE.fullmatch(v) for v in value.split(" "))
+        return "" if ok else "NMTOKENS values are name tokens separated by spaces"
+    return ""
 
 
 def _line_col(text: str, pos: int) -> tuple[int, int]:

@@ -31,13 +31,15 @@ With ``failsafe=True`` the document may instead be
 
 from __future__ import annotations
 
+import re
 from typing import Iterable, Literal, Mapping
 
-from decoding.errors import DTDError, GrammarError
+from decoding.errors import DTDError, GrammarError, UsageError
 from decoding.frontends.xml.model import DTD, AttributeDecl, ElementDecl, Particle
 from decoding.frontends.xml.text import attr_unit, cdata_section, escape_attr, text_char, text_unit
 from decoding.ir import (DEFAULT_MAX_DEPTH, EMPTY, NOTHING, Grammar, Node, Ref, byteset, char_class,
                          choice, lit, nullable, opt, plus, rep, seq, star)
+from decoding.ir.productive import find_empty
 from decoding.text.regex import PatternError, regex_ir
 from decoding.text.xml_name import NAME_RANGES, NAME_START_RANGES
 
@@ -270,7 +272,8 @@ def dtd_grammar(dtd: DTD, root: str, *,
     document to a profile of element names (others are never generated; content models
     that require them become unsatisfiable), which keeps automata of large DTDs small.
     Raises
-    :class:`DTDError` for an undeclared root or reachable element, a text pattern on a
+    :class:`UsageError` for an undeclared root, :class:`DTDError` for an undeclared reachable
+    element, a text pattern on a
     non-(#PCDATA) element, or a #REQUIRED attribute that cannot take any value.
     """
     if whitespace not in ("compact", "flexible"):
@@ -284,7 +287,11 @@ def dtd_grammar(dtd: DTD, root: str, *,
         raise GrammarError(f"dtd_grammar(): max_ws must be >= 0 and max_depth >= 1 (got "
                            f"max_ws={max_ws}, max_depth={max_depth})")
     if dtd.element(root) is None:
-        raise DTDError(f"root element {root!r} is not declared in the DTD", source=dtd.source)
+        names = [e.name for e in dtd.elements]
+        listed = ", ".join(names[:8]) + (f", ... ({len(names)} in all)" if len(names) > 8 else "")
+        raise UsageError(f"dtd_grammar(): option root={root!r} is not an element declared in the "
+                         f"DTD {dtd.source or '<input>'} ("
+                         + (f"declared: {listed})" if names else "it declares no element)"))
     c = _Compiler(dtd, whitespace=whitespace, max_ws=max_ws, cdata=cdata, ids=ids,
                   text_patterns=text_patterns or {}, numeric_refs=numeric_refs,
                   only=None if only is None else frozenset(only) | {root},
@@ -300,7 +307,16 @@ def dtd_grammar(dtd: DTD, root: str, *,
     if failsafe:
         doc = choice(doc, failsafe_document(numeric_refs=numeric_refs))
     rules = [("document", doc)] + sorted(c.rules.items())
-    return Grammar("document", tuple(rules), max_depth)
+    g = Grammar("document", tuple(rules), max_depth)
+    empty = find_empty(g)
+    if empty is not None:  # e.g. <!ELEMENT r (r)>: name the element and its declaration
+        rule, reason = empty
+        reason = re.sub(r"'el:([^']*)'", r"'\1'", reason).replace("el:", "")
+        decl = dtd.element(rule[3:]) if rule.startswith("el:") else None
+        what = f"element '{rule[3:]}'" if decl is not None else f"rule '{rule}'"
+        raise DTDError(f"{what}: {reason}", decl.line if decl else None,
+                       decl.column if decl else None, dtd.source)
+    return g
 
 
 def grammar_from_spec(spec: Mapping, base_dir: str, **overrides) -> Grammar:

@@ -1,0 +1,159 @@
+"""Productive rules: which rules of a grammar derive at least one finite string.
+
+A rule is *productive* when its body can match with every :class:`~decoding.ir.Ref` in the
+match naming a productive rule (a least fixpoint).  A grammar whose start rule is not
+productive accepts no string at all, whatever ``max_depth``; :func:`find_empty` says which
+rule is to blame and why (``root ::= "x" root`` only recurses), so front-ends and
+back-ends can report the place instead of "accepts no string".
+
+Invariants
+- Iterative walks only (no ``RecursionError`` on deep IR or long rule chains).
+- Linear-ish: rules are evaluated callees first (a DFS post-order from the start), then a
+  worklist re-evaluates a rule only after one of its callees became productive.
+- Only decides emptiness of the unbounded language; the DFA back-end may still find a
+  productive grammar empty when its strings need recursion deeper than ``max_depth``.
+"""
+
+from __future__ import annotations
+
+from decoding.errors import GrammarError
+from decoding.ir.nodes import ByteSet, Choice, Grammar, Lit, Node, Ref, Repeat, Seq, Special
+
+__all__ = ["productive_rules", "find_empty", "check_productive"]
+
+
+def _refs(node: Node) -> list[str]:
+    """Names of the rules ``node`` refers to, first occurrence order."""
+    out: dict[str, None] = {}
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, Ref):
+            out.setdefault(n.name)
+        elif isinstance(n, (Seq, Choice)):
+            stack.extend(reversed(n.items))
+        elif isinstance(n, Repeat):
+            stack.append(n.item)
+    return list(out)
+
+
+def _derives(node: Node, ok: set[str]) -> bool:
+    """Whether ``node`` matches some string using only rules in ``ok``."""
+    out: list[bool] = []
+    stack: list[tuple[Node, bool]] = [(node, False)]
+    while stack:
+        n, done = stack.pop()
+        if done:
+            k = len(n.items)  # type: ignore[union-attr]
+            vals = out[len(out) - k:]
+            del out[len(out) - k:]
+            out.append(all(vals) if isinstance(n, Seq) else any(vals))
+        elif isinstance(n, (Lit, Special)):
+            out.append(True)
+        elif isinstance(n, ByteSet):
+            out.append(bool(n.ranges))
+        elif isinstance(n, Ref):
+            out.append(n.name in ok)
+        elif isinstance(n, Repeat):
+            if n.min == 0 or (n.max is not None and n.max < n.min):
+                out.append(n.min == 0)
+            else:
+                stack.append((n.item, False))  # the Repeat's value is its item's
+        elif isinstance(n, (Seq, Choice)):
+            if not n.items:
+                out.append(isinstance(n, Seq))
+            else:
+                stack.append((n, True))
+                stack.extend((c, False) for c in reversed(n.items))
+        else:  # pragma: no cover - the node algebra is closed
+            raise GrammarError(f"unknown IR node {type(n).__name__}")
+    return out[0]
+
+
+def _reachable_postorder(g: Grammar) -> tuple[list[str], dict[str, list[str]]]:
+    """Rules reachable from the start, callees before callers where acyclic, and each
+    rule's referenced rules."""
+    refs: dict[str, list[str]] = {}
+    order: list[str] = []
+    seen = {g.start}
+    stack: list[tuple[str, int]] = [(g.start, 0)]
+    refs[g.start] = _refs(g.rule(g.start))
+    while stack:
+        name, i = stack.pop()
+        kids = refs[name]
+        if i < len(kids):
+            stack.append((name, i + 1))
+            k = kids[i]
+            if k not in seen:
+                seen.add(k)
+                refs[k] = _refs(g.rule(k))
+                stack.append((k, 0))
+        else:
+            order.append(name)
+    return order, refs
+
+
+def productive_rules(g: Grammar) -> set[str]:
+    """The productive rules among those reachable from ``g.start``."""
+    order, refs = _reachable_postorder(g)
+    callers: dict[str, list[str]] = {n: [] for n in order}
+    for n in order:
+        for k in refs[n]:
+            callers[k].append(n)
+    ok: set[str] = set()
+    todo = list(reversed(order))  # popped from the end: callees first
+    queued = set(order)
+    while todo:
+        n = todo.pop()
+        queued.discard(n)
+        if n in ok or not _derives(g.rule(n), ok):
+            continue
+        ok.add(n)
+        for c in callers[n]:
+            if c not in ok and c not in queued:
+                queued.add(c)
+                todo.append(c)
+    return ok
+
+
+def find_empty(g: Grammar) -> tuple[str, str] | None:
+    """``None`` when ``g`` accepts some string (ignoring ``max_depth``), else ``(rule,
+    reason)``: the rule to blame and why, e.g. ``("r", "every expansion recurses into 'r'
+    (no finite string)")``."""
+    ok = productive_rules(g)
+    if g.start in ok:
+        return None
+    path = [g.start]
+    on_path = {g.start: 0}
+    while True:
+        cur = path[-1]
+        blocking = [k for k in _refs(g.rule(cur)) if k not in ok]
+        if not blocking:
+            reason = "accepts no string"
+            break
+        nxt = blocking[0]
+        if nxt in on_path:
+            cycle = path[on_path[nxt]:] + [nxt]
+            cur = nxt
+            if len(cycle) == 2:
+                reason = f"every expansion recurses into '{nxt}' (no finite string)"
+            else:
+                reason = ("every expansion recurses through "
+                          + " -> ".join(f"'{c}'" for c in cycle) + " (no finite string)")
+            path = path[:on_path[nxt] + 1]
+            break
+        on_path[nxt] = len(path)
+        path.append(nxt)
+    if len(path) > 1:
+        shown = path if len(path) <= 6 else path[:3] + ["..."] + path[-2:]
+        reason += "; needed by " + " -> ".join(shown[:-1])
+    return cur, reason
+
+
+def check_productive(g: Grammar, *, where: str = "") -> None:
+    """Raise :class:`GrammarError` ``"[where: ]rule 'x': <reason>"`` when ``g`` accepts no
+    string (see :func:`find_empty`)."""
+    bad = find_empty(g)
+    if bad is not None:
+        prefix = f"{where}: " if where else ""
+        raise GrammarError(f"{prefix}rule '{bad[0]}': {bad[1]}")
