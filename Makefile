@@ -13,9 +13,9 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip setuptools wheel
 
-# the project (C extension built by setup.py), the default model, test dependencies
+# the project (C extension built by setup.py), the default model, test dependencies, the outlines integration
 $(VENV)/.installed: $(BIN)/python pyproject.toml setup.py $(wildcard native/src/*.c native/*.c native/include/*.h)
-	$(BIN)/pip install -e '.[models,test,server]'
+	$(BIN)/pip install -e '.[models,test,server,integrations]'
 	touch $@
 
 setup: $(VENV)/.installed
