@@ -39,7 +39,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from decoding.errors import ArtifactError, DecodingError, UsageError
+from decoding.errors import ArtifactError, DecodingError, LimitError, UsageError
 
 __all__ = ["DOORS", "Outcome", "run_input", "tiny_vocab", "resolve_pointer", "signature_of",
            "GRAMMARS_DIR", "GUARD_DTDS", "GUARD_SCHEMAS", "ARTIFACT_LABEL"]
@@ -171,6 +171,8 @@ def _located(door: str, exc: DecodingError, payload: dict) -> bool:
             return True
         # a message that names a rule (GBNF) or an element (DTD) of the text is a place too
         m = re.search(r"\b(?:rule|element) '([^']+)'", msg)
+        if m is None and isinstance(exc, LimitError):   # a limit hit while compiling rule x
+            m = re.search(r"\bgrammar '([^']+)'", msg)
         return bool(m) and m.group(1) in text
     if door == "artifact":
         field_ = getattr(exc, "field", None)
