@@ -17,7 +17,6 @@ import hashlib
 import json
 import random
 import struct
-from pathlib import Path
 from typing import Any, Callable
 
 from evals.fuzz.targets import GRAMMARS_DIR, GUARD_DTDS, GUARD_SCHEMAS, ROOT
