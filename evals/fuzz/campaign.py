@@ -105,8 +105,9 @@ def run_door(door: str, minutes: float, *, seed: int = 0, out: Path, timeout: fl
             info["payload"] = shrink_payload(door, info["payload"], kind, sig, worker,
                                              Budget(max(1, int(per // (timeout + 1))), per))
         info["shrunk_from_chars"] = before
-        info["reproducer"] = str(d / f"{kind}-{hashlib.sha256(sig.encode()).hexdigest()[:10]}.json")
-        Path(info["reproducer"]).write_text(json.dumps({"door": door, **info}, ensure_ascii=True, indent=1) + "\n",
+        name = f"{kind}-{hashlib.sha256(sig.encode()).hexdigest()[:10]}.json"
+        info["reproducer"] = f"{door}/{name}"           # relative to the out directory
+        (d / name).write_text(json.dumps({"door": door, **info}, ensure_ascii=True, indent=1) + "\n",
                                             encoding="utf-8")
     worker.close()
     return {"door": door, "counts": dict(counts), "seconds": round(seconds, 1), "restarts": worker.restarts,
