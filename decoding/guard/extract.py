@@ -34,8 +34,8 @@ Cost (both extractors): linear time in ``len(text)`` and memory a small multiple
 any text.  Candidates are memoized: a JSON candidate rejected at offset ``j`` also rejects
 every bracket its machine opened and had not closed by ``j`` (from there each would lex
 exactly the same tokens), and an XML candidate cut by the end of the text also decides
-every element it left open (each would be cut too, with the same inner elements).  A C
-parse that failed at ``j`` is not retried before ``j``.  Each fragment keeps at most
+every element it left open (each would be cut too, with the same inner elements).  The
+work of failed C parses is capped at a multiple of the text.  Each fragment keeps at most
 :data:`MAX_NOTES` notes (then one note that counts the rest).
 """
 
@@ -183,6 +183,9 @@ class _Notes(list):
         self.dropped += 1
 
 
+_INTERN_DEPTH = 32
+
+
 class _Lines:
     """``line_col`` for offsets that mostly increase, in time linear in the distance
     travelled (a step back restarts from the top, so callers keep steps back rare)."""
@@ -224,11 +227,14 @@ def _scan_element(s: str, i: int, n: int, want: str | None, notes: _Notes,
         return None
     if empty:
         return end, True, None
-    # the open elements: names[k] (one string object per distinct name) started at starts[k]
+    # the open elements: names[k] started at starts[k]; deeper than _INTERN_DEPTH, one
+    # string object per distinct name (memory per open element stays a few bytes)
     names = [name]
     starts = array("q", (i,))
-    opened = {name: 1}          # name -> how many open elements have it
-    interned = {name: name}
+    interned: dict[str, str] = {}
+    # name -> how many open elements have it: built at the first end tag that does not
+    # close the innermost element, so an unmatched end tag costs O(1), not O(depth)
+    opened: dict[str, int] | None = None
     done: list[tuple[int, int]] | None = [] if memo is not None else None
     inner: tuple[int, int] | None = None
     pos = end
@@ -246,7 +252,8 @@ def _scan_element(s: str, i: int, n: int, want: str | None, notes: _Notes,
                 # common case, same as below: '</' + the innermost open name + '>'
                 names.pop()
                 ostart = starts.pop()
-                opened[oname] -= 1
+                if opened is not None:
+                    opened[oname] -= 1
                 pos = k + 1
                 if not names:
                     return pos, True, None
@@ -269,7 +276,8 @@ def _scan_element(s: str, i: int, n: int, want: str | None, notes: _Notes,
             if ename == names[-1]:
                 oname = names.pop()
                 ostart = starts.pop()
-                opened[oname] -= 1
+                if opened is not None:
+                    opened[oname] -= 1
                 if not names:
                     return pos, True, None
                 if want is None or oname == want:
@@ -278,6 +286,10 @@ def _scan_element(s: str, i: int, n: int, want: str | None, notes: _Notes,
                     if done is not None:
                         done.append((ostart, pos))
                 continue
+            if opened is None:
+                opened = {}
+                for oname in names:
+                    opened[oname] = opened.get(oname, 0) + 1
             if not opened.get(ename):
                 notes.add(lt, f"end tag </{ename}> matches no open element")
                 continue
@@ -322,12 +334,12 @@ def _scan_element(s: str, i: int, n: int, want: str | None, notes: _Notes,
                     if done is not None:
                         done.append((lt, e))
             else:
-                seen = interned.get(cname)
-                if seen is None:
-                    interned[cname] = seen = cname
-                names.append(seen)
+                if len(names) > _INTERN_DEPTH:
+                    cname = interned.setdefault(cname, cname)
+                names.append(cname)
                 starts.append(lt)
-                opened[seen] = opened.get(seen, 0) + 1
+                if opened is not None:
+                    opened[cname] = opened.get(cname, 0) + 1
             continue
         notes.add(lt, "'<' that starts no markup")
         pos = lt + 1
@@ -504,31 +516,28 @@ def _number_ok(tok: str) -> bool:
 
 
 def _c_gate(n: int) -> list[int]:
-    """Fresh state for :func:`_strict_end` over a text of ``n`` characters:
-    ``[no C parse starts before this offset, failure work still allowed]``."""
-    return [0, 4 * n + 4096]
+    """Fresh state for :func:`_strict_end` over a text of ``n`` characters: the work
+    failed C parses may still cost (then the C parser is not used again for this text)."""
+    return [32 * n + 65536]
 
 
 def _strict_end(s: str, j: int, gate: list[int]) -> int:
     """End of the strictly valid JSON value at j by the C parser, or -1.
 
     Only an accelerator of the machines (its success implies theirs, without notes), so
-    it may decline at will.  ``gate`` (see _c_gate): no C parse starts before
-    ``gate[0]``; a failure moves it to where the parse failed (to the end of the text when
-    the error has no position), so failed parses never overlap.  A JSONDecodeError also
-    costs its offset (it counts the lines before it): those costs are charged to
-    ``gate[1]``, and when it is spent the C parser is not used again for this text."""
-    if j < gate[0]:
+    it may decline at will.  A success costs the value it skips, which the machine never
+    reads again; a failure at offset p costs ``p - j`` plus ``p`` again (JSONDecodeError
+    counts the lines before p), charged to ``gate[0]``: once failures have cost 32x the
+    text, the C parser is not tried again, so the total stays linear whatever the text
+    (a truncated document fails once per bracket open at the cut: a few times)."""
+    if gate[0] < 0:
         return -1
     try:
         return STRICT_DECODER.raw_decode(s, j)[1]
     except json.JSONDecodeError as e:
-        gate[0] = max(gate[0], e.pos, j + 1)
-        gate[1] -= e.pos
-        if gate[1] < 0:
-            gate[0] = len(s)
+        gate[0] -= 2 * e.pos - j + 1
     except (ValueError, RecursionError):    # NaN, an int too long for int(), deep nesting
-        gate[0] = len(s)
+        gate[0] -= 2 * len(s) + 1
     return -1
 
 

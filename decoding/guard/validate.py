@@ -52,7 +52,6 @@ MAX_VIOLATIONS = 50
 #: jsonschema errors examined per value (the first MAX_VIOLATIONS of them by path are
 #: reported); bounds the time spent explaining a huge invalid value
 MAX_SCHEMA_ERRORS = 2000
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _PREDEFINED = frozenset(("lt", "gt", "amp", "apos", "quot"))
 
 
@@ -160,11 +159,15 @@ def _limit_violation(limits: Limits, text: str, src: str, base: int) -> Violatio
 
 
 def _surrogate(text: str) -> int:
-    """Offset of the first lone surrogate in ``text``, or -1."""
+    """Offset of the first lone surrogate in ``text`` (the only characters without a UTF-8
+    form), or -1."""
     if text.isascii():
         return -1
-    m = _SURROGATE.search(text)
-    return -1 if m is None else m.start()
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return e.start
+    return -1
 
 
 _EXPAT_ENCODINGS = frozenset(("utf-8", "utf-16", "utf-16be", "utf-16le", "iso-8859-1", "us-ascii"))
@@ -242,8 +245,10 @@ def validate_xml(text: str, dtd: DTD, *, root: str | None = None, base: int = 0,
     too_long = _limit_violation(limits, text, src, base)
     if too_long is not None:
         return [too_long]
-    bad = _surrogate(text)
-    if bad >= 0:
+    try:
+        raw = text.encode("utf-8")
+    except UnicodeEncodeError as e:     # a lone surrogate: the only character without UTF-8
+        bad = e.start
         ln, col = line_col(src, base + bad)
         return [Violation("illegal-char", "/", f"character U+{ord(text[bad]):04X} at {ln}:{col} is a lone "
                                                "surrogate: not Unicode text, and not allowed in XML",
@@ -262,7 +267,6 @@ def validate_xml(text: str, dtd: DTD, *, root: str | None = None, base: int = 0,
                                                    "accepts (UTF-8, ISO-8859-n, windows-125n...); declare UTF-8",
                           ln, col, base + enc[0])]
     max_depth = limits.max_nesting
-    raw = text.encode("utf-8")
     ascii_only = len(raw) == len(text)
     out: list[Violation] = []
     stack: list[_Frame] = []
@@ -324,7 +328,7 @@ def validate_xml(text: str, dtd: DTD, *, root: str | None = None, base: int = 0,
         decl, model, state, tc = info.get(name, _UNDECLARED)
         if len(stack) >= max_depth:
             raise _TooDeep(name, o)
-        binds = _bind(name, attrs) if colon else None
+        binds = _bind(attrs) if attrs and colon else None
         if stack:
             parent = stack[-1]
             counts = parent[_COUNTS]
@@ -358,14 +362,16 @@ def validate_xml(text: str, dtd: DTD, *, root: str | None = None, base: int = 0,
         stack.append(f)
         if decl is not None and (attrs or checker.required.get(name)):
             _check_attrs(name, attrs, f, o)
-        if colon:
+        if colon and (attrs or ":" in name):
             _check_prefixes(name, attrs, f, o)
         if amp and attrs and room():
             _check_attr_entities(name, bi, f)
 
-    def _bind(name: str, attrs: dict[str, str]) -> tuple[str, ...] | None:
-        """Bind the xmlns:p attributes of this element; the prefixes bound."""
+    def _bind(attrs: dict[str, str]) -> tuple[str, ...] | None:
+        """Bind the xmlns:p attributes of an element; the prefixes bound, or None."""
         new = [a[6:] for a in attrs if a.startswith("xmlns:")]
+        if not new:
+            return None
         for q in new:
             bound[q] = bound.get(q, 0) + 1
         return tuple(new) if new else None
