@@ -325,3 +325,17 @@ def test_completion_cost_of_a_long_rule_chain_is_fast():
     cg = compile_grammar(parse_gbnf(chain), BYTES, backend="pushdown")
     cost, err = _timed(lambda: cg.completion_cost(0), budget=2.0)
     assert err is None and cost == 1501
+
+
+@pytest.mark.parametrize("text, refused", [
+    ('root ::= ([a-z] | "xy"){0,400} "!"', True),   # ambiguous item: 35 s to determinise
+    ('root ::= ([a-z] | "xy"){0,40} "!"', False),
+    ('root ::= ("\\\\b" | "\\\\u00" [0-9a-f]{2} | [a-z]){0,400}', False),  # a prefix code
+], ids=["ambiguous-400", "ambiguous-40", "prefix-code-400"])
+def test_repetition_of_an_ambiguous_item_costs_a_factor_copies(text, refused):
+    g = parse_gbnf(text)
+    cg, err = _timed(lambda: compile_grammar(g, BYTES, backend="dfa"), budget=5.0)
+    if refused:
+        assert isinstance(err, LimitError) and "max_compile_work=" in str(err) and "rule 'root'" in str(err)
+    else:
+        assert err is None, err

@@ -12,7 +12,9 @@ automaton builds it as one loop) counts ``x`` once.
 - :func:`estimate_work`: the subset construction's work, which the state count misses: a
   repetition with two or more copies of a *variable-length* item (``("a"{0,100}){0,100}``,
   a JSON string of ``maxLength`` 2000 UTF-8 characters) can have every NFA state of the
-  repetition active at once, so determinising it costs about the square of its size;
+  repetition active at once, so determinising it costs about the square of its size
+  (an item known to parse several ways, ``([a-z] | "xy"){0,400}``, costs a factor
+  ``copies`` more; JSON string characters parse one way);
 - :func:`check_size`: both estimates against :class:`~decoding.limits.Limits`, raising a
   :class:`~decoding.errors.LimitError` that names the rule and the limit.
 
@@ -29,7 +31,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from decoding.errors import LimitError
-from decoding.ir.nodes import Choice, Grammar, Lit, Node, Ref, Repeat, Seq
+from decoding.ir.nodes import ByteSet, Choice, Grammar, Lit, Node, Ref, Repeat, Seq
 from decoding.limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["estimate_size", "node_size", "node_work", "estimate_work", "check_size", "is_sep_loop", "Estimate",
@@ -51,14 +53,32 @@ class Estimate:
     lo: int
     hi: int | None
     work: int
+    #: known to parse several ways when repeated: a Choice whose branches start with the
+    #: same known symbols and whose literal heads do not tell them apart (``[a-z] | "xy"``,
+    #: ``"ab" | "abc"``), here or inside; then ``item{0,n}`` keeps a range of copy counts
+    #: per subset.  False when unknown (a Ref), so estimates never grow because of a Ref
+    amb: bool = False
+    #: first symbols (bit b for byte b, bit 256 for any special; all bits when unknown)
+    first: int = (1 << 257) - 1  # unknown: every symbol
 
 
 #: work units per NFA state of a rule when the pushdown back-end determinises rules one by
 #: one (fit on JSON strings of maxLength 55..400: compile time ~ 80 ns x (work + 300 x states))
 STATE_WORK = 300
 
+_ALL = (1 << 257) - 1
+# a Ref seen as one symbol (the pushdown back-end's call), or a recursive Ref inlined as
+# nothing: its language is unknown here (first = every symbol, never "known ambiguous")
 _ONE = Estimate(1, 1, 1, 0)
-_ZERO = Estimate(0, 0, 0, 0)
+_ZERO = Estimate(0, 0, 0, 0, False, 0)
+_SPECIAL = Estimate(1, 1, 1, 0, False, 1 << 256)
+
+
+def _byte_mask(ranges: tuple[tuple[int, int], ...]) -> int:
+    m = 0
+    for lo, hi in ranges:
+        m |= ((1 << (hi - lo + 1)) - 1) << lo
+    return m
 
 
 def _children(n: Node) -> tuple[Node, ...]:
@@ -69,26 +89,55 @@ def _children(n: Node) -> tuple[Node, ...]:
     return ()
 
 
+def _lead(n: Node) -> bytes:
+    """The literal bytes every string of ``n`` starts with, as far as leading Lits say."""
+    if isinstance(n, Lit):
+        return n.data
+    if isinstance(n, Seq):
+        out = b""
+        for x in n.items:
+            if not isinstance(x, Lit):
+                break
+            out += x.data
+        return out
+    return b""
+
+
 def _combine(n: Node, kids: list[Estimate]) -> Estimate:
     """Estimate of a non-Ref node from its children's (in order)."""
     if isinstance(n, Lit):
         k = len(n.data)
-        return Estimate(k, k, k, 0)
+        return Estimate(k, k, k, 0, False, 1 << n.data[0] if k else 0)
     if isinstance(n, Seq):
         items = n.items
         states = sum(e.states for i, e in enumerate(kids)
                      if not (i > 0 and is_sep_loop(items[i - 1], items[i])))
         his = [e.hi for e in kids]
+        first = 0
+        for e in kids:
+            first |= e.first
+            if e.lo > 0:
+                break
         return Estimate(states, sum(e.lo for e in kids),
                         None if None in his else sum(his),  # type: ignore[arg-type]
-                        sum(e.work for e in kids))
+                        sum(e.work for e in kids), any(e.amb for e in kids), first)
     if isinstance(n, Choice):
         if not kids:
-            return Estimate(2, 0, 0, 0)
+            return Estimate(2, 0, 0, 0, False, 0)
         his = [e.hi for e in kids]
+        first = dup = 0
+        amb = any(e.amb for e in kids)
+        for e in kids:
+            dup |= first & e.first
+            first |= e.first
+        alike = [(x, e) for x, e in zip(n.items, kids) if e.first & dup]
+        if not amb and alike and all(e.first != _ALL and e.lo > 0 for _, e in alike):
+            # branches starting alike are ambiguous unless their literal heads differ
+            leads = sorted(_lead(x) for x, _ in alike)
+            amb = not all(leads) or any(b.startswith(a) for a, b in zip(leads, leads[1:]))
         return Estimate(2 + sum(e.states + 1 for e in kids), min(e.lo for e in kids),
                         None if None in his else max(his),  # type: ignore[type-var]
-                        sum(e.work for e in kids))
+                        sum(e.work for e in kids), amb, first)
     if isinstance(n, Repeat):
         e = kids[0]
         copies = n.min + (1 if n.max is None else n.max - n.min)
@@ -97,10 +146,18 @@ def _combine(n: Node, kids: list[Estimate]) -> Estimate:
         work = e.work * copies
         if copies >= 2 and e.hi != e.lo:
             # copies entered at different offsets are active at once: every one of them when
-            # the item may be empty, else about one item's worth per copy
-            work += states * states if e.lo == 0 else states * states // max(1, e.states)
-        return Estimate(states, e.lo * n.min, hi, work)
-    return _ONE  # ByteSet, Special
+            # the item may be empty; else about one item's worth per copy (one parse: JSON
+            # string characters), and when the item is known ambiguous (``([a-z] |
+            # "xy"){0,400}``) a range of copy counts per subset: a factor ``copies`` more
+            # (measured: 35 s for ([a-z] | "xy"){0,400}, ~80 ns per unit as for strings)
+            if e.lo == 0:
+                work += states * states
+            else:
+                work += states * states // max(1, e.states) * (copies if e.amb else 1)
+        return Estimate(states, e.lo * n.min, hi, work, e.amb, e.first if n.max != 0 else 0)
+    if isinstance(n, ByteSet):
+        return Estimate(1, 1, 1, 0, False, _byte_mask(n.ranges))
+    return _SPECIAL
 
 
 def _fold(root: Node, ref: Callable[[Ref], Estimate | None], memo: dict[int, Estimate],
@@ -205,7 +262,7 @@ class _Inline:
         self.active_set.discard(r.name)
         if r.name in self.recursive:  # unrolled max_depth times, and of unbounded length
             d = self.g.max_depth
-            body = Estimate(body.states * d, body.lo, None, body.work * d)
+            body = Estimate(body.states * d, body.lo, None, body.work * d)  # amb unknown: False
         self.rule[r.name] = body
         self.done.append((r.name, body))
         return body
