@@ -108,8 +108,12 @@ def compile_pushdown(grammar: Grammar, *, literal_specials: Iterable[str] = (),
                             limits=replace(lim, max_compile_seconds=left))
             if usable_bytes is not None:
                 d = d.prune(usable_bytes)
-        except LimitError:
-            raise  # too large is not "accepts nothing"
+        except LimitError:  # too large is not "accepts nothing"
+            if time.monotonic() >= deadline:  # name the grammar's budget, not what was left
+                raise LimitError(f"rule '{name}': compiling took longer than max_compile_seconds="
+                                 f"{lim.max_compile_seconds:g} ({i - 1} of the grammar's rules "
+                                 "done)", limit="max_compile_seconds") from None
+            raise
         except GrammarError:
             d = None
         raw.append(d)
