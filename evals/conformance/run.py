@@ -104,6 +104,9 @@ def check_schema(schema: Any, tests: Iterable[dict], timeout: float) -> dict:
     except _Timeout:
         return {"status": "timeout"}
     except LimitError as e:
+        if getattr(e, "limit", None) == "max_compile_seconds" or "max_compile_seconds" in str(e):
+            # the compile deadline is wall-clock time, like the runner's own timeout: machine load
+            return {"status": "timeout", "reason": str(e)[:200]}
         return {"status": "limit", "reason": str(e)[:200]}
     except UnsatisfiableSchemaError as e:
         return {"status": "unsatisfiable", "reason": str(e)[:200], "tests": len(tests),
