@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from decoding.artifacts.cache import GrammarCache, default_cache
 from decoding.artifacts.format import FORMAT_VERSION
 from decoding.backends.contract import CompiledGrammar
 from decoding.backends.select import compile_grammar
-from decoding.errors import GrammarError
+from decoding.errors import GrammarError, LimitError
 from decoding.frontends.sources import (KINDS, build_grammar, kind_of, normalized_text, option_names,
                                         read_source)
 from decoding.ir import Grammar
@@ -187,8 +188,13 @@ class Compiler:
             cg = cache.lookup(prepared.key, self.vocab, backend=backend)
             if cg is not None:
                 return cg.precompute() if eager else cg
-        cg = compile_grammar(prepared.grammar, self.vocab, eager=eager, grammar_key=prepared.key,
-                             meta=dict(prepared.meta), backend=backend, **opts)
+        try:
+            cg = compile_grammar(prepared.grammar, self.vocab, eager=eager, grammar_key=prepared.key,
+                                 meta=dict(prepared.meta), backend=backend, **opts)
+        except LimitError as e:
+            if e.pointer is None and prepared.kind == "json-schema":
+                raise _schema_located(e, prepared) from e
+            raise
         if cache is not None:
             src = prepared.source or {}
             cache.store(cg, name=Path(src["name"]).stem if src.get("name") else "", kind=prepared.kind,
@@ -218,6 +224,28 @@ class Compiler:
         base = os.path.abspath(base_dir) if base_dir is not None else None
         return source_key(text, kind, {"options": opts, "base_dir": base}, self.vocab.fingerprint,
                           version=FORMAT_VERSION)
+
+
+_RULE = re.compile(r"rule '[a-z]+[0-9]+:(#|/[^']*)'")
+
+
+def _schema_located(e: LimitError, prepared: Prepared) -> LimitError:
+    """``e`` (a back-end LimitError of a JSON Schema grammar, no pointer) located in the
+    schema: the pointer of the schema rule it names (JSON Schema rule names end in
+    ``:<pointer>``) when that resolves in the schema, else ``""`` (the whole schema)."""
+    ptr = ""
+    m = _RULE.search(str(e))
+    if m and m.group(1) != "#":
+        try:
+            doc: Any = json.loads((prepared.source or {}).get("text", ""))
+            for part in m.group(1).split("/")[1:]:
+                part = part.replace("~1", "/").replace("~0", "~")
+                doc = doc[int(part)] if isinstance(doc, list) else doc[part]
+            ptr = m.group(1)
+        except (ValueError, KeyError, IndexError, TypeError):
+            ptr = ""
+    limit = e.limit or next((n for n in ("max_compile_seconds", "max_states", "max_masks") if n in str(e)), None)
+    return LimitError(f"{e} (JSON Schema at {ptr or '/'})", pointer=ptr, limit=limit, value=e.value)
 
 
 def compile_json_schema(schema: dict | bool | str, tokenizer: Any, **options: Any) -> CompiledGrammar:

@@ -355,3 +355,52 @@ def test_one_of_generation_is_checked_against_the_original_branches():
     validator = jsonschema.Draft202012Validator(s)
     cg, outs = _outputs(s)
     assert outs and all(validator.is_valid(json.loads(t)) for t in outs)
+
+
+@pytest.mark.parametrize("schema", [
+    {"oneOf": [{"type": "number"}, {"minLength": 9}]},
+    {"oneOf": [{"type": "number"}, {}], "minLength": 9},
+    {"oneOf": [{"type": "number"}, {"maxLength": 3}]},
+    {"oneOf": [{"type": "integer"}, {"pattern": "^a"}]},
+    {"oneOf": [{"type": "string"}, {"minimum": 3}]},
+    {"oneOf": [{"type": "string"}, {"minItems": 2}]},
+    {"oneOf": [{"type": "null"}, {"required": ["a"]}]},
+    {"oneOf": [{"type": ["object", "number"], "properties": {"k": {"const": 1}}, "required": ["k"]},
+               {"properties": {"k": {"const": 2}}, "required": ["k"]}]},
+], ids=lambda s: json.dumps(s)[:60])
+def test_one_of_branch_of_type_specific_keywords_accepts_the_other_types(schema):
+    # {"minLength": 9} holds for every number: a number generated from the other branch
+    # matches both, so oneOf fails; refused at /oneOf or every output is valid
+    validator = jsonschema.Draft202012Validator(schema)
+    try:
+        cg, outs = _outputs(schema, n=40)
+    except SchemaError as e:
+        assert e.keyword == "oneOf" and _resolves(schema, e.pointer)
+        return
+    assert all(validator.is_valid(json.loads(t)) for t in outs), outs
+
+
+def test_one_of_type_specific_branch_still_discriminated_among_objects():
+    s = {"oneOf": [{"type": "object", "properties": {"k": {"const": 1}}, "required": ["k"]},
+                   {"properties": {"k": {"const": 2}}, "required": ["k"]}]}
+    validator = jsonschema.Draft202012Validator(s)
+    cg, outs = _outputs(s, n=40)
+    assert outs and all(validator.is_valid(json.loads(t)) for t in outs)
+
+
+@pytest.mark.parametrize("schema", [
+    {"properties": {"timeZone": {"pattern": "UTC|(Africa/[A-Za-z]+)|(America/[A-Za-z]+)"}}},
+    {"type": "object", "properties": {"a": {"type": "string", "pattern": "UTC|(Africa/[A-Za-z]+)"},
+                                      "b": {"type": "array", "items": {"maxLength": 40}}}},
+], ids=lambda s: json.dumps(s)[:60])
+def test_compile_deadline_is_located_in_the_schema(schema, monkeypatch):
+    import dataclasses
+
+    import decoding.backends.select as select
+    from decoding.compiler import Compiler
+    monkeypatch.setattr(select, "DEFAULT_LIMITS",
+                        dataclasses.replace(DEFAULT_LIMITS, max_compile_seconds=0.01))
+    with pytest.raises(LimitError) as ei:
+        Compiler(VOCAB, cache=None).compile_json_schema(schema)
+    assert ei.value.pointer is not None and _resolves(schema, ei.value.pointer)
+    assert ei.value.limit == "max_compile_seconds" and "max_compile_seconds" in str(ei.value)

@@ -75,7 +75,8 @@ def compile_grammar(grammar: Grammar, vocab: Vocab, *, max_states: int = DEFAULT
         if left <= 0:
             raise LimitError(f"grammar '{grammar.start}': compiling took longer than "
                              f"max_compile_seconds={lim.max_compile_seconds:g} (the DFA back-end "
-                             "gave up; no time left for the pushdown back-end)")
+                             "gave up; no time left for the pushdown back-end)",
+                             limit="max_compile_seconds", value=lim.max_compile_seconds)
         lim = replace(lim, max_compile_seconds=left)
     return compile_grammar_pushdown(grammar, vocab, grammar_key=grammar_key, eager=eager,
                                     meta=dict(meta or {}, backend="pushdown"), max_masks=max_masks,

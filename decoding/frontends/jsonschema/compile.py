@@ -333,6 +333,25 @@ class _Compiler:
             ts.add("number")
         return ts
 
+    def _valid_kinds(self, s: Any) -> set[str]:
+        """The kinds of value ``s`` may accept (validity, not generation): kinds are
+        narrowed only by ``type``, ``enum`` or ``const``, never inferred from keywords."""
+        if s is False:
+            return set()
+        if not isinstance(s, dict):
+            return set(TYPES)
+        vals = self._values(s)
+        if vals is not None:
+            return {_kind_of(v) for v in vals} | ({"number"} if any(
+                _kind_of(v) == "integer" for v in vals) else set())
+        t = s.get("type")
+        if t is None:
+            return set(TYPES)
+        ts = {t} if isinstance(t, str) else set(t) if isinstance(t, list) else set(TYPES)
+        if ts & {"number", "integer"}:
+            ts |= {"number", "integer"}
+        return ts
+
     def _check_disjoint(self, branches: list, ptr: str, original: list) -> None:
         """Every instance generated from branch i fails every other branch j.  ``branches``
         are what is generated (narrowed by _separate/_force_discriminators); generation
@@ -342,9 +361,14 @@ class _Compiler:
                 a, b = branches[i], branches[j]
                 if a is False or b is False:
                     continue
-                if not (self._kinds(a) & self._kinds(b)):
+                # a generated instance must fail the other ORIGINAL branch: a branch without
+                # type/enum/const accepts every value its type-specific keywords ignore
+                # ({"minLength": 9} holds for every number), whatever kind it generates
+                overlap = (self._kinds(a) & self._valid_kinds(original[j])) | \
+                    (self._kinds(b) & self._valid_kinds(original[i]))
+                if not overlap:
                     continue
-                if self._disjoint_values(a, b) or self._discriminated(a, b):
+                if self._disjoint_values(a, b) or self._discriminated(a, b, overlap):
                     continue
                 if self._gen_excluded(a, original[j]) and self._gen_excluded(b, original[i]):
                     continue
@@ -443,10 +467,13 @@ class _Compiler:
             return False
         return not any(json_equal(x, y) for x in va for y in vb)
 
-    def _discriminated(self, a: Any, b: Any) -> bool:
+    def _discriminated(self, a: Any, b: Any, overlap: set[str]) -> bool:
+        """Objects generated from either branch fail the other (a required property with
+        disjoint values in both); only a proof when ``overlap`` (the kinds one branch
+        generates and the other accepts) holds objects alone."""
         if not (isinstance(a, dict) and isinstance(b, dict)):
             return False
-        if self._kinds(a) & self._kinds(b) - {"object"}:
+        if overlap - {"object"}:
             return False
         pa, pb = a.get("properties", {}), b.get("properties", {})
         for k in set(pa) & set(pb):
@@ -482,7 +509,7 @@ class _Compiler:
                 a, b = out[i], out[j]
                 if not (isinstance(a, dict) and isinstance(b, dict)) or \
                         self._kinds(a) & self._kinds(b) - {"object"} or \
-                        not self._kinds(a) & self._kinds(b) or self._discriminated(a, b):
+                        not self._kinds(a) & self._kinds(b) or self._discriminated(a, b, self._kinds(a) & self._kinds(b)):
                     continue
                 pa, pb = a.get("properties", {}), b.get("properties", {})
                 if not (isinstance(pa, dict) and isinstance(pb, dict)):
