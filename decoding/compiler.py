@@ -194,6 +194,10 @@ class Compiler:
         except LimitError as e:
             if e.pointer is None and prepared.kind == "json-schema":
                 raise _schema_located(e, prepared) from e
+            if prepared.kind == "dtd" and prepared.meta.get("root") and "element '" not in str(e):
+                src = (prepared.source or {}).get("name") or "<dtd>"
+                raise LimitError(f"{e} ({src}: while compiling root element '{prepared.meta['root']}')",
+                                 limit=e.limit, value=e.value) from e
             raise
         if cache is not None:
             src = prepared.source or {}

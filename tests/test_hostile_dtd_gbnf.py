@@ -341,3 +341,18 @@ def test_repetition_of_an_ambiguous_item_costs_a_factor_copies(text, refused):
         assert isinstance(err, LimitError) and "max_compile_work=" in str(err) and "rule 'root'" in str(err)
     else:
         assert err is None, err
+
+
+def test_dtd_compile_deadline_names_the_root_element(monkeypatch):
+    """A DTD grammar stopped by the compile deadline names the root element of the DTD
+    (fuzz finding: 'grammar document' is no place in the DTD)."""
+    import dataclasses
+
+    import decoding.backends.select as select
+    from decoding import Compiler
+
+    monkeypatch.setattr(select, "DEFAULT_LIMITS", dataclasses.replace(select.DEFAULT_LIMITS, max_compile_seconds=0.01))
+    dtd = "<!ELEMENT r (" + ",".join(["a?"] * 302) + ")>\n<!ELEMENT a (#PCDATA)>"
+    with pytest.raises(LimitError, match=r"root element 'r'") as info:
+        Compiler(BYTES, cache=False).compile_dtd(dtd, root="r")
+    assert info.value.limit == "max_compile_seconds" or "max_compile_seconds" in str(info.value)
