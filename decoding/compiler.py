@@ -23,13 +23,15 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from decoding.artifacts.cache import GrammarCache, default_cache
 from decoding.artifacts.format import FORMAT_VERSION
 from decoding.backends.contract import CompiledGrammar
+from decoding.backends import select as _select
 from decoding.backends.select import compile_grammar
 from decoding.errors import GrammarError, LimitError
 from decoding.frontends.sources import (KINDS, build_grammar, kind_of, normalized_text, option_names,
@@ -59,6 +61,9 @@ class Prepared:
     meta: dict
     kind: str
     source: dict | None = None
+    #: wall-clock seconds the front-end took: the back-end gets what is left of
+    #: ``max_compile_seconds``, so one compile never runs past the deadline in total
+    seconds: float = 0.0
 
 
 def _plain(options: dict) -> dict:
@@ -158,10 +163,11 @@ class Compiler:
         ``options`` are front-end options only (defaults added)."""
         kind = kind_of("", kind)
         options = self._frontend_options(options, kind)
+        t0 = time.perf_counter()
         g, meta = build_grammar(source, kind, name=name, base_dir=base_dir, **options)
         plain = _plain(options)
         src = {"name": name or "", "kind": kind, "text": normalized_text(source, kind), "options": plain}
-        return self._prepared(g, meta, kind, plain, src)
+        return replace(self._prepared(g, meta, kind, plain, src), seconds=time.perf_counter() - t0)
 
     def prepare_ir(self, grammar: Grammar) -> Prepared:
         """Digest, key and meta of an IR grammar."""
@@ -189,6 +195,9 @@ class Compiler:
             if cg is not None:
                 return cg.precompute() if eager else cg
         try:
+            if prepared.seconds > 0:  # the front-end's time counts against the compile deadline
+                lim = _select.DEFAULT_LIMITS
+                opts["limits"] = replace(lim, max_compile_seconds=max(lim.max_compile_seconds - prepared.seconds, 0.05))
             cg = compile_grammar(prepared.grammar, self.vocab, eager=eager, grammar_key=prepared.key,
                                  meta=dict(prepared.meta), backend=backend, **opts)
         except LimitError as e:
