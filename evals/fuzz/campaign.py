@@ -94,6 +94,8 @@ def run_door(door: str, minutes: float, *, seed: int = 0, out: Path, timeout: fl
     # shrink and write reproducers
     d = out / door
     d.mkdir(parents=True, exist_ok=True)
+    for old in d.glob("*.json"):       # reproducers of an earlier run of this door
+        old.unlink()
     shrink_end = time.monotonic() + shrink_seconds
     for n, ((kind, sig), info) in enumerate(sorted(sigs.items())):
         left = shrink_end - time.monotonic()
