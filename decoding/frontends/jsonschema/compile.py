@@ -107,6 +107,8 @@ class _Compiler:
         self.ws: Node = EMPTY if whitespace == "compact" else rep(byteset([(9, 10), (13, 13), (32, 32)]), 0, max_ws)
         self.comma = seq(self.ws, lit(","), self.ws)
         self.colon = seq(self.ws, lit(":"), self.ws)
+        if whitespace == "natural":  # json.dumps' default separators: exactly ", " and ": "
+            self.comma, self.colon = lit(", "), lit(": ")
         self.rules: dict[str, Node] = {}
         self.rule_of_ptr: dict[str, str] = {}
         self.dropped: list[str] = []
@@ -1149,7 +1151,7 @@ def _not_in(names: list[str]) -> Node:
     return build(trie)
 
 
-def compile_schema(schema: dict | bool | str, *, whitespace: Literal["compact", "flexible"] = "compact",
+def compile_schema(schema: dict | bool | str, *, whitespace: Literal["compact", "flexible", "natural"] = "compact",
                    max_ws: int = DEFAULT_MAX_WS, max_depth: int = DEFAULT_MAX_DEPTH,
                    free_depth: int = DEFAULT_FREE_DEPTH, lenient: bool = False,
                    max_nfa: int = DEFAULT_MAX_NFA,
@@ -1163,7 +1165,8 @@ def compile_schema(schema: dict | bool | str, *, whitespace: Literal["compact", 
     :class:`SchemaError` located at the offending keyword value, also when ``lenient``.
 
     whitespace: ``"compact"`` (no insignificant whitespace) or ``"flexible"`` (a run of at
-    most ``max_ws`` of space/tab/CR/LF around every structural character).
+    most ``max_ws`` of space/tab/CR/LF around every structural character) or ``"natural"``
+    (exactly one space after ``:`` and ``,``, none elsewhere: ``json.dumps``' default layout).
     max_depth: recursive ``$ref`` unrolling depth (default :data:`decoding.ir.DEFAULT_MAX_DEPTH`,
     shared by every front-end).  free_depth: nesting depth of values
     left unconstrained by the schema (``{}``/``true``).  lenient: treat unsupported
@@ -1186,8 +1189,8 @@ def compile_schema(schema: dict | bool | str, *, whitespace: Literal["compact", 
     """
     if isinstance(schema, str):
         schema = load_schema_text(schema, limits=limits)
-    if whitespace not in ("compact", "flexible"):
-        raise SchemaError("", None, f"whitespace must be 'compact' or 'flexible', not {whitespace!r}")
+    if whitespace not in ("compact", "flexible", "natural"):
+        raise SchemaError("", None, f"whitespace must be 'compact', 'flexible' or 'natural', not {whitespace!r}")
     if extra_properties not in EXTRA_PROPERTIES:
         raise SchemaError("", None, f"extra_properties must be 'omit' or 'allow', not {extra_properties!r}")
     if max_depth < 1 or max_ws < 1 or free_depth < 0:
