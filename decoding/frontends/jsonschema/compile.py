@@ -104,7 +104,7 @@ class _Compiler:
         self.lenient = lenient
         self.max_depth = max_depth
         self.free_depth = free_depth
-        self.ws: Node = EMPTY if whitespace == "compact" else rep(byteset([(9, 10), (13, 13), (32, 32)]), 0, max_ws)
+        self.ws: Node = EMPTY if whitespace in ("compact", "natural") else rep(byteset([(9, 10), (13, 13), (32, 32)]), 0, max_ws)
         self.comma = seq(self.ws, lit(","), self.ws)
         self.colon = seq(self.ws, lit(":"), self.ws)
         if whitespace == "natural":  # json.dumps' default separators: exactly ", " and ": "
