@@ -33,7 +33,7 @@ from decoding.artifacts.format import FORMAT_VERSION
 from decoding.backends.contract import CompiledGrammar
 from decoding.backends import select as _select
 from decoding.backends.select import compile_grammar
-from decoding.errors import GrammarError, LimitError
+from decoding.errors import GBNFError, GrammarError, LimitError
 from decoding.frontends.sources import (KINDS, build_grammar, kind_of, normalized_text, option_names,
                                         read_source)
 from decoding.ir import Grammar
@@ -165,6 +165,8 @@ class Compiler:
         options = self._frontend_options(options, kind)
         t0 = time.perf_counter()
         g, meta = build_grammar(source, kind, name=name, base_dir=base_dir, **options)
+        if kind == "gbnf":
+            _check_token_refs(g, source, self.vocab, name)
         plain = _plain(options)
         src = {"name": name or "", "kind": kind, "text": normalized_text(source, kind), "options": plain}
         return replace(self._prepared(g, meta, kind, plain, src), seconds=time.perf_counter() - t0)
@@ -264,3 +266,25 @@ def _schema_located(e: LimitError, prepared: Prepared) -> LimitError:
 def compile_json_schema(schema: dict | bool | str, tokenizer: Any, **options: Any) -> CompiledGrammar:
     """``Compiler(tokenizer).compile_json_schema(schema, **options)``."""
     return Compiler(tokenizer).compile_json_schema(schema, **options)
+
+
+def _check_token_refs(g: Grammar, text: Any, vocab: Vocab, name: str | None) -> None:
+    """A GBNF token reference (``<[id]>``, ``<text>``) must name one token of ``vocab``, as
+    llama.cpp requires; GBNFError at its first occurrence otherwise (never the literal-text
+    fallback that anchors get)."""
+    for t in g.specials():
+        if vocab.special_token(t) is not None:
+            continue
+        pos = text.find(t) if isinstance(text, str) else -1
+        line = text.count("\n", 0, pos) + 1 if pos >= 0 else None
+        col = pos - (text.rfind("\n", 0, pos) + 1) + 1 if pos >= 0 else None
+        n = int(t[2:-2]) if t.startswith("<[") and t[2:-2].isdigit() else None
+        if n is not None and n < vocab.n_tokens:
+            why = ("names an end-of-generation token: here a grammar ends by completing, not "
+                   "by consuming one")
+        elif n is not None:
+            why = f"is no token id of vocabulary {vocab.name!r} ({vocab.n_tokens} tokens; llama.cpp rejects it too)"
+        else:
+            why = (f"is not one control or user-defined token of vocabulary {vocab.name!r} "
+                   "(llama.cpp rejects it too)")
+        raise GBNFError(f"token reference {t} {why}", line, col, name)

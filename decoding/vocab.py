@@ -101,8 +101,16 @@ class Vocab:
         return d, max((len(b) for b in d), default=1)
 
     def special_token(self, text: str) -> int | None:
-        """Id of the single control / user-defined token whose text is ``text``, if any."""
-        return self.special_ids.get(text)
+        """Id of the single control / user-defined token whose text is ``text``, if any; for
+        ``<[N]>`` (llama.cpp's GBNF reference to token id N), N when it is a token of this
+        vocabulary other than an end-of-generation token (the grammar ends by completing,
+        not by consuming one)."""
+        i = self.special_ids.get(text)
+        if i is None and text.startswith("<[") and text.endswith("]>") and text[2:-2].isdigit():
+            n = int(text[2:-2])
+            if n < self.n_tokens and n not in self.eog_ids:
+                return n
+        return i
 
     # ------------------------------------------------------------------ tokenization
     def tokenize(self, text: str | bytes, *, fallback: bool = True) -> list[int]:

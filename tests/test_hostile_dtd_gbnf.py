@@ -356,3 +356,40 @@ def test_dtd_compile_deadline_names_the_root_element(monkeypatch):
     with pytest.raises(LimitError, match=r"root element 'r'") as info:
         Compiler(BYTES, cache=False).compile_dtd(dtd, root="r")
     assert info.value.limit == "max_compile_seconds" or "max_compile_seconds" in str(info.value)
+
+
+# --------------------------------------------------------------------- GBNF parity with llama.cpp
+@pytest.mark.parametrize("text, line, col", [
+    ('root ::= "a" # x\x00y\n', 1, 17),          # llama.cpp reads a C string: NUL would end it
+    ('root ::= "a"\n\x00', 2, 1),
+])
+def test_gbnf_nul_is_located(text, line, col):
+    with pytest.raises(GBNFError, match="NUL character") as ei:
+        parse_gbnf(text)
+    assert (ei.value.line, ei.value.column) == (line, col)
+
+
+BYTES_EOS = Vocab.from_bytes([bytes([i]) for i in range(256)] + [b""], eog_ids=[256],
+                             special={"</s>": 256, "<|im_end|>": 256}, name="bytes-eos")
+
+
+@pytest.mark.parametrize("text, line, col, msg", [
+    ("root::=[z](<|>[a])", 1, 12, "not one control or user-defined token"),   # fuzz: llama.cpp refuses '<|>'
+    ('root ::= "x"\nroot2 ::= <|nope|>', 2, 11, "not one control or user-defined token"),
+    ("root ::= <[999]>", 1, 10, "no token id"),
+    ("root ::= <[256]>", 1, 10, "end-of-generation"),
+])
+def test_gbnf_token_reference_must_name_a_token(text, line, col, msg):
+    from decoding.compiler import Compiler
+    with pytest.raises(GBNFError, match=re.escape(msg)) as ei:
+        Compiler(BYTES_EOS).compile_gbnf(text)
+    assert (ei.value.line, ei.value.column) == (line, col)
+
+
+def test_gbnf_token_id_reference_is_that_token():
+    """``<[N]>`` means token id N (llama.cpp), never the literal text "<[N]>"."""
+    from decoding.compiler import Compiler
+    cg = Compiler(BYTES_EOS).compile_gbnf('root ::= <[65]> "b"')
+    assert list(cg.allowed_ids(0)) == [65]  # state 0 is the start (backends/contract.py)
+    s1 = cg.next_state(0, 65)
+    assert list(cg.allowed_ids(s1)) == [ord("b")]

@@ -365,7 +365,7 @@ def parse_gbnf(text: str, *, root: str = "root", max_depth: int = GBNF_MAX_DEPTH
                limits: Limits = DEFAULT_LIMITS) -> Grammar:
     """Parse GBNF ``text`` into a :class:`Grammar` whose start rule is ``root``.
 
-    Raises :class:`GBNFError` (with line and column) on syntax errors, undefined or
+    Raises :class:`GBNFError` (with line and column) on syntax errors, a NUL character, undefined or
     duplicate rules, a missing ``root`` rule (located at the end of the text), left
     recursion, and (with ``strict_recursion``) any recursion; :class:`LimitError` (place
     and limit named) above ``limits.max_source_chars`` or ``limits.max_nesting``.
@@ -375,6 +375,11 @@ def parse_gbnf(text: str, *, root: str = "root", max_depth: int = GBNF_MAX_DEPTH
     if len(text) > limits.max_source_chars:
         raise LimitError(f"{source or '<input>'}:1:1: GBNF text of {len(text)} characters "
                          f"(limit max_source_chars={limits.max_source_chars})")
+    nul = text.find("\x00")
+    if nul >= 0:
+        line = text.count("\n", 0, nul) + 1
+        raise GBNFError("NUL character (llama.cpp reads a grammar as a C string and would stop "
+                        "here)", line, nul - (text.rfind("\n", 0, nul) + 1) + 1, source)
     _check_nesting(text, limits.max_nesting, source)
     try:
         tree = _parser.parse(text)
