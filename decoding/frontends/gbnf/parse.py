@@ -11,7 +11,8 @@ token references ``<[id]>`` and ``<text>``.
 Mapping to the IR
 - characters become UTF-8 byte sequences via :func:`decoding.ir.char_class`;
 - a token reference ``<[id]>`` or ``<text>`` becomes ``Special(text)`` with the text as
-  written (``Special("<[42]>")``); the IR has no token-id node yet;
+  written (``Special("<[42]>")``); compiling resolves it against the vocabulary (a
+  reference that names no token is a GBNFError there, as in llama.cpp);
 - negated token references ``!<...>`` are rejected (no IR node);
 - recursion: ``strict_recursion=True`` raises :class:`GBNFError` naming the first
   recursive rule; otherwise the grammar carries ``max_depth`` and the automaton
