@@ -3,6 +3,14 @@
 Pipeline: IR -> Thompson NFA (refs inlined, recursion unrolled to ``max_depth``)
 -> subset construction over byte equivalence classes -> Moore minimisation -> pruning.
 
+``Inter``/``Diff`` nodes (regular operands, no Ref/Special) are built by
+:func:`regular_dfa`: each operand is determinised on its own, the operands are combined by
+product construction (intersection: both accept; difference: the base accepts and the
+subtracted operand does not, a dead state of it counting as rejecting), the product is
+minimised, and its states are embedded in the enclosing NFA (one NFA state per DFA state,
+an epsilon edge from each accepting one to the node's end).  The same code serves the
+pushdown back-end, whose per-rule automata are built here too.
+
 Limits (:class:`decoding.limits.Limits`, checked by :func:`compile_dfa`): the IR is
 estimated first (:func:`decoding.ir.size.check_size`: ``max_nfa_states`` and
 ``max_compile_work``), refs are inlined at most ``max_nesting`` deep, the NFA stops at
@@ -30,13 +38,13 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from decoding.errors import GrammarError, LimitError
-from decoding.ir import ByteSet, Choice, Grammar, Lit, Node, Ref, Repeat, Seq, Special, map_leaves
+from decoding.ir import ByteSet, Choice, Diff, Grammar, Inter, Lit, Node, Ref, Repeat, Seq, Special, map_leaves
 from decoding.ir.productive import check_productive
 from decoding.ir.size import check_size, estimate_size, node_size
 from decoding.ir.size import is_sep_loop as _sep_loop
 from decoding.limits import DEFAULT_LIMITS, Limits
 
-__all__ = ["DFA", "NFAMatcher", "compile_dfa", "state_dtype", "estimate_size", "node_size",
+__all__ = ["DFA", "NFAMatcher", "compile_dfa", "regular_dfa", "state_dtype", "estimate_size", "node_size",
            "DEFAULT_MAX_STATES"]
 
 DEFAULT_MAX_STATES = DEFAULT_LIMITS.max_dfa_states
@@ -124,7 +132,7 @@ class _Deadline:
 
 class _NFA:
     __slots__ = ("eps", "edges", "spec", "max_states", "grammar", "special_ids", "depth",
-                 "rules", "max_nesting", "deadline")
+                 "rules", "max_nesting", "deadline", "regular", "max_dfa")
 
     def __init__(self, grammar: Grammar, special_ids: dict[str, int], max_states: int, *,
                  max_nesting: int = DEFAULT_LIMITS.max_nesting,
@@ -139,6 +147,8 @@ class _NFA:
         self.rules: list[str] = [grammar.start]  # rules being inlined, outermost first
         self.max_nesting = max_nesting
         self.deadline = deadline
+        self.regular: dict[int, tuple[Node, DFA | None]] = {}  # id(Inter/Diff) -> its DFA
+        self.max_dfa = DEFAULT_MAX_STATES
 
     def new(self) -> int:
         self.eps.append([])
@@ -270,7 +280,39 @@ class _NFA:
             t = self.new()
             self.spec[s].append((k, t))
             return t
+        if isinstance(node, (Inter, Diff)):
+            hit = self.regular.get(id(node))
+            if hit is None:
+                hit = (node, regular_dfa(node, max_states=self.max_dfa, max_nfa=self.max_states,
+                                         deadline=self.deadline, where=f"rule '{self.rules[-1]}'"))
+                self.regular[id(node)] = hit
+            return self.embed(hit[1], s)
         raise GrammarError(f"not an IR node: {node!r}")
+
+    def embed(self, dfa: "DFA | None", s: int) -> int | None:
+        """The states of ``dfa`` (byte classes only) added from ``s``; its end state."""
+        if dfa is None:
+            return None
+        bounds: list[list[tuple[int, int]]] = [[] for _ in range(dfa.n_classes)]
+        bc = dfa.byte_class.tolist()
+        lo = 0
+        for b in range(1, 257):
+            if b == 256 or bc[b] != bc[lo]:
+                bounds[bc[lo]].append((lo, b - 1))
+                lo = b
+        ids = [self.new() for _ in range(dfa.n_states)]
+        self.eps[s].append(ids[0])
+        end = self.new()
+        trans = dfa.trans.tolist()
+        for i, row in enumerate(trans):
+            es = self.edges[ids[i]]
+            for c, t in enumerate(row[:dfa.n_classes]):
+                if t >= 0:
+                    for a, b in bounds[c]:
+                        es.append((a, b, ids[t]))
+            if dfa.accepting[i]:
+                self.eps[ids[i]].append(end)
+        return end
 
 
 def _byte_classes(edges: list[list[tuple[int, int, int]]]) -> tuple[np.ndarray, int]:
@@ -352,11 +394,19 @@ def compile_dfa(grammar: Grammar, *, max_states: int | None = None,
     specials = tuple(grammar.specials())
     sid = {t: i for i, t in enumerate(specials)}
     nfa = _NFA(grammar, sid, lim.max_nfa_states, max_nesting=lim.max_nesting, deadline=deadline)
+    nfa.max_dfa = max_states
     start = nfa.new()
     end = nfa.build_start(start)
     if end is None:
         raise GrammarError(f"grammar '{grammar.start}' accepts no string "
                            f"(recursion deeper than max_depth={grammar.max_depth}?)")
+    dfa = _determinize(nfa, start, end, specials, deadline, max_states, f"grammar '{grammar.start}'")
+    return _minimize(_prune(dfa, None), deadline)
+
+
+def _determinize(nfa: "_NFA", start: int, end: int, specials: tuple[str, ...], deadline: _Deadline,
+                 max_states: int, what: str) -> DFA:
+    """Subset construction of ``nfa`` from ``start`` (accepting where ``end`` is reached)."""
     bc, ncls = _byte_classes(nfa.edges)
     nsym = ncls + len(specials)
 
@@ -414,7 +464,7 @@ def compile_dfa(grammar: Grammar, *, max_states: int | None = None,
             if j is None:
                 j = len(order)
                 if j >= max_states:
-                    raise LimitError(f"grammar '{grammar.start}': automaton exceeds max_states="
+                    raise LimitError(f"{what}: automaton exceeds max_states="
                                      f"{max_states} DFA states (limit max_dfa_states); simplify "
                                      "the grammar or raise the limit")
                 index[tgt] = j
@@ -425,7 +475,122 @@ def compile_dfa(grammar: Grammar, *, max_states: int | None = None,
     trans = np.array(rows, dtype=np.int32).reshape(len(rows), nsym)
     dfa = DFA(bc, trans, np.array(acc, dtype=bool), specials, ncls)
     deadline.check("the subset construction")
+    return dfa
+
+
+def _operand_dfa(node: Node, max_states: int, max_nfa: int, deadline: _Deadline, where: str) -> DFA | None:
+    """Minimal DFA of a Ref-free, Special-free node, or None for the empty language."""
+    g = Grammar("operand", (("operand", node),))
+    nfa = _NFA(g, {}, max_nfa, deadline=deadline)
+    nfa.max_dfa = max_states
+    nfa.rules = [where.removeprefix("rule '").removesuffix("'")]
+    start = nfa.new()
+    end = nfa.build(node, start)
+    if end is None:
+        return None
+    dfa = _determinize(nfa, start, end, (), deadline, max_states, where)
+    if not _reaches_accept(dfa):
+        return None
     return _minimize(_prune(dfa, None), deadline)
+
+
+def _reaches_accept(dfa: DFA) -> bool:
+    seen = {0}
+    stack = [0]
+    trans = dfa.trans
+    while stack:
+        s = stack.pop()
+        if dfa.accepting[s]:
+            return True
+        for t in set(trans[s].tolist()):
+            if t >= 0 and t not in seen:
+                seen.add(t)
+                stack.append(t)
+    return False
+
+
+def _product(a: DFA, b: DFA | None, *, keep_b_dead: bool, accept: Callable[[bool, bool], bool],
+             max_states: int, deadline: _Deadline, where: str) -> DFA | None:
+    """Product of ``a`` and ``b`` (``b`` None: the empty language).  States are pairs; with
+    ``keep_b_dead`` a pair may have ``b`` dead (-1), else such pairs are dropped.  None if
+    no accepting pair is reachable."""
+    if b is None:
+        if not keep_b_dead:
+            return None
+        b = DFA(np.zeros(256, dtype=np.uint16), np.full((1, 1), -1, dtype=np.int32),
+                np.zeros(1, dtype=bool), (), 1)
+        b_start = -1
+    else:
+        b_start = 0
+    pairs = np.stack([a.byte_class.astype(np.int64), b.byte_class.astype(np.int64)], axis=1)
+    uniq, cls = np.unique(pairs, axis=0, return_inverse=True)
+    cls = cls.reshape(-1)
+    ncls = len(uniq)
+    ca = uniq[:, 0].tolist()
+    cb = uniq[:, 1].tolist()
+    ta = a.trans.tolist()
+    tb = b.trans.tolist()
+    index = {(0, b_start): 0}
+    order = [(0, b_start)]
+    rows: list[list[int]] = []
+    acc: list[bool] = []
+    i = 0
+    while i < len(order):
+        x, y = order[i]
+        i += 1
+        if not i & 0xFF:
+            deadline.check("an intersection/difference product")
+        row = [-1] * ncls
+        rx = ta[x]
+        ry = tb[y] if y >= 0 else None
+        for c in range(ncls):
+            nx = rx[ca[c]]
+            if nx < 0:
+                continue
+            ny = ry[cb[c]] if ry is not None else -1
+            if ny < 0 and not keep_b_dead:
+                continue
+            key = (nx, ny)
+            j = index.get(key)
+            if j is None:
+                j = len(order)
+                if j >= max_states:
+                    raise LimitError(f"{where}: an intersection/difference exceeds max_states="
+                                     f"{max_states} DFA states (limit max_dfa_states)")
+                index[key] = j
+                order.append(key)
+            row[c] = j
+        rows.append(row)
+        acc.append(accept(bool(a.accepting[x]), y >= 0 and bool(b.accepting[y])))
+    dfa = DFA(cls.astype(np.uint16), np.array(rows, dtype=np.int32).reshape(len(rows), ncls),
+              np.array(acc, dtype=bool), (), ncls)
+    if not _reaches_accept(dfa):
+        return None
+    return _minimize(_prune(dfa, None), deadline)
+
+
+def regular_dfa(node: Node, *, max_states: int = DEFAULT_MAX_STATES, max_nfa: int = _DEFAULT_MAX_NFA,
+                deadline: "_Deadline | None" = None, where: str = "grammar") -> DFA | None:
+    """Minimal byte DFA of a regular node (no Ref, no Special), Inter/Diff included; None
+    for the empty language.  Each product is bounded by ``max_states`` (LimitError)."""
+    dl = deadline if deadline is not None else _Deadline(DEFAULT_LIMITS.max_compile_seconds, where)
+    if isinstance(node, Inter):
+        acc = _operand_dfa(node.items[0], max_states, max_nfa, dl, where)
+        for x in node.items[1:]:
+            if acc is None:
+                return None
+            other = _operand_dfa(x, max_states, max_nfa, dl, where)
+            acc = _product(acc, other, keep_b_dead=False, accept=lambda p, q: p and q,
+                           max_states=max_states, deadline=dl, where=where)
+        return acc
+    if isinstance(node, Diff):
+        base = _operand_dfa(node.base, max_states, max_nfa, dl, where)
+        if base is None:
+            return None
+        minus = _operand_dfa(node.minus, max_states, max_nfa, dl, where)
+        return _product(base, minus, keep_b_dead=True, accept=lambda p, q: p and not q,
+                        max_states=max_states, deadline=dl, where=where)
+    return _operand_dfa(node, max_states, max_nfa, dl, where)
 
 
 def state_dtype(n_states: int) -> type:

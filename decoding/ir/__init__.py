@@ -1,7 +1,8 @@
 """The grammar IR: the waist every front-end targets and every back-end reads.
 
 - :mod:`decoding.ir.nodes`: the node algebra (literal bytes, byte sets, sequence, choice,
-  bounded repeat, rule reference, special token) and :class:`Grammar`;
+  bounded repeat, rule reference, special token, intersection and difference of regular
+  sub-languages) and :class:`Grammar`;
 - :mod:`decoding.ir.key`: canonical digests and keys (equal grammars share one key);
 - :mod:`decoding.ir.size`: size estimates used to pick a back-end.
 
@@ -9,10 +10,10 @@ Everything here is plain, immutable, serializable data; nothing touches a vocabu
 """
 
 from decoding.ir.nodes import (
-    Lit, ByteSet, Seq, Choice, Repeat, Ref, Special, Node,
+    Lit, ByteSet, Seq, Choice, Repeat, Ref, Special, Inter, Diff, Node, inter, diff, check_regular,
     Grammar, EMPTY, NOTHING, lit, seq, choice, opt, star,
     plus, rep, byteset, char_class, any_char, normalize_ranges, complement_ranges, map_leaves,
     to_data, from_data, DEFAULT_MAX_DEPTH, MAX_CP, walk, nullable,
 )
 
-__all__ = ["Lit", "ByteSet", "Seq", "Choice", "Repeat", "Ref", "Special", "Node", "Grammar", "EMPTY", "NOTHING", "lit", "seq", "choice", "opt", "star", "plus", "rep", "byteset", "char_class", "any_char", "normalize_ranges", "complement_ranges", "map_leaves", "to_data", "from_data", "DEFAULT_MAX_DEPTH", "MAX_CP", "walk", "nullable"]
+__all__ = ["Inter", "Diff", "inter", "diff", "check_regular", "Lit", "ByteSet", "Seq", "Choice", "Repeat", "Ref", "Special", "Node", "Grammar", "EMPTY", "NOTHING", "lit", "seq", "choice", "opt", "star", "plus", "rep", "byteset", "char_class", "any_char", "normalize_ranges", "complement_ranges", "map_leaves", "to_data", "from_data", "DEFAULT_MAX_DEPTH", "MAX_CP", "walk", "nullable"]

@@ -14,6 +14,11 @@ Invariants
 - ``Ref(name)`` refers to a rule of the enclosing grammar.  The automaton back-end
   unrolls recursion to ``Grammar.max_depth`` nested expansions of the same rule;
   deeper expansions denote the empty language (and are pruned).
+- ``Inter(items)`` (intersection) and ``Diff(base, minus)`` (the strings of ``base`` not in
+  ``minus``) are the boolean operations on *regular* sub-languages: their operands contain
+  no ``Ref`` and no ``Special`` (checked by :class:`Grammar`), so every back-end can build
+  them as one byte automaton (product construction of the operands' DFAs).  A front-end
+  that wants a recursive language inside inlines it to a bounded depth first.
 """
 
 from __future__ import annotations
@@ -24,10 +29,10 @@ from typing import Callable, Iterable, Union
 from decoding.errors import GrammarError
 
 __all__ = [
-    "Lit", "ByteSet", "Seq", "Choice", "Repeat", "Ref", "Special", "Node", "Grammar",
+    "Lit", "ByteSet", "Seq", "Choice", "Repeat", "Ref", "Special", "Inter", "Diff", "Node", "Grammar",
     "EMPTY", "NOTHING", "lit", "seq", "choice", "opt", "star", "plus", "rep",
     "byteset", "char_class", "any_char", "normalize_ranges", "complement_ranges", "map_leaves", "to_data",
-    "from_data", "walk", "nullable", "DEFAULT_MAX_DEPTH", "MAX_CP",
+    "from_data", "walk", "nullable", "DEFAULT_MAX_DEPTH", "MAX_CP", "inter", "diff", "check_regular",
 ]
 
 #: Default recursion bound of every front-end (JSON Schema ``$ref`` cycles, DTD elements
@@ -85,7 +90,22 @@ class Special:
     text: str
 
 
-Node = Union[Lit, ByteSet, Seq, Choice, Repeat, Ref, Special]
+@dataclass(frozen=True, slots=True)
+class Inter:
+    """Intersection: the strings every one of ``items`` accepts (regular operands only:
+    no Ref, no Special).  ``Inter(())`` is not allowed (no universe is implied)."""
+    items: tuple["Node", ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Diff:
+    """Difference: the strings of ``base`` that ``minus`` does not accept (regular operands
+    only).  Complement relative to a universe ``U`` is ``Diff(U, x)``."""
+    base: "Node"
+    minus: "Node"
+
+
+Node = Union[Lit, ByteSet, Seq, Choice, Repeat, Ref, Special, Inter, Diff]
 
 EMPTY: Node = Seq(())
 NOTHING: Node = Choice(())
@@ -111,6 +131,8 @@ class Grammar:
             for ref in _refs(node):
                 if ref not in table:
                     raise GrammarError(f"rule '{name}' refers to undefined rule '{ref}'")
+        for name, node in self.rules:
+            check_regular(node, f"rule '{name}'")
         if self.max_depth < 1:
             raise GrammarError(f"grammar {self.start!r}: max_depth must be at least 1, not {self.max_depth}")
         object.__setattr__(self, "_by_name", table)
@@ -149,15 +171,33 @@ def walk(node: Node) -> Iterable[Node]:
             continue
         seen.add(id(n))
         yield n
-        if isinstance(n, (Seq, Choice)):
+        if isinstance(n, (Seq, Choice, Inter)):
             stack.extend(reversed(n.items))
         elif isinstance(n, Repeat):
             stack.append(n.item)
+        elif isinstance(n, Diff):
+            stack.extend((n.minus, n.base))
+
+
+def check_regular(node: Node, where: str) -> None:
+    """GrammarError naming ``where`` if an Inter/Diff inside ``node`` has a Ref or a Special
+    among its operands (their languages must be regular and byte-level)."""
+    for n in walk(node):
+        if isinstance(n, (Inter, Diff)):
+            if isinstance(n, Inter) and not n.items:
+                raise GrammarError(f"{where}: an intersection needs at least one operand")
+            for x in walk(n):
+                if isinstance(x, (Ref, Special)):
+                    what = f"reference to rule '{x.name}'" if isinstance(x, Ref) else f"special {x.text!r}"
+                    raise GrammarError(f"{where}: an intersection/difference operand contains a {what}; "
+                                       "only regular byte languages (no Ref, no Special) may be "
+                                       "intersected or complemented (inline them first)")
 
 
 def map_leaves(node: Node, f: "Callable[[Node], Node]") -> Node:
     """``node`` with every leaf (Lit, ByteSet, Ref, Special) replaced by ``f(leaf)``;
-    sequences, choices and repeats are rebuilt around them.  Iterative (an explicit
+    sequences, choices and repeats are rebuilt around them.  ``Inter``/``Diff`` are
+    returned unchanged (their operands hold no Ref or Special, see the module docstring).  Iterative (an explicit
     stack), so IR nested thousands deep is no ``RecursionError``."""
     out: list[Node] = []
     stack: list[tuple[Node, bool]] = [(node, False)]
@@ -196,6 +236,10 @@ def nullable(node: Node, ref: "Callable[[str], bool] | None" = None) -> bool:
         return node.min == 0 or nullable(node.item, ref)
     if isinstance(node, Ref):
         return ref is not None and ref(node.name)
+    if isinstance(node, Inter):
+        return all(nullable(x, ref) for x in node.items)
+    if isinstance(node, Diff):
+        return nullable(node.base, ref) and not nullable(node.minus, ref)
     return False
 
 
@@ -259,6 +303,30 @@ def rep(item: Node, lo: int = 0, hi: int | None = None) -> Node:
     if lo == 1 and hi == 1:
         return item
     return Repeat(item, lo, hi)
+
+
+def inter(*items: Node) -> Node:
+    """Intersection builder: NOTHING if an operand is NOTHING, the operand itself if there
+    is one distinct operand."""
+    flat: list[Node] = []
+    for it in items:
+        for x in (it.items if isinstance(it, Inter) else (it,)):
+            if x == NOTHING:
+                return NOTHING
+            if x not in flat:
+                flat.append(x)
+    if not flat:
+        raise GrammarError("an intersection needs at least one operand")
+    return flat[0] if len(flat) == 1 else Inter(tuple(flat))
+
+
+def diff(base: Node, minus: Node) -> Node:
+    """Difference builder: ``base`` when ``minus`` is NOTHING, NOTHING when ``base`` is."""
+    if base == NOTHING or minus == NOTHING:
+        return base
+    if base == minus:
+        return NOTHING
+    return Diff(base, minus)
 
 
 def opt(item: Node) -> Node:
@@ -377,6 +445,10 @@ def _node_to_data(n: Node) -> list:
         return ["ref", n.name]
     if isinstance(n, Special):
         return ["special", n.text]
+    if isinstance(n, Inter):
+        return ["inter", [_node_to_data(x) for x in n.items]]
+    if isinstance(n, Diff):
+        return ["diff", _node_to_data(n.base), _node_to_data(n.minus)]
     raise GrammarError(f"not an IR node: {n!r}")
 
 
@@ -396,6 +468,10 @@ def _node_from_data(d: list) -> Node:
         return Ref(str(d[1]))
     if tag == "special":
         return Special(str(d[1]))
+    if tag == "inter":
+        return Inter(tuple(_node_from_data(x) for x in d[1]))
+    if tag == "diff":
+        return Diff(_node_from_data(d[1]), _node_from_data(d[2]))
     raise GrammarError(f"unknown IR tag {tag!r}")
 
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from decoding.errors import LimitError
-from decoding.ir.nodes import ByteSet, Choice, Grammar, Lit, Node, Ref, Repeat, Seq
+from decoding.ir.nodes import ByteSet, Choice, Diff, Grammar, Inter, Lit, Node, Ref, Repeat, Seq
 from decoding.limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["estimate_size", "node_size", "node_work", "estimate_work", "check_size", "is_sep_loop", "Estimate"]
@@ -77,8 +77,10 @@ def _byte_mask(ranges: tuple[tuple[int, int], ...]) -> int:
 
 
 def _children(n: Node) -> tuple[Node, ...]:
-    if isinstance(n, (Seq, Choice)):
+    if isinstance(n, (Seq, Choice, Inter)):
         return n.items
+    if isinstance(n, Diff):
+        return (n.base, n.minus)
     if isinstance(n, Repeat):
         return (n.item,)
     return ()
@@ -152,6 +154,19 @@ def _combine(n: Node, kids: list[Estimate]) -> Estimate:
         return Estimate(states, e.lo * n.min, hi, work, e.amb, e.first if n.max != 0 else 0)
     if isinstance(n, ByteSet):
         return Estimate(1, 1, 1, 0, False, _byte_mask(n.ranges))
+    if isinstance(n, (Inter, Diff)):
+        # built as one product DFA of the operands' DFAs, embedded in the NFA: about the
+        # larger operand's states (minimised), the operands' work plus the product's
+        e = kids[0]
+        states = max(k.states for k in kids) + 2
+        work = sum(k.work for k in kids) + states * len(kids)
+        if isinstance(n, Inter):
+            his = [k.hi for k in kids if k.hi is not None]
+            first = _ALL
+            for k in kids:
+                first &= k.first
+            return Estimate(states, max(k.lo for k in kids), min(his) if his else None, work, False, first)
+        return Estimate(states, e.lo, e.hi, work, False, e.first)
     return _SPECIAL
 
 
