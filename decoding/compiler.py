@@ -193,7 +193,7 @@ class Compiler:
         backend, eager = opts.pop("backend"), opts.pop("eager")
         cache = self.cache
         if cache is not None:
-            cg = cache.lookup(prepared.key, self.vocab, backend=backend)
+            cg = cache.lookup(prepared.key, self.vocab, backend=backend, max_states=opts.get("max_states"))
             if cg is not None:
                 return cg.precompute() if eager else cg
         try:

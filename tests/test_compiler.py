@@ -232,3 +232,18 @@ def test_front_end_defaults_apply_where_the_front_end_has_them():
         SCHEMA, whitespace="flexible").grammar_key
     assert c.compile_gbnf(GBNF).grammar_key  # GBNF has no whitespace option: not applied
     assert c.compile_json_schema(SCHEMA, whitespace="compact").accepts(b'{"n":1,"s":"ab"}')
+
+
+@pytest.mark.parametrize("max_states, from_disk", [(None, False), (10_000, True)])
+def test_disk_cache_loads_what_the_callers_own_state_limit_let_through(tmp_path, monkeypatch, max_states, from_disk):
+    """An artifact above the default load limit (Limits.max_dfa_states) but within the
+    compiler's own ``max_states`` comes back from disk instead of being recompiled."""
+    from dataclasses import replace
+    from decoding.artifacts import cache as cache_mod
+    cg = Compiler(VOCAB, cache=GrammarCache(tmp_path)).compile_json_schema(SCHEMA, backend="dfa")
+    n = cg.stats()["states"]
+    monkeypatch.setattr(cache_mod, "DEFAULT_LIMITS", replace(cache_mod.DEFAULT_LIMITS, max_dfa_states=n - 1))
+    fresh = GrammarCache(tmp_path)
+    got = fresh.lookup(cg.grammar_key, VOCAB, backend="dfa", max_states=max_states)
+    assert (got is not None) == from_disk
+    assert fresh.stats["disk_hits" if from_disk else "disk_errors"] == 1

@@ -23,10 +23,12 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from decoding.artifacts.format import ARTIFACT_SUFFIX, load_artifact, write_artifact
+from decoding.limits import DEFAULT_LIMITS
 from decoding.backends.contract import CompiledGrammar
 from decoding.errors import ArtifactError
 from decoding.vocab import Vocab
@@ -119,9 +121,12 @@ class GrammarCache:
         return cg
 
     # ------------------------------------------------------------------ lookup / store
-    def lookup(self, key: str, vocab: Vocab, *, backend: str = "auto") -> CompiledGrammar | None:
+    def lookup(self, key: str, vocab: Vocab, *, backend: str = "auto",
+               max_states: int | None = None) -> CompiledGrammar | None:
         """The grammar of ``key`` for ``vocab``: from memory, else from a verified artifact in
-        the directory (then kept in memory), else ``None``."""
+        the directory (then kept in memory), else ``None``.  ``max_states``: the DFA size the
+        caller compiles to; an artifact up to that size loads even above the default
+        ``Limits.max_dfa_states`` (the cache stores what the caller's own limit let through)."""
         cg = self.get(key, backend=backend)
         if cg is not None:
             self._count("memory_hits")
@@ -130,7 +135,10 @@ class GrammarCache:
         if path is None or not path.is_file():
             return None
         try:
-            cg = load_artifact(path, vocab, expect_key=key)
+            lim = DEFAULT_LIMITS
+            if max_states is not None and max_states > lim.max_dfa_states:
+                lim = replace(lim, max_dfa_states=int(max_states))
+            cg = load_artifact(path, vocab, expect_key=key, limits=lim)
         except ArtifactError:
             self._count("disk_errors")
             return None
