@@ -15,6 +15,7 @@ Invariants
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -26,8 +27,12 @@ from decoding.ir import Grammar
 from decoding.frontends.jsonschema import compile_schema
 from decoding.frontends.xml.grammar import dtd_grammar, grammar_from_spec
 from decoding.frontends.xml.text import escape_text
+from decoding.runtime.prompting import ToolSpec, dump_json
 
-__all__ = ["Family", "FAMILY", "ROOT", "TOOL_ROUTING_SCHEMA"]
+__all__ = ["Family", "FAMILY", "ROOT", "TOOL_ROUTING_SCHEMA", "DEFAULT_WHITESPACE", "dtd_layout"]
+
+# JSON layout of generation and of the prompts' examples (issue 18: see docs/evals.md)
+DEFAULT_WHITESPACE = "natural"
 
 ROOT = Path(__file__).resolve().parents[2]
 GRAMMARS = ROOT / "grammars"
@@ -74,17 +79,27 @@ class Family:
     instruction: str  # system prompt of the free / constrained modes
     root: str | None  # XML root element
     max_tokens: int
-    _grammar: Callable[[], Grammar]
+    _grammar: Callable[..., Grammar]
     _render: Callable[[dict], str]
     _fields: Callable[[Any], dict]
     dtd_file: str | None = None
     schema: dict | None = None
 
-    def grammar(self) -> Grammar:
-        return self._grammar()
+    def grammar(self, whitespace: str = DEFAULT_WHITESPACE) -> Grammar:
+        """The family's grammar; JSON families in the given whitespace policy (``"natural"``:
+        ``", "`` and ``": "``, the generation default; ``"compact"``: none)."""
+        return self._grammar(whitespace) if self.kind == "json" else self._grammar()
 
-    def render(self, expected: dict) -> str:
-        return self._render(expected)
+    def render(self, expected: dict, whitespace: str = DEFAULT_WHITESPACE) -> str:
+        """The correct answer, in the layout of ``whitespace`` (JSON families)."""
+        doc = self._render(expected)
+        return dump_json(json.loads(doc), whitespace) if self.kind == "json" else doc
+
+    def tool(self) -> ToolSpec:
+        """The tool definition every mode's prompt is built from (schema or DTD layout)."""
+        if self.kind == "json":
+            return ToolSpec(self.name, self.instruction, "json", schema=self.schema)
+        return ToolSpec(self.name, self.instruction, "xml", layout=dtd_layout(self.dtd_file) if self.dtd_file else "")
 
     def fields(self, value: Any) -> dict:
         """Fields of a parsed output (ElementTree element for XML, Python value for JSON)."""
@@ -117,14 +132,19 @@ def _plist_grammar() -> Grammar:
         "key": "[A-Za-z][A-Za-z0-9_]{0,31}", "string": "[^\\n]{0,24}", "integer": "[+-]?[0-9]{1,12}"})
 
 
-_JSON_GRAMMARS: dict[str, Grammar] = {}
+_JSON_GRAMMARS: dict[tuple[str, str], Grammar] = {}
 
 
-def _json_grammar(name: str, schema: dict) -> Grammar:
+def _json_grammar(name: str, schema: dict, whitespace: str = DEFAULT_WHITESPACE) -> Grammar:
     """Grammar of ``schema`` (property order as written: the compiler keeps schema order)."""
-    if name not in _JSON_GRAMMARS:
-        _JSON_GRAMMARS[name] = compile_schema(schema).grammar
-    return _JSON_GRAMMARS[name]
+    if (name, whitespace) not in _JSON_GRAMMARS:
+        _JSON_GRAMMARS[name, whitespace] = compile_schema(schema, whitespace=whitespace).grammar
+    return _JSON_GRAMMARS[name, whitespace]
+
+
+def dtd_layout(path: str) -> str:
+    """The DTD text without comments (comments may hold worked examples: never shown)."""
+    return re.sub(r"<!--.*?-->\s*", "", Path(path).read_text(encoding="utf-8"), flags=re.S).strip()
 
 
 def _children(el) -> dict:
@@ -207,18 +227,18 @@ FAMILY: dict[str, Family] = {f.name: f for f in [
     Family("get_weather", "json",
            "You are a tool-calling assistant. Reply with only the JSON arguments of get_weather: "
            "{\"city\": full Chinese city name, \"date\": \"YYYY-MM-DD\"}.",
-           None, 48, lambda: _json_grammar("get_weather", _schema("get_weather")),
+           None, 48, lambda ws=DEFAULT_WHITESPACE: _json_grammar("get_weather", _schema("get_weather"), ws),
            lambda e: json.dumps({"city": e["city"], "date": e["date"]}, ensure_ascii=False, separators=(",", ":")),
            _json_fields, schema=_schema("get_weather")),
     Family("search_product", "json",
            "You are a tool-calling assistant. Reply with only the JSON arguments of search_product: "
            "{\"query\": text, \"category\": one of 数码/服饰/食品/家居, \"max_price\": integer}.",
-           None, 48, lambda: _json_grammar("search_product", _schema("search_product")),
+           None, 48, lambda ws=DEFAULT_WHITESPACE: _json_grammar("search_product", _schema("search_product"), ws),
            _product_render, _json_fields, schema=_schema("search_product")),
     Family("tool_routing", "json",
            "You are a tool-calling assistant with 5 tools: get_weather(city, date), search_product(query, "
            "category, max_price), send_email(to, subject), set_alarm(time HH:MM, label), book_flight(from, to, "
            "date). Reply with only JSON {\"tool\": name, \"arguments\": {...}}.",
-           None, 64, lambda: _json_grammar("tool_routing", TOOL_ROUTING_SCHEMA),
+           None, 64, lambda ws=DEFAULT_WHITESPACE: _json_grammar("tool_routing", TOOL_ROUTING_SCHEMA, ws),
            _routing_render, _routing_fields, schema=TOOL_ROUTING_SCHEMA),
 ]}

@@ -1,16 +1,21 @@
 """Decoding modes: how one task is turned into one generation, with timings.
 
+Prompts (issue 18): every mode gets the same prompt, built by
+:func:`decoding.runtime.prompting.tool_messages` from the family's tool definition (JSON
+Schema, or the DTD without comments) through the model's chat template, with ``shots``
+= 0 or 1 worked example (its answer in the generation's whitespace layout).  So a
+constrained mode and ``free`` with the same ``shots`` differ only by the constraint.
+
 Modes
-- ``free``: the family's instruction + the request; no mask.
-- ``prompt``: anchors (``<|xml_start|>``/``<|xml_end|>``, ``<|json_start|>``/``<|json_end|>``)
-  and one few-shot example in the prompt; no mask.
-- ``automaton``: the free prompt, masked by :class:`decoding.GrammarLogitsProcessor`.
-- ``fastforward``: the free prompt, same automaton, through the project's own driver
+- ``free``: the prompt; no mask.
+- ``prompt``: kept as an alias of ``free`` with one shot (the old anchors prompt is gone).
+- ``automaton``: the same prompt, masked by :class:`decoding.GrammarLogitsProcessor`.
+- ``fastforward``: the same prompt, same automaton, through the project's own driver
   (:func:`decoding.runtime.fastforward.generate_fast`): forced bytes are appended in one batched
   eval and budget-aware closing keeps the output completable within ``max_tokens``.  The
   driver evaluates the whole prompt each call (no prefix reuse), so its TTFT is not
   comparable with the other modes; its tokens/s is.
-- ``gbnf``: the free prompt, masked by llama.cpp's own grammar sampler running the GBNF
+- ``gbnf``: the same prompt, masked by llama.cpp's own grammar sampler running the GBNF
   that :func:`decoding.backends.gbnf.emit.to_gbnf` emits (``decoding.runtime.llama_grammar``).
 - ``llguidance``, ``outlines``: peer engines as logits processors in the same
   ``create_completion`` call (``evals.harness.peers``); a peer whose package is missing,
@@ -45,7 +50,9 @@ from decoding.runtime.fastforward import generate_fast
 from decoding.runtime.llama_grammar import to_llama_grammar
 from decoding.runtime.processor import GrammarLogitsProcessor
 
-from evals.harness.families import Family
+from decoding.runtime.prompting import Example, chat_template, tool_messages
+
+from evals.harness.families import DEFAULT_WHITESPACE, Family
 from evals.harness.peers import LLGuidancePeer, OutlinesPeer, outlines_unsupported, peer_available
 from evals.harness.tasks import Task, example_task
 
@@ -54,14 +61,6 @@ __all__ = ["MODES", "MAIN_MODES", "PEER_MODES", "Runner", "Output", "peer_status
 MAIN_MODES = ("free", "prompt", "automaton", "fastforward", "gbnf")
 PEER_MODES = ("outlines", "llguidance")
 MODES = MAIN_MODES + PEER_MODES
-# Used when a GGUF carries no chat template (the packaged Gemma-3-270M is the base model):
-# Gemma's turn format, with the system text folded into the first user turn.
-GEMMA_TEMPLATE = (
-    "{{ bos_token }}{% set sys = '' %}{% for m in messages %}{% if m['role'] == 'system' %}"
-    "{% set sys = m['content'] + '\n\n' %}{% else %}<start_of_turn>{{ 'model' if m['role'] == 'assistant' "
-    "else 'user' }}\n{% if loop.index0 == 1 %}{{ messages[0]['content'] }}\n\n{% endif %}{{ m['content'] }}"
-    "<end_of_turn>\n{% endif %}{% endfor %}<start_of_turn>model\n")
-ANCHORS = {"xml": ("<|xml_start|>", "<|xml_end|>"), "json": ("<|json_start|>", "<|json_end|>")}
 
 
 def peer_status(mode: str) -> str:
@@ -142,16 +141,12 @@ class _Timed:
 class Runner:
     """Runs tasks on one loaded model; caches compiled grammars per family and backend."""
 
-    def __init__(self, llm: Any, model_name: str) -> None:
+    def __init__(self, llm: Any, model_name: str, examples=example_task) -> None:
         self.llm = llm
         self.model = model_name
+        self.examples = examples  # family name -> Task (the worked example)
         meta = llm.metadata
-        tmpl = meta.get("tokenizer.chat_template")
-        if not tmpl:
-            if "gemma" not in model_name:
-                raise RuntimeError(f"model {model_name} has no chat template in its GGUF metadata")
-            tmpl = GEMMA_TEMPLATE
-        self.template = "gguf" if meta.get("tokenizer.chat_template") else "built-in gemma turns"
+        tmpl, self.template = chat_template(llm, model_name)
 
         def tok(key: str) -> str:
             i = meta.get(key)
@@ -170,16 +165,13 @@ class Runner:
         as_vocab(llm)  # read the vocabulary once (not part of any grammar's compile time)
 
     # ------------------------------------------------------------------ prompts
-    def messages(self, fam: Family, task: Task, style: str) -> list[dict]:
-        if style == "free":
-            return [{"role": "system", "content": fam.instruction}, {"role": "user", "content": task.user}]
-        a, b = ANCHORS[fam.kind]
-        ex = example_task(fam.name)
-        sysmsg = (f"{fam.instruction} Write the {fam.kind.upper()} directly after {a} and end it with {b}; "
-                  "write nothing else.")
-        return [{"role": "system", "content": sysmsg}, {"role": "user", "content": ex.user},
-                {"role": "assistant", "content": f"{a}{fam.render(ex.expected)}{b}"},
-                {"role": "user", "content": task.user}]
+    def messages(self, fam: Family, task: Task, shots: int = 0, whitespace: str = DEFAULT_WHITESPACE) -> list[dict]:
+        """The one prompt of (family, task, shots): identical for every mode."""
+        ex = None
+        if shots:
+            e = self.examples(fam.name)
+            ex = Example(e.user, fam.render(e.expected, whitespace))
+        return tool_messages(fam.tool(), task.user, ex)
 
     def _tokens(self, msgs: list[dict]) -> tuple[list[int], list[str]]:
         r = self.fmt(messages=msgs)
@@ -187,11 +179,11 @@ class Runner:
         stop = r.stop if isinstance(r.stop, list) else ([r.stop] if r.stop else [])
         return toks, stop
 
-    def _shared_prefix(self, fam: Family, style: str) -> int:
+    def _shared_prefix(self, fam: Family, style: tuple) -> int:
         key = (fam.name, style)
         if key not in self._prefix:
-            a = self._tokens(self.messages(fam, Task("a", fam.name, "A"), style))[0]
-            b = self._tokens(self.messages(fam, Task("b", fam.name, "Z"), style))[0]
+            a = self._tokens(self.messages(fam, Task("a", fam.name, "A"), *style))[0]
+            b = self._tokens(self.messages(fam, Task("b", fam.name, "Z"), *style))[0]
             n = 0
             while n < min(len(a), len(b)) and a[n] == b[n]:
                 n += 1
@@ -199,21 +191,23 @@ class Runner:
         return self._prefix[key]
 
     # ------------------------------------------------------------------ grammars
-    def automaton(self, fam: Family):
-        if fam.name not in self._automaton:
+    def automaton(self, fam: Family, whitespace: str = DEFAULT_WHITESPACE):
+        key = (fam.name, whitespace)
+        if key not in self._automaton:
             t = time.perf_counter()
-            self._automaton[fam.name] = Compiler(self.llm).compile_ir(fam.grammar())
+            self._automaton[key] = Compiler(self.llm).compile_ir(fam.grammar(whitespace))
             self.compile_s["automaton"][fam.name] = time.perf_counter() - t
-            return self._automaton[fam.name], self.compile_s["automaton"][fam.name]
-        return self._automaton[fam.name], 0.0
+            return self._automaton[key], self.compile_s["automaton"][fam.name]
+        return self._automaton[key], 0.0
 
-    def gbnf(self, fam: Family):
-        if fam.name not in self._gbnf:
+    def gbnf(self, fam: Family, whitespace: str = DEFAULT_WHITESPACE):
+        key = (fam.name, whitespace)
+        if key not in self._gbnf:
             t = time.perf_counter()
-            self._gbnf[fam.name] = to_llama_grammar(fam.grammar(), llm=self.llm)
+            self._gbnf[key] = to_llama_grammar(fam.grammar(whitespace), llm=self.llm)
             self.compile_s["gbnf"][fam.name] = time.perf_counter() - t
-            return self._gbnf[fam.name], self.compile_s["gbnf"][fam.name]
-        return self._gbnf[fam.name], 0.0
+            return self._gbnf[key], self.compile_s["gbnf"][fam.name]
+        return self._gbnf[key], 0.0
 
     def peer(self, mode: str):
         """The model's peer engine state (tokenizer / model wrapper, built once, not compile time)."""
@@ -233,18 +227,22 @@ class Runner:
         return self._bound[fam.name]
 
     # ------------------------------------------------------------------ one generation
-    def run(self, fam: Family, task: Task, mode: str, max_tokens: int) -> Output:
-        style = "prompt" if mode == "prompt" else "free"
-        toks, stop = self._tokens(self.messages(fam, task, style))
+    def run(self, fam: Family, task: Task, mode: str, max_tokens: int, *, shots: int = 0,
+            whitespace: str = DEFAULT_WHITESPACE, temperature: float = 0.0, seed: int = 0) -> Output:
+        if mode == "prompt":  # the old few-shot mode: now the same prompt as every mode, one shot
+            mode, shots = "free", 1
+        style = (shots, whitespace)
+        msgs = self.messages(fam, task, *style)
+        toks, stop = self._tokens(msgs)
         kw: dict[str, Any] = {}
         timed = None
         prep = 0.0
         if mode == "automaton":
-            cg, prep = self.automaton(fam)
+            cg, prep = self.automaton(fam, whitespace)
             timed = _Timed(GrammarLogitsProcessor(cg))
             kw["logits_processor"] = LogitsProcessorList([timed])
         elif mode == "gbnf":
-            kw["grammar"], prep = self.gbnf(fam)
+            kw["grammar"], prep = self.gbnf(fam, whitespace)
         elif mode in PEER_MODES:
             why = peer_available(mode) or family_status(mode, fam)
             if why:
@@ -257,12 +255,12 @@ class Runner:
             raise ValueError(f"mode {mode!r} is unknown")
         llm = self.llm
         if mode == "fastforward":
-            cg, prep = self.automaton(fam)
-            text = self.fmt(messages=self.messages(fam, task, style)).prompt
+            cg, prep = self.automaton(fam, whitespace)
+            text = self.fmt(messages=msgs).prompt
             bos = llm._model.token_get_text(llm.token_bos()) if llm.token_bos() >= 0 else ""
             if bos and text.startswith(bos):  # the driver adds BOS itself
                 text = text[len(bos):]
-            g = generate_fast(llm, cg, prompt=text, max_tokens=max_tokens, temperature=0.0, seed=0)
+            g = generate_fast(llm, cg, prompt=text, max_tokens=max_tokens, temperature=temperature, seed=seed)
             n = len(g.tokens)  # like llama-cpp-python's completion_tokens: the end token is not counted
             llm.n_tokens = 0  # the driver left its own tokens in the cache
             return Output(g.text, g.finish_reason, n, prep, g.prompt_seconds, 0, max(g.seconds, 1e-9),
@@ -277,7 +275,7 @@ class Runner:
         llm.eval(toks[shared:])  # the task's own prompt suffix: the same work in every mode
         t1 = time.perf_counter()
         # the whole prompt is now cached, so create_completion samples at once: its wall time is decoding
-        out = llm.create_completion(toks, max_tokens=max_tokens, temperature=0.0, stop=stop, seed=0, **kw)
+        out = llm.create_completion(toks, max_tokens=max_tokens, temperature=temperature, stop=stop, seed=seed, **kw)
         t2 = time.perf_counter()
         if timed is not None:
             (timed.proc if isinstance(timed, _Timed) else timed).raise_if_failed()

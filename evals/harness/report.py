@@ -44,7 +44,7 @@ def markdown(res: dict) -> str:
             ratio = res["speed_ratio_vs_free"].get(model, {}).get(mode)
             L.append(f"| {model} | {mode} | {a['n']} | " + " | ".join(_pct(a[k]) for k, _ in _RATES)
                      + f" | {_pct(a['field_micro'])} | {_num(a['tokens_per_s'], '.1f')} | "
-                     f"{_num(ratio, '.2f') if mode != 'free' else '1.00'} | {_num(a['mask_us_per_token'], '.0f')} | "
+                     f"{_num(ratio, '.2f') if not mode.startswith('free') else '1.00'} | {_num(a['mask_us_per_token'], '.0f')} | "
                      f"{_num(a['ttft_s_mean'], '.2f')} | {_num(a['ttft_s_max'], '.2f')} |")
     fams = meta["families"]
     for key, title in (("valid", "Valid rate by family"), ("fields", "Field accuracy (all fields exact) by family"),
@@ -55,17 +55,31 @@ def markdown(res: dict) -> str:
                 bf = cell["by_family"]
                 L.append(f"| {model} | {mode} | " + " | ".join(
                     f"{100 * bf[f][key]['rate']:.0f}%" if f in bf else "–" for f in fams) + " |")
-    L += ["", "## Field accuracy under the constraint vs free", ""]
+    L += ["", "## Paired: each constrained mode vs free on the same prompts", "",
+          "Same task, same prompt (tool definition + chat template, 0 or 1 worked example); the constraint "
+          "is the only difference. diff = constrained − free all-fields-exact, 95% bootstrap CI over tasks; "
+          "b/c = tasks right only constrained / only free; p = exact McNemar test.", "",
+          "| model | mode | n | exact constrained | exact free | diff [95% CI] | b / c | McNemar p "
+          "| field constrained | field free | field diff [95% CI] |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for model, per in (res.get("paired") or {}).items():
+        for lab, p in per.items():
+            L.append(f"| {model} | {lab} | {p['n']} | {100 * p['exact_constrained']:.0f}% | {100 * p['exact_free']:.0f}% "
+                     f"| {100 * p['diff']:+.0f} [{100 * p['lo']:+.0f}, {100 * p['hi']:+.0f}] | "
+                     f"{p['only_constrained']} / {p['only_free']} | {p['mcnemar_p']:.3f} | "
+                     f"{100 * p['field_constrained']:.0f}% | {100 * p['field_free']:.0f}% | "
+                     f"{100 * p['field_diff']:+.0f} [{100 * p['field_lo']:+.0f}, {100 * p['field_hi']:+.0f}] |")
+    L += ["", "## Field accuracy under the constraint vs free, by family", ""]
     for model, per in res["cells"].items():
-        free = per.get("free")
-        for mode in ("automaton", "fastforward", "gbnf"):
-            if free is None or mode not in per:
+        for lab in per:
+            mode, _, shot = lab.partition("+")
+            free = per.get("free" + (f"+{shot}" if shot else ""))
+            if free is None or mode not in ("automaton", "fastforward", "gbnf"):
                 continue
             for f in fams:
-                a, b = free["by_family"].get(f), per[mode]["by_family"].get(f)
+                a, b = free["by_family"].get(f), per[lab]["by_family"].get(f)
                 if a and b and b["fields"]["rate"] is not None and a["fields"]["rate"] is not None \
                         and b["fields"]["rate"] < a["fields"]["rate"]:
-                    L.append(f"- {model} {mode} {f}: {100 * b['fields']['rate']:.0f}% vs free "
+                    L.append(f"- {model} {lab} {f}: {100 * b['fields']['rate']:.0f}% vs free "
                              f"{100 * a['fields']['rate']:.0f}% (loss)")
     if L[-1] == "":
         L.append("- no family has lower field accuracy under the constraint than in free mode")
@@ -104,7 +118,7 @@ def _charts(res: dict, out: Path) -> None:
     plt.close(fig)
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), squeeze=False)
-    modes = sorted({m for per in res["cells"].values() for m in per}, key=lambda m: list(res["meta"]["modes"]).index(m))
+    modes = list(dict.fromkeys(m for per in res["cells"].values() for m in per))
     x = np.arange(len(modes))
     w = 0.8 / max(len(models), 1)
     for j, model in enumerate(models):
