@@ -15,7 +15,11 @@ Invariants of the output of :func:`to_gbnf`
   characters (e.g. a byte class ``[^"]`` over raw bytes) is compiled to a byte DFA and
   emitted as right-linear rules over code points, keeping exactly its well-formed UTF-8
   strings; llama.cpp cannot produce anything else.  Code point U+0000 is emitted as
-  ``\\x00`` but llama.cpp's engine stops at NUL, so it never matches it;
+  ``\\u0000`` but llama.cpp's engine stops at NUL, so it never matches it;
+- escaped code points are written ``\\uXXXX`` (``\\UXXXXXXXX`` above U+FFFF), never
+  ``\\xXX``: llama.cpp reads exactly two hex digits after ``\\x`` but xgrammar's EBNF
+  parser (vLLM's ``structured_outputs={"grammar": ...}``) reads as many as follow, so
+  ``[\\x2D0-9]`` would be the range U+02D0-'9' there; both read four after ``\\u``;
 - ``Special(text)`` becomes the token reference ``<[id]>`` when ``special_ids`` maps
   ``text`` to a token id (llama.cpp >= b3900 understands ``<[id]>``, the vendored copy
   in llama-cpp-python 0.3.36 does), ``Special("<[N]>")`` is written verbatim, and any
@@ -38,7 +42,7 @@ __all__ = ["to_gbnf", "MAX_REPETITION_THRESHOLD", "sanitize_name"]
 
 MAX_REPETITION_THRESHOLD = 2000
 _TOKEN_REF = re.compile(r"<\[\d+\]>")
-_EMPTY_CLASS = "[^\\x00-\\U0010FFFF]"  # matches no character: the empty language
+_EMPTY_CLASS = "[^\\u0000-\\U0010FFFF]"  # matches no character: the empty language
 _SYMBOL = re.compile(r'[a-zA-Z0-9-]+|"(?:\\.|[^"\\])*"|\[(?:\\.|[^\]\\])*\]|<\[\d+\]>|\.')
 
 
@@ -54,7 +58,7 @@ def _esc_char(cp: int, in_class: bool) -> str:
     if c == '"' and not in_class:
         return '\\"'
     if in_class and c in "[]-^\"":
-        return "\\x%02X" % cp
+        return "\\u%04X" % cp
     if c == "\n":
         return "\\n"
     if c == "\r":
@@ -62,7 +66,7 @@ def _esc_char(cp: int, in_class: bool) -> str:
     if c == "\t":
         return "\\t"
     if cp < 0x20 or cp == 0x7F:
-        return "\\x%02X" % cp
+        return "\\u%04X" % cp
     if cp < 0x80:
         return c
     if 0xD800 <= cp <= 0xDFFF or not c.isprintable() or cp >= 0x10000:
