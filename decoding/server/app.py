@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hmac
 import json
 import os
@@ -34,8 +35,12 @@ from decoding.server.errors import APIError, error_body, from_decoding_error
 from decoding.server.metrics import CONTENT_TYPE_LATEST, Metrics
 from decoding.server.openapi import CHAT_BODY, COMPLETION_BODY, ERROR_RESPONSES, request_body
 from decoding.server.protocol import GenRequest, parse_request
+from decoding.server.toolmarkers import model_tool_markers
 
-__all__ = ["create_app"]
+__all__ = ["create_app", "DISCONNECT_POLL_S"]
+
+#: how often a non-streamed request checks that its client is still connected (seconds)
+DISCONNECT_POLL_S = 0.2
 
 
 def _model_id(config: ServerConfig) -> str:
@@ -54,11 +59,19 @@ class _Server:
     def __init__(self, config: ServerConfig, llm: Any) -> None:
         from decoding.artifacts.cache import GrammarCache
 
+        if config.tool_call_start is None:  # the model's own markers, else the fallback
+            found = model_tool_markers(llm)
+            config = dataclasses.replace(config, tool_call_start=found.start, tool_call_end=found.end)
+            self.markers_source = found.source
+        else:
+            self.markers_source = "configured"
         self.config = config
+        self.markers = (config.tool_call_start, config.tool_call_end)
         self.metrics = Metrics()
         self.engine = Engine(llm, config, self.metrics)
+        self.engine.markers = self.markers
         cache = GrammarCache(config.cache_dir) if config.cache_dir else None
-        self.grammars = GrammarService(Compiler(llm, cache=cache), config, self.metrics)
+        self.grammars = GrammarService(Compiler(llm, cache=cache), config, self.metrics, self.markers)
         self.model_id = _model_id(config)
 
     # ------------------------------------------------------------------ request checks
@@ -103,12 +116,27 @@ class _Server:
                 resp = self.stream(req, con, chat)
                 released = True  # the stream releases its slot when its generation ends
                 return resp
+            cancelled = threading.Event()
+            fut = asyncio.wrap_future(self.engine.submit(self.engine.generate, req, con, cancelled))
             try:
-                res = await asyncio.wrap_future(self.engine.submit(self.engine.generate, req, con))
+                while True:  # watch the client while the answer is generated
+                    done, _ = await asyncio.wait({fut}, timeout=DISCONNECT_POLL_S)
+                    if done:
+                        break
+                    if not cancelled.is_set() and await request.is_disconnected():
+                        cancelled.set()  # the generation ends at its next token
+                res = fut.result()
             except APIError:
                 raise
             except Exception as e:  # noqa: BLE001 - mapped to an HTTP error with the cause
                 raise from_decoding_error(e) from e
+            finally:
+                cancelled.set()
+                if not fut.done():  # this handler was cancelled: keep the slot until the generation ends
+                    await asyncio.wait({fut})
+            if res.finish_reason == "cancelled":
+                raise APIError(499, "the client closed the connection before the answer was complete",
+                               code="client_closed_request")
             return JSONResponse(self.answer(req, con, res, chat))
         finally:
             if not released:
@@ -118,7 +146,7 @@ class _Server:
         reason = _reason(res)
         msg: dict[str, Any] = {"role": "assistant", "content": res.text}
         if con is not None and con.spec.kind.startswith("tool"):
-            content, calls = tool_calls_from_text(res.text, con.spec)
+            content, calls = tool_calls_from_text(res.text, con.spec, self.markers)
             msg["content"] = content
             if calls:
                 msg["tool_calls"] = calls

@@ -36,13 +36,20 @@ class ServerConfig:
     queue_size: int = 16             # requests waiting or running per worker (503 above)
     retry_after_s: int = 1           # the Retry-After header of a 503
     test_hooks: bool = False         # fault injection: ``x_fail_after_tokens``, an X-Worker-Pid header
+    max_parallel_tool_calls: int = 4  # calls per answer with parallel_tool_calls true (the OpenAI default)
+    tool_call_start: str | None = None  # tool-call markers; None: from the model's chat template,
+    tool_call_end: str | None = None    # else <tool_call> ... </tool_call> (decoding.server.toolmarkers)
 
     def __post_init__(self) -> None:
         for f in ("port", "workers", "n_ctx", "max_body_bytes", "max_schema_bytes", "max_schema_depth",
-                  "max_tokens_limit", "default_max_tokens", "queue_size", "retry_after_s"):
+                  "max_tokens_limit", "default_max_tokens", "queue_size", "retry_after_s",
+                  "max_parallel_tool_calls"):
             v = getattr(self, f)
             if not isinstance(v, int) or v < (0 if f == "port" else 1):
                 raise UsageError(f"ServerConfig.{f}: expected a positive integer, got {v!r}")
+        if (self.tool_call_start is None) != (self.tool_call_end is None) or \
+                self.tool_call_start == "" or self.tool_call_end == "":
+            raise UsageError("ServerConfig.tool_call_start / tool_call_end: give both markers (non-empty) or neither")
         if self.dtd_dir is not None and not os.path.isdir(self.dtd_dir):
             raise UsageError(f"ServerConfig.dtd_dir: {self.dtd_dir!r} is not a directory")
 

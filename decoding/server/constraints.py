@@ -5,12 +5,15 @@ keyed by the canonical grammar key (and a source alias), so a schema resent with
 reordered or other whitespace is a cache hit.  Compiles run outside the generation lock,
 serialized among themselves by ``Compiler``-level lock so that cache-hit accounting is exact.
 
-Tool calls
+Tool calls (``max_calls`` = 1, or the server's ``max_parallel_tool_calls`` N when the
+request has ``parallel_tool_calls`` true, the OpenAI default)
 - ``tool_choice`` ``required`` or a named function: the whole answer is one JSON object
-  ``{"name": <tool>, "arguments": <its parameters schema>}`` (``anyOf`` over the tools).
-- ``auto``: free text that may contain one region ``<tool_call>{...}</tool_call>`` holding
-  such an object (:func:`decoding.frontends.anchors.anchored`, lazy mode): text outside the
-  region is free, the region is constrained, and an opened region is always closed."""
+  ``{"name": <tool>, "arguments": <its parameters schema>}`` (``anyOf`` over the tools), or,
+  with N > 1, a JSON array of 1..N such objects.
+- ``auto``: free text that may contain up to ``max_calls`` regions ``START{...}END`` each
+  holding such an object (:func:`decoding.frontends.anchors.anchored`, lazy mode): text
+  outside the regions is free, a region is constrained, and an opened region is always
+  closed.  START / END are the model's markers (:mod:`decoding.server.toolmarkers`)."""
 
 from __future__ import annotations
 
@@ -33,8 +36,10 @@ from decoding.server.metrics import Metrics
 from decoding.server.protocol import GrammarSpec, ToolSpec
 from decoding.server.xmltools import XML_ROOT, xml_call_arguments, xml_tool_grammar
 
-__all__ = ["Constraint", "GrammarService", "tool_call_schema", "tool_calls_from_text", "TOOL_START", "TOOL_END"]
+__all__ = ["Constraint", "GrammarService", "tool_call_schema", "tool_calls_schema", "tool_calls_from_text",
+           "TOOL_START", "TOOL_END"]
 
+#: the default (fallback) tool-call markers
 TOOL_START, TOOL_END = "<tool_call>", "</tool_call>"
 
 
@@ -54,6 +59,12 @@ def tool_call_schema(tools: tuple[ToolSpec, ...]) -> dict:
     return alts[0] if len(alts) == 1 else {"anyOf": alts}
 
 
+def tool_calls_schema(tools: tuple[ToolSpec, ...], max_calls: int) -> dict:
+    """The JSON Schema of a forced answer: one call, or an array of 1..``max_calls`` calls."""
+    one = tool_call_schema(tools)
+    return one if max_calls == 1 else {"type": "array", "items": one, "minItems": 1, "maxItems": max_calls}
+
+
 def _depth(x: Any, limit: int, pointer: str = "") -> str | None:
     """The pointer of the first place nested deeper than ``limit`` (iterative), or None."""
     stack = [(x, pointer, 0)]
@@ -68,18 +79,21 @@ def _depth(x: Any, limit: int, pointer: str = "") -> str | None:
     return None
 
 
-def tool_calls_from_text(text: str, spec: GrammarSpec) -> tuple[str | None, list[dict] | None]:
+def tool_calls_from_text(text: str, spec: GrammarSpec,
+                         markers: tuple[str, str] = (TOOL_START, TOOL_END)) -> tuple[str | None, list[dict] | None]:
     """``(content, tool_calls)`` of a constrained answer (``tool_calls`` None when there is no
-    complete call)."""
-    def call(doc: str) -> dict | None:
-        try:
-            obj = json.loads(doc)
-        except ValueError:
-            return None
+    complete call); ``markers`` delimit the calls of ``tool_choice: auto``."""
+    def call(obj: Any) -> dict | None:
         if not isinstance(obj, dict) or "name" not in obj or "arguments" not in obj:
             return None
         return {"id": "call_" + uuid.uuid4().hex[:24], "type": "function",
                 "function": {"name": obj["name"], "arguments": json.dumps(obj["arguments"], ensure_ascii=False)}}
+
+    def parse(doc: str) -> Any:
+        try:
+            return json.loads(doc)
+        except ValueError:
+            return None
 
     if spec.kind.startswith("tool-xml-"):
         start, end = f"<{XML_ROOT}>", f"</{XML_ROOT}>"
@@ -93,26 +107,40 @@ def tool_calls_from_text(text: str, spec: GrammarSpec) -> tuple[str | None, list
         content = (text[:i] + text[j + len(end):]).strip()
         return content or None, [c]
     if spec.kind == "tool-call":
-        c = call(text)
-        return (None, [c]) if c else (text, None)
-    head, sep, rest = text.partition(TOOL_START)
-    if not sep:
+        obj = parse(text)
+        objs = obj if isinstance(obj, list) and obj else [obj]
+        calls = [call(o) for o in objs]
+        return (None, calls) if all(calls) else (text, None)
+    start, end = markers
+    content, calls, rest = [], [], text
+    while True:
+        head, sep, after = rest.partition(start)
+        if not sep:
+            content.append(rest)
+            break
+        doc, sep2, tail = after.partition(end)
+        c = call(parse(doc)) if sep2 else None
+        if c is None:  # an unclosed or unreadable region stays text
+            content.append(rest)
+            break
+        content.append(head)
+        calls.append(c)
+        rest = tail
+    if not calls:
         return text, None
-    doc, sep2, tail = rest.partition(TOOL_END)
-    c = call(doc) if sep2 else None
-    if c is None:
-        return text, None
-    content = (head + tail).strip()
-    return content or None, [c]
+    joined = "".join(content).strip()
+    return joined or None, calls
 
 
 class GrammarService:
     """Compiles :class:`GrammarSpec` s for one model's tokenizer, with limits and metrics."""
 
-    def __init__(self, compiler: Compiler, config: ServerConfig, metrics: Metrics) -> None:
+    def __init__(self, compiler: Compiler, config: ServerConfig, metrics: Metrics,
+                 markers: tuple[str, str] = (TOOL_START, TOOL_END)) -> None:
         self.compiler = compiler
         self.config = config
         self.metrics = metrics
+        self.markers = markers
         self._lock = threading.Lock()
 
     def _hits(self) -> int:
@@ -163,11 +191,11 @@ class GrammarService:
             return c.compile_dtd(src, base_dir=base, **opts)
         if spec.kind.startswith("tool-xml-"):
             return c.compile_ir(xml_tool_grammar(spec.tools, auto=spec.kind == "tool-xml-auto"))
-        schema = tool_call_schema(spec.tools)
+        n = int(spec.options.get("max_calls", 1))
         if spec.kind == "tool-call":
-            return c.compile_json_schema(schema)
-        g = c.prepare_source(schema, "json-schema").grammar
-        return c.compile_ir(anchored(g, TOOL_START, TOOL_END, mode="lazy", max_regions=1))
+            return c.compile_json_schema(tool_calls_schema(spec.tools, n))
+        g = c.prepare_source(tool_call_schema(spec.tools), "json-schema").grammar
+        return c.compile_ir(anchored(g, *self.markers, mode="lazy", max_regions=n))
 
     def compile(self, spec: GrammarSpec, max_tokens: int | None = None) -> Constraint:
         """The compiled grammar of ``spec``; APIError 422 (located) when it cannot be enforced,

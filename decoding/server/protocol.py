@@ -100,7 +100,7 @@ def message_text(content: Any, where: str) -> str:
     raise _bad(f"{where}: expected a string or a list of text parts", where)
 
 
-def _messages(body: dict) -> list:
+def _messages(body: dict, markers: tuple[str, str]) -> list:
     msgs = body.get("messages")
     if not isinstance(msgs, list) or not msgs:
         raise _bad("messages: expected a non-empty list of messages", "messages")
@@ -121,8 +121,8 @@ def _messages(body: dict) -> list:
                 fn = c.get("function") if isinstance(c, dict) else None
                 if not isinstance(fn, dict):
                     raise _bad(f"{where}.tool_calls: each call needs a 'function' object", f"{where}.tool_calls")
-                text += "<tool_call>" + json.dumps({"name": fn.get("name"), "arguments": _args(fn.get("arguments"))},
-                                                   ensure_ascii=False) + "</tool_call>"
+                text += markers[0] + json.dumps({"name": fn.get("name"), "arguments": _args(fn.get("arguments"))},
+                                                ensure_ascii=False) + markers[1]
         if role == "tool":
             role, text = "user", f"Tool result ({m.get('tool_call_id', '')}): {text}"
         if role == "developer":
@@ -182,7 +182,7 @@ def _tool_choice(body: dict, tools: tuple[ToolSpec, ...]) -> Any:
                "tool_choice")
 
 
-def _grammar(body: dict, tools: tuple[ToolSpec, ...], tool_choice: Any) -> GrammarSpec | None:
+def _grammar(body: dict, tools: tuple[ToolSpec, ...], tool_choice: Any, max_calls: int = 1) -> GrammarSpec | None:
     specs = []
     rf = body.get("response_format")
     if rf is not None:
@@ -230,7 +230,8 @@ def _grammar(body: dict, tools: tuple[ToolSpec, ...], tool_choice: Any) -> Gramm
     if tools and tool_choice != "none":
         kind = ("tool-xml-" if xml_tools else "tool-") + ("auto" if tool_choice == "auto" else "call")
         chosen = tools if not isinstance(tool_choice, dict) else tuple(t for t in tools if t.name == tool_choice["name"])
-        specs.append(GrammarSpec(kind, None, "tools", tools=chosen))
+        # xml_tools: one call per answer (parallel_tool_calls applies to JSON calls)
+        specs.append(GrammarSpec(kind, None, "tools", {"max_calls": 1 if xml_tools else max_calls}, tools=chosen))
     if len(specs) > 1:
         raise _bad("give at most one of response_format (json), grammar, dtd and tools with tool_choice != 'none'",
                    specs[1].param)
@@ -257,19 +258,23 @@ def parse_request(body: Any, *, chat: bool, config: ServerConfig) -> GenRequest:
     if not isinstance(so, dict):
         raise _bad("stream_options: expected an object", "stream_options")
     if chat:
-        messages, prompt = _messages(body), None
+        messages, prompt = _messages(body, (config.tool_call_start or "<tool_call>",
+                                            config.tool_call_end or "</tool_call>")), None
         tools = _tools(body)
         tool_choice = _tool_choice(body, tools)
+        parallel = body.get("parallel_tool_calls", True)
+        if not isinstance(parallel, bool):
+            raise _bad("parallel_tool_calls: expected a boolean", "parallel_tool_calls")
     else:
         p = body.get("prompt")
         if isinstance(p, list) and len(p) == 1 and isinstance(p[0], str):
             p = p[0]
         if not isinstance(p, str) or not p:
             raise _bad("prompt: expected a non-empty string (or a list of one)", "prompt")
-        messages, prompt, tools, tool_choice = None, p, (), "none"
+        messages, prompt, tools, tool_choice, parallel = None, p, (), "none", False
         if body.get("tools") is not None:
             raise _bad("tools: only on /v1/chat/completions", "tools")
-    grammar = _grammar(body, tools, tool_choice)
+    grammar = _grammar(body, tools, tool_choice, config.max_parallel_tool_calls if parallel else 1)
     if grammar is not None and stop:
         raise _bad("stop: not supported together with a grammar constraint (it would cut the structure)", "stop")
     fail_after = None

@@ -1,0 +1,5 @@
+import sys
+
+from evals.server_load.run import main
+
+sys.exit(main())
