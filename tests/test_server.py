@@ -332,24 +332,6 @@ def test_processor_failure_is_500_with_the_cause(client):
                    extra_body={"x_fail_after_tokens": 3}))
 
 
-def test_disconnect_mid_stream_frees_the_slot(server):
-    _, base = server
-    host, port = base.removeprefix("http://").split(":")
-    conn = http.client.HTTPConnection(host, int(port), timeout=30)
-    body = json.dumps({"prompt": "Once upon a time", "max_tokens": 400, "stream": True, "temperature": 0.9})
-    conn.request("POST", "/v1/completions", body, {"Authorization": f"Bearer {KEY}",
-                                                    "Content-Type": "application/json"})
-    resp = conn.getresponse()
-    assert resp.status == 200
-    assert resp.read(6) == b"data: "
-    conn.sock.shutdown(socket.SHUT_RDWR)
-    conn.close()
-    t0 = time.time()
-    while json.loads(_http(base, "GET", "/health")[2])["queue_depth"] != 0:
-        assert time.time() - t0 < 2.0, "the slot of a disconnected stream was not freed"
-        time.sleep(0.05)
-
-
 # ----------------------------------------------------------------------------- cache and endpoints
 
 def test_reordered_schema_is_a_cache_hit(server):
@@ -387,3 +369,101 @@ def test_models_health_metrics(client, server):
     for name in ("decoding_requests_total", "decoding_compile_ms_bucket", "decoding_mask_us_per_token_bucket",
                  "decoding_grammar_cache_hits_total", "decoding_unprocessable_total", "decoding_queue_depth"):
         assert name in text.decode(), name
+
+
+# ----------------------------------------------------------------------------- parallel tool calls, usage, faults
+
+def _valid_calls(calls) -> list[str]:
+    params = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
+    for call in calls:
+        jsonschema.validate(json.loads(call.function.arguments), params[call.function.name],
+                            format_checker=jsonschema.FormatChecker())
+    assert len({c.id for c in calls}) == len(calls)
+    return [c.function.name for c in calls]
+
+
+def test_parallel_tool_calls_several_valid_calls_or_at_most_one(server, client):
+    from decoding.server.app import _Server  # noqa: F401  (the server's limit below)
+
+    n_max = server[0].state.server.config.max_parallel_tool_calls
+    prompt = "Add 1 and 2. Then add 30 and 40. Then add 5 and 6."
+    counts = []
+    for seed in range(3):  # parallel_tool_calls defaults to true, as in OpenAI's API
+        r = _chat(client, prompt, max_tokens=64, seed=seed, temperature=0.7, tools=TOOLS, tool_choice="required")
+        ch = r.choices[0]
+        assert ch.finish_reason == "tool_calls", ch
+        counts.append(len(_valid_calls(ch.message.tool_calls)))
+    assert all(1 <= c <= n_max for c in counts) and max(counts) >= 2, counts
+    r = _chat(client, prompt, max_tokens=64, seed=0, temperature=0.7, tools=TOOLS, tool_choice="required",
+              parallel_tool_calls=False)
+    assert len(_valid_calls(r.choices[0].message.tool_calls)) == 1
+
+
+def test_streamed_usage_reports_prompt_tokens(client):
+    kw = dict(max_tokens=12, temperature=0.0, seed=4)
+    whole = _chat(client, "Name a color.", **kw).usage
+    chunks = list(_chat(client, "Name a color.", stream=True, stream_options={"include_usage": True}, **kw))
+    usage = chunks[-1].usage
+    assert usage is not None and usage.prompt_tokens == whole.prompt_tokens > 0
+    assert usage.completion_tokens == whole.completion_tokens > 0
+    assert usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
+
+
+def test_processor_exception_is_500_and_a_concurrent_request_succeeds(client):
+    from concurrent.futures import ThreadPoolExecutor
+
+    fmt = {"type": "json_schema", "json_schema": {"name": "w", "schema": WEATHER}}
+    with ThreadPoolExecutor(2) as pool:
+        other = pool.submit(_chat, client, "Weather in Rome?", max_tokens=40, seed=8, response_format=fmt)
+        with pytest.raises(openai.InternalServerError) as ei:
+            _chat(client, "Weather?", max_tokens=40, response_format=fmt, extra_body={"x_fail_after_tokens": 5})
+        ok = other.result(timeout=120)
+    err = ei.value.body if "code" in (ei.value.body or {}) else (ei.value.body or {}).get("error", {})
+    assert err["code"] == "processor_error" and "RuntimeError" in err["message"] and "injected" in err["message"]
+    jsonschema.validate(json.loads(ok.choices[0].message.content), WEATHER)
+
+
+LONG = {"grammar": "root ::= [0-9]{300}"}  # at least 300 tokens (one digit per token): seconds of work
+
+
+def _raw_post(base: str, body: dict) -> socket.socket:
+    host, port = base.removeprefix("http://").split(":")
+    data = json.dumps(body).encode()
+    s = socket.create_connection((host, int(port)), timeout=30)
+    s.sendall(f"POST /v1/completions HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {KEY}\r\n"
+              f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n".encode() + data)
+    return s
+
+
+def _generated(base: str) -> float:
+    return _metric(base, "decoding_generated_tokens_total")
+
+
+def _wait_depth_zero(base: str, limit: float) -> float:
+    t0 = time.time()
+    while json.loads(_http(base, "GET", "/health")[2])["queue_depth"] != 0:
+        assert time.time() - t0 < limit, f"the slot was not freed within {limit} s of the disconnect"
+        time.sleep(0.02)
+    return time.time() - t0
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_client_that_disconnects_stops_its_generation_and_frees_its_slot(server, stream):
+    _, base = server
+    before = _generated(base)
+    s = _raw_post(base, {"prompt": "Digits:", "max_tokens": 300, "stream": stream, **LONG})
+    if stream:
+        assert s.recv(12).startswith(b"HTTP/1.1 200")
+        time.sleep(0.5)  # some tokens streamed
+    else:
+        t0 = time.time()
+        while json.loads(_http(base, "GET", "/health")[2])["queue_depth"] == 0:
+            assert time.time() - t0 < 10
+            time.sleep(0.02)
+        time.sleep(0.8)  # generating (300 tokens take several seconds)
+    s.shutdown(socket.SHUT_RDWR)
+    s.close()
+    _wait_depth_zero(base, 1.0)
+    time.sleep(0.1)
+    done = _generated(base) - before
+    assert 0 < done < 300, done  # stopped early: it did not run to the end

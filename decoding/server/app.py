@@ -37,10 +37,16 @@ from decoding.server.openapi import CHAT_BODY, COMPLETION_BODY, ERROR_RESPONSES,
 from decoding.server.protocol import GenRequest, parse_request
 from decoding.server.toolmarkers import model_tool_markers
 
-__all__ = ["create_app", "DISCONNECT_POLL_S"]
+__all__ = ["create_app"]
 
-#: how often a non-streamed request checks that its client is still connected (seconds)
-DISCONNECT_POLL_S = 0.2
+
+async def _client_gone(request: Request) -> None:
+    """Return when the client of ``request`` (whose body was read) disconnects: the next ASGI
+    message after the body is ``http.disconnect`` (uvicorn reads the socket while we wait).
+    Raises if the server sends anything else."""
+    msg = await request.receive()
+    if msg["type"] != "http.disconnect":
+        raise RuntimeError(f"unexpected ASGI message {msg['type']!r} after the request body")
 
 
 def _model_id(config: ServerConfig) -> str:
@@ -118,19 +124,20 @@ class _Server:
                 return resp
             cancelled = threading.Event()
             fut = asyncio.wrap_future(self.engine.submit(self.engine.generate, req, con, cancelled))
+            gone = asyncio.ensure_future(_client_gone(request))  # watch the client while the answer is generated
             try:
-                while True:  # watch the client while the answer is generated
-                    done, _ = await asyncio.wait({fut}, timeout=DISCONNECT_POLL_S)
-                    if done:
-                        break
-                    if not cancelled.is_set() and await request.is_disconnected():
-                        cancelled.set()  # the generation ends at its next token
-                res = fut.result()
+                done, _ = await asyncio.wait({fut, gone}, return_when=asyncio.FIRST_COMPLETED)
+                if gone in done and gone.exception() is None:
+                    cancelled.set()  # the client went away: the generation ends at its next token
+                res = await asyncio.shield(fut)
             except APIError:
+                raise
+            except asyncio.CancelledError:
                 raise
             except Exception as e:  # noqa: BLE001 - mapped to an HTTP error with the cause
                 raise from_decoding_error(e) from e
             finally:
+                gone.cancel()
                 cancelled.set()
                 if not fut.done():  # this handler was cancelled: keep the slot until the generation ends
                     await asyncio.wait({fut})

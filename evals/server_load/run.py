@@ -183,7 +183,7 @@ def _metrics(base: str) -> dict[str, float]:
     return out
 
 
-def run(*, model: str = "smollm2", clients: int = 8, per_client: int = 50, blocks: int = 5, max_tokens: int = 24,
+def run(*, model: str = "smollm2", clients: int = 8, per_client: int = 50, blocks: int = 5, max_tokens: int = 32,
         dtd_max_tokens: int = 40, base_url: str | None = None, out: Path | None = None,
         timeout: float = 600.0) -> dict[str, Any]:
     """Run both loads; write ``out/server_load.json`` and ``.md`` when ``out`` is given."""
@@ -259,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--requests", type=int, default=50, help="requests per client, per load")
     ap.add_argument("--blocks", type=int, default=5, help="alternations of the two loads")
-    ap.add_argument("--max-tokens", type=int, default=24)
+    ap.add_argument("--max-tokens", type=int, default=32)
     ap.add_argument("--dtd-max-tokens", type=int, default=40)
     ap.add_argument("--base-url", default=None, help="an already running server (default: start one)")
     ap.add_argument("--out", type=Path, default=ROOT / "evals" / "results" / "server_load")
