@@ -371,7 +371,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     serve(ServerConfig(model=args.model, host=args.host, port=args.port, workers=args.workers,
                        api_key=args.api_key or None, dtd_dir=args.dtd_dir, cache_dir=args.cache_dir,
                        queue_size=args.queue_size, max_body_bytes=args.max_body_bytes,
-                       max_tokens_limit=args.max_tokens_limit, n_ctx=args.n_ctx))
+                       max_tokens_limit=args.max_tokens_limit, n_ctx=args.n_ctx,
+                       max_parallel_tool_calls=args.max_parallel_tool_calls,
+                       tool_call_start=(args.tool_call_markers or (None, None))[0],
+                       tool_call_end=(args.tool_call_markers or (None, None))[1]))
     return 0
 
 
@@ -441,6 +444,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--max-body-bytes", type=int, default=1 << 20)
     p.add_argument("--max-tokens-limit", type=int, default=2048)
     p.add_argument("--n-ctx", type=int, default=2048)
+    p.add_argument("--max-parallel-tool-calls", type=int, default=4,
+                   help="tool calls per answer when a request has parallel_tool_calls true (the OpenAI default)")
+    p.add_argument("--tool-call-markers", nargs=2, metavar=("START", "END"),
+                   help="tool-call delimiters (default: from the model's chat template, else <tool_call> </tool_call>)")
     p.set_defaults(fn=cmd_serve)
     return ap
 
