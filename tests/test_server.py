@@ -364,7 +364,11 @@ def test_models_health_metrics(client, server):
     status, _, body = _http(server[1], "GET", "/v1/nothing-here")
     assert status == 404 and json.loads(body)["error"]["code"] == "not_found"
     status, _, body = _http(server[1], "GET", "/health", key=None)
-    assert status == 200 and json.loads(body)["status"] == "ok"
+    health = json.loads(body)
+    assert status == 200 and health["status"] == "ok"
+    # SmolLM2's chat template has no tools section: the fallback markers
+    assert health["tool_call_markers"] == ["<tool_call>", "</tool_call>"]
+    assert health["tool_call_markers_source"] == "fallback: the chat template has no tools section"
     _, _, text = _http(server[1], "GET", "/metrics", key=None)
     for name in ("decoding_requests_total", "decoding_compile_ms_bucket", "decoding_mask_us_per_token_bucket",
                  "decoding_grammar_cache_hits_total", "decoding_unprocessable_total", "decoding_queue_depth"):

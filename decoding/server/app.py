@@ -323,7 +323,8 @@ def create_app(config: ServerConfig | None = None, *, llm: Any = None) -> FastAP
     @app.get("/health")
     async def health() -> dict:
         return {"status": "ok", "model": srv.model_id, "queue_depth": srv.engine.depth,
-                "queue_size": config.queue_size}
+                "queue_size": config.queue_size, "tool_call_markers": list(srv.markers),
+                "tool_call_markers_source": srv.markers_source}
 
     @app.get("/metrics")
     async def metrics() -> Response:
