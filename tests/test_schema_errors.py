@@ -12,28 +12,25 @@ from decoding.frontends.jsonschema import compile_schema, feedback, validate_ins
 ERRORS = [
     ({"type": "array", "uniqueItems": True}, "", "uniqueItems"),
     ({"type": "object", "properties": {"tags": {"type": "array", "uniqueItems": True}}}, "/properties/tags", "uniqueItems"),
-    ({"not": {"type": "string"}}, "", "not"),
-    ({"if": {"type": "string"}, "then": {"maxLength": 3}}, "", "then"),
-    ({"type": "array", "contains": {"type": "integer"}}, "", "contains"),
     ({"type": "object", "properties": {k: {} for k in "abcd"},
       "dependentSchemas": {k: {"required": ["e"]} for k in "abcd"}}, "", "dependentSchemas"),
     ({"type": "object", "properties": {"a": {"type": "object", "patternProperties": {"^x": {}},
                                              "dependentRequired": {"xa": ["b"]}}}},
      "/properties/a", "dependentRequired"),
     ({"type": "string", "format": "uri-reference"}, "", "format"),
-    ({"type": "object", "propertyNames": {"maxLength": 3}}, "", "propertyNames"),
-    ({"type": "number", "multipleOf": 0.5}, "", "multipleOf"),
     ({"type": "string", "format": "iri"}, "", "format"),
+    # issue 15: compiled by intersection/complement now, except where no exact language exists
+    ({"type": "number", "multipleOf": 0.1}, "", "multipleOf"),  # not a binary fraction
+    ({"not": {"type": "string", "format": "date"}}, "/not", "format"),  # regex not the checker's
+    ({"not": {"type": "array", "uniqueItems": True}}, "/not", "uniqueItems"),
+    ({"type": "array", "contains": {"type": "integer"}, "uniqueItems": True}, "", "uniqueItems"),
+    ({"not": {"type": "object", "dependentSchemas": {"a": {"required": ["b"]}}}}, "/not", "dependentSchemas"),
     ({"type": "string", "pattern": "(?=a)b"}, "", "pattern"),
     ({"type": "string", "pattern": "(a)\\1"}, "", "pattern"),
     ({"type": "string", "pattern": "a\\bb"}, "", "pattern"),
-    ({"type": "string", "pattern": "^a+$", "maxLength": 3, "minLength": 1, "format": "date"}, "", "pattern"),
-    ({"type": "string", "pattern": "^(ab)+$", "maxLength": 3}, "", "maxLength"),
-    ({"oneOf": [{"type": "string"}, {"type": "string", "maxLength": 3}]}, "", "oneOf"),
     ({"$ref": "https://example.com/s.json"}, "/$ref", "$ref"),
     ({"$ref": "#/$defs/missing"}, "/$ref", "$ref"),
     ({"type": "sting"}, "/type", "type"),  # a metaschema error: at the offending value
-    ({"allOf": [{"type": "string", "pattern": "a"}, {"pattern": "b"}]}, "/allOf/1", "pattern"),
     ({"properties": {"a": {"type": "object", "minProperties": 2, "additionalProperties": True}}},
      "/properties/a", "minProperties"),
 ]

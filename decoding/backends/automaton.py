@@ -38,7 +38,7 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from decoding.errors import GrammarError, LimitError
-from decoding.ir import ByteSet, Choice, Diff, Grammar, Inter, Lit, Node, Ref, Repeat, Seq, Special, map_leaves
+from decoding.ir import ByteSet, Choice, Dfa, Diff, Grammar, Inter, Lit, Node, Ref, Repeat, Seq, Special, map_leaves
 from decoding.ir.productive import check_productive
 from decoding.ir.size import check_size, estimate_size, node_size
 from decoding.ir.size import is_sep_loop as _sep_loop
@@ -280,6 +280,15 @@ class _NFA:
             t = self.new()
             self.spec[s].append((k, t))
             return t
+        if isinstance(node, Dfa):
+            ids = [self.new() for _ in node.edges]
+            self.eps[s].append(ids[0])
+            for i, es in enumerate(node.edges):
+                self.edges[ids[i]].extend((lo, hi, ids[t]) for lo, hi, t in es)
+            end = self.new()
+            for a in node.accept:
+                self.eps[ids[a]].append(end)
+            return end
         if isinstance(node, (Inter, Diff)):
             hit = self.regular.get(id(node))
             if hit is None:

@@ -14,6 +14,9 @@ Invariants
 - ``Ref(name)`` refers to a rule of the enclosing grammar.  The automaton back-end
   unrolls recursion to ``Grammar.max_depth`` nested expansions of the same rule;
   deeper expansions denote the empty language (and are pruned).
+- ``Dfa(edges, accept)`` is a regular leaf given as its automaton (state 0 starts; per
+  state a tuple of ``(lo, hi, target)`` byte-range edges): a remainder automaton, say,
+  whose regular expression would be exponentially long.
 - ``Inter(items)`` (intersection) and ``Diff(base, minus)`` (the strings of ``base`` not in
   ``minus``) are the boolean operations on *regular* sub-languages: their operands contain
   no ``Ref`` and no ``Special`` (checked by :class:`Grammar`), so every back-end can build
@@ -29,7 +32,7 @@ from typing import Callable, Iterable, Union
 from decoding.errors import GrammarError
 
 __all__ = [
-    "Lit", "ByteSet", "Seq", "Choice", "Repeat", "Ref", "Special", "Inter", "Diff", "Node", "Grammar",
+    "Lit", "ByteSet", "Seq", "Choice", "Repeat", "Ref", "Special", "Inter", "Diff", "Dfa", "Node", "Grammar",
     "EMPTY", "NOTHING", "lit", "seq", "choice", "opt", "star", "plus", "rep",
     "byteset", "char_class", "any_char", "normalize_ranges", "complement_ranges", "map_leaves", "to_data",
     "from_data", "walk", "nullable", "DEFAULT_MAX_DEPTH", "MAX_CP", "inter", "diff", "check_regular",
@@ -105,7 +108,27 @@ class Diff:
     minus: "Node"
 
 
-Node = Union[Lit, ByteSet, Seq, Choice, Repeat, Ref, Special, Inter, Diff]
+@dataclass(frozen=True, slots=True)
+class Dfa:
+    """A regular leaf given as a deterministic or not automaton over bytes: state 0 is the
+    start, ``edges[i]`` the ``(lo, hi, target)`` edges of state ``i`` (inclusive byte
+    ranges), ``accept`` the accepting states (sorted)."""
+    edges: tuple[tuple[tuple[int, int, int], ...], ...]
+    accept: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        n = len(self.edges)
+        if n == 0:
+            raise GrammarError("an automaton leaf needs at least one state")
+        for es in self.edges:
+            for lo, hi, t in es:
+                if not (0 <= lo <= hi <= 255 and 0 <= t < n):
+                    raise GrammarError(f"automaton leaf: bad edge ({lo}, {hi}, {t}) for {n} states")
+        if any(not 0 <= a < n for a in self.accept):
+            raise GrammarError("automaton leaf: accepting state out of range")
+
+
+Node = Union[Lit, ByteSet, Seq, Choice, Repeat, Ref, Special, Inter, Diff, Dfa]
 
 EMPTY: Node = Seq(())
 NOTHING: Node = Choice(())
@@ -240,6 +263,8 @@ def nullable(node: Node, ref: "Callable[[str], bool] | None" = None) -> bool:
         return all(nullable(x, ref) for x in node.items)
     if isinstance(node, Diff):
         return nullable(node.base, ref) and not nullable(node.minus, ref)
+    if isinstance(node, Dfa):
+        return 0 in node.accept
     return False
 
 
@@ -449,6 +474,8 @@ def _node_to_data(n: Node) -> list:
         return ["inter", [_node_to_data(x) for x in n.items]]
     if isinstance(n, Diff):
         return ["diff", _node_to_data(n.base), _node_to_data(n.minus)]
+    if isinstance(n, Dfa):
+        return ["dfa", [[list(e) for e in es] for es in n.edges], list(n.accept)]
     raise GrammarError(f"not an IR node: {n!r}")
 
 
@@ -472,6 +499,9 @@ def _node_from_data(d: list) -> Node:
         return Inter(tuple(_node_from_data(x) for x in d[1]))
     if tag == "diff":
         return Diff(_node_from_data(d[1]), _node_from_data(d[2]))
+    if tag == "dfa":
+        return Dfa(tuple(tuple((int(a), int(b), int(t)) for a, b, t in es) for es in d[1]),
+                   tuple(int(a) for a in d[2]))
     raise GrammarError(f"unknown IR tag {tag!r}")
 
 

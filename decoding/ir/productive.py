@@ -17,7 +17,7 @@ Invariants
 from __future__ import annotations
 
 from decoding.errors import GrammarError
-from decoding.ir.nodes import ByteSet, Choice, Diff, Grammar, Inter, Lit, Node, Ref, Repeat, Seq, Special
+from decoding.ir.nodes import ByteSet, Choice, Dfa, Diff, Grammar, Inter, Lit, Node, Ref, Repeat, Seq, Special
 
 __all__ = ["productive_rules", "find_empty", "check_productive"]
 
@@ -48,7 +48,7 @@ def _derives(node: Node, ok: set[str]) -> bool:
             vals = out[len(out) - k:]
             del out[len(out) - k:]
             out.append(all(vals) if isinstance(n, Seq) else any(vals))
-        elif isinstance(n, (Lit, Special, Inter, Diff)):
+        elif isinstance(n, (Lit, Special, Inter, Diff, Dfa)):
             out.append(True)  # Inter/Diff: emptiness needs their automaton (the back-end's prune)
         elif isinstance(n, ByteSet):
             out.append(bool(n.ranges))

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from decoding.errors import LimitError
-from decoding.ir.nodes import ByteSet, Choice, Diff, Grammar, Inter, Lit, Node, Ref, Repeat, Seq
+from decoding.ir.nodes import ByteSet, Choice, Dfa, Diff, Grammar, Inter, Lit, Node, Ref, Repeat, Seq
 from decoding.limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["estimate_size", "node_size", "node_work", "estimate_work", "check_size", "is_sep_loop", "Estimate"]
@@ -154,6 +154,12 @@ def _combine(n: Node, kids: list[Estimate]) -> Estimate:
         return Estimate(states, e.lo * n.min, hi, work, e.amb, e.first if n.max != 0 else 0)
     if isinstance(n, ByteSet):
         return Estimate(1, 1, 1, 0, False, _byte_mask(n.ranges))
+    if isinstance(n, Dfa):
+        k = len(n.edges)
+        first = 0
+        for lo, hi, _ in n.edges[0]:
+            first |= _byte_mask(((lo, hi),))
+        return Estimate(k, 0, None, k, False, first)
     if isinstance(n, (Inter, Diff)):
         # built as one product DFA of the operands' DFAs, embedded in the NFA: about the
         # larger operand's states (minimised), the operands' work plus the product's

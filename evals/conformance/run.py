@@ -16,8 +16,9 @@ Token masks are lazy (computed on first visit) in both, so they are not included
 
 Mode: the runner measures the spec-faithful policy (``COMPILE_OPTIONS``:
 ``extra_properties="allow"``, i.e. undeclared properties are generated when
-``additionalProperties`` is absent, and free-form values nest up to ``free_depth`` = 16
-levels), not
+``additionalProperties`` is absent; ``format_mode="annotate"``, draft 2020-12's default;
+``untyped="any"``, a schema without ``type`` accepts every kind its keywords do not
+constrain; and free-form values nest up to ``free_depth`` = 16 levels), not
 the generation default (``"omit"``); the mode is printed and recorded in the baselines.
 Schemas the compiler proves unsatisfiable (UnsatisfiableSchemaError) get the status
 ``unsatisfiable``; they are left out of the compiled-rate denominator only when
@@ -55,7 +56,8 @@ FREE_DEPTH = 16
 MAX_DEPTH = 16
 VOCAB_PATH = SHARED / "vocab" / "ggml-vocab-llama-bpe.gguf"
 _vocab: list[Vocab] = []
-COMPILE_OPTIONS: dict[str, Any] = {"extra_properties": "allow", "free_depth": FREE_DEPTH, "max_depth": MAX_DEPTH}
+COMPILE_OPTIONS: dict[str, Any] = {"extra_properties": "allow", "free_depth": FREE_DEPTH, "max_depth": MAX_DEPTH,
+                                   "format_mode": "annotate", "untyped": "any"}
 CANONICAL_NOTE = ("instances are serialized canonically (compact, keys in schema order) "
                   "before the compiled grammar's accepts")
 
@@ -76,7 +78,8 @@ def _alarm(signum: int, frame: Any) -> None:
 
 def mode_note() -> str:
     return ("mode: " + ", ".join(f"{k}={v!r}" for k, v in COMPILE_OPTIONS.items()) +
-            " (spec-faithful; the generation default is extra_properties='omit')")
+            " (spec-faithful; the generation default is extra_properties='omit', "
+            "format_mode='assert', untyped='infer')")
 
 
 def _jsonschema_rejects_all(schema: Any, tests: list[dict]) -> bool:

@@ -17,18 +17,22 @@ from fractions import Fraction
 from typing import Any, Literal
 
 from decoding.errors import LimitError, SchemaError, UnsatisfiableSchemaError, UsageError
+import contextlib
+from typing import Iterator
+
 from decoding.ir import (DEFAULT_MAX_DEPTH, EMPTY, MAX_CP, NOTHING, Choice, Grammar, Node, Ref, Repeat, Seq,
-                         byteset, choice, walk,
-                         complement_ranges, lit, opt, rep, seq, star)
+                         byteset, choice, diff, inter, walk,
+                         lit, opt, rep, seq, star)
 from decoding.ir.size import node_size
 from decoding.limits import DEFAULT_LIMITS, Limits
 from decoding.frontends.jsonschema.check import check_schema, load_schema_text
 from decoding.frontends.jsonschema.formats import CHECKED_FORMATS, check_format, format_regex
 from decoding.frontends.jsonschema.jsonstr import any_json_char, dumps, json_char, quote, string_of
-from decoding.frontends.jsonschema.merge import TYPES, json_equal, merge, normalize
+from decoding.frontends.jsonschema.merge import SEMANTIC, TYPES, json_equal, merge, normalize
 from decoding.frontends.jsonschema.numbers import INTEGER, NUMBER, integer_range, number_range
 from decoding.text.regex import PatternError, Rx, length_range, parse_pattern, rx_to_ir
 from decoding.frontends.jsonschema.refs import pointer_join, resolve_pointer, resolve_ref
+from decoding.frontends.jsonschema.logic import BOOLEAN_DEPTH, Logic, count_list, multiple_of, not_in as _not_in
 
 
 def _node_work(node: Node) -> int:
@@ -39,7 +43,7 @@ def _node_work(node: Node) -> int:
     return fn(node) if fn is not None else size._node_estimate(node).work  # until size.py exports node_work
 
 __all__ = ["SchemaGrammar", "compile_schema", "DEFAULT_MAX_DEPTH", "DEFAULT_MAX_WS",
-           "DEFAULT_FREE_DEPTH", "DEFAULT_MAX_NFA", "EXTRA_PROPERTIES"]
+           "DEFAULT_FREE_DEPTH", "DEFAULT_MAX_NFA", "EXTRA_PROPERTIES", "FORMAT_MODES", "UNTYPED"]
 
 DEFAULT_MAX_WS = 8
 DEFAULT_FREE_DEPTH = 2
@@ -50,6 +54,11 @@ HOIST_ABOVE = 1_000  # see _Compiler.hoist
 MAX_BOUND_DIGITS = 400
 # policies for undeclared properties when ``additionalProperties`` is absent
 EXTRA_PROPERTIES = ("omit", "allow")
+#: ``format``: asserted (generation default) or an annotation (draft 2020-12's default)
+FORMAT_MODES = ("assert", "annotate")
+#: a schema without ``type``: generate the kinds its keywords constrain ("infer", generation
+#: default) or also every other kind as a free value ("any", as the spec says)
+UNTYPED = ("infer", "any")
 
 ANNOTATIONS = frozenset({
     "$schema", "$id", "id", "$comment", "title", "description", "default", "examples", "example",
@@ -62,16 +71,16 @@ SUPPORTED = frozenset({
     "maxItems", "minLength", "maxLength", "pattern", "format", "minimum", "maximum",
     "exclusiveMinimum", "exclusiveMaximum", "anyOf", "oneOf", "allOf", "$ref",
     "uniqueItems", "multipleOf", "unevaluatedProperties", "unevaluatedItems", "if",
-    "dependentRequired", "dependentSchemas", "dependencies",
+    "dependentRequired", "dependentSchemas", "dependencies", "not", "then", "else", "contains",
+    "minContains", "maxContains", "propertyNames",
 })
 MAX_DEP_SCHEMAS = 3
 # known semantic keywords we cannot honour, and the instance kinds they constrain
 UNSUPPORTED: dict[str, frozenset[str]] = {
-    "not": frozenset(TYPES), "then": frozenset(TYPES), "else": frozenset(TYPES),
-    "contains": frozenset({"array"}), "minContains": frozenset({"array"}),
-    "maxContains": frozenset({"array"}), "propertyNames": frozenset({"object"}), "$dynamicRef": frozenset(TYPES),
-    "$recursiveRef": frozenset(TYPES),
+    "$dynamicRef": frozenset(TYPES), "$recursiveRef": frozenset(TYPES),
 }
+#: keywords compiled by intersection/complement (decoding.frontends.jsonschema.logic)
+LOGIC = ("not", "if")
 _KIND_KW = {
     "object": ("properties", "required", "additionalProperties", "patternProperties",
                "minProperties", "maxProperties", "propertyNames", "unevaluatedProperties",
@@ -95,8 +104,11 @@ class SchemaGrammar:
 class _Compiler:
     def __init__(self, root: Any, *, whitespace: str, max_ws: int, max_depth: int,
                  free_depth: int, lenient: bool, extra_properties: str = "omit",
-                 max_nfa: int = DEFAULT_MAX_NFA, limits: Limits = DEFAULT_LIMITS) -> None:
+                 max_nfa: int = DEFAULT_MAX_NFA, limits: Limits = DEFAULT_LIMITS,
+                 format_mode: str = "assert", untyped: str = "infer") -> None:
         self.root = root
+        self.format_mode = format_mode
+        self.untyped = untyped
         self.max_nfa = max_nfa
         self.limits = limits
         self._building: set[str] = set()
@@ -118,6 +130,151 @@ class _Compiler:
         self._keep: list[Any] = []
         dialect = root.get("$schema", "") if isinstance(root, dict) else ""
         self.legacy = isinstance(dialect, str) and ("draft-04" in dialect or "draft-03" in dialect)
+        self.logic = Logic(self)
+
+    # ------------------------------------------------------------------ services for logic.py
+    def resolve(self, ref: Any, at: str) -> tuple[str, Any]:
+        """(pointer, subschema) of a ``$ref`` value found at ``at``."""
+        return resolve_ref(self.root, ref, at)
+
+    @contextlib.contextmanager
+    def scope_of(self, target: Any) -> Iterator[None]:
+        """The resolution scope while compiling ``target`` (a referenced subschema)."""
+        yield
+
+    def format_asserts(self) -> bool:
+        return self.format_mode == "assert"
+
+    def format_exact(self, fmt: str) -> bool:
+        """Whether the format's regex is exactly the validator's format check (needed to
+        complement it); no format is claimed exact yet."""
+        return False
+
+    def format_checker(self) -> Any:
+        import jsonschema
+        return jsonschema.Draft202012Validator.FORMAT_CHECKER if self.format_asserts() else None
+
+    def number_bounds(self, s: dict, ptr: str) -> tuple[Fraction | None, bool, Fraction | None, bool]:
+        """(lower, exclusive?, upper, exclusive?) of a number schema, exact values."""
+        bounds = {}
+        for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+            if k in s:
+                v = s[k]
+                if isinstance(v, bool) or not isinstance(v, (int, float)):
+                    raise SchemaError(ptr, k, "must be a number")
+                if isinstance(v, float) and not math.isfinite(v):
+                    raise SchemaError(ptr, k, "must be a finite number")
+                if isinstance(v, int) and abs(v) >= 10 ** MAX_BOUND_DIGITS:
+                    raise _limit(pointer_join(ptr, k), f"'{k}' has {len(str(abs(v)))} digits",
+                                 "MAX_BOUND_DIGITS", MAX_BOUND_DIGITS, len(str(abs(v))))
+                # validators compare an instance with the double the bound parses to, exactly
+                bounds[k] = Fraction(v)
+        lo, lo_x = _tighter(bounds.get("minimum"), bounds.get("exclusiveMinimum"), True)
+        hi, hi_x = _tighter(bounds.get("maximum"), bounds.get("exclusiveMaximum"), False)
+        return lo, lo_x, hi, hi_x
+
+    def multiple(self, mo: Any, ptr: str, integer: bool, exact: bool = False) -> Node:
+        """The spellings of multiples of ``mo`` (see :func:`logic.multiple_of`)."""
+        if isinstance(mo, bool) or not isinstance(mo, (int, float)) or mo <= 0:
+            raise SchemaError(ptr, "multipleOf", "must be a positive number")
+        try:
+            return multiple_of(Fraction(mo), integer)
+        except ValueError as e:
+            raise SchemaError(ptr, "multipleOf", f"multipleOf {mo!r} is supported for integers and "
+                              f"exact binary fractions such as 0.5 or 1.5 ({e})") from None
+
+    def contains_bounds(self, s: dict, ptr: str) -> tuple[int, int | None]:
+        lo = s.get("minContains", 1)
+        hi = s.get("maxContains")
+        return int(lo), None if hi is None else int(hi)
+
+    def list_body(self, elems: list[Node], tail: Node, mn: int, mx: int | None) -> Node:
+        """Comma-separated items: ``elems[i]`` at position i, then ``tail``; between ``mn``
+        and ``mx`` items (NOTHING if none can be)."""
+        k = len(elems)
+        if mx is not None:
+            if mx < mn:
+                return NOTHING
+            elems = elems[:mx]
+            k = len(elems)
+        if any(e == NOTHING for e in elems):
+            k = elems.index(NOTHING)
+            elems = elems[:k]
+            mx = k if mx is None else min(mx, k)
+            if mn > k:
+                return NOTHING
+            tail = NOTHING
+        a = max(0, mn - k)
+        b = None if mx is None else max(0, mx - k)
+        if tail == NOTHING:
+            if a > 0:
+                return NOTHING
+            b = 0
+        if k == 0:
+            if b == 0:
+                return EMPTY if mn == 0 else NOTHING
+            more = rep(seq(self.comma, tail), max(0, a - 1), None if b is None else b - 1)
+            body = seq(tail, more)
+            return opt(body) if a == 0 else body
+        r: Node = rep(seq(self.comma, tail), a, b) if b != 0 else EMPTY
+        for j in range(k - 1, 0, -1):
+            nxt = seq(self.comma, elems[j], r)
+            r = choice(EMPTY, nxt) if j >= mn else nxt
+        body = seq(elems[0], r)
+        return opt(body) if mn == 0 else body
+
+    def free_kind(self, kind: str) -> Node:
+        """Every value of one kind, free-form (nesting ``free_depth``)."""
+        if kind == "null":
+            return lit("null")
+        if kind == "boolean":
+            return choice(lit("true"), lit("false"))
+        if kind in ("number", "integer"):
+            return NUMBER
+        if kind == "string":
+            return string_of(star(any_json_char()))
+        if self.free_depth <= 0:
+            return NOTHING
+        self.free(self.free_depth)
+        v = self.free(self.free_depth - 1)
+        if kind == "array":
+            return seq(lit("["), self.ws, opt(seq(v, star(seq(self.comma, v)))), self.ws, lit("]"))
+        mem = Ref(f"free-member:{self.free_depth - 1}")
+        return seq(lit("{"), self.ws, opt(seq(mem, star(seq(self.comma, mem)))), self.ws, lit("}"))
+
+    # ------------------------------------------------------------------ boolean logic
+    def inlined(self, node: Node, ptr: str, kw: str) -> Node:
+        """``node`` Ref-free (see :meth:`Logic.inline`), within the size limits."""
+        out = self.logic.inline(node, BOOLEAN_DEPTH)
+        return self.bounded(out, ptr, kw)
+
+    def logic_node(self, s: dict, ptr: str) -> Node:
+        """A schema with ``not`` or ``if``: the exact language of the whole schema when it
+        can be built (values nested at most BOOLEAN_DEPTH), else the generation grammar of
+        the other keywords intersected with the exact parts."""
+        try:
+            return self.bounded(self.logic.exact(s, ptr, BOOLEAN_DEPTH), ptr, None)
+        except SchemaError as first:
+            err = first
+        rest = {k: v for k, v in s.items() if k not in ("not", "if", "then", "else")}
+        parts: list[Node] = []
+        try:
+            if "not" in s:
+                u = self.logic.universe(BOOLEAN_DEPTH)
+                parts.append(diff(u, self.logic.exact(s["not"], pointer_join(ptr, "not"), BOOLEAN_DEPTH)))
+            if "if" in s and ("then" in s or "else" in s):
+                e_if = self.logic.exact(s["if"], pointer_join(ptr, "if"), BOOLEAN_DEPTH)
+                u = self.logic.universe(BOOLEAN_DEPTH)
+                th = self.inlined(self.node(s.get("then", True), pointer_join(ptr, "then")), ptr, "then")
+                el = self.inlined(self.node(s.get("else", True), pointer_join(ptr, "else")), ptr, "else")
+                parts.append(choice(inter(e_if, th), inter(diff(u, e_if), el)))
+        except SchemaError:
+            raise err from None
+        if set(rest) & SEMANTIC:
+            parts.insert(0, self.inlined(self.node(rest, ptr), ptr, None))
+        if not parts:
+            return self.node(rest, ptr)
+        return self.bounded(inter(*parts), ptr, None)
 
     # ------------------------------------------------------------------ entry points
     def node(self, s: Any, ptr: str) -> Node:
@@ -150,6 +307,8 @@ class _Compiler:
             finally:
                 self._inline_refs.pop()
         s = normalize(s)
+        if "not" in s or ("if" in s and ("then" in s or "else" in s)):
+            return self.logic_node(s, ptr)
         for k in ("unevaluatedProperties", "unevaluatedItems"):
             if k in s and s[k] is not True and s[k] != {} and any(
                     x in s for x in ("allOf", "anyOf", "oneOf", "$ref", "if", "dependentSchemas")):
@@ -225,13 +384,31 @@ class _Compiler:
         if not isinstance(parts, list) or not parts:
             raise SchemaError(ptr, "allOf", "must be a non-empty array")
         acc: Any = {k: v for k, v in s.items() if k != "allOf"}
+        derefed = []
         for i, p in enumerate(parts):
             p = self._deref(p, pointer_join(ptr, "allOf", i))
             if p is False:
                 return NOTHING
-            if p is True:
-                continue
-            acc = merge(acc, p, pointer_join(ptr, "allOf", i))
+            derefed.append(p)
+        try:
+            for i, p in enumerate(derefed):
+                if p is True:
+                    continue
+                acc = merge(acc, p, pointer_join(ptr, "allOf", i))
+        except SchemaError as e:
+            # no merged schema: intersect the parts' languages (each a sound subset)
+            rest = {k: v for k, v in s.items() if k != "allOf"}
+            langs: list[Node] = []
+            try:
+                for i, p in enumerate(derefed):
+                    if p is True:
+                        continue
+                    pp = pointer_join(ptr, "allOf", i)
+                    langs.append(self.inlined(self.node(merge(rest, p, pp) if rest else p, pp), pp, None))
+            except SchemaError:
+                raise e from None
+            self._keep.append(derefed)
+            return self.bounded(inter(*langs), ptr, "allOf") if langs else self.node(rest, ptr)
         self._keep.append(acc)
         return self.node(acc, ptr)
 
@@ -255,10 +432,33 @@ class _Compiler:
         if kw == "oneOf":
             original = merged
             merged = self._separate(self._force_discriminators(merged))
-            self._check_disjoint(merged, ptr, original)
+            try:
+                self._check_disjoint(merged, ptr, original)
+            except SchemaError as e:
+                return self.exactly_one(original, ptr, e)
         alts = [self.hoist(self.node(m, pointer_join(ptr, kw, i)), pointer_join(ptr, kw, i))
                 for i, m in enumerate(merged)]
         return choice(*[a for a in alts if a != NOTHING]) if any(a != NOTHING for a in alts) else NOTHING
+
+    def exactly_one(self, branches: list, ptr: str, err: SchemaError) -> Node:
+        """``oneOf`` whose branches may overlap: branch i's generation language, within the
+        universe U(BOOLEAN_DEPTH), minus the exact languages of the others (exact only
+        within U: ``97523.0`` is outside it, so it is never generated)."""
+        try:
+            exact = [self.logic.exact(b, pointer_join(ptr, "oneOf", i), BOOLEAN_DEPTH)
+                     for i, b in enumerate(branches)]
+            alts = []
+            for i, b in enumerate(branches):
+                bp = pointer_join(ptr, "oneOf", i)
+                others = [x for j, x in enumerate(exact) if j != i and x != NOTHING]
+                mine = self.inlined(self.node(b, bp), bp, None)
+                if others:  # the others' exact languages decide only within the universe
+                    mine = diff(inter(mine, self.logic.universe(BOOLEAN_DEPTH)), choice(*others))
+                alts.append(mine)
+        except SchemaError:
+            raise err from None
+        alts = [a for a in alts if a != NOTHING]
+        return self.bounded(choice(*alts), ptr, "oneOf") if alts else NOTHING
 
     # ------------------------------------------------------------------ unsatisfiability
     def unsat(self, s: Any, ptr: str, depth: int = 0) -> tuple[str, str | None, str] | None:
@@ -327,7 +527,7 @@ class _Compiler:
         t = s.get("type")
         if t is None:
             inferred = self._inferred(s)
-            return set(TYPES) if inferred is None else inferred
+            return set(TYPES) if inferred is None or self.untyped == "any" else inferred
         ts = {t} if isinstance(t, str) else set(t)
         if "number" in ts:
             ts.add("integer")
@@ -556,12 +756,14 @@ class _Compiler:
             if "number" in kinds:
                 kinds.discard("integer")
         self._check_unsupported(s, ptr, kinds)
-        if "if" in s and ("then" in s or "else" in s):
-            raise SchemaError(ptr, "if", "if/then/else is not supported")
         alts: list[Node] = []
         for kind in ("object", "array", "string", "integer", "number", "boolean", "null"):
             if kind in kinds:
                 alts.append(self.kind(kind, s, ptr))
+        if t is None and self.untyped == "any":  # the keywords constrain their kinds only
+            for kind in ("object", "array", "string", "number", "boolean", "null"):
+                if kind not in kinds and not (kind == "number" and "integer" in kinds):
+                    alts.append(self.free_kind(kind))
         alts = [a for a in alts if a != NOTHING]
         return choice(*alts) if alts else NOTHING
 
@@ -685,7 +887,7 @@ class _Compiler:
         if hi is not None and hi < lo:
             return NOTHING
         rx: Rx | None = None
-        fmt = s.get("format")
+        fmt = s.get("format") if self.format_asserts() else None
         if fmt is not None:
             src = format_regex(fmt) if isinstance(fmt, str) else None
             if src is None and isinstance(fmt, str) and fmt not in CHECKED_FORMATS:
@@ -698,9 +900,10 @@ class _Compiler:
                                       "(pass lenient=True to treat it as an annotation)")
             else:
                 rx = parse_pattern(src, anchored=True)
+        extra: list[Node] = []
         if "pattern" in s:
-            if rx is not None:
-                raise SchemaError(ptr, "pattern", "pattern combined with format cannot be intersected")
+            if rx is not None:  # pattern and format: both, by intersection
+                extra.append(string_of(rx_to_ir(rx, json_char)))
             pat = s["pattern"]
             if not isinstance(pat, str):
                 raise SchemaError(ptr, "pattern", "must be a string")
@@ -717,42 +920,28 @@ class _Compiler:
         kw = "pattern" if "pattern" in s else "format"
         plo, phi = length_range(rx)
         if plo >= lo and (hi is None or (phi is not None and phi <= hi)):
-            return self.bounded(string_of(rx_to_ir(rx, json_char)), ptr, kw)
+            return self.bounded(inter(string_of(rx_to_ir(rx, json_char)), *extra), ptr, kw)
         adj = _bound_single_repeat(rx, lo, hi)
         if adj is not None:
-            return self.bounded(string_of(rx_to_ir(adj, json_char)), ptr, kw)
-        raise SchemaError(ptr, "maxLength" if hi is not None else "minLength",
-                          "length bounds combined with this pattern/format cannot be expressed "
-                          "exactly")
+            return self.bounded(inter(string_of(rx_to_ir(adj, json_char)), *extra), ptr, kw)
+        # length bounds and a pattern/format: by intersection
+        return self.bounded(inter(string_of(rx_to_ir(rx, json_char)), *extra,
+                                  string_of(rep(any_json_char(), lo, hi))), ptr, kw)
 
     # ------------------------------------------------------------------ numbers
     def number(self, s: dict, ptr: str, integer: bool) -> Node:
-        bounds = {}
-        for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
-            if k in s:
-                v = s[k]
-                if isinstance(v, bool) or not isinstance(v, (int, float)):
-                    raise SchemaError(ptr, k, "must be a number")
-                if isinstance(v, float) and not math.isfinite(v):
-                    raise SchemaError(ptr, k, "must be a finite number")
-                if isinstance(v, int) and abs(v) >= 10 ** MAX_BOUND_DIGITS:
-                    raise _limit(pointer_join(ptr, k), f"'{k}' has {len(str(abs(v)))} digits",
-                                 "MAX_BOUND_DIGITS", MAX_BOUND_DIGITS, len(str(abs(v))))
-                # validators compare an instance with the double the bound parses to, exactly
-                bounds[k] = Fraction(v)
-        lo, lo_x = _tighter(bounds.get("minimum"), bounds.get("exclusiveMinimum"), True)
-        hi, hi_x = _tighter(bounds.get("maximum"), bounds.get("exclusiveMaximum"), False)
+        node = self._number(s, ptr, integer)
         mo = s.get("multipleOf")
-        if mo is not None:
-            if isinstance(mo, bool) or not isinstance(mo, (int, float)) or mo <= 0:
-                raise SchemaError(ptr, "multipleOf", "must be a positive number")
-            if Fraction(mo) == 1 or (integer and Fraction(mo).denominator == 1 and mo == 1):
-                integer = True
-            elif integer and Fraction(mo).numerator == 1:
-                pass  # 1/n divides every integer
-            else:
-                raise SchemaError(ptr, "multipleOf", "multipleOf is only supported when it is 1 "
-                                  "(or divides 1 for integers)")
+        if mo is None or node == NOTHING:
+            return node
+        if isinstance(mo, bool) or not isinstance(mo, (int, float)) or mo <= 0:
+            raise SchemaError(ptr, "multipleOf", "must be a positive number")
+        if Fraction(mo) == 1 or (integer and Fraction(mo).numerator == 1):
+            return self._number(s, ptr, True)  # 1/n divides every integer
+        return self.bounded(inter(node, self.multiple(mo, ptr, integer)), ptr, "multipleOf")
+
+    def _number(self, s: dict, ptr: str, integer: bool) -> Node:
+        lo, lo_x, hi, hi_x = self.number_bounds(s, ptr)
         if integer:
             a = None
             if lo is not None:
@@ -774,6 +963,23 @@ class _Compiler:
 
     # ------------------------------------------------------------------ arrays
     def array(self, s: dict, ptr: str) -> Node:
+        if "contains" not in s:
+            return self._array(s, ptr)
+        lo, hi = self.contains_bounds(s, ptr)
+        rest = {k: v for k, v in s.items() if k not in ("contains", "minContains", "maxContains")}
+        if lo == 0 and hi is None:
+            return self._array(rest, ptr)
+        if s.get("uniqueItems") is True:
+            raise SchemaError(ptr, "uniqueItems", "uniqueItems with contains is not supported")
+        cptr = pointer_join(ptr, "contains")
+        d = BOOLEAN_DEPTH
+        x = self.logic.exact(s["contains"], cptr, d - 1)
+        y = diff(self.logic.universe(d - 1), x)
+        counted = seq(lit("["), self.ws, count_list(x, y, lo, hi, self.comma), self.ws, lit("]"))
+        base = self.inlined(self._array(rest, ptr), ptr, "contains")
+        return self.bounded(inter(base, counted), ptr, "contains")
+
+    def _array(self, s: dict, ptr: str) -> Node:
         prefix = s.get("prefixItems", [])
         if not isinstance(prefix, list):
             raise SchemaError(ptr, "prefixItems", "must be an array")
@@ -855,6 +1061,20 @@ class _Compiler:
                                   f"not a valid regex: {e}") from None
         extras_allowed = addl not in (None, False)
         required = list(required)
+        pn = s.get("propertyNames")
+        pn_lang: Node | None = None
+        if pn is not None and pn is not True and pn != {}:
+            import jsonschema
+            pptr = pointer_join(ptr, "propertyNames")
+            pn_lang = self.logic.exact(pn, pptr, 0)  # a name is a string: no nesting
+            check = jsonschema.Draft202012Validator(pn, format_checker=self.format_checker()) \
+                if not (isinstance(pn, dict) and "$ref" in json.dumps(pn)) else None
+            if check is None:
+                raise SchemaError(ptr, "propertyNames", "propertyNames with references is not supported")
+            bad = [k for k in list(props) + list(required) if not check.is_valid(k)]
+            if any(k in required for k in bad):
+                return NOTHING
+            props = {k: (False if k in bad else v) for k, v in props.items()}
         deps = self._dep_required(s, ptr)
         for k in {k for t, ds in deps.items() for k in (t, *ds)} - set(props) - set(required):
             if any(re.search(p, k) for p in pp):
@@ -928,11 +1148,6 @@ class _Compiler:
         # extra (undeclared) members
         extra: Node | None = None
         if pp:
-            for p in pp:
-                for key in names:
-                    if re.search(p, key):
-                        raise SchemaError(pointer_join(ptr, "patternProperties", p), "patternProperties",
-                                          f"pattern overlaps declared property {key!r}")
             # keys matching no pattern (governed by additionalProperties) are not generated:
             # the complement of the patterns is not built.  Each pattern's keys get the
             # conjunction of all pattern schemas, since a key may match several patterns.
@@ -946,14 +1161,20 @@ class _Compiler:
                 keys = choice(*(rx_to_ir(parse_pattern(p), json_char) for p in pp))
             except PatternError as e:
                 raise SchemaError(ptr, "patternProperties", str(e)) from None
+            if any(re.search(p, key) for p in pp for key in names):
+                keys = inter(keys, _not_in(names))  # declared names are members of their own
             v = self.node(vs, pointer_join(ptr, "patternProperties", next(iter(pp))))
+            key_lang = string_of(keys) if pn_lang is None else inter(string_of(keys), pn_lang)
             if v != NOTHING and keys != NOTHING:
-                extra = seq(string_of(keys), self.colon, v)
+                extra = seq(key_lang, self.colon, v)
         elif extras_allowed:
             v = self.node(addl, pointer_join(ptr, "additionalProperties"))
             if v != NOTHING:  # a shared rule: lists of extras are built with one copy
                 ename = f"extra{len(self.rules)}:{ptr or '#'}"
-                self.rules[ename] = seq(string_of(_not_in(names)), self.colon, v)
+                key_lang = string_of(_not_in(names))
+                if pn_lang is not None:
+                    key_lang = inter(key_lang, pn_lang)
+                self.rules[ename] = seq(key_lang, self.colon, v)
                 extra = Ref(ename)
         n_req = sum(1 for _, _, r in members if r)
         if extra is None and maxp is not None and maxp >= len(members):
@@ -1125,38 +1346,14 @@ def _bound_single_repeat(rx: Rx, lo: int, hi: int | None) -> Rx | None:
     return Rx("rep", items=r.items, lo=nlo, hi=nhi)
 
 
-def _not_in(names: list[str]) -> Node:
-    """Content of a JSON string whose decoded value is not one of ``names``."""
-    if not names:
-        return star(any_json_char())
-    trie: dict = {}
-    for n in names:
-        t = trie
-        for ch in n:
-            t = t.setdefault(ch, {})
-        t[""] = {}
-    anystar = star(any_json_char())
-
-    def build(t: dict) -> Node:
-        alts: list[Node] = []
-        if "" not in t:
-            alts.append(EMPTY)
-        kids = [c for c in t if c]
-        comp = complement_ranges((ord(c), ord(c)) for c in kids)
-        alts.append(seq(json_char(comp), anystar))
-        for c in kids:
-            alts.append(seq(json_char([(ord(c), ord(c))]), build(t[c])))
-        return choice(*alts)
-
-    return build(trie)
-
-
 def compile_schema(schema: dict | bool | str, *, whitespace: Literal["compact", "flexible", "natural"] = "compact",
                    max_ws: int = DEFAULT_MAX_WS, max_depth: int = DEFAULT_MAX_DEPTH,
                    free_depth: int = DEFAULT_FREE_DEPTH, lenient: bool = False,
                    max_nfa: int = DEFAULT_MAX_NFA,
                    extra_properties: Literal["omit", "allow"] = "omit",
-                   limits: Limits = DEFAULT_LIMITS) -> SchemaGrammar:
+                   limits: Limits = DEFAULT_LIMITS,
+                   format_mode: Literal["assert", "annotate"] = "assert",
+                   untyped: Literal["infer", "any"] = "infer") -> SchemaGrammar:
     """Compile ``schema`` (a dict, a boolean, or JSON text) to a :class:`SchemaGrammar`.
 
     The schema is checked first (:func:`decoding.frontends.jsonschema.check.check_schema`):
@@ -1176,6 +1373,16 @@ def compile_schema(schema: dict | bool | str, *, whitespace: Literal["compact", 
     for generation: nothing, an exact subset that keeps small models on the declared keys)
     or ``"allow"`` (as the spec says: after the declared keys, any number of members whose
     names are any string except the declared names, with free-form values).
+    format_mode: ``"assert"`` (default, for generation: strings match the format) or
+    ``"annotate"`` (draft 2020-12's default: ``format`` constrains nothing).
+    untyped: a schema without ``type`` generates the kinds its keywords constrain
+    (``"infer"``, default) or also every other kind as a free value (``"any"``, as the spec
+    says: ``{"minLength": 2}`` holds for 12).
+    ``not``, ``if``/``then``/``else``, overlapping ``oneOf`` branches, ``contains``,
+    ``propertyNames``, ``multipleOf``, allOf parts that do not merge, pattern with format or
+    lengths are compiled by intersection and complement of regular languages
+    (:mod:`decoding.frontends.jsonschema.logic`); values inside a complemented position
+    nest at most :data:`~decoding.frontends.jsonschema.logic.BOOLEAN_DEPTH` levels.
     limits: resource bounds (:class:`decoding.limits.Limits`): ``max_nesting``,
     ``max_source_chars`` (text), ``max_compile_work`` (estimated determinising work of one
     keyword's sub-grammar and of all rules together) and ``max_nfa_states`` (all rules
@@ -1193,12 +1400,16 @@ def compile_schema(schema: dict | bool | str, *, whitespace: Literal["compact", 
         raise SchemaError("", None, f"whitespace must be 'compact', 'flexible' or 'natural', not {whitespace!r}")
     if extra_properties not in EXTRA_PROPERTIES:
         raise SchemaError("", None, f"extra_properties must be 'omit' or 'allow', not {extra_properties!r}")
+    if format_mode not in FORMAT_MODES:
+        raise SchemaError("", None, f"format_mode must be 'assert' or 'annotate', not {format_mode!r}")
+    if untyped not in UNTYPED:
+        raise SchemaError("", None, f"untyped must be 'infer' or 'any', not {untyped!r}")
     if max_depth < 1 or max_ws < 1 or free_depth < 0:
         raise SchemaError("", None, "max_depth and max_ws must be >= 1, free_depth >= 0")
     check_schema(schema, limits)
     c = _Compiler(schema, whitespace=whitespace, max_ws=max_ws, max_depth=max_depth,
                   free_depth=free_depth, lenient=lenient, extra_properties=extra_properties,
-                  max_nfa=max_nfa, limits=limits)
+                  max_nfa=max_nfa, limits=limits, format_mode=format_mode, untyped=untyped)
     old = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old, 20000))
     try:

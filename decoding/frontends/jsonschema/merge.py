@@ -11,7 +11,7 @@ from typing import Any
 
 from decoding.errors import SchemaError
 
-__all__ = ["normalize", "merge", "json_equal", "TYPES"]
+__all__ = ["normalize", "merge", "json_equal", "TYPES", "SEMANTIC"]
 
 TYPES = ("null", "boolean", "object", "array", "number", "integer", "string")
 _MAX = ("maximum", "maxLength", "maxItems", "maxProperties")
@@ -74,6 +74,19 @@ def _matching(pp: dict, key: str) -> list:
     return [v for p, v in pp.items() if re.search(p, key)]
 
 
+#: keywords whose values constrain instances; every other keyword is an annotation (title,
+#: description, examples, x-*, unknown words) and never blocks a merge (the first value is kept)
+SEMANTIC = frozenset({
+    "type", "enum", "const", "properties", "required", "additionalProperties", "patternProperties",
+    "minProperties", "maxProperties", "items", "prefixItems", "additionalItems", "minItems",
+    "maxItems", "minLength", "maxLength", "pattern", "format", "minimum", "maximum",
+    "exclusiveMinimum", "exclusiveMaximum", "anyOf", "oneOf", "allOf", "$ref", "not", "if", "then",
+    "else", "uniqueItems", "multipleOf", "unevaluatedProperties", "unevaluatedItems", "contains",
+    "minContains", "maxContains", "propertyNames", "dependentRequired", "dependentSchemas",
+    "dependencies", "$dynamicRef", "$recursiveRef",
+})
+
+
 def merge(a: dict, b: dict, ptr: str) -> dict:
     """Exact conjunction of two (normalised, ref-free at top level) schemas."""
     if a is True or a == {}:
@@ -119,8 +132,10 @@ def merge(a: dict, b: dict, ptr: str) -> dict:
         elif k == "const":
             if not json_equal(av, v):
                 out["enum"] = []
-        elif k in ("contains", "propertyNames"):
+        elif k == "propertyNames":
             out[k] = _all_of(av, v)
+        elif k == "not":
+            out[k] = {"anyOf": [av, v]}  # neither A nor B: not (A or B)
         elif k in ("anyOf", "oneOf"):
             prod = [{"allOf": [x, y]} for x in av for y in v]
             if len(prod) > 64:
@@ -130,9 +145,8 @@ def merge(a: dict, b: dict, ptr: str) -> dict:
             out[k] = list(av) + list(v)
         elif k in ("properties", "patternProperties", "additionalProperties", "items", "prefixItems"):
             continue
-        elif k in ("$defs", "definitions", "$schema", "$id", "id", "$comment", "title", "description",
-                   "default", "examples", "$anchor"):
-            continue
+        elif k not in SEMANTIC:
+            continue  # an annotation (or unknown keyword): never blocks, the first value is kept
         elif av != v:
             raise SchemaError(ptr, k, f"allOf combines two different '{k}' values; their "
                               "intersection cannot be expressed")
