@@ -302,6 +302,20 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
+# One worked example per demo tool (the request and the exact answer, as a tool's docs would
+# give it).  None shares a value with the DEMO requests below: the demo is not special-cased.
+DEMO_EXAMPLES = {
+    "get_weather": ("What's the weather in Shanghai (上海市) on 2024-03-15?", {"city": "上海市", "date": "2024-03-15"}),
+    "search_product": ("Find running shoes (服饰) under 300 yuan.",
+                       {"query": "running shoes", "category": "服饰", "max_price": 300}),
+    "user_query": ("Look up the account of user 98765.",
+                   "<request><user_id>98765</user_id><action>query</action></request>"),
+    "soap_execute_command": ("Call ExecuteCommand with command CancelOrder and id ORD778899.",
+                             '<soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/"><soap:Body>'
+                             '<urn:ExecuteCommand xmlns:urn="http://tempuri.org/"><command>CancelOrder</command>'
+                             '<id>ORD778899</id></urn:ExecuteCommand></soap:Body></soap:Envelope>'),
+}
+
 DEMO = [
     ("get_weather", "Call get_weather for this request: what will the weather be in Beijing (北京市) on "
                     "2025-06-01? Reply with the JSON arguments."),
@@ -348,10 +362,22 @@ def cmd_demo(args: argparse.Namespace) -> int:
         loaded[f.stem] = (cg, h.get("source") or {})
         print(f"  {f.stem:<22} {first:5.2f} ms {sorted(ts)[10]:7.2f} ms {h['dfa']['n_states']:>7} "
               f"{h['index']['n_masks']:>6} {_kb(h['_size']):>7}")
+    from decoding.runtime.generate import generate
+    from decoding.runtime.prompting import Example, dump_json, render_prompt, tool_from_source
+
+    print("\nprompts: the tool definition (schema / DTD without comments) + one worked example, through the "
+          "model's chat template; JSON in the 'natural' layout (', ' and ': ')")
     for name, prompt in DEMO:
         cg, src = loaded[name]
         print(f"\n[{name}] {prompt}")
-        out = _run(llm, cg, prompt, args.max_tokens, args.temperature, args.seed, True)
+        ex_user, ex_answer = DEMO_EXAMPLES[name]
+        if not isinstance(ex_answer, str):
+            natural = (src.get("options") or {}).get("whitespace") == "natural"
+            ex_answer = dump_json(ex_answer, "natural" if natural else "compact")
+        tool = tool_from_source(name, src.get("kind", ""), src.get("text") or "")
+        text = render_prompt(llm, tool, prompt, Example(ex_user, ex_answer), model_name=args.model)
+        out = generate(llm, cg, prompt=text, max_tokens=args.max_tokens, temperature=args.temperature,
+                       seed=args.seed)
         print(f"  {out.text}")
         print(f"  valid: {_validity(out.text, src)}  complete: {'yes' if out.complete else 'no'}  "
               f"{out.n_tokens} tokens  {out.tokens_per_second:.1f} tok/s")
@@ -426,7 +452,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--artifacts", default=DEFAULT_BUILD_DIR)
     p.add_argument("--model", default="smollm2")
     p.add_argument("--max-tokens", type=int, default=160)
-    p.add_argument("--temperature", type=float, default=0.2)
+    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(fn=cmd_demo)
 

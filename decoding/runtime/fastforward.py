@@ -41,7 +41,26 @@ def format_chat(llm: Any, messages: list[dict]) -> str:
     eos = vocab.token_get_text(llm.token_eos()) if llm.token_eos() >= 0 else ""
     bos = vocab.token_get_text(llm.token_bos()) if llm.token_bos() >= 0 else ""
     fmt = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
-    return fmt(messages=messages).prompt
+    text = fmt(messages=messages).prompt
+    if bos and text.startswith(bos) and vocab.add_bos_token():  # the tokenizer adds it again
+        text = text[len(bos):]
+    return text
+
+
+def _eval_prompt(llm: Any, ptoks: list[int]) -> None:
+    """Evaluate the prompt, reusing the longest prefix already in the KV cache (at least
+    the last prompt token is evaluated again, so its logits are fresh)."""
+    n = 0
+    limit = min(int(llm.n_tokens), len(ptoks) - 1)
+    ids = llm._input_ids
+    while n < limit and int(ids[n]) == ptoks[n]:
+        n += 1
+    if n > 0 and llm._ctx.kv_cache_seq_rm(-1, n, -1):
+        llm.n_tokens = n
+        llm.eval(ptoks[n:])
+    else:
+        llm.reset()
+        llm.eval(ptoks)
 
 
 def _sample(logits: np.ndarray, rng: np.random.Generator, temperature: float, top_k: int, top_p: float,
@@ -74,19 +93,19 @@ def _sample(logits: np.ndarray, rng: np.random.Generator, temperature: float, to
 def generate_fast(llm: Any, compiled: CompiledGrammar | None, *, prompt: str | None = None,
                   messages: list | None = None, max_tokens: int = 256, temperature: float = 0.7,
                   top_k: int = 40, top_p: float = 0.95, seed: int | None = None,
-                  fast_forward: bool = True, budget: bool = True) -> Generation:
+                  fast_forward: bool = True, budget: bool = True, add_bos: bool = True) -> Generation:
     """Generate from ``prompt`` or chat ``messages`` (exactly one) under ``compiled`` (or
     unconstrained with ``None``).  The :class:`~decoding.runtime.generate.Generation` has
     ``tokens``, ``n_forced``, ``prompt_seconds`` and ``mask_seconds`` filled in; ``seconds``
-    excludes prompt evaluation."""
+    excludes prompt evaluation.  ``add_bos``: let the tokenizer add its BOS (pass False for a
+    prompt whose text already starts with it, e.g. a rendered chat template)."""
     import llama_cpp
 
     check_prompt("generate_fast", prompt, messages)
     text_prompt = prompt if messages is None else format_chat(llm, messages)
-    ptoks = llm.tokenize(text_prompt.encode("utf-8"), add_bos=True, special=True)
+    ptoks = llm.tokenize(text_prompt.encode("utf-8"), add_bos=add_bos, special=True)
     t0 = time.perf_counter()
-    llm.reset()
-    llm.eval(ptoks)
+    _eval_prompt(llm, ptoks)
     t1 = time.perf_counter()
     n_vocab = llm.n_vocab()
     eog = set()

@@ -22,13 +22,15 @@ Invariants
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from decoding.errors import UsageError
 
 __all__ = ["ToolSpec", "Example", "tool_messages", "render_prompt", "chat_template", "dump_json",
-           "PLAIN_TEMPLATE", "GEMMA_TEMPLATE", "has_tools_section"]
+           "PLAIN_TEMPLATE", "GEMMA_TEMPLATE", "has_tools_section",
+           "tool_from_source", "strip_dtd_comments"]
 
 # Gemma's turn format (the packaged Gemma-3-270M is the base model and carries no template):
 # the system text is folded into the first user turn.
@@ -123,9 +125,11 @@ def has_tools_section(template: str) -> bool:
 
 
 def render_prompt(llm: Any, tool: ToolSpec, user: str, example: Example | None = None, *,
-                  model_name: str = "", with_bos: bool = False) -> str:
-    """The prompt text for one call (generation prompt appended).  ``with_bos``: keep the
-    BOS token text the template writes (drop it when the tokenizer adds BOS itself)."""
+                  model_name: str = "") -> str:
+    """The prompt text for one call (generation prompt appended), ready for
+    ``llm.tokenize(text, add_bos=True)`` / ``create_completion``: a BOS the template writes
+    is dropped only when the tokenizer adds it again (SmolLM2's BOS is ``<|im_start|>``
+    and its tokenizer adds none, so its text keeps the first ``<|im_start|>``)."""
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
     tmpl, _ = chat_template(llm, model_name)
@@ -136,6 +140,30 @@ def render_prompt(llm: Any, tool: ToolSpec, user: str, example: Example | None =
     fmt = Jinja2ChatFormatter(template=tmpl, eos_token=eos, bos_token=bos)
     msgs = tool_messages(tool, user, example, in_template=tools_in)
     text = fmt(messages=msgs, tools=[tool.openai_tool()] if tools_in else None).prompt
-    if not with_bos and bos and text.startswith(bos):
+    if bos and text.startswith(bos) and llm._model.add_bos_token():
         text = text[len(bos):]
     return text
+
+
+def strip_dtd_comments(text: str) -> str:
+    """DTD text without its comments (they may hold worked examples that must not leak into
+    a prompt)."""
+    return re.sub(r"<!--.*?-->\s*", "", text, flags=re.S).strip()
+
+
+def tool_from_source(name: str, kind: str, text: str) -> ToolSpec:
+    """A :class:`ToolSpec` from a grammar source: ``kind`` ``"json-schema"`` (the schema's
+    ``description`` becomes the tool's; ``$schema``/``title``/``description`` are not
+    repeated in the arguments) or ``"dtd"`` (comments stripped)."""
+    if kind == "json-schema":
+        try:
+            schema = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise UsageError(f"tool_from_source: {name}: schema is not JSON: {e.msg}") from None
+        if not isinstance(schema, dict):
+            raise UsageError(f"tool_from_source: {name}: a tool's schema must be an object")
+        args = {k: v for k, v in schema.items() if k not in ("$schema", "title", "description")}
+        return ToolSpec(name, str(schema.get("description", "")), "json", schema=args)
+    if kind == "dtd":
+        return ToolSpec(name, "", "xml", layout=strip_dtd_comments(text))
+    raise UsageError(f"tool_from_source: {name}: kind must be 'json-schema' or 'dtd', not {kind!r}")

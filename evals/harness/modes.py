@@ -13,8 +13,9 @@ Modes
 - ``fastforward``: the same prompt, same automaton, through the project's own driver
   (:func:`decoding.runtime.fastforward.generate_fast`): forced bytes are appended in one batched
   eval and budget-aware closing keeps the output completable within ``max_tokens``.  The
-  driver evaluates the whole prompt each call (no prefix reuse), so its TTFT is not
-  comparable with the other modes; its tokens/s is.
+  driver reuses the cached prompt prefix and times the whole prompt evaluation
+  (``prompt_s``), untimed refills excluded, so its TTFT is close to, not equal with, the
+  other modes'.
 - ``gbnf``: the same prompt, masked by llama.cpp's own grammar sampler running the GBNF
   that :func:`decoding.backends.gbnf.emit.to_gbnf` emits (``decoding.runtime.llama_grammar``).
 - ``llguidance``, ``outlines``: peer engines as logits processors in the same
@@ -256,13 +257,10 @@ class Runner:
         llm = self.llm
         if mode == "fastforward":
             cg, prep = self.automaton(fam, whitespace)
-            text = self.fmt(messages=msgs).prompt
-            bos = llm._model.token_get_text(llm.token_bos()) if llm.token_bos() >= 0 else ""
-            if bos and text.startswith(bos):  # the driver adds BOS itself
-                text = text[len(bos):]
-            g = generate_fast(llm, cg, prompt=text, max_tokens=max_tokens, temperature=temperature, seed=seed)
+            r = self.fmt(messages=msgs)  # the very tokens of the other modes (BOS as _tokens adds it)
+            g = generate_fast(llm, cg, prompt=r.prompt, max_tokens=max_tokens, temperature=temperature, seed=seed,
+                              add_bos=not r.added_special)
             n = len(g.tokens)  # like llama-cpp-python's completion_tokens: the end token is not counted
-            llm.n_tokens = 0  # the driver left its own tokens in the cache
             return Output(g.text, g.finish_reason, n, prep, g.prompt_seconds, 0, max(g.seconds, 1e-9),
                           g.mask_seconds, max(n, 1))
         shared = self._shared_prefix(fam, style)
