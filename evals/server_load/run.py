@@ -191,8 +191,9 @@ def run(*, model: str = "smollm2", clients: int = 8, per_client: int = 50, block
     proc = None
     if base_url is None:
         port = _free_port()
-        log = (out or Path("/tmp")) / "server.log"
-        log.parent.mkdir(parents=True, exist_ok=True)
+        import tempfile
+
+        log = Path(tempfile.gettempdir()) / f"server_load_{port}.log"  # the server's output, if it fails
         proc = start_server(model, port, max(16, 2 * clients), log)
         base_url = f"http://127.0.0.1:{port}"
     try:
