@@ -96,3 +96,20 @@ def test_render_prompt_uses_the_models_template():
     text = render_prompt(llm, tool, "Weather in 北京市?", model_name="smollm2")
     assert text.startswith("<|im_start|>system\n") and text.endswith("<|im_start|>assistant\n")
     assert "Weather in 北京市?" in text
+
+
+def test_demo_examples_share_no_value_with_the_demo_requests():
+    """The demo is not special-cased: its worked examples never contain a value the demo
+    requests ask for."""
+    import re
+
+    from decoding.cli import DEMO, DEMO_EXAMPLES
+
+    assert {n for n, _ in DEMO} == set(DEMO_EXAMPLES)
+    for name, request in DEMO:
+        user, answer = DEMO_EXAMPLES[name]
+        values = answer.values() if isinstance(answer, dict) else re.findall(r">([^<>]+)</", answer)
+        for v in values:
+            if name == "user_query" and v == "query":  # fixed by the grammar (text pattern action = query)
+                continue
+            assert str(v) not in request, (name, v)

@@ -31,7 +31,16 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("summary", help="one results.md (+ chart of the first) from several run directories")
     s.add_argument("dirs", nargs="+")
     s.add_argument("--out", default=str(OUT))
+    h = sub.add_parser("hypotheses", help="the issue-18 hypothesis table from the standard run directories")
+    h.add_argument("--root", default=str(OUT))
     a = ap.parse_args(argv)
+    if a.cmd == "hypotheses":
+        from evals.valuecopy.hypotheses import report
+
+        text = report(Path(a.root))
+        (Path(a.root) / "hypotheses.md").write_text(text, encoding="utf-8")
+        print(text)
+        return 0
     if a.cmd == "summary":
         from evals.valuecopy.report import chart, markdown
 
