@@ -46,6 +46,10 @@ from decoding.vocab import Vocab
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT / ".." / "shared" / "corpora"
 SUITE_DIR = SHARED / "json-schema-test-suite" / "draft2020-12"
+#: the suite's remote documents, served by its harness at http://localhost:1234/ (read from
+#: disk into the compiler's registry; nothing is fetched)
+REMOTES_DIR = SHARED / "json-schema-test-suite" / "remotes"
+REMOTES_BASE = "http://localhost:1234/"
 BENCH_DIR = SHARED / "jsonschemabench"
 SPLITS = ("Glaiveai2K", "Github_trivial", "Github_easy", "Kubernetes", "Snowplow")
 BASE_DIR = ROOT / "evals" / "baselines"
@@ -60,6 +64,20 @@ COMPILE_OPTIONS: dict[str, Any] = {"extra_properties": "allow", "free_depth": FR
                                    "format_mode": "annotate", "untyped": "any"}
 CANONICAL_NOTE = ("instances are serialized canonically (compact, keys in schema order) "
                   "before the compiled grammar's accepts")
+
+
+_registry: list[dict] = []
+
+
+def remotes() -> dict:
+    """URI -> schema for every file under REMOTES_DIR (empty if the suite has none)."""
+    if not _registry:
+        docs = {}
+        if REMOTES_DIR.is_dir():
+            for path in sorted(REMOTES_DIR.rglob("*.json")):
+                docs[REMOTES_BASE + path.relative_to(REMOTES_DIR).as_posix()] = json.loads(path.read_text())
+        _registry.append(docs)
+    return _registry[0]
 
 
 def vocab() -> Vocab:
@@ -84,9 +102,14 @@ def mode_note() -> str:
 
 def _jsonschema_rejects_all(schema: Any, tests: list[dict]) -> bool:
     import jsonschema
+    import referencing
+    import referencing.jsonschema as rj
     cls = jsonschema.validators.validator_for(schema if isinstance(schema, dict) else {},
                                               default=jsonschema.Draft202012Validator)
-    v = cls(schema, format_checker=cls.FORMAT_CHECKER)
+    reg = referencing.Registry().with_resources(
+        (uri, rj.specification_with(doc.get("$schema", ""), default=rj.DRAFT202012).create_resource(doc)
+         if isinstance(doc, dict) else rj.DRAFT202012.create_resource(doc)) for uri, doc in remotes().items())
+    v = cls(schema, format_checker=cls.FORMAT_CHECKER, registry=reg)
     return not any(v.is_valid(t["data"]) for t in tests)
 
 
@@ -100,7 +123,7 @@ def check_schema(schema: Any, tests: Iterable[dict], timeout: float) -> dict:
     t0 = time.perf_counter()
     try:
         try:
-            g = compile_schema(schema, **COMPILE_OPTIONS)
+            g = compile_schema(schema, registry=remotes() or None, **COMPILE_OPTIONS)
             cg = compile_grammar(g.grammar, v, max_states=MAX_STATES, backend="auto")
         finally:  # the alarm may still fire in here: the outer handler catches it
             signal.setitimer(signal.ITIMER_REAL, 0)

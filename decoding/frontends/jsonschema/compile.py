@@ -77,7 +77,7 @@ SUPPORTED = frozenset({
 MAX_DEP_SCHEMAS = 3
 # known semantic keywords we cannot honour, and the instance kinds they constrain
 UNSUPPORTED: dict[str, frozenset[str]] = {
-    "$dynamicRef": frozenset(TYPES), "$recursiveRef": frozenset(TYPES),
+    "$recursiveRef": frozenset(TYPES),
 }
 #: keywords compiled by intersection/complement (decoding.frontends.jsonschema.logic)
 LOGIC = ("not", "if")
@@ -105,7 +105,7 @@ class _Compiler:
     def __init__(self, root: Any, *, whitespace: str, max_ws: int, max_depth: int,
                  free_depth: int, lenient: bool, extra_properties: str = "omit",
                  max_nfa: int = DEFAULT_MAX_NFA, limits: Limits = DEFAULT_LIMITS,
-                 format_mode: str = "assert", untyped: str = "infer") -> None:
+                 format_mode: str = "assert", untyped: str = "infer", registry: Any = None) -> None:
         self.root = root
         self.format_mode = format_mode
         self.untyped = untyped
@@ -122,25 +122,103 @@ class _Compiler:
         if whitespace == "natural":  # json.dumps' default separators: exactly ", " and ": "
             self.comma, self.colon = lit(", "), lit(": ")
         self.rules: dict[str, Node] = {}
-        self.rule_of_ptr: dict[str, str] = {}
+        self.rule_of_ptr: dict[tuple, str] = {}
         self.dropped: list[str] = []
         self.ignored: list[str] = []
         self._free: dict[int, Node] = {}
-        self._inline_refs: list[str] = []
+        self._inline_refs: list[tuple] = []
         self._keep: list[Any] = []
         dialect = root.get("$schema", "") if isinstance(root, dict) else ""
         self.legacy = isinstance(dialect, str) and ("draft-04" in dialect or "draft-03" in dialect)
         self.logic = Logic(self)
+        self._init_refs(registry)
 
     # ------------------------------------------------------------------ services for logic.py
+    def _init_refs(self, registry: Any) -> None:
+        """References resolve through ``referencing`` (what ``jsonschema`` uses): ``$id``
+        base URIs, ``$anchor``, ``$dynamicRef``/``$dynamicAnchor`` (the dynamic scope is
+        the chain of resources entered while compiling, static here), and remote documents
+        from ``registry`` only (a ``referencing.Registry`` or a mapping URI -> schema);
+        never the network."""
+        import referencing
+        import referencing.jsonschema as rj
+        self._refs_mod = referencing
+        dialect = self.root.get("$schema") if isinstance(self.root, dict) else None
+        self._spec = rj.specification_with(dialect, default=rj.DRAFT202012) \
+            if isinstance(dialect, str) else rj.DRAFT202012
+        try:
+            reg = _registry(registry)
+            root_res = self._spec.create_resource(self.root)
+            self._resolver = reg.resolver_with_root(root_res)
+        except (referencing.exceptions.CannotDetermineSpecification, TypeError, ValueError) as e:
+            raise SchemaError("", None, f"registry: {e}") from None
+        self._res_of: dict[int, Any] = {}
+        self._ptr_of: dict[int, str] = {}
+        stack: list[tuple[Any, str]] = [(self.root, "")]
+        while stack:
+            x, p = stack.pop()
+            if isinstance(x, dict):
+                self._ptr_of.setdefault(id(x), p)
+                stack.extend((v, pointer_join(p, k)) for k, v in x.items()
+                             if k not in ("enum", "const", "examples", "default"))
+            elif isinstance(x, list):
+                stack.extend((v, pointer_join(p, i)) for i, v in enumerate(x))
+        self._dynamic = "$dynamicRef" in json.dumps(self.root) or registry is not None
+
     def resolve(self, ref: Any, at: str) -> tuple[str, Any]:
-        """(pointer, subschema) of a ``$ref`` value found at ``at``."""
-        return resolve_ref(self.root, ref, at)
+        """(pointer, subschema) of a ``$ref``/``$dynamicRef`` value found at ``at``, in
+        the current resolution scope.  The pointer is the target's place in the root
+        schema, or ``at``'s subschema for a target in another document."""
+        if not isinstance(ref, str):
+            raise SchemaError(at, "$ref", "must be a string")
+        exc = self._refs_mod.exceptions
+        try:
+            resolved = self._resolver.lookup(ref)
+        except (exc.Unresolvable, exc.CannotDetermineSpecification) as e:
+            if ref.startswith("#"):
+                return resolve_ref(self.root, ref, at)  # raises the located, specific error
+            raise SchemaError(at, "$ref", f"reference {ref!r} does not resolve (only the schema "
+                              f"and the documents of the registry passed in are known): {e}") from None
+        target = resolved.contents
+        if not isinstance(target, (dict, bool)):
+            raise SchemaError(at, "$ref", f"reference {ref!r} is not a schema")
+        self._keep.append(target)
+        self._res_of[id(target)] = resolved.resolver
+        site = at[:-len("/$ref")] if at.endswith("/$ref") else at
+        return self._ptr_of.get(id(target), site), target
+
+    def ref_key(self, target: Any) -> tuple:
+        """Identity of a reference target in its scope: the same subschema reached in a
+        different dynamic scope may resolve its ``$dynamicRef`` differently."""
+        res = self._res_of.get(id(target), self._resolver)
+        dyn: tuple = ()
+        if self._dynamic:
+            dyn = tuple(dict.fromkeys(u for u, _ in res.dynamic_scope()))
+        return (id(target), res._base_uri, dyn)
 
     @contextlib.contextmanager
     def scope_of(self, target: Any) -> Iterator[None]:
         """The resolution scope while compiling ``target`` (a referenced subschema)."""
-        yield
+        old = self._resolver
+        self._resolver = self._res_of.get(id(target), old)
+        try:
+            yield
+        finally:
+            self._resolver = old
+
+    @contextlib.contextmanager
+    def subschema(self, s: Any) -> Iterator[None]:
+        """Enter ``s``: a ``$id`` changes the base URI (as the validator's descent does)."""
+        old = self._resolver
+        if isinstance(s, dict) and ("$id" in s or "id" in s):
+            try:
+                self._resolver = old.in_subresource(self._spec.create_resource(s))
+            except Exception:  # noqa: BLE001 - a malformed id: the metaschema check reports it
+                pass
+        try:
+            yield
+        finally:
+            self._resolver = old
 
     def format_asserts(self) -> bool:
         return self.format_mode == "assert"
@@ -278,6 +356,12 @@ class _Compiler:
 
     # ------------------------------------------------------------------ entry points
     def node(self, s: Any, ptr: str) -> Node:
+        if isinstance(s, dict) and ("$id" in s or "id" in s):
+            with self.subschema(s):
+                return self._node(s, ptr)
+        return self._node(s, ptr)
+
+    def _node(self, s: Any, ptr: str) -> Node:
         if s is True:
             return self.free(self.free_depth)
         if s is False:
@@ -286,24 +370,38 @@ class _Compiler:
             raise SchemaError(ptr, None, f"a schema must be an object or a boolean, got {type(s).__name__}")
         if set(s) <= ANNOTATIONS:
             return self.free(self.free_depth)
-        if "$ref" in s:
+        rkw = "$ref" if "$ref" in s else "$dynamicRef" if "$dynamicRef" in s else None
+        if rkw is not None:
             if len(self._building) + len(self._inline_refs) >= self.limits.max_nesting:
                 n = self.limits.max_nesting
-                raise _limit(pointer_join(ptr, "$ref"), f"references nested more than {n} deep",
+                raise _limit(pointer_join(ptr, rkw), f"references nested more than {n} deep",
                              "max_nesting", n, n + 1)
-            rest = {k: v for k, v in s.items() if k != "$ref"}
-            tptr, target = resolve_ref(self.root, s["$ref"], pointer_join(ptr, "$ref"))
-            if set(rest) <= ANNOTATIONS:
+            rest = {k: v for k, v in s.items() if k != rkw}
+            tptr, target = self.resolve(s[rkw], pointer_join(ptr, rkw))
+            if not set(rest) & SEMANTIC:
                 return self.ref_rule(tptr, target)
-            if tptr in self._inline_refs:
-                raise SchemaError(ptr, "$ref", "recursive reference combined with sibling keywords "
+            key = self.ref_key(target)
+            if key in self._inline_refs:
+                raise SchemaError(ptr, rkw, "recursive reference combined with sibling keywords "
                                   "is not supported")
-            self._inline_refs.append(tptr)
+            if target is False:
+                return NOTHING
+            if self._res_of[id(target)]._base_uri != self._resolver._base_uri or not isinstance(target, dict):
+                # another resource: its references resolve in its own scope; intersect
+                a = self.inlined(self.ref_rule(tptr, target), ptr, rkw)
+                return self.bounded(inter(a, self.inlined(self.node(rest, ptr), ptr, rkw)), ptr, rkw)
+            self._inline_refs.append(key)
             try:
-                if target is False:
-                    return NOTHING
-                t = normalize(target) if isinstance(target, dict) else {}
-                return self.node(merge(normalize(rest), t, ptr), ptr)
+                t = normalize(target)
+                try:
+                    merged = merge(normalize(rest), t, ptr)
+                except SchemaError as e:
+                    try:
+                        a = self.inlined(self.ref_rule(tptr, target), ptr, rkw)
+                        return self.bounded(inter(a, self.inlined(self.node(rest, ptr), ptr, rkw)), ptr, rkw)
+                    except SchemaError:
+                        raise e from None
+                return self.node(merged, ptr)
             finally:
                 self._inline_refs.pop()
         s = normalize(s)
@@ -330,14 +428,16 @@ class _Compiler:
         return Ref(name)
 
     def ref_rule(self, tptr: str, target: Any) -> Node:
-        name = self.rule_of_ptr.get(tptr)
+        key = self.ref_key(target)
+        name = self.rule_of_ptr.get(key)
         if name is None:
             name = f"r{len(self.rule_of_ptr)}:{tptr or '#'}"
-            self.rule_of_ptr[tptr] = name
+            self.rule_of_ptr[key] = name
             self.rules[name] = NOTHING  # placeholder for cycles
             self._building.add(name)
             try:
-                self.rules[name] = self.node(target, tptr)
+                with self.scope_of(target):
+                    self.rules[name] = self.node(target, tptr)
             finally:
                 self._building.discard(name)
         if name not in self._building:
@@ -370,7 +470,9 @@ class _Compiler:
             if depth > 16:
                 raise SchemaError(ptr, "$ref", "reference chain too deep or cyclic inside allOf")
             rest = {k: v for k, v in s.items() if k != "$ref"}
-            _, target = resolve_ref(self.root, s["$ref"], pointer_join(ptr, "$ref"))
+            _, target = self.resolve(s["$ref"], pointer_join(ptr, "$ref"))
+            if isinstance(target, dict) and self._res_of[id(target)]._base_uri != self._resolver._base_uri:
+                raise SchemaError(ptr, "$ref", "a reference into another resource cannot be merged here")
             if target is False:
                 return False
             target = self._deref(target, ptr, depth + 1)
@@ -475,7 +577,7 @@ class _Compiler:
             return None
         if "$ref" in s:
             try:
-                tptr, target = resolve_ref(self.root, s["$ref"], pointer_join(ptr, "$ref"))
+                tptr, target = self.resolve(s["$ref"], pointer_join(ptr, "$ref"))
             except SchemaError:
                 return None
             hit = self.unsat(target, tptr, depth + 1)
@@ -1353,7 +1455,8 @@ def compile_schema(schema: dict | bool | str, *, whitespace: Literal["compact", 
                    extra_properties: Literal["omit", "allow"] = "omit",
                    limits: Limits = DEFAULT_LIMITS,
                    format_mode: Literal["assert", "annotate"] = "assert",
-                   untyped: Literal["infer", "any"] = "infer") -> SchemaGrammar:
+                   untyped: Literal["infer", "any"] = "infer",
+                   registry: Any = None) -> SchemaGrammar:
     """Compile ``schema`` (a dict, a boolean, or JSON text) to a :class:`SchemaGrammar`.
 
     The schema is checked first (:func:`decoding.frontends.jsonschema.check.check_schema`):
@@ -1383,6 +1486,8 @@ def compile_schema(schema: dict | bool | str, *, whitespace: Literal["compact", 
     lengths are compiled by intersection and complement of regular languages
     (:mod:`decoding.frontends.jsonschema.logic`); values inside a complemented position
     nest at most :data:`~decoding.frontends.jsonschema.logic.BOOLEAN_DEPTH` levels.
+    registry: documents that ``$ref`` may name besides the schema itself (a
+    ``referencing.Registry``, or a mapping from URI to schema); nothing is fetched.
     limits: resource bounds (:class:`decoding.limits.Limits`): ``max_nesting``,
     ``max_source_chars`` (text), ``max_compile_work`` (estimated determinising work of one
     keyword's sub-grammar and of all rules together) and ``max_nfa_states`` (all rules
@@ -1409,7 +1514,8 @@ def compile_schema(schema: dict | bool | str, *, whitespace: Literal["compact", 
     check_schema(schema, limits)
     c = _Compiler(schema, whitespace=whitespace, max_ws=max_ws, max_depth=max_depth,
                   free_depth=free_depth, lenient=lenient, extra_properties=extra_properties,
-                  max_nfa=max_nfa, limits=limits, format_mode=format_mode, untyped=untyped)
+                  max_nfa=max_nfa, limits=limits, format_mode=format_mode, untyped=untyped,
+                  registry=registry)
     old = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old, 20000))
     try:
@@ -1435,6 +1541,24 @@ def compile_schema(schema: dict | bool | str, *, whitespace: Literal["compact", 
     finally:
         sys.setrecursionlimit(old)
     return SchemaGrammar(g, tuple(c.dropped), tuple(c.ignored))
+
+
+def _registry(registry: Any) -> Any:
+    """A ``referencing.Registry`` from ``registry`` (None, a Registry, or URI -> schema)."""
+    import referencing
+    import referencing.jsonschema as rj
+    if registry is None:
+        return referencing.Registry()
+    if isinstance(registry, referencing.Registry):
+        return registry
+    if not isinstance(registry, dict):
+        raise TypeError("registry must be a referencing.Registry or a mapping from URI to schema")
+    out = referencing.Registry()
+    for uri, doc in registry.items():
+        dialect = doc.get("$schema") if isinstance(doc, dict) else None
+        spec = rj.specification_with(dialect, default=rj.DRAFT202012) if isinstance(dialect, str) else rj.DRAFT202012
+        out = out.with_resource(uri, spec.create_resource(doc))
+    return out
 
 
 def _reachable(root: Node, rules: dict[str, Node]) -> dict[str, Node]:

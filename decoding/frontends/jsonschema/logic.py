@@ -176,7 +176,7 @@ class Logic:
         ``number_bounds``, ``multiple``, ``list_body``... ; duck-typed: compile imports us)."""
         self.c = c
         self._u: dict[int, Node] = {}
-        self._stack: list[tuple[str, int]] = []
+        self._stack: list[tuple] = []
 
     # ------------------------------------------------------------------ the universe
     def universe(self, d: int) -> Node:
@@ -273,21 +273,33 @@ class Logic:
         if not isinstance(s, dict):
             raise SchemaError(ptr, None, f"a schema must be an object or a boolean, got {type(s).__name__}")
         c = self.c
-        if "$ref" in s:
-            tptr, target = c.resolve(s["$ref"], pointer_join(ptr, "$ref"))
-            key = (tptr, d)
-            if key in self._stack:
-                raise SchemaError(ptr, "$ref", "a recursive reference inside not/if/oneOf/contains "
-                                  "that does not descend into a value cannot be complemented")
-            self._stack.append(key)
-            try:
-                with c.scope_of(target):
-                    ref_lang = self.exact(target, tptr, d)
-            finally:
-                self._stack.pop()
-            rest = {k: v for k, v in s.items() if k != "$ref"}
-            return inter(ref_lang, self.exact(rest, ptr, d)) if set(rest) & _SEMANTIC else ref_lang
-        for k in ("$dynamicRef", "$recursiveRef", "unevaluatedProperties", "unevaluatedItems",
+        if "$id" in s or "id" in s:  # a new base URI first, then the references in it
+            with c.subschema(s):
+                return self._exact_ref({k: v for k, v in s.items() if k not in ("$id", "id")}, ptr, d)
+        return self._exact_ref(s, ptr, d)
+
+    def _exact_ref(self, s: dict, ptr: str, d: int) -> Node:
+        c = self.c
+        rkw = "$ref" if "$ref" in s else "$dynamicRef" if "$dynamicRef" in s else None
+        if rkw is None:
+            return self._exact(s, ptr, d)
+        tptr, target = c.resolve(s[rkw], pointer_join(ptr, rkw))
+        key = (c.ref_key(target), d)
+        if key in self._stack:
+            raise SchemaError(ptr, rkw, "a recursive reference inside not/if/oneOf/contains "
+                              "that does not descend into a value cannot be complemented")
+        self._stack.append(key)
+        try:
+            with c.scope_of(target):
+                ref_lang = self.exact(target, tptr, d)
+        finally:
+            self._stack.pop()
+        rest = {k: v for k, v in s.items() if k != rkw}
+        return inter(ref_lang, self._exact_ref(rest, ptr, d)) if set(rest) & _SEMANTIC else ref_lang
+
+    def _exact(self, s: dict, ptr: str, d: int) -> Node:
+        c = self.c
+        for k in ("$recursiveRef", "unevaluatedProperties", "unevaluatedItems",
                   "dependentSchemas"):
             if k in s and not (k.startswith("uneval") and s[k] in (True, {})):
                 raise SchemaError(ptr, k, f"'{k}' inside not/if/oneOf/contains is not supported")
