@@ -1,6 +1,7 @@
 """The server as ``--workers 2`` processes (uvicorn's supervisor), started in a subprocess on
-127.0.0.1: a worker killed mid-request fails that request only; the server keeps serving,
-and the workers share the on-disk grammar cache."""
+127.0.0.1: a worker killed mid-request fails that request only (a request on the other
+worker at the same time completes); the server keeps serving, and the workers share the
+on-disk grammar cache."""
 
 from __future__ import annotations
 
@@ -92,16 +93,31 @@ def test_workers_share_the_disk_cache_and_survive_a_killed_worker(workers):
     assert ok and float(ok.group(1)) == 4, metrics[:2000]
     assert "decoding_requests_created" not in metrics  # the multiprocess collector answered
 
-    # a long streamed answer; kill the worker that serves it mid-generation
-    raw = client.with_raw_response.completions.create(model="smollm2", prompt="Once upon a time", max_tokens=400,
-                                                      stream=True, temperature=0.9)
-    pid = int(raw.headers["x-worker-pid"])
-    stream = raw.parse()
+    # a long streamed answer; kill the worker that serves it mid-generation, while another
+    # request is being answered by the other worker
+    def long_stream(max_tokens: int):
+        raw = client.with_raw_response.completions.create(model="smollm2", prompt="Once upon a time",
+                                                          max_tokens=max_tokens, stream=True, temperature=0.9)
+        return int(raw.headers["x-worker-pid"]), raw.parse()
+
+    pid, stream = long_stream(400)
     next(iter(stream))
+    others = []
+    for _ in range(8):  # the OS picks the worker: open streams until one is on the other worker
+        p2, s2 = long_stream(40)
+        if p2 != pid:
+            break
+        others.append(s2)
+    assert p2 != pid, "no request reached the second worker"
+    next(iter(s2))
     os.kill(pid, signal.SIGKILL)
     with pytest.raises(openai.APIError):  # APIConnectionError: the connection dropped mid-stream
         for _ in stream:
             pass
+    for o in others:
+        o.close()
+    text = "".join(c.choices[0].text for c in s2 if c.choices)  # the other worker's answer completes
+    assert text.strip()
     # the server keeps serving (the other worker, then a restarted one)
     for i in range(4):
         assert isinstance(json.loads(_ask(client, 10 + i).choices[0].message.content)["n"], int)
