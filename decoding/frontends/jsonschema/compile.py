@@ -185,6 +185,11 @@ class _Compiler:
         self._keep.append(target)
         self._res_of[id(target)] = resolved.resolver
         site = at[:-len("/$ref")] if at.endswith("/$ref") else at
+        if isinstance(target, bool) and ref.startswith("#"):  # booleans are no identities
+            try:
+                return resolve_ref(self.root, ref, at)[0], target
+            except SchemaError:
+                return site, target
         return self._ptr_of.get(id(target), site), target
 
     def ref_key(self, target: Any) -> tuple:
