@@ -400,7 +400,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                        max_tokens_limit=args.max_tokens_limit, n_ctx=args.n_ctx,
                        max_parallel_tool_calls=args.max_parallel_tool_calls,
                        tool_call_start=(args.tool_call_markers or (None, None))[0],
-                       tool_call_end=(args.tool_call_markers or (None, None))[1]))
+                       tool_call_end=(args.tool_call_markers or (None, None))[1],
+                       upstreams=tuple(args.upstream or ())))
     return 0
 
 
@@ -472,6 +473,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--n-ctx", type=int, default=2048)
     p.add_argument("--max-parallel-tool-calls", type=int, default=4,
                    help="tool calls per answer when a request has parallel_tool_calls true (the OpenAI default)")
+    p.add_argument("--upstream", action="append", metavar="URL",
+                   help="forward to this llama-server (repeatable; no model is loaded here): docs/scale-out.md")
     p.add_argument("--tool-call-markers", nargs=2, metavar=("START", "END"),
                    help="tool-call delimiters (default: from the model's chat template, else <tool_call> </tool_call>)")
     p.set_defaults(fn=cmd_serve)

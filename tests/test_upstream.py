@@ -492,3 +492,34 @@ def test_http_errors_are_openai_shaped(fakes):
     finally:
         srv.stop()
     assert status == 422 and doc["error"]["code"] == "unprocessable_grammar" and "nope" in doc["error"]["message"]
+
+
+def test_cli_serve_upstream_forwards(fakes):
+    """``python -m decoding serve --upstream URL --upstream URL`` in a subprocess: no model is
+    loaded, a request is answered by the fakes."""
+    import subprocess
+    import sys
+
+    a, b = fakes(2)
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "decoding", "serve", "--port", str(port),
+                             "--upstream", a.url, "--upstream", b.url],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        srv = _Server.__new__(_Server)
+        srv.port = port
+        for _ in range(300):
+            try:
+                status, h = srv.get("/health")
+                break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            pytest.fail("serve --upstream did not start: " + (proc.stdout.read() if proc.poll() is not None else ""))
+        assert status == 200 and h["mode"] == "upstream" and len(h["upstreams"]) == 2
+        status, doc = srv.post("/v1/chat/completions", _request("weather", 0)[1])
+        assert status == 200 and _valid("weather", _text(doc))
+    finally:
+        proc.terminate()
+        proc.wait(20)
+    assert a.served + b.served == 1

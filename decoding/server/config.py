@@ -39,8 +39,10 @@ class ServerConfig:
     max_parallel_tool_calls: int = 4  # calls per answer with parallel_tool_calls true (the OpenAI default)
     tool_call_start: str | None = None  # tool-call markers; None: from the model's chat template,
     tool_call_end: str | None = None    # else <tool_call> ... </tool_call> (decoding.server.toolmarkers)
+    upstreams: tuple[str, ...] = ()  # llama-server URLs: forward there, load no model (decoding.server.upstream)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "upstreams", tuple(self.upstreams))  # a JSON list after from_json
         for f in ("port", "workers", "n_ctx", "max_body_bytes", "max_schema_bytes", "max_schema_depth",
                   "max_tokens_limit", "default_max_tokens", "queue_size", "retry_after_s",
                   "max_parallel_tool_calls"):

@@ -16,7 +16,12 @@ def app_from_env() -> Any:
     """The uvicorn factory of a worker process."""
     from decoding.server.app import create_app
 
-    return create_app(ServerConfig.from_json(os.environ[CONFIG_ENV]))
+    config = ServerConfig.from_json(os.environ[CONFIG_ENV])
+    if config.upstreams:  # issue 17: forward to llama-server instances (no model here)
+        from decoding.server.upstream import create_upstream_app
+
+        return create_upstream_app(config)
+    return create_app(config)
 
 
 def serve(config: ServerConfig) -> None:
