@@ -55,3 +55,31 @@ bench: setup
 
 clean:
 	rm -rf build native/build decoding/*.so
+
+# issue 17 (docs/scale-out.md): llama.cpp's tools/server built from the llama.cpp sources vendored in the
+# llama-cpp-python 0.3.36 sdist, with Debian's cmake (/usr/bin/cmake; apt-get install cmake if missing,
+# never a CMake built from source), once per machine into LLAMA_SERVER_CACHE, at nice 15. Nothing is
+# downloaded: the sdist is LLAMA_CPP_SDIST, else found under ~/.cache/pip or /tmp; without it the target
+# says how to get it and fails. tests/test_upstream_llama_server.py runs the binary (skips without it).
+LLAMA_CPP_VERSION ?= 0.3.36
+LLAMA_SERVER_CACHE ?= $(HOME)/.cache/guarded-decoding/llama-server-$(LLAMA_CPP_VERSION)
+LLAMA_CPP_SDIST ?=
+.PHONY: llama-server
+llama-server:
+	@set -e; out="$(LLAMA_SERVER_CACHE)"; \
+	if [ -x "$$out/bin/llama-server" ]; then echo "llama-server: $$out/bin/llama-server (built before)"; exit 0; fi; \
+	sdist="$(LLAMA_CPP_SDIST)"; \
+	[ -n "$$sdist" ] || sdist=$$(find $(HOME)/.cache/pip /tmp -name "llama_cpp_python-$(LLAMA_CPP_VERSION).tar.gz" 2>/dev/null | head -1); \
+	if [ -z "$$sdist" ] || [ ! -f "$$sdist" ]; then \
+	  echo "llama-server: the llama-cpp-python $(LLAMA_CPP_VERSION) sdist is not on this machine (looked in ~/.cache/pip and /tmp)."; \
+	  echo "  get it with: pip download --no-deps --no-binary :all: llama-cpp-python==$(LLAMA_CPP_VERSION) -d /tmp"; \
+	  echo "  then: make llama-server LLAMA_CPP_SDIST=/tmp/llama_cpp_python-$(LLAMA_CPP_VERSION).tar.gz"; exit 2; fi; \
+	[ -x /usr/bin/cmake ] || { echo "installing Debian's cmake"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cmake >/dev/null; }; \
+	src=$$(mktemp -d); trap 'rm -rf "$$src"' EXIT; tar -xzf "$$sdist" -C "$$src"; \
+	root=$$(ls -d "$$src"/*/vendor/llama.cpp); [ -d "$$root/tools/server" ] || { echo "llama-server: no tools/server in $$sdist"; exit 2; }; \
+	start=$$(date +%s); \
+	nice -n 15 /usr/bin/cmake -S "$$root" -B "$$src/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
+	  -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF >/dev/null; \
+	nice -n 15 /usr/bin/cmake --build "$$src/build" --target llama-server -j$$(nproc); \
+	mkdir -p "$$out/bin"; cp "$$src/build/bin/llama-server" "$$out/bin/llama-server.tmp"; mv "$$out/bin/llama-server.tmp" "$$out/bin/llama-server"; \
+	echo "llama-server built in $$(( $$(date +%s) - start )) s with $$(/usr/bin/cmake --version | head -1) on $$(nproc) cores: $$out/bin/llama-server"
