@@ -172,14 +172,11 @@ class GuardedLogitsProcessor(_Base):
 
     @classmethod
     def validate_params(cls, sampling_params: Any) -> None:
-        """vLLM calls this on each request before it is scheduled: a malformed spec is a
-        ``ValueError`` there (HTTP 400 in vLLM's server)."""
+        """vLLM calls this on each request before it is scheduled: a malformed spec raises
+        :class:`~decoding.errors.UsageError` (a ``ValueError``: HTTP 400 in vLLM's server)."""
         spec = _spec_of(sampling_params)
         if spec is not None:
-            try:
-                check_spec(spec)
-            except UsageError as e:
-                raise ValueError(str(e)) from e
+            check_spec(spec)  # UsageError is a ValueError, as vLLM expects
 
     def __init__(self, vllm_config: Any, device: Any, is_pin_memory: bool, *,
                  compiler: Compiler | None = None, tokenizer: Any = None,
@@ -249,7 +246,11 @@ class GuardedLogitsProcessor(_Base):
         masks = [self._mask_of(r, self._rows[r]) for r in rows]
         if self.use_native and logits.device.type == "cpu" and logits.dtype == torch.float32:
             for r, m in zip(rows, masks):
-                self._apply_native(logits[r], m, n_cols)
+                try:
+                    self._apply_native(logits[r], m, n_cols)
+                except Exception as e:  # noqa: BLE001 - this request fails, the batch goes on
+                    self._fail(r, self._rows[r], e)
+                    self._apply_native(logits[r], self._eog_mask, n_cols)
             return logits
         # fallback (CUDA, other dtypes): bitmasks to the device, expanded there
         words = np.stack(masks).view(np.int32)
