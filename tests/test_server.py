@@ -131,7 +131,10 @@ def test_json_object(client):
 def test_forced_tool_calls_valid(client):
     params = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
     for i in range(N_TOOLS):
-        choice = "required" if i % 2 else {"type": "function", "function": {"name": TOOLS[i % 4 // 2]["function"]["name"]}}
+        # grouped by tool_choice (required, then each named tool): consecutive requests share
+        # the system prompt that lists the tools, which llama.cpp then reuses (prefix cache)
+        k = 4 * i // N_TOOLS
+        choice = "required" if k < 2 else {"type": "function", "function": {"name": TOOLS[k - 2]["function"]["name"]}}
         r = _chat(client, f"Add {i} and {i + 3}, or tell the weather in {CITIES[i % len(CITIES)]}.", max_tokens=48,
                   seed=i, temperature=0.7, tools=TOOLS, tool_choice=choice, parallel_tool_calls=False)
         ch = r.choices[0]
@@ -145,8 +148,9 @@ def test_forced_tool_calls_valid(client):
 
 def test_forced_xml_tool_calls_valid(client):
     params = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
-    for i in range(max(2, N_TOOLS // 2)):
-        choice = "required" if i % 2 else {"type": "function", "function": {"name": "get_weather"}}
+    n = max(2, N_TOOLS // 2)
+    for i in range(n):  # grouped by tool_choice, as above
+        choice = "required" if i < n // 2 else {"type": "function", "function": {"name": "get_weather"}}
         r = _chat(client, f"Weather in {CITIES[i % len(CITIES)]} on 2025-03-0{i % 9 + 1}, or add {i} and 2.",
                   max_tokens=64, seed=i, tools=TOOLS, tool_choice=choice, extra_body={"xml_tools": True})
         ch = r.choices[0]
@@ -387,18 +391,19 @@ def _valid_calls(calls) -> list[str]:
 
 
 def test_parallel_tool_calls_several_valid_calls_or_at_most_one(server, client):
-    from decoding.server.app import _Server  # noqa: F401  (the server's limit below)
-
     n_max = server[0].state.server.config.max_parallel_tool_calls
     prompt = "Add 1 and 2. Then add 30 and 40. Then add 5 and 6."
     counts = []
-    for seed in range(3):  # parallel_tool_calls defaults to true, as in OpenAI's API
-        r = _chat(client, prompt, max_tokens=64, seed=seed, temperature=0.7, tools=TOOLS, tool_choice="required")
+    add = {"type": "function", "function": {"name": "add"}}  # a short tool: several calls fit in 48 tokens
+    for seed in range(8):  # parallel_tool_calls defaults to true, as in OpenAI's API; until one answer has several
+        r = _chat(client, prompt, max_tokens=48, seed=seed, temperature=0.7, tools=TOOLS, tool_choice=add)
         ch = r.choices[0]
         assert ch.finish_reason == "tool_calls", ch
         counts.append(len(_valid_calls(ch.message.tool_calls)))
+        if counts[-1] >= 2:
+            break
     assert all(1 <= c <= n_max for c in counts) and max(counts) >= 2, counts
-    r = _chat(client, prompt, max_tokens=64, seed=0, temperature=0.7, tools=TOOLS, tool_choice="required",
+    r = _chat(client, prompt, max_tokens=48, seed=0, temperature=0.7, tools=TOOLS, tool_choice=add,
               parallel_tool_calls=False)
     assert len(_valid_calls(r.choices[0].message.tool_calls)) == 1
 
