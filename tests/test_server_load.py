@@ -82,6 +82,7 @@ def test_readme_snippet_and_smoke_load_against_a_started_server(tmp_path, capsys
         ns: dict = {}
         exec(compile(code.replace("http://127.0.0.1:8000", base), "README.md", "exec"), ns)  # noqa: S102
         jsonschema.validate(json.loads(ns["r"].choices[0].message.content), ns["schema"])
+        ns["client"].close()  # no idle keep-alive connection for the server's graceful shutdown to wait on
         r = run(clients=7, per_client=1, blocks=1, max_tokens=16, dtd_max_tokens=40, base_url=base, out=tmp_path)
     finally:
         stop_server(proc)

@@ -122,3 +122,4 @@ def test_workers_share_the_disk_cache_and_survive_a_killed_worker(workers):
     for i in range(4):
         assert isinstance(json.loads(_ask(client, 10 + i).choices[0].message.content)["n"], int)
     assert proc.poll() is None
+    client.close()  # no idle keep-alive connection left for the graceful shutdown to wait on
