@@ -183,6 +183,18 @@ def _metrics(base: str) -> dict[str, float]:
     return out
 
 
+def _commit() -> str:
+    """The checked-out commit (``+dirty`` when decoding/ or evals/ have uncommitted changes)."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "decoding", "evals/server_load"], cwd=ROOT,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return head + ("+dirty" if dirty else "")
+
+
 def run(*, model: str = "smollm2", clients: int = 8, per_client: int = 50, blocks: int = 5, max_tokens: int = 32,
         dtd_max_tokens: int = 40, base_url: str | None = None, out: Path | None = None,
         timeout: float = 600.0) -> dict[str, Any]:
@@ -221,7 +233,7 @@ def run(*, model: str = "smollm2", clients: int = 8, per_client: int = 50, block
             "latency_p99": ratio(con["latency_p99_s"], free["latency_p99_s"]),
             "throughput_tok_s": ratio(con["throughput_tok_s"], free["throughput_tok_s"]),
             "per_request_tok_s_p50": ratio(con["per_request_tok_s_p50"], free["per_request_tok_s_p50"])},
-        "server_metrics": metrics, "total_s": round(total, 1),
+        "server_metrics": metrics, "total_s": round(total, 1), "commit": _commit(),
     }
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
@@ -244,7 +256,7 @@ def markdown(r: dict[str, Any]) -> str:
             ("completion tokens", c["completion_tokens"], f["completion_tokens"], ""),
             ("wall time (s)", c["wall_s"], f["wall_s"], "")]
     lines = [f"# Server load: {cfg['clients']} clients x {cfg['requests_per_client']} requests, {cfg['model']}",
-             "", f"`{r['command']}` ({r['machine']['cpus']} CPUs; {r['total_s']} s in all)", "",
+             "", f"`{r['command']}` ({r['machine']['cpus']} CPUs; {r['total_s']} s in all; commit {r['commit']})", "",
              "| | constrained | unconstrained | ratio |", "| --- | --- | --- | --- |"]
     lines += [f"| {a} | {b} | {d} | {e} |" for a, b, d, e in rows]
     lines += ["", "Per kind (constrained): " + ", ".join(
