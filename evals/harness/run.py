@@ -137,7 +137,7 @@ def run(*, models: list[str], modes: list[str], per_family: int | dict[str, int]
                 cap = fam.max_tokens
                 if free_max_tokens is not None and mode == "free":
                     cap = min(cap, free_max_tokens)
-                if mode in ("automaton", "gbnf", "llguidance", "outlines"):  # the mask bounds the length
+                if mode in CONSTRAINED:  # the mask bounds the length: every constrained mode gets the same cap
                     bound = runner.length_bound(fam)
                     cap = max(cap, bound + 1) if bound is not None else cap
                 o = runner.run(fam, task, mode, cap, shots=k)
