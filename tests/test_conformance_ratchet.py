@@ -21,7 +21,7 @@ def test_suite_no_regression_and_no_invalid_accepted():
 
 def test_bench_sample_no_regression():
     base = json.loads(run.BENCH_BASE.read_text())
-    assert base["mode"] == run.COMPILE_OPTIONS  # baselines record the measuring mode
+    assert base["mode"] == run.BENCH_OPTIONS  # baselines record the measuring mode
     # a deterministic sample of schemas already in the baseline, fast ones first
     picked = {}
     for split in run.SPLITS:
@@ -34,5 +34,5 @@ def test_bench_sample_no_regression():
     for key in picked:
         split, name = key.split("/", 1)
         data = json.loads((run.BENCH_DIR / split / name).read_text())
-        new[key] = run.check_schema(data["schema"], data["tests"], timeout=10.0)
+        new[key] = run.check_schema(data["schema"], data["tests"], timeout=10.0, options=run.BENCH_OPTIONS)
     assert run.regressions({"schemas": new}, {"schemas": picked}) == []

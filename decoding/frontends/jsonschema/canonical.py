@@ -1,7 +1,8 @@
 """Canonical serialization of an instance: the form the compiled grammar generates.
 
 Compact JSON (no whitespace), object keys in schema order (``properties`` order, then
-required-only names, then names from property dependencies, then undeclared keys in
+required-only names, then present ``dependentSchemas`` triggers, then names from property
+dependencies, then undeclared keys in
 instance order), numbers spelled by
 :func:`jsonstr.number_text`, strings as ``json.dumps(ensure_ascii=False)``.  Within
 ``anyOf``/``oneOf`` the first branch the instance validates against decides the order;
@@ -89,6 +90,9 @@ class _Canon:
             props = s.get("properties", {}) if isinstance(s.get("properties"), dict) else {}
             req = s.get("required", []) if isinstance(s.get("required"), list) else []
             order = [k for k in props if k in v] + [k for k in req if k in v and k not in props]
+            ds = s.get("dependentSchemas")  # a present trigger is required in its branch
+            if isinstance(ds, dict):
+                order += [k for k in ds if k in v and k not in order]
             try:  # keys named by property dependencies come next (declared members)
                 deps = self.comp._dep_required(s, "")
             except Exception:  # noqa: BLE001

@@ -410,6 +410,8 @@ class _Compiler:
             finally:
                 self._inline_refs.pop()
         s = normalize(s)
+        if "not" in s and (s["not"] is True or isinstance(s["not"], dict) and not set(s["not"]) & SEMANTIC):
+            return NOTHING  # not of a schema every instance satisfies (unsat() says why)
         if "not" in s or ("if" in s and ("then" in s or "else" in s)):
             return self.logic_node(s, ptr)
         for k in ("unevaluatedProperties", "unevaluatedItems"):
@@ -493,12 +495,18 @@ class _Compiler:
         acc: Any = {k: v for k, v in s.items() if k != "allOf"}
         derefed = []
         for i, p in enumerate(parts):
-            p = self._deref(p, pointer_join(ptr, "allOf", i))
+            try:
+                p = self._deref(p, pointer_join(ptr, "allOf", i))
+            except SchemaError:
+                pass  # kept as is (a reference into another resource): intersected below
             if p is False:
                 return NOTHING
             derefed.append(p)
         try:
             for i, p in enumerate(derefed):
+                if isinstance(p, dict) and "$ref" in p:
+                    raise SchemaError(pointer_join(ptr, "allOf", i), "$ref", "a reference into another "
+                                      "resource cannot be merged")
                 if p is True:
                     continue
                 acc = merge(acc, p, pointer_join(ptr, "allOf", i))
@@ -528,11 +536,18 @@ class _Compiler:
         merged = []
         for i, b in enumerate(branches):
             bp = pointer_join(ptr, kw, i)
-            b = self._deref(b, bp)
+            try:
+                b = self._deref(b, bp)
+            except SchemaError:
+                if not (isinstance(b, dict) and "$ref" in b):
+                    raise  # else: a reference into another resource, compiled by node()
             if b is False:
                 merged.append(False)
                 continue
-            merged.append(merge(rest, b if b is not True else {}, bp) if rest else b)
+            try:
+                merged.append(merge(rest, b if b is not True else {}, bp) if rest else b)
+            except SchemaError:  # no merged schema: the branch is an allOf (by intersection)
+                merged.append({"allOf": [rest, b]})
         self._keep.append(merged)
         if kw == "oneOf" and self.unsat(s, ptr) is not None:
             return NOTHING  # provably no instance: the empty language is exact
@@ -590,6 +605,8 @@ class _Compiler:
                 return hit
         if isinstance(s.get("enum"), list) and not s["enum"]:
             return (ptr, "enum", "enum is empty")
+        if "not" in s and (s["not"] is True or isinstance(s["not"], dict) and not set(s["not"]) & SEMANTIC):
+            return (ptr, "not", "'not' of a schema that every instance satisfies")
         if isinstance(s.get("allOf"), list):
             for i, p in enumerate(s["allOf"]):
                 hit = self.unsat(p, pointer_join(ptr, "allOf", i), depth + 1)
@@ -1274,6 +1291,18 @@ class _Compiler:
             key_lang = string_of(keys) if pn_lang is None else inter(string_of(keys), pn_lang)
             if v != NOTHING and keys != NOTHING:
                 extra = seq(key_lang, self.colon, v)
+            if extras_allowed:  # names matching no pattern: additionalProperties (a complement)
+                av = self.node(addl, pointer_join(ptr, "additionalProperties"))
+                try:
+                    pats = choice(*(rx_to_ir(parse_pattern(p), json_char) for p in pp))
+                except PatternError as e:
+                    raise SchemaError(ptr, "patternProperties", str(e)) from None
+                other = string_of(diff(_not_in(names), pats))
+                if pn_lang is not None:
+                    other = inter(other, pn_lang)
+                if av != NOTHING:
+                    more = seq(other, self.colon, av)
+                    extra = more if extra is None else choice(extra, more)
         elif extras_allowed:
             v = self.node(addl, pointer_join(ptr, "additionalProperties"))
             if v != NOTHING:  # a shared rule: lists of extras are built with one copy

@@ -84,6 +84,8 @@ _SEMANTIC = frozenset(OBJECT_KW + ARRAY_KW + STRING_KW + NUMBER_KW + APPLICATORS
 def count_list(x: Node, y: Node, lo: int, hi: int | None, comma: Node) -> Node:
     """Comma-separated lists of items from ``x`` or ``y`` (disjoint languages) with between
     ``lo`` and ``hi`` (None: no bound) items from ``x``; the empty list when ``lo == 0``."""
+    if hi is not None and hi < lo:
+        return NOTHING
     ys = star(seq(comma, y))
     xs = seq(comma, x, ys)
     alts: list[Node] = []
