@@ -385,12 +385,12 @@ def _free_port() -> int:
 
 
 class _Server:
-    def __init__(self, urls):
+    def __init__(self, urls, timeout_s: float = 30):
         from decoding.server.config import ServerConfig
 
         self.port = _free_port()
         cfg = ServerConfig(port=self.port)
-        self.pool = UpstreamPool(urls, health_interval_s=0.2, wait_s=10, timeout_s=30)
+        self.pool = UpstreamPool(urls, health_interval_s=0.2, wait_s=10, timeout_s=timeout_s)
         self.app = create_upstream_app(cfg, pool=self.pool)
         self.server = uvicorn.Server(uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
@@ -401,7 +401,7 @@ class _Server:
             time.sleep(0.05)
 
     def post(self, path: str, body: dict) -> tuple[int, dict]:
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=900)
         try:
             c.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
             r = c.getresponse()
@@ -523,3 +523,20 @@ def test_cli_serve_upstream_forwards(fakes):
         proc.terminate()
         proc.wait(20)
     assert a.served + b.served == 1
+
+
+def test_wait_for_an_upstream_counts_from_when_none_is_left(fakes):
+    """A request whose only upstream timed out after longer than wait_s still waits wait_s
+    for it to come back (regression: the wait was counted from the start of the request,
+    so a slow upstream's timeout lost the request at once)."""
+    (a,) = fakes(1, delay_s=0.6, slots=1)
+
+    async def go(pool, fwd):
+        pool.timeout_s = 0.5  # the first forward times out (0.6 s answer), the upstream is taken out
+        task = asyncio.ensure_future(fwd.handle(*_request("weather", 0)))
+        await asyncio.sleep(0.55)
+        pool.timeout_s = 10   # the retry after the health check gets its answer
+        return await task, pool.view()
+    r, view = _run(_with_pool([a.url], go, wait_s=0.4))
+    assert _valid("weather", _text(r))
+    assert view[0]["failures"] == 1 and "timed out" in view[0]["last_error"]

@@ -102,7 +102,7 @@ def test_two_upstreams_one_killed_halfway(upstreams):
     kind, start = upstreams
     n = int(os.environ.get("UPSTREAM_LOAD_N", "2"))
     (pa, ua), (pb, ub) = start(2)
-    srv = _Server([ua, ub])
+    srv = _Server([ua, ub], timeout_s=300)  # one-slot upstreams queue 8 clients: the default timeout
     try:
         stats = load_run(srv, 8, n, on_half=pa.kill)
         status, h = srv.get("/health")
@@ -110,7 +110,7 @@ def test_two_upstreams_one_killed_halfway(upstreams):
         srv.stop()
     pb.kill()
     (pc, uc), = start(1)
-    one = _Server([uc])
+    one = _Server([uc], timeout_s=300)
     try:
         alone = load_run(one, 8, n)
     finally:

@@ -18,7 +18,8 @@ Pool invariants (:class:`UpstreamPool`)
   (a background check every ``health_interval_s``; also run at start);
 - a request is never lost: a failed forward is retried on another upstream (503 "no slot"
   or "loading" too, without taking that one out); when none is healthy, the request
-  waits up to ``wait_s`` for one to come back, then fails with 503 ``no_upstream``.
+  waits up to ``wait_s`` (counted from the moment none is available, not from the start of
+  the request) for one to come back, then fails with 503 ``no_upstream``.
   An upstream's 4xx is the client's error and is returned as is (400), not retried.
 
 What replaces budget-aware closing (it needs the mask at every step, which llama-server
@@ -198,11 +199,13 @@ class UpstreamPool:
         200 (returns ``(answer, upstream url)``) or 4xx (UpstreamError 400).  Waits up to
         ``wait_s`` for an upstream when none is healthy (UpstreamError 503 after)."""
         tried: set[str] = set()
-        deadline = time.monotonic() + self.wait_s
+        deadline: float | None = None  # set when no upstream is available: the wait starts then
         reasons: list[str] = []
         while True:
             up = self.pick(tried)
             if up is None:
+                if deadline is None:
+                    deadline = time.monotonic() + self.wait_s
                 if time.monotonic() > deadline:
                     raise UpstreamError("no upstream could serve the request within "
                                         f"{self.wait_s:g} s: {'; '.join(reasons[-4:]) or 'none healthy'}",
@@ -210,6 +213,7 @@ class UpstreamPool:
                 tried.clear()  # every healthy one was tried: wait for a health check, then again
                 await asyncio.sleep(min(self.health_interval_s, 0.5))
                 continue
+            deadline = None
             try:
                 status, doc = await self._run(self._http, up, "POST", path, body, self.timeout_s)
                 if status == 200 and isinstance(doc, dict):
