@@ -61,6 +61,10 @@ KEYWORDS = {
                             st.sampled_from(["integer", "number"]), st.sampled_from([2, 3, 7, 1.5, 0.25, 0.5]),
                             st.one_of(st.none(), st.integers(-10, 10))),
     "dependentSchemas": st.builds(lambda a: {"type": "object", "dependentSchemas": {"a": a}}, leaf),
+    "unevaluatedProperties": st.builds(lambda a, b, u: {"properties": {"a": a}, "allOf": [{"properties": {"b": b}}],
+                                                        "unevaluatedProperties": u}, leaf, leaf, leaf),
+    "unevaluatedItems": st.builds(lambda a, b, u: {"prefixItems": [a], "allOf": [{"prefixItems": [True, b]}],
+                                                   "unevaluatedItems": u}, leaf, leaf, leaf),
     "$ref": st.builds(lambda a, b: {"$defs": {"x": a}, "anyOf": [{"$ref": "#/$defs/x"}, b]}, leaf, leaf),
 }
 
@@ -121,7 +125,7 @@ def _check(schema, instances, rng) -> int:
 
 
 @pytest.mark.parametrize("keyword", sorted(KEYWORDS))
-@settings(max_examples=12, deadline=None, derandomize=True,
+@settings(max_examples=8, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
 @given(data=st.data())
 def test_keyword_differential(keyword, data) -> None:

@@ -366,7 +366,81 @@ class _Compiler:
                 return self._node(s, ptr)
         return self._node(s, ptr)
 
+    def _evaluated(self, x: Any, ptr: str, depth: int = 0) -> tuple | None:
+        """What ``x`` and its in-place subschemas evaluate (annotation tracking, statically):
+        (property names, patterns, every property?, prefix length, every item?); None where
+        it depends on which branch holds (anyOf/oneOf/if/dependentSchemas evaluating
+        something) or cannot be told."""
+        if not isinstance(x, dict) or depth > 16:
+            return (set(), set(), False, 0, False) if isinstance(x, bool) or depth <= 16 else None
+        names = set(x.get("properties", {}) or {})
+        pats = set(x.get("patternProperties", {}) or {})
+        allp = "additionalProperties" in x or x.get("unevaluatedProperties") not in (None, True, {})
+        x = normalize(x)
+        n = len(x.get("prefixItems", []) or [])
+        alli = "items" in x or x.get("unevaluatedItems") not in (None, True, {})
+        if "contains" in x:
+            alli = alli or None  # some items, depending on the instance: only fine if all anyway
+        subs: list[tuple[Any, str]] = []
+        for k in ("$ref", "$dynamicRef"):
+            if k in x:
+                try:
+                    subs.append(self.resolve(x[k], pointer_join(ptr, k))[::-1])
+                except SchemaError:
+                    return None
+        subs += [(p, pointer_join(ptr, "allOf", i)) for i, p in enumerate(x.get("allOf", []) or [])]
+        for sub, sp in subs:
+            e = self._evaluated(sub, sp, depth + 1)
+            if e is None:
+                return None
+            names |= e[0]
+            pats |= e[1]
+            allp = allp or e[2]
+            n = max(n, e[3])
+            alli = alli or e[4]
+        cond = [p for k in ("anyOf", "oneOf") for p in (x.get(k, []) or [])]
+        cond += [x[k] for k in ("if", "then", "else") if k in x]
+        cond += list((x.get("dependentSchemas", {}) or {}).values())
+        for sub in cond:
+            e = self._evaluated(sub, ptr, depth + 1)
+            if e is None or e[0] or e[1] or e[2] or e[3] or e[4]:
+                return None
+        if alli is None:
+            return None
+        return names, pats, allp, n, alli
+
+    def _uneval_rewrite(self, s: dict, ptr: str) -> dict | None:
+        """``unevaluatedProperties``/``unevaluatedItems`` next to ``$ref``/``allOf``: the
+        evaluated names (items) are known statically, so the keyword becomes an allOf part
+        ``{"properties": {name: true...}, "additionalProperties": U}`` (``{"prefixItems":
+        [true...], "items": U}``).  None where that is not exact."""
+        own = ("unevaluatedProperties", "unevaluatedItems")
+        e = self._evaluated({k: v for k, v in s.items() if k not in own}, ptr)
+        if e is None:
+            return None
+        names, pats, allp, n, alli = e
+        out = {k: v for k, v in s.items() if k not in ("unevaluatedProperties", "unevaluatedItems")}
+        extra: list[dict] = []
+        up = s.get("unevaluatedProperties")
+        if up not in (None, True, {}) and not allp:
+            part: dict = {"properties": {k: True for k in names}, "additionalProperties": up}
+            if pats:
+                part["patternProperties"] = {p: True for p in pats}
+            extra.append(part)
+        ui = s.get("unevaluatedItems")
+        if ui not in (None, True, {}) and not alli:
+            extra.append({"prefixItems": [True] * n, "items": ui} if n else {"items": ui})
+        if extra:
+            out["allOf"] = list(out.get("allOf", []) or []) + extra
+        self._keep.append(out)
+        return out
+
     def _node(self, s: Any, ptr: str) -> Node:
+        if isinstance(s, dict) and any(s.get(k) not in (None, True, {}) for k in ("unevaluatedProperties", "unevaluatedItems")) \
+                and any(k in s for k in ("allOf", "anyOf", "oneOf", "$ref", "$dynamicRef", "if", "dependentSchemas")):
+            r = self._uneval_rewrite(s, ptr)
+            if r is not None:
+                s = r
         if s is True:
             return self.free(self.free_depth)
         if s is False:
