@@ -81,3 +81,15 @@ def test_paired_table_pairs_same_shots_only():
     s = t["automaton+1shot"]
     assert (s["only_constrained"], s["only_free"]) == (0, 1) and s["diff"] == pytest.approx(-1 / 6)
     assert compare(recs[6:12], recs[:0])["n"] == 0
+
+
+@pytest.mark.parametrize("prefix,ok", [("", True), ("\n", True), (" ", True), ("\n\n", False), ("\t", False),
+                                       ("x", False)])
+def test_lead_in_grammar_allows_one_newline_or_space_before_the_structure(prefix, ok):
+    from decoding.backends.automaton import compile_dfa
+    from evals.harness.modes import with_lead_in
+
+    fam = FAMILY["get_order"]
+    doc = prefix + fam.render({"user_id": "U12345678", "order_id": "ORD-20250101-0001"})
+    assert compile_dfa(with_lead_in(fam.grammar())).accepts(doc.encode()) is ok
+    assert not compile_dfa(fam.grammar()).accepts(("\n" + doc.lstrip()).encode())

@@ -47,6 +47,7 @@ from llama_cpp import LogitsProcessorList
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
 from decoding.compiler import Compiler, as_vocab
+from decoding.ir import Grammar, Ref, byteset, rep, seq
 from decoding.runtime.fastforward import generate_fast
 from decoding.runtime.llama_grammar import to_llama_grammar
 from decoding.runtime.processor import GrammarLogitsProcessor
@@ -57,7 +58,7 @@ from evals.harness.families import DEFAULT_WHITESPACE, Family
 from evals.harness.peers import LLGuidancePeer, OutlinesPeer, outlines_unsupported, peer_available
 from evals.harness.tasks import Task, example_task
 
-__all__ = ["MODES", "MAIN_MODES", "PEER_MODES", "Runner", "Output", "peer_status", "family_status"]
+__all__ = ["with_lead_in", "MODES", "MAIN_MODES", "PEER_MODES", "Runner", "Output", "peer_status", "family_status"]
 
 MAIN_MODES = ("free", "prompt", "automaton", "fastforward", "gbnf")
 PEER_MODES = ("outlines", "llguidance")
@@ -123,6 +124,15 @@ def _longest_path(dfa) -> int | None:
     return best[0]
 
 
+def with_lead_in(g: Grammar) -> Grammar:
+    """``g`` preceded by at most one newline or space: the prompt/answer boundary healed.
+    Without it the mask forbids a first token such as Gemma's ``"\n{"`` (the model's own
+    start of a JSON answer after its turn header) and pushes it to a rarer split."""
+    start = "__lead_in"
+    return Grammar(start, ((start, seq(rep(byteset([(10, 10), (32, 32)]), 0, 1), Ref(g.start))), *g.rules),
+                   max_depth=g.max_depth)
+
+
 class _Timed:
     """Wraps a logits processor and accumulates the time spent inside it."""
 
@@ -146,6 +156,7 @@ class Runner:
         self.llm = llm
         self.model = model_name
         self.examples = examples  # family name -> Task (the worked example)
+        self.lead_in = True  # boundary healing: the grammar may start with one newline/space (with_lead_in)
         meta = llm.metadata
         tmpl, self.template = chat_template(llm, model_name)
 
@@ -192,11 +203,15 @@ class Runner:
         return self._prefix[key]
 
     # ------------------------------------------------------------------ grammars
+    def _grammar(self, fam: Family, whitespace: str):
+        g = fam.grammar(whitespace)
+        return with_lead_in(g) if self.lead_in and fam.kind == "json" else g
+
     def automaton(self, fam: Family, whitespace: str = DEFAULT_WHITESPACE):
         key = (fam.name, whitespace)
         if key not in self._automaton:
             t = time.perf_counter()
-            self._automaton[key] = Compiler(self.llm).compile_ir(fam.grammar(whitespace))
+            self._automaton[key] = Compiler(self.llm).compile_ir(self._grammar(fam, whitespace))
             self.compile_s["automaton"][fam.name] = time.perf_counter() - t
             return self._automaton[key], self.compile_s["automaton"][fam.name]
         return self._automaton[key], 0.0
@@ -205,7 +220,7 @@ class Runner:
         key = (fam.name, whitespace)
         if key not in self._gbnf:
             t = time.perf_counter()
-            self._gbnf[key] = to_llama_grammar(fam.grammar(whitespace), llm=self.llm)
+            self._gbnf[key] = to_llama_grammar(self._grammar(fam, whitespace), llm=self.llm)
             self.compile_s["gbnf"][fam.name] = time.perf_counter() - t
             return self._gbnf[key], self.compile_s["gbnf"][fam.name]
         return self._gbnf[key], 0.0

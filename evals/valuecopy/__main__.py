@@ -27,6 +27,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--temperature", type=float, default=0.0)
     r.add_argument("--samples", type=int, default=1, help="seeds per task when --temperature > 0")
     r.add_argument("--max-tokens", type=int, default=64)
+    r.add_argument("--no-lead-in", action="store_true",
+                   help="no boundary healing (the mask starts right after the prompt, as before issue 18)")
     r.add_argument("--name", required=True, help="output directory name under evals/results/valuecopy/")
     s = sub.add_parser("summary", help="one results.md (+ chart of the first) from several run directories")
     s.add_argument("dirs", nargs="+")
@@ -57,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     cmd = "python -m evals.valuecopy " + " ".join(shlex.quote(x) for x in (argv if argv is not None else sys.argv[1:]))
     res = run(models=a.models.split(","), modes=a.modes.split(","), shots=tuple(int(x) for x in a.shots.split(",")),
               n=a.n, seed=a.seed, whitespace=a.whitespace, key_order=a.key_order, temperature=a.temperature,
-              samples=a.samples, max_tokens=a.max_tokens, out_dir=OUT / a.name, command=cmd)
+              samples=a.samples, max_tokens=a.max_tokens, out_dir=OUT / a.name, command=cmd,
+              lead_in=not a.no_lead_in)
     for model, per in res["cells"].items():
         for lab, cell in per.items():
             c = cell["all"]

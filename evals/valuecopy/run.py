@@ -42,7 +42,7 @@ def variant_families(key_order: str) -> dict:
 
 def run(*, models: list[str], modes: list[str], shots: tuple[int, ...], n: int, seed: int = 0,
         whitespace: str = "natural", key_order: str = "schema", temperature: float = 0.0, samples: int = 1,
-        max_tokens: int = 64, out_dir: Path | None = None, command: str = "") -> dict:
+        max_tokens: int = 64, out_dir: Path | None = None, command: str = "", lead_in: bool = True) -> dict:
     from decoding.models import load_model
 
     t0 = time.perf_counter()
@@ -55,6 +55,7 @@ def run(*, models: list[str], modes: list[str], shots: tuple[int, ...], n: int, 
     for model in models:
         llm = load_model(model)
         runner = Runner(llm, model, examples=example)
+        runner.lead_in = lead_in
         for k in shots:
             for task in tasks:
                 fam = fams[task.family]
@@ -85,7 +86,7 @@ def run(*, models: list[str], modes: list[str], shots: tuple[int, ...], n: int, 
     res = {"meta": {"date": date.today().isoformat(), "command": command, "n_tasks": len(tasks), "seed": seed,
                     "models": models, "modes": modes, "shots": list(shots), "whitespace": whitespace,
                     "key_order": key_order, "temperature": temperature, "samples": len(seeds),
-                    "max_tokens": max_tokens, "elapsed_s": time.perf_counter() - t0,
+                    "max_tokens": max_tokens, "lead_in": lead_in, "elapsed_s": time.perf_counter() - t0,
                     "tools": list(TOOL_NAMES)}, **agg}
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
