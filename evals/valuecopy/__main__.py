@@ -33,9 +33,23 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("summary", help="one results.md (+ chart of the first) from several run directories")
     s.add_argument("dirs", nargs="+")
     s.add_argument("--out", default=str(OUT))
+    m = sub.add_parser("merge", help="one run from labels of several runs of the same tasks (e.g. free from one "
+                                     "run, a constrained mode from a later one)")
+    m.add_argument("name", help="output directory name under evals/results/valuecopy/")
+    m.add_argument("parts", nargs="+", help="DIR:LABEL, e.g. evals/results/valuecopy/gemma3-1shot:free+1shot")
     h = sub.add_parser("hypotheses", help="the issue-18 hypothesis table from the standard run directories")
     h.add_argument("--root", default=str(OUT))
     a = ap.parse_args(argv)
+    if a.cmd == "merge":
+        from evals.valuecopy.run import merge
+
+        res = merge([tuple(x.rsplit(":", 1)) for x in a.parts], OUT / a.name,
+                    "python -m evals.valuecopy " + " ".join(shlex.quote(x) for x in (argv or sys.argv[1:])))
+        for model, per in res["paired"].items():
+            for lab, p in per.items():
+                print(f"paired {model} {lab}: call diff {p['diff']:+.3f} [{p['lo']:+.3f}, {p['hi']:+.3f}] "
+                      f"p={p['mcnemar_p']:.3g}; field diff {p['field_diff']:+.3f}")
+        return 0
     if a.cmd == "hypotheses":
         from evals.valuecopy.hypotheses import report
 

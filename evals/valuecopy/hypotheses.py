@@ -31,6 +31,10 @@ COMPARISONS = [
     ("constraint at 0 shots: automaton vs free (gemma3)", "h-0shot-gemma3", "automaton", "h-0shot-gemma3", "free"),
     ("constraint at 1 shot: automaton vs free (smollm2)", "smollm2-1shot", "automaton+1shot", "smollm2-1shot", "free+1shot"),
     ("constraint at 1 shot: automaton vs free (gemma3)", "gemma3-1shot", "automaton+1shot", "gemma3-1shot", "free+1shot"),
+    ("boundary healing: lead-in vs none (gemma3, constrained)", "gemma3-1shot-leadin", "automaton+1shot",
+     "gemma3-1shot", "automaton+1shot"),
+    ("constraint at 1 shot with boundary healing: automaton vs free (gemma3)", "gemma3-1shot-leadin",
+     "automaton+1shot", "gemma3-1shot", "free+1shot"),
 ]
 
 

@@ -24,7 +24,7 @@ from evals.harness.modes import Runner
 from evals.harness.run import aggregate, label
 from evals.valuecopy.tasks import FAMILY, TOOL_NAMES, TOOLS, example, family, generate
 
-__all__ = ["run", "variant_families"]
+__all__ = ["run", "variant_families", "merge"]
 
 
 def variant_families(key_order: str) -> dict:
@@ -97,4 +97,29 @@ def run(*, models: list[str], modes: list[str], shots: tuple[int, ...], n: int, 
         from evals.valuecopy.report import markdown
         (out_dir / "results.md").write_text(markdown([res]), encoding="utf-8")
     res["records"] = records
+    return res
+
+
+def merge(parts: list[tuple[str, str]], out_dir: Path, command: str) -> dict:
+    """A run made of ``(run directory, label)`` parts (the same tasks; the meta of the last
+    part, ``lead_in`` etc. listed per part in ``meta.parts``)."""
+    records, metas = [], []
+    for d, lab in parts:
+        meta = json.loads((Path(d) / "results.json").read_text(encoding="utf-8"))["meta"]
+        metas.append({"dir": str(d), "label": lab, "command": meta["command"], "lead_in": meta.get("lead_in", False)})
+        with open(Path(d) / "records.jsonl", encoding="utf-8") as fh:
+            records += [r for r in map(json.loads, fh) if r["label"] == lab]
+    if not records:
+        raise ValueError(f"merge: no records for {parts}")
+    models = list(dict.fromkeys(r["model"] for r in records))
+    labels = [lab for _, lab in parts]
+    res = {"meta": dict(meta, command=command, parts=metas, elapsed_s=0.0), **aggregate(records, models, labels,
+                                                                                        families=TOOL_NAMES)}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "results.json").write_text(json.dumps(res, ensure_ascii=False, indent=1), encoding="utf-8")
+    with open(out_dir / "records.jsonl", "w", encoding="utf-8") as fh:
+        for r in records:
+            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+    from evals.valuecopy.report import markdown
+    (out_dir / "results.md").write_text(markdown([res]), encoding="utf-8")
     return res
