@@ -358,7 +358,9 @@ class _Emitter:
         elif isinstance(node, ByteSet):
             return self.fallback(node)
         else:
-            raise GrammarError(f"not an IR node: {node!r}")
+            raise GrammarError(f"GBNF export: IR node {type(node).__name__} (intersection, difference or "
+                               "automaton leaf of JSON Schema boolean logic) has no GBNF form here; "
+                               "use the DFA or pushdown back-end")
         return f"({inner})"
 
     def repeat(self, node: Repeat) -> str:

@@ -337,7 +337,7 @@ class _Compiler:
         the other keywords intersected with the exact parts."""
         try:
             return self.bounded(self.logic.exact(s, ptr, BOOLEAN_DEPTH), ptr, None)
-        except SchemaError as first:
+        except (SchemaError, LimitError) as first:  # the parts alone may still fit
             err = first
         rest = {k: v for k, v in s.items() if k not in ("not", "if", "then", "else")}
         parts: list[Node] = []
