@@ -65,6 +65,12 @@ KEYWORDS = {
                                                         "unevaluatedProperties": u}, leaf, leaf, leaf),
     "unevaluatedItems": st.builds(lambda a, b, u: {"prefixItems": [a], "allOf": [{"prefixItems": [True, b]}],
                                                    "unevaluatedItems": u}, leaf, leaf, leaf),
+    "uniqueItems": st.builds(lambda it, mx: {"type": "array", "items": it, "uniqueItems": True,
+                                             **({"maxItems": mx} if mx is not None else {})},
+                             st.sampled_from([{"enum": [1, "a", None]}, {"type": "boolean"}, {"const": 2},
+                                              {"type": "integer", "minimum": 0, "maximum": 3},
+                                              {"enum": [1, 1.0, True]}]),
+                             st.one_of(st.none(), st.integers(0, 3))),
     "$ref": st.builds(lambda a, b: {"$defs": {"x": a}, "anyOf": [{"$ref": "#/$defs/x"}, b]}, leaf, leaf),
 }
 

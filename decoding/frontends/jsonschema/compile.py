@@ -75,6 +75,9 @@ SUPPORTED = frozenset({
     "minContains", "maxContains", "propertyNames",
 })
 MAX_DEP_SCHEMAS = 3
+#: uniqueItems is compiled (one "at most once" automaton per value, intersected: 2**n
+#: states) when every item is one of at most this many values
+MAX_UNIQUE_DOMAIN = 10
 # known semantic keywords we cannot honour, and the instance kinds they constrain
 UNSUPPORTED: dict[str, frozenset[str]] = {
     "$recursiveRef": frozenset(TYPES),
@@ -1014,9 +1017,11 @@ class _Compiler:
                     continue  # then/else without if have no effect
                 raise SchemaError(ptr, k, f"keyword '{k}' is not supported")
         if s.get("uniqueItems") is True and "array" in kinds:
-            if not (isinstance(s.get("maxItems"), int) and s["maxItems"] <= 1):
-                raise SchemaError(ptr, "uniqueItems", "uniqueItems is not supported (except with "
-                                  "maxItems <= 1)")
+            if not (isinstance(s.get("maxItems"), int) and s["maxItems"] <= 1) and \
+                    self._item_domain(s) is None:
+                raise SchemaError(ptr, "uniqueItems", "uniqueItems is only supported over small finite "
+                                  f"item domains (at most {MAX_UNIQUE_DOMAIN} values: enum/const, "
+                                  "boolean, null, small integer ranges) or with maxItems <= 1")
 
     def kind(self, kind: str, s: dict, ptr: str) -> Node:
         if kind == "null":
@@ -1177,7 +1182,47 @@ class _Compiler:
         base = self.inlined(self._array(rest, ptr), ptr, "contains")
         return self.bounded(inter(base, counted), ptr, "contains")
 
+    def _item_domain(self, s: dict) -> list | None:
+        """The finite set of values every item of ``s`` is one of (at most
+        MAX_UNIQUE_DOMAIN), or None: items given by enum/const, boolean, null or an integer
+        range, in ``prefixItems`` and ``items`` (which must then be present)."""
+        s = normalize(s)
+        parts = list(s.get("prefixItems", []) or [])
+        if "items" not in s and not (isinstance(s.get("maxItems"), int) and s["maxItems"] <= len(parts)):
+            return None
+        if "items" in s:
+            parts.append(s["items"])
+        out: list = []
+        for p in parts:
+            try:
+                p = self._deref(p, "")
+            except SchemaError:
+                return None
+            vals = _finite_values(p)
+            if vals is None:
+                return None
+            for v in vals:  # one value per spelling (1 and 1.0 are equal items)
+                if not any(dumps(v) == dumps(w) for w in out):
+                    out.append(v)
+            if len(out) > MAX_UNIQUE_DOMAIN:
+                return None
+        return out
+
     def _array(self, s: dict, ptr: str) -> Node:
+        if s.get("uniqueItems") is True and not (isinstance(s.get("maxItems"), int) and s["maxItems"] <= 1):
+            dom = self._item_domain(s)
+            if dom is None:
+                raise SchemaError(ptr, "uniqueItems", "uniqueItems is only supported over small finite "
+                                  f"item domains (at most {MAX_UNIQUE_DOMAIN} values)")
+            rest = {k: v for k, v in s.items() if k != "uniqueItems"}
+            base = self.inlined(self._array(rest, ptr), ptr, "uniqueItems")
+            spell = [lit(dumps(v)) for v in dom]
+            once = []
+            for i, x in enumerate(spell):  # value i at most once, among items of the domain
+                others = [y for j, y in enumerate(spell) if j != i]
+                y = choice(*others) if others else NOTHING
+                once.append(seq(lit("["), self.ws, count_list(x, y, 0, 1, self.comma), self.ws, lit("]")))
+            return self.bounded(inter(base, *once), ptr, "uniqueItems")
         prefix = s.get("prefixItems", [])
         if not isinstance(prefix, list):
             raise SchemaError(ptr, "prefixItems", "must be an array")
@@ -1494,6 +1539,34 @@ class _Compiler:
         node = Ref(name)
         self._free[depth] = node
         return node
+
+
+def _finite_values(p: Any) -> list | None:
+    """The values an item schema allows when it names them (enum/const, boolean, null, an
+    integer range of at most MAX_UNIQUE_DOMAIN values), filtered by its type; else None."""
+    if not isinstance(p, dict):
+        return None
+    t = p.get("type")
+    ts = {t} if isinstance(t, str) else set(t) if isinstance(t, list) else None
+    if "const" in p or "enum" in p:
+        vals = [p["const"]] if "const" in p else p["enum"]
+        if not isinstance(vals, list) or set(p) - ANNOTATIONS - {"enum", "const", "type"}:
+            return None
+        if ts is not None:
+            vals = [v for v in vals if _kind_of(v) in ts or (_kind_of(v) == "integer" and "number" in ts)]
+        if any(isinstance(v, float) and not v.is_integer() or isinstance(v, (list, dict)) for v in vals):
+            return None  # spellings of fractions and containers: not enumerated here
+        return list(vals)
+    if set(p) - ANNOTATIONS - {"type", "minimum", "maximum"}:
+        return None
+    if ts == {"boolean"}:
+        return [] if "minimum" in p or "maximum" in p else [True, False]
+    if ts == {"null"}:
+        return [None]
+    if ts == {"integer"} and isinstance(p.get("minimum"), int) and isinstance(p.get("maximum"), int) \
+            and not isinstance(p["minimum"], bool) and p["maximum"] - p["minimum"] < MAX_UNIQUE_DOMAIN:
+        return list(range(p["minimum"], p["maximum"] + 1))
+    return None
 
 
 def _implied_by_required(b: Any, required: list) -> bool:
