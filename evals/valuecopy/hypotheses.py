@@ -54,6 +54,7 @@ def report(root: Path) -> str:
     for d in root.iterdir():
         if (d / "records.jsonl").is_file():
             runs[d.name] = load(d)
+    merged = {n for n in runs if "parts" in json.loads((root / n / "results.json").read_text(encoding="utf-8"))["meta"]}
     L = ["| hypothesis | n | A: per-call / per-field | B: per-call / per-field | per-call diff A−B [95% CI] "
          "| McNemar p | per-field diff [95% CI] |", "|---|---|---|---|---|---|---|"]
     for name, ra, la, rb, lb in COMPARISONS:
@@ -71,13 +72,13 @@ def report(root: Path) -> str:
                  f"[{100 * p['field_lo']:+.0f}, {100 * p['field_hi']:+.0f}] |")
     L += ["", "Where the unconstrained model starts its answer (token-healing check; the grammar starts at `{`):", "",
           "| run | label | at `{` | whitespace then `{` | code fence | other |", "|---|---|---|---|---|---|"]
-    for rn in sorted(runs):
+    for rn in sorted(set(runs) - merged):
         for lab in sorted({r["label"] for r in runs[rn] if r["mode"] == "free"}):
             c = boundary([r for r in runs[rn] if r["label"] == lab])
             L.append(f"| {rn} | {lab} | {c['at {']} | {c['whitespace then {']} | {c['code fence']} | {c['other']} |")
     L += ["", "Wrong fields: a different spelling of the right value (case, spaces, `-/._`) or another value:", "",
           "| run | label | right | spelling | other value | missing | unparsed calls |", "|---|---|---|---|---|---|---|"]
-    for rn in sorted(runs):
+    for rn in sorted(set(runs) - merged):
         for lab in sorted({r["label"] for r in runs[rn]}):
             c = spelling([r for r in runs[rn] if r["label"] == lab], _fields)
             L.append(f"| {rn} | {lab} | {c['right']} | {c['spelling']} | {c['other value']} | {c['missing']} "

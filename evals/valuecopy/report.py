@@ -9,8 +9,12 @@ __all__ = ["markdown", "chart", "variant_name"]
 
 def variant_name(meta: dict) -> str:
     t = meta["temperature"]
-    return (f"{meta['whitespace']} ws, {meta['key_order']} key order, "
-            + ("greedy" if not t else f"T={t} x{meta['samples']} seeds"))
+    v = (f"{meta['whitespace']} ws, {meta['key_order']} key order, "
+         + ("greedy" if not t else f"T={t} x{meta['samples']} seeds"))
+    if "parts" in meta:  # a merged run: say which parts had boundary healing
+        healed = [f"{Path(p['dir']).name}:{p['label']}" for p in meta["parts"] if p["lead_in"]]
+        return v + (f"; boundary healing in {', '.join(healed)}" if healed else "; no boundary healing")
+    return v + ("; boundary healing" if meta.get("lead_in") else "; no boundary healing")
 
 
 def _pct(c: dict) -> str:
@@ -73,7 +77,7 @@ def chart(res: dict, path: Path) -> None:
         ax.set_xticks(x, labs, rotation=30, ha="right")
         ax.set_ylim(0, 105)
         ax.set_ylabel("% exact (Wilson 95% CI)")
-        ax.set_title(f"value copy, {model} ({res['meta']['n_tasks']} tasks, {variant_name(res['meta'])})", fontsize=9)
+        ax.set_title(f"value copy, {model}: {res['meta']['n_tasks']} tasks, one shot, greedy", fontsize=10)
         ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
