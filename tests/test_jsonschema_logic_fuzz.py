@@ -131,7 +131,7 @@ def _check(schema, instances, rng) -> int:
 
 
 @pytest.mark.parametrize("keyword", sorted(KEYWORDS))
-@settings(max_examples=8, deadline=None, derandomize=True,
+@settings(max_examples=6, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
 @given(data=st.data())
 def test_keyword_differential(keyword, data) -> None:
