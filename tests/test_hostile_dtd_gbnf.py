@@ -393,3 +393,36 @@ def test_gbnf_token_id_reference_is_that_token():
     assert list(cg.allowed_ids(0)) == [65]  # state 0 is the start (backends/contract.py)
     s1 = cg.next_state(0, 65)
     assert list(cg.allowed_ids(s1)) == [ord("b")]
+
+
+# fuzz finding (gbnf door, 2026-12-01): llama.cpp rewrites '*', '+' and '{m,}' as a rule
+# "x' ::= item x' |" and rejects it as left-recursive when the item is a reference to a rule
+# with an empty alternative (its "may be empty" is not transitive), and any repetition of an
+# empty string literal; the same texts must get the same verdict here, located at the operator
+@pytest.mark.parametrize("text, col, llama_accepts", [
+    ('root ::= ("")*', 14, False),
+    ('root ::= ""+', 12, False),
+    ('root ::= "a" ""?', 16, False),
+    ('root ::= x*\nx ::= "a" | ""', 11, False),
+    ('root ::= x{2,}\nx ::= "a" | ""', 11, False),
+    ('root ::= ("a" | ){1,3000}', 18, False),
+    ('root ::= ("a"?)*', None, True),
+    ('root ::= ("a"?){2,}', None, True),
+    ('root ::= (x)*\nx ::= "a" | ""', None, True),
+    ('root ::= x{0,3}\nx ::= "a" | ""', None, True),
+], ids=["group-star", "lit-plus", "lit-opt", "rule-star", "rule-min", "group-big-max",
+        "opt-group", "opt-group-min", "group-of-rule", "bounded"])
+def test_repetition_of_an_empty_item_gets_llama_cpps_verdict(text, col, llama_accepts):
+    from decoding.backends.gbnf.check import check_gbnf
+    llama_err = None
+    try:
+        check_gbnf(text)
+    except GBNFError as e:
+        llama_err = e
+    assert (llama_err is None) == llama_accepts, llama_err
+    _, err = _timed(lambda: parse_gbnf(text, source="e.gbnf"))
+    if llama_accepts:
+        assert err is None, err
+    else:
+        assert isinstance(err, GBNFError) and "empty" in str(err), err
+        assert (err.source, err.line, err.column) == ("e.gbnf", 1, col)

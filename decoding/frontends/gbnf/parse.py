@@ -40,7 +40,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 import re
 
 from decoding.errors import GBNFError, GrammarError, LimitError
-from decoding.ir import (EMPTY, MAX_CP, Choice, Grammar, Node, Ref, Repeat, Seq,
+from decoding.ir import (EMPTY, MAX_CP, Choice, Grammar, Lit, Node, Ref, Repeat, Seq,
                  Special, any_char, char_class, choice, lit, rep, seq, walk)
 from decoding.ir import nullable as ir_nullable
 from decoding.ir.productive import find_empty
@@ -197,6 +197,15 @@ def _repeat(node: Node, tok: Token) -> Node:
     return rep(node, m, n)
 
 
+def _is_empty(node: Node) -> bool:
+    return node == EMPTY or (isinstance(node, Lit) and not node.data)
+
+
+def _left_rec_repeat(tok: Token) -> GBNFError:
+    return _err(f"repetition '{tok}' of a rule with an empty alternative (llama.cpp rewrites it as "
+                "a left-recursive rule and rejects the grammar)", tok)
+
+
 class _Builder:
     """lark tree -> IR rules, with an explicit stack (no recursion over nested groups)."""
 
@@ -204,6 +213,13 @@ class _Builder:
         self.rules: dict[str, Node] = {}
         self.where: dict[str, Token] = {}
         self.refs: list[Token] = []
+        #: (rule name, repetition token) of every unbounded repetition of a rule reference;
+        #: llama.cpp rejects it when that rule has an empty alternative (checked after build)
+        self.unbounded: list[tuple[str, Token]] = []
+        #: id of an alts/nalts tree -> whether one of its alternatives is empty (llama.cpp's
+        #: "may be empty", which is not transitive through references)
+        self.alt_empty: dict[int, bool] = {}
+        self.direct_empty: dict[str, bool] = {}
 
     def build(self, tree: Tree) -> None:
         for r in tree.children:
@@ -216,6 +232,7 @@ class _Builder:
                            f"{self.where[name].line})", name_tok)
             self.rules[name] = self.alts(r.children[1])
             self.where[name] = name_tok
+            self.direct_empty[name] = self.alt_empty.get(id(r.children[1]), False)
 
     def alts(self, top: Tree) -> Node:
         """Post-order over ``top`` (alts/nalts, seq/nseq, item/nitem, group) with a stack of
@@ -239,6 +256,7 @@ class _Builder:
     def _combine(self, t: Tree, vals: list) -> Node:
         kind = t.data
         if kind in ("alts", "nalts"):
+            self.alt_empty[id(t)] = any(_is_empty(v) for v in vals)
             return choice(*vals)
         if kind in ("seq", "nseq"):
             return seq(*vals) if vals else EMPTY
@@ -248,7 +266,21 @@ class _Builder:
         a = vals[0]
         node = self.atom(a) if isinstance(a, Token) else a
         if len(vals) > 1:
-            node = _repeat(node, vals[1])
+            tok = vals[1]
+            if isinstance(a, Token) and a.type == "STRING" and _is_empty(node):
+                raise _err(f"repetition '{tok}' of an empty string literal (llama.cpp: "
+                           "expecting preceding item to */+/?/{)", tok)
+            r = _repeat(node, tok)
+            if isinstance(r, Repeat) and r.max is None:
+                # llama.cpp rewrites it as "x' ::= item x' |": left-recursive when the item is
+                # a reference to a rule with an empty alternative (a group is one too)
+                src = t.children[0]
+                if isinstance(src, Tree):
+                    if self.alt_empty.get(id(src.children[0])):
+                        raise _left_rec_repeat(tok)
+                elif src.type == "NAME":
+                    self.unbounded.append((str(src), tok))
+            node = r
         return node
 
     def atom(self, a: Token) -> Node:
@@ -416,6 +448,9 @@ def parse_gbnf(text: str, *, root: str = "root", max_depth: int = GBNF_MAX_DEPTH
             col = len(text) - (text.rfind("\n") + 1) + 1
             raise GBNFError(f"grammar has no '{root}' rule (defined: {names or 'none'}); "
                             f"add '{root} ::= ...'", line, col)
+        for name, tok in b.unbounded:
+            if b.direct_empty.get(name):
+                raise _left_rec_repeat(tok)
         _, firsts = _nullable_and_first(b.rules)
         left = _cycle_rules(firsts, list(b.rules))
         if left:
