@@ -33,7 +33,7 @@ from decoding.artifacts.format import FORMAT_VERSION
 from decoding.backends.contract import CompiledGrammar
 from decoding.backends import select as _select
 from decoding.backends.select import compile_grammar
-from decoding.errors import GBNFError, GrammarError, LimitError
+from decoding.errors import GBNFError, GrammarError, LimitError, SchemaError
 from decoding.frontends.sources import (KINDS, build_grammar, kind_of, normalized_text, option_names,
                                         read_source)
 from decoding.ir import Grammar
@@ -209,6 +209,12 @@ class Compiler:
                 src = (prepared.source or {}).get("name") or "<dtd>"
                 raise LimitError(f"{e} ({src}: while compiling root element '{prepared.meta['root']}')",
                                  limit=e.limit, value=e.value) from e
+            raise
+        except GrammarError as e:
+            if prepared.kind == "json-schema" and getattr(e, "pointer", None) is None:
+                # the back-end found the generated language empty (the front-end's own
+                # unsatisfiability proofs are located already): the whole schema is the place
+                raise SchemaError("", None, f"no instance in the subset this compiler generates ({e})") from e
             raise
         if cache is not None:
             src = prepared.source or {}

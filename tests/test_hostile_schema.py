@@ -405,3 +405,59 @@ def test_compile_deadline_is_located_in_the_schema(schema, monkeypatch):
         Compiler(VOCAB, cache=None).compile_json_schema(schema)
     assert ei.value.pointer is not None and _resolves(schema, ei.value.pointer)
     assert ei.value.limit == "max_compile_seconds" and "max_compile_seconds" in str(ei.value)
+
+
+# fuzz findings (schema door, 2026-12-01, seed 43): a chain of 'not' cost one complement per
+# level (80 levels: a 10 s hang) and an odd chain ended in an unlocated "accepts no string";
+# multipleOf 0.5 above 10**15 generated nothing (decimal multiples keep 15 integer digits,
+# integer multiples need not)
+@pytest.mark.parametrize("n", [2, 3, 80, 81])
+def test_not_chains_are_fast_and_located(n):
+    from decoding import compile_json_schema
+    inner: dict = {}
+    for _ in range(n):
+        inner = {"not": inner}
+    schema = {"type": "object", "properties": {"city": inner}, "required": ["city"]}
+    t = time.perf_counter()
+    try:
+        cg = compile_json_schema(schema, VOCAB)
+        err = None
+    except DecodingError as e:
+        err = e
+    assert time.perf_counter() - t < 5
+    if n % 2:
+        assert isinstance(err, UnsatisfiableSchemaError) and err.keyword == "not", err
+        assert _resolves(schema, err.pointer) and err.pointer.startswith("/properties/city"), err.pointer
+    else:
+        assert err is None, err
+        rng = np.random.default_rng(n)
+        for _ in range(5):
+            w = random_walk(cg, rng, max_steps=400)
+            if w.finished:
+                jsonschema.validate(json.loads(w.text), schema)
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "number", "minimum": 9223372036854775808, "multipleOf": 0.5},
+    {"type": "number", "minimum": 1e15, "maximum": 1e16, "multipleOf": 1.5},
+])
+def test_multiple_of_a_fraction_above_15_integer_digits(schema):
+    from decoding import compile_json_schema
+    cg = compile_json_schema(schema, VOCAB)
+    rng = np.random.default_rng(0)
+    done = 0
+    for _ in range(20):
+        w = random_walk(cg, rng, max_steps=60)
+        if w.finished:
+            done += 1
+            jsonschema.validate(json.loads(w.text), schema)
+    assert done
+
+
+def test_an_empty_generated_language_is_a_schema_error_at_the_root():
+    from decoding import compile_json_schema
+    schema = {"type": "number", "minimum": 1e300, "maximum": 1e300, "multipleOf": 0.5,
+              "not": {"type": "integer"}}
+    with pytest.raises(SchemaError) as ei:
+        compile_json_schema(schema, VOCAB)
+    assert ei.value.pointer == "" and _resolves(schema, ei.value.pointer)

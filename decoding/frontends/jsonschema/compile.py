@@ -32,7 +32,7 @@ from decoding.frontends.jsonschema.merge import SEMANTIC, TYPES, json_equal, mer
 from decoding.frontends.jsonschema.numbers import INTEGER, NUMBER, integer_range, number_range
 from decoding.text.regex import PatternError, Rx, length_range, parse_pattern, rx_to_ir
 from decoding.frontends.jsonschema.refs import pointer_join, resolve_pointer, resolve_ref
-from decoding.frontends.jsonschema.logic import BOOLEAN_DEPTH, Logic, count_list, multiple_of, not_in as _not_in
+from decoding.frontends.jsonschema.logic import BOOLEAN_DEPTH, Logic, count_list, multiple_of, peel_not, not_in as _not_in
 
 
 def _node_work(node: Node) -> int:
@@ -347,7 +347,9 @@ class _Compiler:
         try:
             if "not" in s:
                 u = self.logic.universe(BOOLEAN_DEPTH)
-                parts.append(diff(u, self.logic.exact(s["not"], pointer_join(ptr, "not"), BOOLEAN_DEPTH)))
+                inner, p, neg = peel_not(s["not"], pointer_join(ptr, "not"))
+                e = self.logic.exact(inner, p, BOOLEAN_DEPTH)
+                parts.append(diff(u, e) if neg else e)
             if "if" in s and ("then" in s or "else" in s):
                 e_if = self.logic.exact(s["if"], pointer_join(ptr, "if"), BOOLEAN_DEPTH)
                 u = self.logic.universe(BOOLEAN_DEPTH)
@@ -487,7 +489,7 @@ class _Compiler:
             finally:
                 self._inline_refs.pop()
         s = normalize(s)
-        if "not" in s and (s["not"] is True or isinstance(s["not"], dict) and not set(s["not"]) & SEMANTIC):
+        if "not" in s and _not_of_everything(s["not"], ptr):
             return NOTHING  # not of a schema every instance satisfies (unsat() says why)
         if "not" in s or ("if" in s and ("then" in s or "else" in s)):
             return self.logic_node(s, ptr)
@@ -682,8 +684,10 @@ class _Compiler:
                 return hit
         if isinstance(s.get("enum"), list) and not s["enum"]:
             return (ptr, "enum", "enum is empty")
-        if "not" in s and (s["not"] is True or isinstance(s["not"], dict) and not set(s["not"]) & SEMANTIC):
-            return (ptr, "not", "'not' of a schema that every instance satisfies")
+        if "not" in s and _not_of_everything(s["not"], ptr):
+            inner, p, _ = peel_not(s["not"], pointer_join(ptr, "not"))
+            where = p.rsplit("/", 1)[0] if p != pointer_join(ptr, "not") else ptr
+            return (where, "not", "'not' of a schema that every instance satisfies")
         if isinstance(s.get("allOf"), list):
             for i, p in enumerate(s["allOf"]):
                 hit = self.unsat(p, pointer_join(ptr, "allOf", i), depth + 1)
@@ -1862,3 +1866,10 @@ def _located(e: SchemaError | LimitError, schema: Any) -> SchemaError | LimitErr
         msg = (good or "/") + ": " + (msg[len(old):] if e.pointer is not None and msg.startswith(old) else msg)
         out = LimitError(msg, pointer=good, limit=e.limit, value=e.value)
     return out
+
+
+def _not_of_everything(sub: Any, ptr: str) -> bool:
+    """Whether ``{"not": sub}`` rejects every instance: ``sub`` (double negations peeled)
+    is ``true`` or has no semantic keyword, under an odd number of nots."""
+    inner, _, neg = peel_not(sub, pointer_join(ptr, "not"))
+    return neg and (inner is True or isinstance(inner, dict) and not set(inner) & SEMANTIC)

@@ -44,7 +44,7 @@ from decoding.ir import (EMPTY, NOTHING, Dfa, Node, complement_ranges, Ref, Repe
                          lit, opt, rep, seq, star)
 from decoding.text.regex import PatternError, parse_pattern, rx_to_ir
 
-__all__ = ["Logic", "BOOLEAN_DEPTH", "U_NUMBER", "multiple_of", "count_list", "not_in"]
+__all__ = ["Logic", "peel_not", "BOOLEAN_DEPTH", "U_NUMBER", "multiple_of", "count_list", "not_in"]
 
 #: nesting budget of values inside a complemented position (see the module docstring)
 BOOLEAN_DEPTH = 2
@@ -103,8 +103,9 @@ def multiple_of(m: Fraction, integer_only: bool) -> Node:
     remainder automaton (a :class:`~decoding.ir.Dfa` leaf).  ``m`` is an integer or an
     exact binary fraction ``p / 2**e`` (a float such as 1.5 or 0.25): a decimal multiple
     then has at most ``e`` fraction digits, and its digits are read modulo ``p * 5**e``
-    (the value times ``10**e``).  Multiples of a non-integer ``m`` keep at most 15 integer
-    digits, so the validator's float division is exact.  ``integer_only``: integers only.
+    (the value times ``10**e``).  Decimal multiples of a non-integer ``m`` keep at most 15
+    integer digits, so the validator's float division is exact; integer multiples may be
+    longer (``n / m`` is then integral as a float whatever its rounding).  ``integer_only``: integers only.
     Raises ValueError where ``m`` has no such form or the automaton would be too large."""
     if m <= 0:
         raise ValueError("multipleOf must be positive")
@@ -153,10 +154,11 @@ def multiple_of(m: Fraction, integer_only: bool) -> Node:
             r = 0 if kind == "zero" else key[1]
             if r * 10 ** e % mod == 0:
                 accept.append(i)
-            if kind == "int" and (max_int is None or key[2] < max_int):
+            if kind == "int":  # the digit count saturates at max_int + 1
                 for g in range(10):
-                    out.append((48 + g, 48 + g, sid(("int", (r * 10 + g) % mod, key[2] + 1 if max_int else 0))))
-            if e > 0:
+                    out.append((48 + g, 48 + g, sid(("int", (r * 10 + g) % mod,
+                                                     min(key[2] + 1, max_int + 1) if max_int else 0))))
+            if e > 0 and (kind == "zero" or key[2] <= max_int):
                 out.append((46, 46, sid(("frac", r, 0, False))))
         else:  # ("frac", r, k, last digit non-zero)
             _, r, k, nz = key
@@ -168,6 +170,17 @@ def multiple_of(m: Fraction, integer_only: bool) -> Node:
         edges.append(tuple(out))
         i += 1
     return Dfa(tuple(edges), tuple(sorted(accept)))
+
+
+def peel_not(sub: Any, ptr: str) -> tuple[Any, str, bool]:
+    """``(inner, its pointer, negated)`` of the value ``sub`` of a ``not`` at ``ptr``, with
+    double negations ``{"not": {"not": X}}`` (no other semantic keyword) removed: the
+    exact language of ``not not X`` relative to ``U(d)`` is ``E(X, d)`` itself, so a chain
+    of ``n`` nots costs one complement at most (not ``n``)."""
+    neg = True
+    while isinstance(sub, dict) and "not" in sub and not (set(sub) - {"not"}) & _SEMANTIC:
+        sub, ptr, neg = sub["not"], pointer_join(ptr, "not"), not neg
+    return sub, ptr, neg
 
 
 class Logic:
@@ -317,7 +330,9 @@ class Logic:
             es = [self.exact(p, pointer_join(ptr, "oneOf", i), d) for i, p in enumerate(s["oneOf"])]
             parts.append(self.exactly_one(es))
         if "not" in s:
-            parts.append(diff(self.universe(d), self.exact(s["not"], pointer_join(ptr, "not"), d)))
+            inner, p, neg = peel_not(s["not"], pointer_join(ptr, "not"))
+            e = self.exact(inner, p, d)
+            parts.append(diff(self.universe(d), e) if neg else e)
         if "if" in s and ("then" in s or "else" in s):
             ei = self.exact(s["if"], pointer_join(ptr, "if"), d)
             th = self.exact(s.get("then", True), pointer_join(ptr, "then"), d)
