@@ -461,3 +461,14 @@ def test_an_empty_generated_language_is_a_schema_error_at_the_root():
     with pytest.raises(SchemaError) as ei:
         compile_json_schema(schema, VOCAB)
     assert ei.value.pointer == "" and _resolves(schema, ei.value.pointer)
+
+
+# fuzz finding (schema door, 2026-12-01, seed 43): draft-04's metaschema does not type
+# dependentSchemas, which the compiler still reads
+def test_dependent_schemas_of_the_wrong_type_under_draft_04_is_located():
+    from decoding import compile_json_schema
+    schema = {"$schema": "http://json-schema.org/draft-04/schema#",
+              "items": {"properties": {"order": {"dependentSchemas": "x{9"}}}}
+    with pytest.raises(SchemaError) as ei:
+        compile_json_schema(schema, VOCAB)
+    assert ei.value.keyword == "dependentSchemas" and _resolves(schema, ei.value.pointer), ei.value

@@ -977,9 +977,9 @@ class _Compiler:
         "``t`` absent" and "``t`` present and the dependent schema holds" (at most
         MAX_DEP_SCHEMAS optional triggers, i.e. 2**n branches); a required trigger merges."""
         rest = {k: v for k, v in s.items() if k != "dependentSchemas"}
+        if not isinstance(s.get("dependentSchemas", {}), dict):  # e.g. under draft-04, whose metaschema does not type it
+            raise SchemaError(pointer_join(ptr, "dependentSchemas"), "dependentSchemas", "must be an object")
         dep: dict[str, Any] = dict(s.get("dependentSchemas") or {})
-        if not isinstance(s.get("dependentSchemas", {}), dict):
-            raise SchemaError(ptr, "dependentSchemas", "must be an object")
         if isinstance(s.get("dependencies"), dict):
             arrays = {t: v for t, v in s["dependencies"].items() if isinstance(v, list)}
             for t, v in s["dependencies"].items():
