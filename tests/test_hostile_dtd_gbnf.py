@@ -426,3 +426,16 @@ def test_repetition_of_an_empty_item_gets_llama_cpps_verdict(text, col, llama_ac
     else:
         assert isinstance(err, GBNFError) and "empty" in str(err), err
         assert (err.source, err.line, err.column) == ("e.gbnf", 1, col)
+
+
+# fuzz finding (dtd door, 2026-12-01, seed 43): a notation declared twice made every document
+# invalid for libxml2 (DTD_NOTATION_REDEFINED, XML 1.0 VC Unique Notation Name)
+def test_notation_declared_twice_is_a_dtd_error_like_libxml2():
+    from evals.fuzz.targets import _lxml_validate  # the fuzz oracle: the DTD through <!DOCTYPE r SYSTEM>
+    text = "<!ELEMENT r EMPTY>\n<!NOTATION n SYSTEM 'a'>\n<!NOTATION n SYSTEM 'b'>\n"
+    verdict = _lxml_validate(text, "r", [b"<r/>"])
+    assert verdict is not None and "NOTATION_REDEFINED" in verdict.signature, verdict
+    assert _lxml_validate(text.replace("<!NOTATION n SYSTEM 'b'>\n", ""), "r", [b"<r/>"]) is None
+    _, err = _timed(lambda: parse_dtd(text, source="n.dtd"))
+    assert isinstance(err, DTDError) and "declared twice" in str(err), err
+    assert (err.line, err.column, err.source) == (3, 12, "n.dtd")

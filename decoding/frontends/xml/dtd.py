@@ -211,6 +211,10 @@ class _Parser:
         f.pos = m.end()
         return m.group()
 
+    def _peek_name(self) -> str | None:
+        m = _NAME_RE.match(self.f.text, self.f.pos)
+        return m.group() if m else None
+
     def nmtoken(self) -> str:
         f = self.f
         m = _NMTOKEN_RE.match(f.text, f.pos)
@@ -755,12 +759,13 @@ class _Parser:
 
     def notation_decl(self) -> None:
         self.ws(required=True)
+        if self._peek_name() in self.notations:  # XML 1.0 VC Unique Notation Name (libxml2 checks it)
+            raise self.error(f"notation {self._peek_name()!r} is declared twice")
         name = self.name("a notation name")
         self.ws(required=True)
         self._external_id(public_only_ok=True)
         self._decl_end("NOTATION")
-        if name not in self.notations:
-            self.notations.append(name)
+        self.notations.append(name)
 
 
 def _is_xml_char(cp: int) -> bool:
