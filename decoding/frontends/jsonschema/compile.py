@@ -685,8 +685,8 @@ class _Compiler:
         if isinstance(s.get("enum"), list) and not s["enum"]:
             return (ptr, "enum", "enum is empty")
         if "not" in s and _not_of_everything(s["not"], ptr):
-            inner, p, _ = peel_not(s["not"], pointer_join(ptr, "not"))
-            where = p.rsplit("/", 1)[0] if p != pointer_join(ptr, "not") else ptr
+            # the place is the schema holding the innermost 'not' of a peeled chain
+            where = peel_not(s["not"], pointer_join(ptr, "not"))[1].rsplit("/", 1)[0]
             return (where, "not", "'not' of a schema that every instance satisfies")
         if isinstance(s.get("allOf"), list):
             for i, p in enumerate(s["allOf"]):
