@@ -49,6 +49,11 @@ class Vocab:
         return len(self.token_bytes)
 
     @property
+    def can_tokenize(self) -> bool:
+        """Whether :meth:`tokenize` has llama.cpp's tokenizer (a Vocab read from a model)."""
+        return self._llama is not None
+
+    @property
     def n_words(self) -> int:
         """Number of uint32 words of a mask over this vocabulary."""
         return (self.n_tokens + 31) // 32
