@@ -247,6 +247,91 @@ static PyObject *py_trie_walk(PyObject *self, PyObject *args) {
     return PyLong_FromSize_t(allowed);
 }
 
+/* GD_DFA_* error code -> Python exception (the caller words LimitError from these). */
+static PyObject *dfa_error(int rc, const char *what) {
+    switch (rc) {
+    case GD_DFA_NOMEM: return PyErr_NoMemory();
+    case GD_DFA_LIMIT: return PyErr_Format(PyExc_OverflowError, "%s: more than max_states states", what);
+    case GD_DFA_TIMEOUT: return PyErr_Format(PyExc_TimeoutError, "%s: time budget spent", what);
+    default: return PyErr_Format(PyExc_ValueError, "%s: arrays out of range", what);
+    }
+}
+
+static PyObject *py_nfa_determinize(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[4];
+    int start, end, nsym, max_states;
+    double budget;
+    if (!PyArg_ParseTuple(args, "OOOOiiiid", &o[0], &o[1], &o[2], &o[3], &start, &end, &nsym, &max_states,
+                          &budget))
+        return NULL;
+    const char *const names[4] = {"eps_off", "eps_tgt", "mv_off", "mv"};
+    Py_buffer b[4];
+    for (int i = 0; i < 4; i++)
+        if (get_buf(o[i], &b[i], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, names[i], 'i', 4) < 0) {
+            while (i--) PyBuffer_Release(&b[i]);
+            return NULL;
+        }
+    Py_ssize_t n = b[0].shape[0] - 1;
+    const int32_t *eo = b[0].buf, *mo = b[2].buf;
+    PyObject *ret = NULL;
+    if (n < 1 || n > INT32_MAX - 1 || b[2].shape[0] != n + 1 || b[1].shape[0] != eo[n] ||
+        b[3].shape[0] != 2 * (Py_ssize_t)mo[n]) {
+        PyErr_SetString(PyExc_ValueError, "nfa_determinize: eps_off and mv_off need n+1 entries, "
+                                          "eps_tgt eps_off[n] and mv 2*mv_off[n]");
+    } else {
+        gd_dfa_table t;
+        int rc;
+        Py_BEGIN_ALLOW_THREADS /* re-entrant (no global state); buffers stay held */
+        rc = gd_nfa_determinize((int32_t)n, eo, b[1].buf, mo, b[3].buf, start, end, nsym, max_states, budget, &t);
+        Py_END_ALLOW_THREADS
+        if (rc != GD_DFA_OK) {
+            dfa_error(rc, "nfa_determinize");
+        } else {
+            ret = Py_BuildValue("(y#y#)", (const char *)t.trans, (Py_ssize_t)t.n_states * t.nsym * 4,
+                                (const char *)t.accepting, (Py_ssize_t)t.n_states);
+            gd_dfa_table_free(&t);
+        }
+    }
+    for (int i = 0; i < 4; i++) PyBuffer_Release(&b[i]);
+    return ret;
+}
+
+static PyObject *py_dfa_minimize(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *otab, *oacc, *oblock;
+    int nsym;
+    double budget;
+    if (!PyArg_ParseTuple(args, "OiOOd", &otab, &nsym, &oacc, &oblock, &budget)) return NULL;
+    Py_buffer tab, acc, block;
+    if (get_buf(otab, &tab, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "table", 'i', 4) < 0) return NULL;
+    if (get_buf(oacc, &acc, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "accepting", 'B', 1) < 0) {
+        PyBuffer_Release(&tab);
+        return NULL;
+    }
+    if (get_buf(oblock, &block, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE, "block", 'i', 4) < 0) {
+        PyBuffer_Release(&tab);
+        PyBuffer_Release(&acc);
+        return NULL;
+    }
+    Py_ssize_t n = acc.shape[0];
+    PyObject *ret = NULL;
+    if (nsym <= 0 || n > INT32_MAX || tab.shape[0] != n * nsym || block.shape[0] != n) {
+        PyErr_Format(PyExc_ValueError, "dfa_minimize: table of %zd entries, %zd states, nsym %d, block of %zd",
+                     tab.shape[0], n, nsym, block.shape[0]);
+    } else {
+        int rc;
+        Py_BEGIN_ALLOW_THREADS
+        rc = gd_dfa_minimize(tab.buf, (int32_t)n, nsym, acc.buf, budget, block.buf);
+        Py_END_ALLOW_THREADS
+        ret = rc >= 0 ? PyLong_FromLong(rc) : dfa_error(rc, "dfa_minimize");
+    }
+    PyBuffer_Release(&tab);
+    PyBuffer_Release(&acc);
+    PyBuffer_Release(&block);
+    return ret;
+}
+
 static PyObject *py_impl(PyObject *self, PyObject *noargs) {
     (void)noargs;
     return PyUnicode_FromString(gd_impl_name(gd_kernels_impl(state_of(self)->kernels)));
@@ -279,6 +364,13 @@ static PyMethodDef methods[] = {
     {"trie_info", py_trie_info, METH_VARARGS, "trie_info(trie) -> (nodes, bytes)."},
     {"trie_walk", py_trie_walk, METH_VARARGS,
      "trie_walk(trie, classes_u8[256], table_i32_or_i16, ncols, state, mask_out_u32, next_state_i32=None) -> allowed count. Releases the GIL."},
+    {"nfa_determinize", py_nfa_determinize, METH_VARARGS,
+     "nfa_determinize(eps_off, eps_tgt, mv_off, mv, start, end, nsym, max_states, budget_s) -> "
+     "(trans_i32_bytes, accepting_u8_bytes). OverflowError past max_states, TimeoutError past the budget. "
+     "Releases the GIL."},
+    {"dfa_minimize", py_dfa_minimize, METH_VARARGS,
+     "dfa_minimize(table_i32, nsym, accepting_u8, block_out_i32, budget_s) -> number of blocks "
+     "(block_out[s]: block of s, numbered by first state). TimeoutError past the budget. Releases the GIL."},
     {"impl", py_impl, METH_NOARGS, "Name of the active kernel implementation."},
     {"impl_supported", py_impl_supported, METH_VARARGS, "impl_supported(name) -> bool."},
     {"set_impl", py_set_impl, METH_VARARGS, "set_impl(name): force scalar|sse2|avx2|avx512|neon."},

@@ -31,12 +31,16 @@ Invariants of a :class:`DFA`
 
 from __future__ import annotations
 
+import itertools
+import math
+import os
 import time
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
+from decoding import _native
 from decoding.errors import GrammarError, LimitError
 from decoding.ir import ByteSet, Choice, Dfa, Diff, Grammar, Inter, Lit, Node, Ref, Repeat, Seq, Special, map_leaves
 from decoding.ir.productive import check_productive
@@ -413,9 +417,105 @@ def compile_dfa(grammar: Grammar, *, max_states: int | None = None,
     return _minimize(_prune(dfa, None), deadline)
 
 
+def _pure_python_dfa() -> bool:
+    """``GD_PURE_PYTHON_DFA=1``: determinise and minimise in Python (the reference)."""
+    return os.environ.get("GD_PURE_PYTHON_DFA", "") == "1"
+
+
+def _budget(deadline: "_Deadline | None") -> float:
+    """Seconds left before ``deadline`` for the native code (inf: none)."""
+    return math.inf if deadline is None else deadline.at - time.monotonic()
+
+
+def _deadline_passed(deadline: "_Deadline | None", step: str) -> LimitError:
+    """The LimitError of ``deadline.check(step)``, once the native code found the budget spent."""
+    if deadline is not None:
+        deadline.check(step)
+        seconds, what = deadline.seconds, deadline.what
+    else:  # unreachable: without a deadline the budget is infinite
+        seconds, what = math.inf, "grammar"
+    return LimitError(f"{what}: compiling took longer than max_compile_seconds={seconds:g} (during "
+                      f"{step}); simplify the grammar or raise the limit")
+
+
+def _nfa_arrays(nfa: "_NFA") -> tuple[np.ndarray, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``nfa`` as CSR int32 arrays for the native subset construction: (byte_class, n_classes,
+    eps_off, eps_tgt, mv_off, mv) where ``mv`` holds (symbol, target) pairs, a symbol being
+    a byte class or ``n_classes + special index``.  Same classes and moves as
+    :func:`_byte_classes` and the move lists of :func:`_determinize_py`, built in numpy."""
+    n = len(nfa.eps)
+    chain = itertools.chain.from_iterable
+    eps_off = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(np.fromiter(map(len, nfa.eps), dtype=np.int32, count=n), out=eps_off[1:])
+    eps_tgt = np.fromiter(chain(nfa.eps), dtype=np.int32, count=int(eps_off[-1]))
+    e_len = np.fromiter(map(len, nfa.edges), dtype=np.int64, count=n)
+    ne = int(e_len.sum())
+    ed = np.fromiter(chain(chain(nfa.edges)), dtype=np.int32, count=3 * ne).reshape(ne, 3)
+    lo, hi = ed[:, 0], ed[:, 1]
+    cut = np.zeros(257, dtype=bool)  # a class starts at 0 and at every lo and hi + 1
+    cut[0] = True
+    cut[lo] = True
+    cut[hi + 1] = True
+    bc = (np.cumsum(cut[:256]) - 1).astype(np.uint16)
+    ncls = int(bc[255]) + 1
+    clo = bc[lo].astype(np.int64)
+    cnt = bc[hi].astype(np.int64) - clo + 1
+    total = int(cnt.sum())
+    src = np.repeat(np.repeat(np.arange(n, dtype=np.int64), e_len), cnt)
+    sym = np.repeat(clo - (np.cumsum(cnt) - cnt), cnt) + np.arange(total, dtype=np.int64)
+    tgt = np.repeat(ed[:, 2], cnt)
+    if any(nfa.spec):
+        s_len = np.fromiter(map(len, nfa.spec), dtype=np.int64, count=n)
+        ns = int(s_len.sum())
+        sp = np.fromiter(chain(chain(nfa.spec)), dtype=np.int32, count=2 * ns).reshape(ns, 2)
+        src = np.concatenate((src, np.repeat(np.arange(n, dtype=np.int64), s_len)))
+        sym = np.concatenate((sym, ncls + sp[:, 0].astype(np.int64)))
+        tgt = np.concatenate((tgt, sp[:, 1]))
+        order = np.argsort(src, kind="stable")
+        src, sym, tgt = src[order], sym[order], tgt[order]
+    mv_off = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(np.bincount(src, minlength=n), out=mv_off[1:])
+    mv = np.empty(2 * len(sym), dtype=np.int32)
+    mv[0::2] = sym
+    mv[1::2] = tgt
+    return bc, ncls, eps_off, eps_tgt, mv_off, mv
+
+
 def _determinize(nfa: "_NFA", start: int, end: int, specials: tuple[str, ...], deadline: _Deadline,
                  max_states: int, what: str) -> DFA:
-    """Subset construction of ``nfa`` from ``start`` (accepting where ``end`` is reached)."""
+    """Subset construction of ``nfa`` from ``start`` (accepting where ``end`` is reached), in
+    C (``native/src/dfa_build.c``; the GIL is released): the same DFA, state numbering
+    included, as :func:`_determinize_py`, which ``GD_PURE_PYTHON_DFA=1`` selects."""
+    if _pure_python_dfa():
+        return _determinize_py(nfa, start, end, specials, deadline, max_states, what)
+    step = "the subset construction"
+    if deadline is not None:
+        deadline.check(step)
+    bc, ncls, eps_off, eps_tgt, mv_off, mv = _nfa_arrays(nfa)
+    nsym = ncls + len(specials)
+    failed: type[Exception] | None = None
+    try:
+        tb, ab = _native.nfa_determinize(eps_off, eps_tgt, mv_off, mv, start, end, nsym,
+                                         min(max_states, 2**31 - 1), _budget(deadline))
+    except (OverflowError, TimeoutError) as e:  # past max_states / past the deadline
+        failed = type(e)
+    if failed is TimeoutError:
+        raise _deadline_passed(deadline, step)
+    if failed is OverflowError:
+        raise LimitError(f"{what}: automaton exceeds max_states={max_states} DFA states (limit "
+                         "max_dfa_states); simplify the grammar or raise the limit")
+    trans = np.frombuffer(tb, dtype=np.int32).reshape(len(ab), nsym)
+    dfa = DFA(bc, trans, np.frombuffer(ab, dtype=bool), specials, ncls)
+    if deadline is not None:
+        deadline.check(step)
+    return dfa
+
+
+def _determinize_py(nfa: "_NFA", start: int, end: int, specials: tuple[str, ...], deadline: _Deadline,
+                    max_states: int, what: str) -> DFA:
+    """Subset construction of ``nfa`` from ``start`` (accepting where ``end`` is reached), in
+    Python: the reference of the native :func:`_determinize`.  States are numbered in BFS
+    order, the symbols of a state in increasing order."""
     bc, ncls = _byte_classes(nfa.edges)
     nsym = ncls + len(specials)
 
@@ -467,8 +567,8 @@ def _determinize(nfa: "_NFA", start: int, end: int, specials: tuple[str, ...], d
         for x in cur:
             for c, t in moves[x]:
                 by_sym.setdefault(c, set()).add(t)
-        for c, ts in by_sym.items():
-            tgt = closure(ts)
+        for c in sorted(by_sym):
+            tgt = closure(by_sym[c])
             j = index.get(tgt)
             if j is None:
                 j = len(order)
@@ -708,6 +808,38 @@ def _row_classes(key: np.ndarray, rows: np.ndarray, weights: np.ndarray) -> tupl
 
 
 def _minimize(dfa: DFA, deadline: _Deadline | None = None) -> DFA:
+    """Minimal DFA of ``dfa``, state 0 kept as the start: Valmari's partition refinement in C
+    (``native/src/dfa_build.c``; the GIL is released).  The result, state numbering included,
+    is that of :func:`_minimize_py`, which ``GD_PURE_PYTHON_DFA=1`` selects."""
+    if _pure_python_dfa():
+        return _minimize_py(dfa, deadline)
+    step = "the minimisation"
+    if deadline is not None:
+        deadline.check(step)
+    n = dfa.n_states
+    trans = dfa.trans
+    block = np.empty(n, dtype=np.int32)
+    try:
+        nblocks = _native.dfa_minimize(np.ascontiguousarray(trans, dtype=np.int32).reshape(-1),
+                                       trans.shape[1], np.ascontiguousarray(dfa.accepting, dtype=np.uint8),
+                                       block, _budget(deadline))
+    except TimeoutError:
+        nblocks = -1
+    if nblocks < 0:
+        raise _deadline_passed(deadline, step)
+    if nblocks == n:
+        return dfa
+    # blocks are numbered by their first state: that state represents the block
+    reps = np.unique(block, return_index=True)[1]
+    t = trans[reps]
+    t = np.where(t >= 0, block[np.maximum(t, 0)], -1).astype(state_dtype(nblocks))
+    t.setflags(write=False)
+    acc = dfa.accepting[reps].copy()
+    acc.setflags(write=False)
+    return DFA(dfa.byte_class, t, acc, dfa.specials, dfa.n_classes)
+
+
+def _minimize_py(dfa: DFA, deadline: _Deadline | None = None) -> DFA:
     """Moore partition refinement, exact, with a worklist: block ids are stable (a block
     that splits keeps its id for the part holding its first state), and a round only
     re-examines the blocks holding a predecessor of a state whose id changed in the last

@@ -75,6 +75,44 @@ size_t gd_trie_walk(const gd_trie *trie, const uint8_t *classes, const int32_t *
 size_t gd_trie_walk16(const gd_trie *trie, const uint8_t *classes, const int16_t *table, size_t ncols,
                       int32_t state, uint32_t *mask, size_t nwords, int32_t *next_state);
 
+/* ---- grammar automata: subset construction and minimisation (src/dfa_build.c) -----------
+ * Both are re-entrant (the binding releases the GIL) and free everything they allocate on
+ * every path.  `budget_s` is a cooperative time budget in seconds, read against the
+ * monotonic clock every few tens of thousands of work units (NaN or >= 1e18: none;
+ * <= 0: already spent).  Results follow decoding/backends/automaton.py exactly. */
+enum { GD_DFA_OK = 0, GD_DFA_NOMEM = -1, GD_DFA_LIMIT = -2, GD_DFA_TIMEOUT = -3, GD_DFA_INVALID = -4 };
+
+/* A DFA table owned by the core: trans is int32[n_states * nsym] (-1 = no transition),
+ * accepting uint8[n_states].  Release with gd_dfa_table_free. */
+typedef struct {
+    int32_t *trans;
+    uint8_t *accepting;
+    int32_t n_states;
+    int32_t nsym;
+} gd_dfa_table;
+
+/* Subset construction of an NFA of n_nfa states in CSR form: the epsilon targets of state s
+ * are eps_tgt[eps_off[s] .. eps_off[s+1]), its moves the (symbol, target) pairs
+ * mv[2j], mv[2j+1] for j in [mv_off[s], mv_off[s+1]) (symbol < nsym).  A DFA state is the
+ * sorted set of NFA states of an epsilon closure that have a move or are `end`; it accepts
+ * iff it holds `end`.  States are numbered in BFS order from the closure of `start`
+ * (state 0), a state's symbols in increasing order.  Returns GD_DFA_OK and fills `out`;
+ * GD_DFA_LIMIT when more than max_states states would be made, GD_DFA_TIMEOUT when the
+ * budget is spent, GD_DFA_NOMEM, or GD_DFA_INVALID for out-of-range arrays (`out` is then
+ * empty). */
+int gd_nfa_determinize(int32_t n_nfa, const int32_t *eps_off, const int32_t *eps_tgt, const int32_t *mv_off,
+                       const int32_t *mv, int32_t start, int32_t end, int32_t nsym, int32_t max_states,
+                       double budget_s, gd_dfa_table *out);
+void gd_dfa_table_free(gd_dfa_table *t);
+
+/* Minimisation of the DFA trans (int32[n * nsym], -1 = no transition; a missing transition
+ * is its own class, distinct from every state) with accepting (uint8[n]): the coarsest
+ * partition separating accepting states and, on each symbol, states whose targets are in
+ * different blocks.  Writes block[s] (blocks numbered by their first state, so block[0] = 0)
+ * and returns the number of blocks, or GD_DFA_TIMEOUT / GD_DFA_NOMEM / GD_DFA_INVALID. */
+int gd_dfa_minimize(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *accepting, double budget_s,
+                    int32_t *block);
+
 #ifdef __cplusplus
 }
 #endif

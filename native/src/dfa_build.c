@@ -1,0 +1,639 @@
+/* Grammar automaton construction: subset construction of a Thompson NFA and minimisation of
+ * the resulting DFA (the pure-Python reference is decoding/backends/automaton.py,
+ * `_determinize_py` and `_minimize_py`; both produce the same state numbering).
+ *
+ * Determinisation: BFS from the closure of the start state; a DFA state is the sorted set
+ * of the NFA states of its epsilon closure that have a move, or are the end state.  The
+ * symbols of a state are visited in increasing order, so a new state is numbered by
+ * (BFS order of the state that found it, symbol).  Two open-addressing hash maps of sorted
+ * int32 sets: closure set -> DFA state, and move-target set (before closure) -> DFA state,
+ * which spares recomputing the closure of a target set seen before.
+ *
+ * Minimisation: Valmari's partition refinement of blocks and cords (A. Valmari, "Fast brief
+ * practical DFA minimization", IPL 112(6), 2012), O(m log n) in the m defined transitions.
+ * A missing transition (-1) is its own implicit class: two states are merged only if, on
+ * every symbol, both have no transition or both go to merged states; acceptance splits the
+ * initial partition.  This is the coarsest such partition, unique, so numbering the blocks
+ * by their first state gives exactly what the Python refinement gives.
+ *
+ * Re-entrant: no global state; every allocation is freed on every path.  A cooperative
+ * deadline is read from the monotonic clock every few tens of thousands of work units.
+ */
+#if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c11 */
+#endif
+
+#include "gd_native.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ------------------------------------------------------------------------- deadline */
+
+typedef struct {
+    int on;          /* 0: no deadline */
+    double at;       /* monotonic seconds */
+    size_t work;     /* work units since the last clock read */
+} deadline;
+
+#define CHECK_EVERY ((size_t)1 << 15)
+
+static double mono_now(void) {
+#if defined(_WIN32)
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+#else
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+#endif
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void deadline_init(deadline *d, double budget_s) {
+    /* NaN or >= 1e18 s: no deadline; <= 0: already expired (found by the first check) */
+    d->on = budget_s == budget_s && budget_s < 1e18;
+    d->at = d->on ? mono_now() + budget_s : 0.0;
+    d->work = CHECK_EVERY; /* the first call of deadline_passed reads the clock */
+}
+
+/* Adds `units` of work; every CHECK_EVERY units reads the clock. 1 once the deadline passed. */
+static int deadline_passed(deadline *d, size_t units) {
+    if (!d->on) return 0;
+    d->work += units;
+    if (d->work < CHECK_EVERY) return 0;
+    d->work = 0;
+    return mono_now() > d->at;
+}
+
+/* ------------------------------------------------------------------------- int32 sets */
+
+static uint64_t hash_set(const int32_t *x, size_t k) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)k;
+    for (size_t i = 0; i < k; i++) {
+        h ^= (uint64_t)(uint32_t)x[i];
+        h *= 0xBF58476D1CE4E5B9ull;
+        h ^= h >> 31;
+    }
+    h ^= h >> 29;
+    h *= 0x94D049BB133111EBull;
+    h ^= h >> 32;
+    return h;
+}
+
+/* Sorted int32 sets stored back to back in one arena, found by hash (open addressing,
+ * linear probing, power-of-two slots, load <= 1/2).  Entry i has a value val[i]. */
+typedef struct {
+    int32_t *data;
+    size_t len, cap;
+    size_t *off;      /* [n + 1] start of entry i in data */
+    uint64_t *hash;   /* [n] */
+    int32_t *val;     /* [n] */
+    size_t n, cap_e;
+    int32_t *slot;    /* [nslot] entry index or -1 */
+    size_t nslot;
+} set_map;
+
+static int set_map_init(set_map *m) {
+    memset(m, 0, sizeof *m);
+    m->cap = 1024;
+    m->cap_e = 256;
+    m->nslot = 512;
+    m->data = malloc(sizeof(int32_t) * m->cap);
+    m->off = malloc(sizeof(size_t) * (m->cap_e + 1));
+    m->hash = malloc(sizeof(uint64_t) * m->cap_e);
+    m->val = malloc(sizeof(int32_t) * m->cap_e);
+    m->slot = malloc(sizeof(int32_t) * m->nslot);
+    if (!m->data || !m->off || !m->hash || !m->val || !m->slot) return -1;
+    m->off[0] = 0;
+    for (size_t i = 0; i < m->nslot; i++) m->slot[i] = -1;
+    return 0;
+}
+
+static void set_map_free(set_map *m) {
+    free(m->data);
+    free(m->off);
+    free(m->hash);
+    free(m->val);
+    free(m->slot);
+    memset(m, 0, sizeof *m);
+}
+
+static const int32_t *set_map_items(const set_map *m, size_t i, size_t *k) {
+    *k = m->off[i + 1] - m->off[i];
+    return m->data + m->off[i];
+}
+
+/* Value of the set x[0..k) (hash h), or -1 if absent. */
+static int32_t set_map_get(const set_map *m, const int32_t *x, size_t k, uint64_t h) {
+    size_t mask = m->nslot - 1;
+    for (size_t s = (size_t)h & mask;; s = (s + 1) & mask) {
+        int32_t e = m->slot[s];
+        if (e < 0) return -1;
+        if (m->hash[e] == h && m->off[e + 1] - m->off[e] == k &&
+            (k == 0 || !memcmp(m->data + m->off[e], x, sizeof(int32_t) * k)))
+            return m->val[e];
+    }
+}
+
+static void *grow(void *p, size_t *cap, size_t need, size_t item) {
+    size_t c = *cap;
+    if (need <= c) return p;
+    while (c < need) c = c ? 2 * c : 16;
+    void *q = realloc(p, c * item);
+    if (q) *cap = c;
+    return q;
+}
+
+/* Adds the set x[0..k) (absent, hash h) with value v.  x must not point into m->data.
+ * 0, or -1 on allocation failure (the map stays valid). */
+static int set_map_put(set_map *m, const int32_t *x, size_t k, uint64_t h, int32_t v) {
+    if (m->len + k > m->cap) {
+        int32_t *d = grow(m->data, &m->cap, m->len + k, sizeof(int32_t));
+        if (!d) return -1;
+        m->data = d;
+    }
+    if (m->n + 1 > m->cap_e) {
+        size_t ce = 2 * m->cap_e;
+        uint64_t *hh = realloc(m->hash, sizeof(uint64_t) * ce);
+        if (!hh) return -1;
+        m->hash = hh;
+        int32_t *vv = realloc(m->val, sizeof(int32_t) * ce);
+        if (!vv) return -1;
+        m->val = vv;
+        size_t *oo = realloc(m->off, sizeof(size_t) * (ce + 1));
+        if (!oo) return -1;
+        m->off = oo;
+        m->cap_e = ce;
+    }
+    if (2 * (m->n + 1) > m->nslot) {
+        size_t ns = 2 * m->nslot;
+        int32_t *sl = malloc(sizeof(int32_t) * ns);
+        if (!sl) return -1;
+        for (size_t i = 0; i < ns; i++) sl[i] = -1;
+        for (size_t e = 0; e < m->n; e++) {
+            size_t s = (size_t)m->hash[e] & (ns - 1);
+            while (sl[s] >= 0) s = (s + 1) & (ns - 1);
+            sl[s] = (int32_t)e;
+        }
+        free(m->slot);
+        m->slot = sl;
+        m->nslot = ns;
+    }
+    if (k) memcpy(m->data + m->len, x, sizeof(int32_t) * k);
+    m->len += k;
+    m->hash[m->n] = h;
+    m->val[m->n] = v;
+    m->off[m->n + 1] = m->len;
+    size_t s = (size_t)h & (m->nslot - 1);
+    while (m->slot[s] >= 0) s = (s + 1) & (m->nslot - 1);
+    m->slot[s] = (int32_t)m->n;
+    m->n++;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------- sorting */
+
+static int cmp_i32(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sorts x[0..k) and drops duplicates; returns the new length. */
+static size_t sort_unique(int32_t *x, size_t k) {
+    if (k < 2) return k;
+    if (k <= 24) {
+        for (size_t i = 1; i < k; i++) {
+            int32_t v = x[i];
+            size_t j = i;
+            while (j > 0 && x[j - 1] > v) {
+                x[j] = x[j - 1];
+                j--;
+            }
+            x[j] = v;
+        }
+    } else {
+        qsort(x, k, sizeof(int32_t), cmp_i32);
+    }
+    size_t o = 1;
+    for (size_t i = 1; i < k; i++)
+        if (x[i] != x[o - 1]) x[o++] = x[i];
+    return o;
+}
+
+/* ------------------------------------------------------------------------- determinisation */
+
+typedef struct {
+    /* the NFA */
+    int32_t n;
+    const int32_t *eps_off, *eps_tgt, *mv_off, *mv;
+    int32_t end, nsym, max_states;
+    /* scratch */
+    uint32_t *seen;   /* [n] closure stamp */
+    uint32_t stamp;
+    int32_t *stack;   /* [n] */
+    int32_t *clo;     /* [n] closure result */
+    int32_t *cnt;     /* [nsym + 1] */
+    int32_t *tgt;     /* targets grouped by symbol */
+    size_t tgt_cap;
+    /* the result */
+    set_map states;   /* closure set -> DFA state (entry i is state i) */
+    set_map cache;    /* move-target set -> DFA state */
+    int32_t *trans;
+    size_t trans_rows;
+    uint8_t *acc;
+    size_t acc_cap;
+    deadline dl;
+} det;
+
+static void det_free(det *d) {
+    free(d->seen);
+    free(d->stack);
+    free(d->clo);
+    free(d->cnt);
+    free(d->tgt);
+    set_map_free(&d->states);
+    set_map_free(&d->cache);
+    free(d->trans);
+    free(d->acc);
+}
+
+/* Closure of x[0..k) (NFA states), kept to states with a move or the end state, sorted,
+ * into d->clo; returns its length. */
+static size_t det_closure(det *d, const int32_t *x, size_t k) {
+    if (++d->stamp == 0) { /* wrapped: clear the stamps */
+        memset(d->seen, 0, sizeof(uint32_t) * (size_t)d->n);
+        d->stamp = 1;
+    }
+    uint32_t st = d->stamp;
+    size_t sp = 0, nc = 0, visited = 0;
+    for (size_t i = 0; i < k; i++)
+        if (d->seen[x[i]] != st) {
+            d->seen[x[i]] = st;
+            d->stack[sp++] = x[i];
+        }
+    while (sp) {
+        int32_t s = d->stack[--sp];
+        visited++;
+        if (d->mv_off[s + 1] > d->mv_off[s] || s == d->end) d->clo[nc++] = s;
+        for (int32_t j = d->eps_off[s]; j < d->eps_off[s + 1]; j++) {
+            int32_t t = d->eps_tgt[j];
+            if (d->seen[t] != st) {
+                d->seen[t] = st;
+                d->stack[sp++] = t;
+            }
+        }
+    }
+    d->dl.work += visited;
+    return sort_unique(d->clo, nc);
+}
+
+/* DFA state of the closure in d->clo[0..k): found, or added (row of -1, acceptance).
+ * Returns the state, or a negative GD_DFA_* code. */
+static int32_t det_state(det *d, size_t k) {
+    uint64_t h = hash_set(d->clo, k);
+    int32_t j = set_map_get(&d->states, d->clo, k, h);
+    if (j >= 0) return j;
+    size_t ns = d->states.n;
+    if (ns >= (size_t)d->max_states) return GD_DFA_LIMIT;
+    if (ns + 1 > d->trans_rows) {
+        size_t rows = d->trans_rows;
+        int32_t *t = grow(d->trans, &rows, ns + 1, sizeof(int32_t) * (size_t)d->nsym);
+        if (!t) return GD_DFA_NOMEM;
+        d->trans = t;
+        d->trans_rows = rows;
+    }
+    if (ns + 1 > d->acc_cap) {
+        uint8_t *a = grow(d->acc, &d->acc_cap, ns + 1, 1);
+        if (!a) return GD_DFA_NOMEM;
+        d->acc = a;
+    }
+    if (set_map_put(&d->states, d->clo, k, h, (int32_t)ns) < 0) return GD_DFA_NOMEM;
+    int32_t *row = d->trans + ns * (size_t)d->nsym;
+    for (int32_t c = 0; c < d->nsym; c++) row[c] = -1;
+    uint8_t a = 0;
+    for (size_t i = 0; i < k; i++) a |= d->clo[i] == d->end;
+    d->acc[ns] = a;
+    return (int32_t)ns;
+}
+
+static int nfa_valid(int32_t n, const int32_t *eps_off, const int32_t *eps_tgt, const int32_t *mv_off,
+                     const int32_t *mv, int32_t start, int32_t end, int32_t nsym) {
+    if (n <= 0 || start < 0 || start >= n || end < 0 || end >= n || nsym <= 0) return 0;
+    if (eps_off[0] != 0 || mv_off[0] != 0) return 0;
+    for (int32_t s = 0; s < n; s++)
+        if (eps_off[s + 1] < eps_off[s] || mv_off[s + 1] < mv_off[s]) return 0;
+    for (int32_t j = 0; j < eps_off[n]; j++)
+        if (eps_tgt[j] < 0 || eps_tgt[j] >= n) return 0;
+    for (int32_t j = 0; j < mv_off[n]; j++)
+        if (mv[2 * j] < 0 || mv[2 * j] >= nsym || mv[2 * j + 1] < 0 || mv[2 * j + 1] >= n) return 0;
+    return 1;
+}
+
+int gd_nfa_determinize(int32_t n_nfa, const int32_t *eps_off, const int32_t *eps_tgt, const int32_t *mv_off,
+                       const int32_t *mv, int32_t start, int32_t end, int32_t nsym, int32_t max_states,
+                       double budget_s, gd_dfa_table *out) {
+    memset(out, 0, sizeof *out);
+    if (max_states < 1) max_states = 1; /* the start state is always made */
+    if (!nfa_valid(n_nfa, eps_off, eps_tgt, mv_off, mv, start, end, nsym)) return GD_DFA_INVALID;
+    det d;
+    memset(&d, 0, sizeof d);
+    d.n = n_nfa;
+    d.eps_off = eps_off;
+    d.eps_tgt = eps_tgt;
+    d.mv_off = mv_off;
+    d.mv = mv;
+    d.end = end;
+    d.nsym = nsym;
+    d.max_states = max_states;
+    deadline_init(&d.dl, budget_s);
+    int rc = GD_DFA_NOMEM;
+    d.seen = calloc((size_t)n_nfa, sizeof(uint32_t));
+    d.stack = malloc(sizeof(int32_t) * (size_t)n_nfa);
+    d.clo = malloc(sizeof(int32_t) * (size_t)n_nfa);
+    d.cnt = malloc(sizeof(int32_t) * ((size_t)nsym + 1));
+    d.tgt_cap = 64;
+    d.tgt = malloc(sizeof(int32_t) * d.tgt_cap);
+    if (!d.seen || !d.stack || !d.clo || !d.cnt || !d.tgt) goto done;
+    if (set_map_init(&d.states) < 0 || set_map_init(&d.cache) < 0) goto done;
+
+    if (deadline_passed(&d.dl, 0)) {
+        rc = GD_DFA_TIMEOUT;
+        goto done;
+    }
+    {
+        size_t k = det_closure(&d, &start, 1);
+        int32_t s0 = det_state(&d, k);
+        if (s0 < 0) {
+            rc = s0;
+            goto done;
+        }
+    }
+    for (size_t i = 0; i < d.states.n; i++) {
+        size_t k;
+        const int32_t *cur = set_map_items(&d.states, i, &k);
+        /* count moves per symbol, then group their targets by symbol (counting sort) */
+        int32_t *cnt = d.cnt;
+        memset(cnt, 0, sizeof(int32_t) * ((size_t)nsym + 1));
+        size_t total = 0;
+        for (size_t a = 0; a < k; a++) {
+            int32_t x = cur[a];
+            for (int32_t j = mv_off[x]; j < mv_off[x + 1]; j++) cnt[mv[2 * j] + 1]++;
+            total += (size_t)(mv_off[x + 1] - mv_off[x]);
+        }
+        if (deadline_passed(&d.dl, total + k + (size_t)nsym)) {
+            rc = GD_DFA_TIMEOUT;
+            goto done;
+        }
+        if (total > d.tgt_cap) {
+            int32_t *t = grow(d.tgt, &d.tgt_cap, total, sizeof(int32_t));
+            if (!t) goto done;
+            d.tgt = t;
+        }
+        for (int32_t c = 0; c < nsym; c++) cnt[c + 1] += cnt[c];
+        /* cnt[c] is now the start of symbol c; scatter advances it to the start of c + 1 */
+        for (size_t a = 0; a < k; a++) {
+            int32_t x = cur[a];
+            for (int32_t j = mv_off[x]; j < mv_off[x + 1]; j++) d.tgt[cnt[mv[2 * j]]++] = mv[2 * j + 1];
+        }
+        /* cur may move when states are added below: it is not used again */
+        int32_t lo = 0;
+        for (int32_t c = 0; c < nsym; c++) {
+            int32_t hi = cnt[c];
+            if (hi == lo) continue;
+            int32_t *ts = d.tgt + lo;
+            size_t nt = sort_unique(ts, (size_t)(hi - lo));
+            lo = hi;
+            uint64_t h = hash_set(ts, nt);
+            int32_t j = set_map_get(&d.cache, ts, nt, h);
+            if (j < 0) {
+                size_t kc = det_closure(&d, ts, nt);
+                if (deadline_passed(&d.dl, 0)) {
+                    rc = GD_DFA_TIMEOUT;
+                    goto done;
+                }
+                j = det_state(&d, kc);
+                if (j < 0) {
+                    rc = j;
+                    goto done;
+                }
+                if (set_map_put(&d.cache, ts, nt, h, j) < 0) goto done;
+            }
+            d.trans[i * (size_t)nsym + (size_t)c] = j;
+        }
+    }
+    rc = GD_DFA_OK;
+    out->n_states = (int32_t)d.states.n;
+    out->nsym = nsym;
+    out->trans = d.trans;
+    out->accepting = d.acc;
+    d.trans = NULL;
+    d.acc = NULL;
+done:
+    det_free(&d);
+    return rc;
+}
+
+void gd_dfa_table_free(gd_dfa_table *t) {
+    if (!t) return;
+    free(t->trans);
+    free(t->accepting);
+    memset(t, 0, sizeof *t);
+}
+
+/* ------------------------------------------------------------------------- minimisation */
+
+/* A refinable partition of 0..n-1 (Valmari): elements of set s are E[F[s]..P[s]), L[e] is
+ * the place of e in E, S[e] its set; marking moves an element to the front of its set. */
+typedef struct {
+    size_t z;                  /* number of sets */
+    int32_t *E, *L, *S, *F, *P, *M, *W;
+    size_t w;                  /* touched sets in W */
+} partition;
+
+static int part_init(partition *p, size_t n) {
+    size_t m = n ? n : 1;
+    p->E = malloc(sizeof(int32_t) * m);
+    p->L = malloc(sizeof(int32_t) * m);
+    p->S = malloc(sizeof(int32_t) * m);
+    p->F = malloc(sizeof(int32_t) * m);
+    p->P = malloc(sizeof(int32_t) * m);
+    p->M = malloc(sizeof(int32_t) * m);
+    p->W = malloc(sizeof(int32_t) * m);
+    p->w = 0;
+    if (!p->E || !p->L || !p->S || !p->F || !p->P || !p->M || !p->W) return -1;
+    for (size_t i = 0; i < n; i++) {
+        p->E[i] = p->L[i] = (int32_t)i;
+        p->S[i] = 0;
+    }
+    p->z = n ? 1 : 0;
+    p->F[0] = 0;
+    p->P[0] = (int32_t)n;
+    p->M[0] = 0;
+    return 0;
+}
+
+static void part_free(partition *p) {
+    free(p->E);
+    free(p->L);
+    free(p->S);
+    free(p->F);
+    free(p->P);
+    free(p->M);
+    free(p->W);
+}
+
+static void part_mark(partition *p, int32_t e) {
+    int32_t s = p->S[e], i = p->L[e], j = p->F[s] + p->M[s];
+    if (i < j) return; /* already marked */
+    p->E[i] = p->E[j];
+    p->L[p->E[i]] = i;
+    p->E[j] = e;
+    p->L[e] = j;
+    if (!p->M[s]++) p->W[p->w++] = s;
+}
+
+/* Splits every touched set into its marked and unmarked parts; the smaller part becomes a
+ * new set (the larger keeps the old id). */
+static void part_split(partition *p) {
+    while (p->w) {
+        int32_t s = p->W[--p->w], j = p->F[s] + p->M[s];
+        if (j == p->P[s]) {
+            p->M[s] = 0;
+            continue;
+        }
+        int32_t z = (int32_t)p->z;
+        if (p->M[s] <= p->P[s] - j) {
+            p->F[z] = p->F[s];
+            p->P[z] = p->F[s] = j;
+        } else {
+            p->P[z] = p->P[s];
+            p->F[z] = p->P[s] = j;
+        }
+        for (int32_t i = p->F[z]; i < p->P[z]; i++) p->S[p->E[i]] = z;
+        p->M[s] = p->M[z] = 0;
+        p->z++;
+    }
+}
+
+int gd_dfa_minimize(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *accepting, double budget_s,
+                    int32_t *block) {
+    if (n <= 0 || nsym <= 0) return n == 0 && nsym > 0 ? 0 : GD_DFA_INVALID;
+    size_t nn = (size_t)n, ncell = nn * (size_t)nsym, m = 0;
+    for (size_t i = 0; i < ncell; i++) {
+        if (trans[i] < -1 || trans[i] >= n) return GD_DFA_INVALID;
+        m += trans[i] >= 0;
+    }
+    if (m > (size_t)INT32_MAX) return GD_DFA_INVALID;
+    deadline dl;
+    deadline_init(&dl, budget_s);
+    int rc = GD_DFA_NOMEM;
+    partition B, C;
+    memset(&B, 0, sizeof B);
+    memset(&C, 0, sizeof C);
+    int32_t *T = malloc(sizeof(int32_t) * (m ? m : 1));      /* tail of transition t */
+    int32_t *H = malloc(sizeof(int32_t) * (m ? m : 1));      /* head */
+    int32_t *A = malloc(sizeof(int32_t) * (m ? m : 1));      /* transitions by head */
+    int32_t *Fh = calloc(nn + 1, sizeof(int32_t));           /* A[Fh[q]..Fh[q+1]): into q */
+    int32_t *lab = calloc((size_t)nsym + 1, sizeof(int32_t)); /* start of each symbol */
+    if (!T || !H || !A || !Fh || !lab) goto done;
+    if (part_init(&B, nn) < 0 || part_init(&C, m) < 0) goto done;
+    if (deadline_passed(&dl, 0)) {
+        rc = GD_DFA_TIMEOUT;
+        goto done;
+    }
+    /* transitions numbered by symbol, then by tail (counting sort) */
+    for (size_t s = 0; s < nn; s++)
+        for (int32_t c = 0; c < nsym; c++) lab[c + 1] += trans[s * (size_t)nsym + (size_t)c] >= 0;
+    for (int32_t c = 0; c < nsym; c++) lab[c + 1] += lab[c];
+    {
+        int32_t *pos = malloc(sizeof(int32_t) * (size_t)nsym);
+        if (!pos) goto done;
+        memcpy(pos, lab, sizeof(int32_t) * (size_t)nsym);
+        for (size_t s = 0; s < nn; s++)
+            for (int32_t c = 0; c < nsym; c++) {
+                int32_t t = trans[s * (size_t)nsym + (size_t)c];
+                if (t >= 0) {
+                    int32_t e = pos[c]++;
+                    T[e] = (int32_t)s;
+                    H[e] = t;
+                }
+            }
+        free(pos);
+    }
+    /* initial blocks: accepting / not accepting */
+    for (size_t s = 0; s < nn; s++)
+        if (accepting[s]) part_mark(&B, (int32_t)s);
+    part_split(&B);
+    /* initial cords: one per symbol that has transitions (C.E is the identity) */
+    if (m) {
+        C.z = 0;
+        for (int32_t c = 0; c < nsym; c++) {
+            if (lab[c + 1] == lab[c]) continue;
+            int32_t z = (int32_t)C.z++;
+            C.F[z] = lab[c];
+            C.P[z] = lab[c + 1];
+            C.M[z] = 0;
+            for (int32_t t = lab[c]; t < lab[c + 1]; t++) C.S[t] = z;
+        }
+    }
+    /* incoming transitions of each state */
+    for (size_t t = 0; t < m; t++) Fh[H[t] + 1]++;
+    for (size_t q = 0; q < nn; q++) Fh[q + 1] += Fh[q];
+    {
+        int32_t *pos = malloc(sizeof(int32_t) * nn);
+        if (!pos) goto done;
+        memcpy(pos, Fh, sizeof(int32_t) * nn);
+        for (size_t t = 0; t < m; t++) A[pos[H[t]]++] = (int32_t)t;
+        free(pos);
+    }
+    /* refine: each cord splits blocks by its tails, each new block splits cords by the
+     * transitions into it; block 0 need never split cords */
+    {
+        size_t b = 1, c = 0;
+        while (c < C.z) {
+            for (int32_t i = C.F[c]; i < C.P[c]; i++) part_mark(&B, T[C.E[i]]);
+            part_split(&B);
+            if (deadline_passed(&dl, (size_t)(C.P[c] - C.F[c]) + 1)) {
+                rc = GD_DFA_TIMEOUT;
+                goto done;
+            }
+            c++;
+            while (b < B.z) {
+                size_t work = 1;
+                for (int32_t i = B.F[b]; i < B.P[b]; i++) {
+                    int32_t q = B.E[i];
+                    for (int32_t j = Fh[q]; j < Fh[q + 1]; j++) part_mark(&C, A[j]);
+                    work += (size_t)(Fh[q + 1] - Fh[q]) + 1;
+                }
+                part_split(&C);
+                if (deadline_passed(&dl, work)) {
+                    rc = GD_DFA_TIMEOUT;
+                    goto done;
+                }
+                b++;
+            }
+        }
+    }
+    /* blocks numbered by their first state */
+    {
+        int32_t *id = Fh; /* reuse: B.z <= n entries */
+        for (size_t i = 0; i < B.z; i++) id[i] = -1;
+        int32_t nb = 0;
+        for (size_t s = 0; s < nn; s++) {
+            int32_t x = B.S[s];
+            if (id[x] < 0) id[x] = nb++;
+            block[s] = id[x];
+        }
+        rc = nb;
+    }
+done:
+    free(T);
+    free(H);
+    free(A);
+    free(Fh);
+    free(lab);
+    part_free(&B);
+    part_free(&C);
+    return rc;
+}
