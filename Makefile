@@ -73,6 +73,7 @@ llama-server:
 	if [ -z "$$sdist" ] || [ ! -f "$$sdist" ]; then \
 	  echo "llama-server: the llama-cpp-python $(LLAMA_CPP_VERSION) sdist is not on this machine (looked in ~/.cache/pip and /tmp)."; \
 	  echo "  get it with: pip download --no-deps --no-binary :all: llama-cpp-python==$(LLAMA_CPP_VERSION) -d /tmp"; \
+	  echo "  (or curl -sSLO its URL from https://pypi.org/project/llama-cpp-python/$(LLAMA_CPP_VERSION)/#files)"; \
 	  echo "  then: make llama-server LLAMA_CPP_SDIST=/tmp/llama_cpp_python-$(LLAMA_CPP_VERSION).tar.gz"; exit 2; fi; \
 	[ -x /usr/bin/cmake ] || { echo "installing Debian's cmake"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cmake >/dev/null; }; \
 	src=$$(mktemp -d); trap 'rm -rf "$$src"' EXIT; tar -xzf "$$sdist" -C "$$src"; \
