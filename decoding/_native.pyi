@@ -24,6 +24,26 @@ def nfa_determinize(eps_off: np.ndarray, eps_tgt: np.ndarray, mv_off: np.ndarray
     increasing order.  OverflowError past ``max_states`` states, TimeoutError once
     ``budget_s`` seconds are spent (inf or nan: no budget), ValueError for arrays out of
     range, MemoryError.  Releases the GIL."""
+def nfa_determinize_coo(n: int, start: int, end: int, eps_src: Any, eps_tgt: Any, e_src: Any, e_lo: Any,
+                        e_hi: Any, e_tgt: Any, sp_src: Any, sp_sym: Any, sp_tgt: Any, n_specials: int,
+                        max_states: int, budget_s: float) -> tuple[bytes, int, bytes, bytes]:
+    """Subset construction of an NFA of ``n`` states given as flat edge lists (int32 buffers,
+    ``e_lo``/``e_hi`` uint8; e.g. ``array('i')`` / ``array('B')``): epsilon edges
+    ``eps_src[i] -> eps_tgt[i]``, byte-range edges ``e_src[i] --[e_lo[i], e_hi[i]]--> e_tgt[i]``,
+    special moves ``sp_src[i] --sp_sym[i]--> sp_tgt[i]``.  Makes the byte classes and returns
+    (uint16[256] byte-class bytes, number of classes, int32 table bytes, uint8 accepting
+    bytes), as ``nfa_determinize`` over ``n_classes + n_specials`` symbols.  Same errors;
+    ValueError for an edge out of range or edge lists of unequal lengths.  Releases the GIL."""
+def dfa_bfs(table: np.ndarray, nsym: int, col_ok: np.ndarray | None, node_ok: np.ndarray | None, reverse: bool,
+            sources: np.ndarray, dist: np.ndarray) -> int:
+    """Breadth-first distances over a flat int32 table from ``sources`` (``reverse``: to them),
+    using the columns with ``col_ok`` and the states with ``node_ok`` (uint8; None: all): writes
+    ``dist`` (int32, -1 unreachable), returns the number of states reached.  Releases the GIL."""
+def dfa_prune(table: np.ndarray, nsym: int, accepting: np.ndarray, col_ok: np.ndarray | None,
+              out_table: np.ndarray, out_accepting: np.ndarray) -> int:
+    """Trim a flat int32 table: keep the states that reach acceptance (over ``col_ok`` columns)
+    and are reached from state 0 over such states, renumbered in order into ``out_table`` /
+    ``out_accepting``; returns how many (0: state 0 is dead).  Releases the GIL."""
 def dfa_minimize(table: np.ndarray, nsym: int, accepting: np.ndarray, block: np.ndarray,
                  budget_s: float) -> int:
     """Minimisation of a flat int32 table (-1: no transition) with uint8 ``accepting``:

@@ -297,6 +297,138 @@ static PyObject *py_nfa_determinize(PyObject *self, PyObject *args) {
     return ret;
 }
 
+static PyObject *py_nfa_determinize_coo(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[9];
+    int n, start, end, n_specials, max_states;
+    double budget;
+    if (!PyArg_ParseTuple(args, "iiiOOOOOOOOOiid", &n, &start, &end, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
+                          &o[6], &o[7], &o[8], &n_specials, &max_states, &budget))
+        return NULL;
+    const char *const names[9] = {"eps_src", "eps_tgt", "e_src", "e_lo", "e_hi", "e_tgt", "sp_src", "sp_sym", "sp_tgt"};
+    const char fmts[9] = {'i', 'i', 'i', 'B', 'B', 'i', 'i', 'i', 'i'};
+    Py_buffer b[9];
+    for (int i = 0; i < 9; i++)
+        if (get_buf(o[i], &b[i], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, names[i], fmts[i], fmts[i] == 'B' ? 1 : 4) < 0) {
+            while (i--) PyBuffer_Release(&b[i]);
+            return NULL;
+        }
+    PyObject *ret = NULL;
+    if (b[1].shape[0] != b[0].shape[0] || b[3].shape[0] != b[2].shape[0] || b[4].shape[0] != b[2].shape[0] ||
+        b[5].shape[0] != b[2].shape[0] || b[7].shape[0] != b[6].shape[0] || b[8].shape[0] != b[6].shape[0]) {
+        PyErr_SetString(PyExc_ValueError, "nfa_determinize_coo: the arrays of one edge list differ in length");
+    } else {
+        gd_dfa_table t;
+        uint16_t bc[256];
+        int32_t ncls;
+        int rc;
+        Py_BEGIN_ALLOW_THREADS /* re-entrant (no global state); buffers stay held */
+        rc = gd_nfa_determinize_coo(n, start, end, (size_t)b[0].shape[0], b[0].buf, b[1].buf, (size_t)b[2].shape[0],
+                                    b[2].buf, b[3].buf, b[4].buf, b[5].buf, (size_t)b[6].shape[0], b[6].buf, b[7].buf,
+                                    b[8].buf, n_specials, max_states, budget, bc, &ncls, &t);
+        Py_END_ALLOW_THREADS
+        if (rc != GD_DFA_OK) {
+            dfa_error(rc, "nfa_determinize_coo");
+        } else {
+            ret = Py_BuildValue("(y#iy#y#)", (const char *)bc, (Py_ssize_t)sizeof bc, (int)ncls,
+                                (const char *)t.trans, (Py_ssize_t)t.n_states * t.nsym * 4,
+                                (const char *)t.accepting, (Py_ssize_t)t.n_states);
+            gd_dfa_table_free(&t);
+        }
+    }
+    for (int i = 0; i < 9; i++) PyBuffer_Release(&b[i]);
+    return ret;
+}
+
+static PyObject *py_dfa_bfs(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *otab, *ocol, *onode, *osrc, *odist;
+    int nsym, reverse;
+    if (!PyArg_ParseTuple(args, "OiOOpOO", &otab, &nsym, &ocol, &onode, &reverse, &osrc, &odist)) return NULL;
+    Py_buffer tab, col, node, src, dist;
+    int has_col = ocol != Py_None, has_node = onode != Py_None;
+    if (get_buf(otab, &tab, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "table", 'i', 4) < 0) return NULL;
+    if (has_col && get_buf(ocol, &col, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "col_ok", 'B', 1) < 0) {
+        PyBuffer_Release(&tab);
+        return NULL;
+    }
+    if (has_node && get_buf(onode, &node, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "node_ok", 'B', 1) < 0) {
+        PyBuffer_Release(&tab);
+        if (has_col) PyBuffer_Release(&col);
+        return NULL;
+    }
+    if (get_buf(osrc, &src, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "sources", 'i', 4) < 0) {
+        PyBuffer_Release(&tab);
+        if (has_col) PyBuffer_Release(&col);
+        if (has_node) PyBuffer_Release(&node);
+        return NULL;
+    }
+    if (get_buf(odist, &dist, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE, "dist", 'i', 4) < 0) {
+        PyBuffer_Release(&tab);
+        if (has_col) PyBuffer_Release(&col);
+        if (has_node) PyBuffer_Release(&node);
+        PyBuffer_Release(&src);
+        return NULL;
+    }
+    Py_ssize_t n = dist.shape[0];
+    PyObject *ret = NULL;
+    if (nsym <= 0 || n > INT32_MAX || tab.shape[0] != n * nsym || (has_col && col.shape[0] != nsym) ||
+        (has_node && node.shape[0] != n)) {
+        PyErr_Format(PyExc_ValueError, "dfa_bfs: table of %zd entries, %zd states (dist), nsym %d, col_ok or "
+                     "node_ok of the wrong length", tab.shape[0], n, nsym);
+    } else {
+        int rc;
+        Py_BEGIN_ALLOW_THREADS
+        rc = gd_dfa_bfs(tab.buf, (int32_t)n, nsym, has_col ? col.buf : NULL, has_node ? node.buf : NULL, reverse,
+                        src.buf, (size_t)src.shape[0], dist.buf);
+        Py_END_ALLOW_THREADS
+        ret = rc >= 0 ? PyLong_FromLong(rc) : dfa_error(rc, "dfa_bfs");
+    }
+    PyBuffer_Release(&tab);
+    if (has_col) PyBuffer_Release(&col);
+    if (has_node) PyBuffer_Release(&node);
+    PyBuffer_Release(&src);
+    PyBuffer_Release(&dist);
+    return ret;
+}
+
+static PyObject *py_dfa_prune(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *otab, *oacc, *ocol, *oout, *oouta;
+    int nsym;
+    if (!PyArg_ParseTuple(args, "OiOOOO", &otab, &nsym, &oacc, &ocol, &oout, &oouta)) return NULL;
+    Py_buffer b[5];
+    PyObject *o[5] = {otab, oacc, ocol, oout, oouta};
+    const char *const names[5] = {"table", "accepting", "col_ok", "out_table", "out_accepting"};
+    const char fmts[5] = {'i', 'B', 'B', 'i', 'B'};
+    int has_col = ocol != Py_None;
+    for (int i = 0; i < 5; i++) {
+        if (i == 2 && !has_col) continue;
+        int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (i >= 3 ? PyBUF_WRITABLE : 0);
+        if (get_buf(o[i], &b[i], flags, names[i], fmts[i], fmts[i] == 'B' ? 1 : 4) < 0) {
+            while (i--)
+                if (i != 2 || has_col) PyBuffer_Release(&b[i]);
+            return NULL;
+        }
+    }
+    Py_ssize_t n = b[1].shape[0];
+    PyObject *ret = NULL;
+    if (nsym <= 0 || n < 1 || n > INT32_MAX || b[0].shape[0] != n * nsym || (has_col && b[2].shape[0] != nsym) ||
+        b[3].shape[0] < n * nsym || b[4].shape[0] < n) {
+        PyErr_Format(PyExc_ValueError, "dfa_prune: table of %zd entries, %zd states, nsym %d, col_ok of the "
+                     "wrong length or outputs too small", b[0].shape[0], n, nsym);
+    } else {
+        int rc;
+        Py_BEGIN_ALLOW_THREADS
+        rc = gd_dfa_prune(b[0].buf, (int32_t)n, nsym, b[1].buf, has_col ? b[2].buf : NULL, b[3].buf, b[4].buf);
+        Py_END_ALLOW_THREADS
+        ret = rc >= 0 ? PyLong_FromLong(rc) : dfa_error(rc, "dfa_prune");
+    }
+    for (int i = 0; i < 5; i++)
+        if (i != 2 || has_col) PyBuffer_Release(&b[i]);
+    return ret;
+}
+
 static PyObject *py_dfa_minimize(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *otab, *oacc, *oblock;
@@ -368,6 +500,16 @@ static PyMethodDef methods[] = {
      "nfa_determinize(eps_off, eps_tgt, mv_off, mv, start, end, nsym, max_states, budget_s) -> "
      "(trans_i32_bytes, accepting_u8_bytes). OverflowError past max_states, TimeoutError past the budget. "
      "Releases the GIL."},
+    {"nfa_determinize_coo", py_nfa_determinize_coo, METH_VARARGS,
+     "nfa_determinize_coo(n, start, end, eps_src, eps_tgt, e_src, e_lo_u8, e_hi_u8, e_tgt, sp_src, sp_sym, sp_tgt, "
+     "n_specials, max_states, budget_s) -> (byte_class_u16_bytes, n_classes, trans_i32_bytes, accepting_u8_bytes). "
+     "Releases the GIL."},
+    {"dfa_bfs", py_dfa_bfs, METH_VARARGS,
+     "dfa_bfs(table_i32, nsym, col_ok_u8_or_None, node_ok_u8_or_None, reverse, sources_i32, dist_out_i32) -> "
+     "states reached (dist_out[s]: distance, -1 unreachable). Releases the GIL."},
+    {"dfa_prune", py_dfa_prune, METH_VARARGS,
+     "dfa_prune(table_i32, nsym, accepting_u8, col_ok_u8_or_None, out_table_i32, out_accepting_u8) -> states kept "
+     "(0: the start state is dead). Releases the GIL."},
     {"dfa_minimize", py_dfa_minimize, METH_VARARGS,
      "dfa_minimize(table_i32, nsym, accepting_u8, block_out_i32, budget_s) -> number of blocks "
      "(block_out[s]: block of s, numbered by first state). TimeoutError past the budget. Releases the GIL."},

@@ -1,7 +1,8 @@
-"""The native subset construction and minimisation (native/src/dfa_build.c) against the
-pure-Python reference (``_determinize_py``, ``_minimize_py``): the same automata, state
-numbering included, on hand-written grammars, JSON Schemas, random NFAs and random DFA
-tables; the limits (max_states, the compile deadline) raise the same LimitError."""
+"""The native subset construction, pruning and minimisation (native/src/dfa_build.c) against
+the pure-Python reference (``_determinize_py``, ``_prune_py``, ``_minimize_py``): the same
+automata, state numbering included, on hand-written grammars, JSON Schemas, random NFAs and
+random DFA tables; the limits (max_states, the compile deadline) raise the same LimitError.
+The NFA builders themselves (flat arrays against lists) are compared in test_nfa_arrays.py."""
 
 from __future__ import annotations
 
@@ -119,15 +120,19 @@ def test_determinize_and_minimize_match_before_pruning(name):
     """The raw subset construction (before pruning) and the minimisation of the pruned DFA."""
     g = GRAMMARS[name]
     specials = tuple(g.specials())
-    nfa = A._NFA(g, {t: i for i, t in enumerate(specials)}, DEFAULT_LIMITS.max_nfa_states)
+    sid = {t: i for i, t in enumerate(specials)}
+    ref = A._NFARef(g, sid, DEFAULT_LIMITS.max_nfa_states)  # the list reference
+    nfa = A._NFA(g, sid, DEFAULT_LIMITS.max_nfa_states)  # the flat arrays
     start = nfa.new()
     end = nfa.build_start(start)
+    assert ref.new() == start and ref.build_start(start) == end
     dl = A._Deadline(60.0, "test")
-    py = A._determinize_py(nfa, start, end, specials, dl, 10**6, "test")
+    py = A._determinize_py(ref, start, end, specials, dl, 10**6, "test")
     c = A._determinize(nfa, start, end, specials, dl, 10**6, "test")
     assert np.array_equal(py.byte_class, c.byte_class) and py.n_classes == c.n_classes
     assert np.array_equal(py.trans, c.trans) and np.array_equal(py.accepting, c.accepting)
-    pruned = A._prune(py, None)
+    pruned = A._prune_py(py, None)
+    _assert_same(pruned, A._prune(c, None))
     _assert_same(A._minimize_py(pruned, dl), A._minimize(pruned, dl))
 
 
@@ -231,12 +236,12 @@ def test_native_budget_is_checked_by_the_c_code():
     nfa = A._NFA(g, {}, DEFAULT_LIMITS.max_nfa_states)
     start = nfa.new()
     end = nfa.build_start(start)
-    bc, ncls, eo, et, mo, mv = A._nfa_arrays(nfa)
+    arrays = (nfa.eps_src, nfa.eps_tgt, nfa.e_src, nfa.e_lo, nfa.e_hi, nfa.e_tgt, nfa.sp_src, nfa.sp_k, nfa.sp_tgt)
     with pytest.raises(TimeoutError):
-        _native.nfa_determinize(eo, et, mo, mv, start, end, ncls, 1000, 0.0)
+        _native.nfa_determinize_coo(nfa.n, start, end, *arrays, 0, 1000, 0.0)
     with pytest.raises(OverflowError):
-        _native.nfa_determinize(eo, et, mo, mv, start, end, ncls, 1, float("inf"))
-    tb, ab = _native.nfa_determinize(eo, et, mo, mv, start, end, ncls, 1000, float("inf"))
+        _native.nfa_determinize_coo(nfa.n, start, end, *arrays, 0, 1, float("inf"))
+    _, ncls, tb, ab = _native.nfa_determinize_coo(nfa.n, start, end, *arrays, 0, 1000, float("inf"))
     block = np.empty(len(ab), dtype=np.int32)
     acc = np.frombuffer(ab, dtype=np.uint8)
     with pytest.raises(TimeoutError):
@@ -273,8 +278,8 @@ def test_malformed_arrays_are_rejected():
 def test_pure_python_switch(monkeypatch):
     def boom(*_a):
         raise AssertionError("native code called")
-    monkeypatch.setattr(_native, "nfa_determinize", boom)
-    monkeypatch.setattr(_native, "dfa_minimize", boom)
+    for name in ("nfa_determinize", "nfa_determinize_coo", "dfa_minimize", "dfa_prune", "dfa_bfs"):
+        monkeypatch.setattr(_native, name, boom)
     monkeypatch.setenv("GD_PURE_PYTHON_DFA", "1")
     assert A.compile_dfa(GRAMMARS["star"]).accepts(b"abc12z")
     monkeypatch.setenv("GD_PURE_PYTHON_DFA", "0")
@@ -284,8 +289,8 @@ def test_pure_python_switch(monkeypatch):
 
 # ----------------------------------------------------------------------------- random automata
 
-def _random_nfa(draw_ints, n: int, n_specials: int) -> A._NFA:
-    nfa = A._NFA.__new__(A._NFA)
+def _random_nfa(draw_ints, n: int, n_specials: int) -> A._NFARef:
+    nfa = A._NFARef.__new__(A._NFARef)
     nfa.eps, nfa.edges, nfa.spec = [], [], []
     it = iter(draw_ints)
     for _ in range(n):
@@ -309,14 +314,17 @@ def test_random_nfas(n, n_specials, ints, data):
     specials = tuple(f"<{k}>" for k in range(n_specials))
     dl = A._Deadline(60.0, "test")
     py = A._determinize_py(nfa, start, end, specials, dl, 10**6, "test")
-    c = A._determinize(nfa, start, end, specials, dl, 10**6, "test")
+    c = A._determinize(A._NFA.from_lists(nfa.eps, nfa.edges, nfa.spec), start, end, specials, dl, 10**6, "test")
     assert np.array_equal(py.byte_class, c.byte_class) and py.n_classes == c.n_classes
     assert np.array_equal(py.trans, c.trans) and np.array_equal(py.accepting, c.accepting)
     _assert_same(A._minimize_py(py, dl), A._minimize(py, dl))  # unpruned: dead-end states too
     try:
-        pruned = A._prune(py, None)
-    except GrammarError:
+        pruned = A._prune_py(py, None)
+    except GrammarError as e:
+        with pytest.raises(GrammarError, match="^" + __import__("re").escape(str(e)) + "$"):
+            A._prune(py, None)
         return
+    _assert_same(pruned, A._prune(py, None))
     _assert_same(A._minimize_py(pruned, dl), A._minimize(pruned, dl))
 
 
@@ -338,8 +346,10 @@ def test_large_enum_matches():
     nfa = A._NFA(g, {}, DEFAULT_LIMITS.max_nfa_states)
     start = nfa.new()
     end = nfa.build_start(start)
+    ref = A._NFARef(g, {}, DEFAULT_LIMITS.max_nfa_states)
+    assert ref.new() == start and ref.build_start(start) == end
     dl = A._Deadline(120.0, "test")
-    py = A._determinize_py(nfa, start, end, (), dl, 10**6, "test")
+    py = A._determinize_py(ref, start, end, (), dl, 10**6, "test")
     c = A._determinize(nfa, start, end, (), dl, 10**6, "test")
     assert np.array_equal(py.trans, c.trans) and np.array_equal(py.accepting, c.accepting)
     pruned = A._prune(c, None)

@@ -1,7 +1,14 @@
 """Byte-level DFA compiled from the grammar IR.
 
 Pipeline: IR -> Thompson NFA (refs inlined, recursion unrolled to ``max_depth``)
--> subset construction over byte equivalence classes -> Moore minimisation -> pruning.
+-> subset construction over byte equivalence classes -> pruning -> minimisation.
+
+Where the work runs: the NFA is built in Python straight into flat edge arrays
+(:class:`_NFA`: a literal, an automaton leaf or an embedded DFA is a few bulk appends); the
+byte classes, the subset construction, the pruning and the minimisation run in C
+(``native/src/dfa_build.c``, GIL released).  ``GD_PURE_PYTHON_DFA=1`` selects the all-Python
+reference (:class:`_NFARef` lists, :func:`_determinize_py`, :func:`_prune_py`,
+:func:`_minimize_py`): the same DFAs, state numbering included (tests/test_nfa_arrays.py).
 
 ``Inter``/``Diff`` nodes (regular operands, no Ref/Special) are built by
 :func:`regular_dfa`: each operand is determinised on its own, the operands are combined by
@@ -31,10 +38,10 @@ Invariants of a :class:`DFA`
 
 from __future__ import annotations
 
-import itertools
 import math
 import os
 import time
+from array import array
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
@@ -96,7 +103,10 @@ class DFA:
         return _prune(self, usable_bytes)
 
     def min_steps_to_accept(self) -> np.ndarray:
-        """int32[n_states]: fewest transitions from each state to an accepting state."""
+        """int32[n_states]: fewest transitions from each state to an accepting state (-1:
+        none).  A breadth-first search in C; in Python under ``GD_PURE_PYTHON_DFA=1``."""
+        if not _pure_python_dfa():
+            return _bfs(self.trans, np.nonzero(self.accepting)[0], reverse=True)
         n = self.n_states
         dist = np.full(n, -1, dtype=np.int32)
         rev = _reverse_edges(self.trans)
@@ -134,7 +144,314 @@ class _Deadline:
                              "the limit")
 
 
+_NODE_TYPES = (ByteSet, Repeat, Seq, Lit, Choice, Ref, Special, Dfa, Inter, Diff)
+
+
 class _NFA:
+    """The Thompson NFA of a grammar, built straight into flat growable arrays for the
+    native subset construction (``gd_nfa_determinize_coo``): epsilon edges
+    ``eps_src[i] -> eps_tgt[i]``, byte-range edges ``e_src[i] --[e_lo[i], e_hi[i]]-->
+    e_tgt[i]`` and special moves ``sp_src[i] --sp_k[i]--> sp_tgt[i]``; ``n`` states.
+
+    The construction, state numbering, limits and errors are those of :class:`_NFARef`
+    (the list-of-lists reference, ``GD_PURE_PYTHON_DFA=1``); only the storage differs, so a
+    literal, an automaton leaf or an embedded DFA is added with a few bulk appends instead
+    of one Python call per state or edge.  The order of edges within a state is not kept
+    (the subset construction does not depend on it)."""
+    __slots__ = ("n", "eps_src", "eps_tgt", "e_src", "e_lo", "e_hi", "e_tgt", "sp_src", "sp_k", "sp_tgt",
+                 "max_states", "grammar", "special_ids", "depth", "rules", "max_nesting", "deadline", "regular",
+                 "max_dfa", "leaves")
+
+    def __init__(self, grammar: Grammar, special_ids: dict[str, int], max_states: int, *,
+                 max_nesting: int = DEFAULT_LIMITS.max_nesting,
+                 deadline: _Deadline | None = None) -> None:
+        self.n = 0
+        self.eps_src, self.eps_tgt = array("i"), array("i")
+        self.e_src, self.e_lo, self.e_hi, self.e_tgt = array("i"), array("B"), array("B"), array("i")
+        self.sp_src, self.sp_k, self.sp_tgt = array("i"), array("i"), array("i")
+        self.max_states = max_states
+        self.grammar = grammar
+        self.special_ids = special_ids
+        self.depth: dict[str, int] = {}
+        self.rules: list[str] = [grammar.start]  # rules being inlined, outermost first
+        self.max_nesting = max_nesting
+        self.deadline = deadline
+        self.regular: dict[int, tuple[Node, _Leaf | None]] = {}  # id(Inter/Diff) -> its DFA's edges
+        self.leaves: dict[int, tuple[Node, _Leaf]] = {}  # id(Dfa) -> its edges
+        self.max_dfa = DEFAULT_MAX_STATES
+
+    def _too_many(self) -> LimitError:
+        return LimitError(f"rule '{self.rules[-1]}': grammar expands to more than "
+                          f"{self.max_states} NFA states (limit max_nfa_states); lower the "
+                          "recursion depth or bounded repetitions")
+
+    def new(self) -> int:
+        n = self.n + 1
+        if n > self.max_states:
+            raise self._too_many()
+        self.n = n
+        if not n & 0xFFF and self.deadline is not None:
+            self.deadline.check(f"the NFA of rule '{self.rules[-1]}'")
+        return n - 1
+
+    def alloc(self, k: int) -> int:
+        """``k`` new states, numbered consecutively; the first.  The limit and the deadline
+        are checked as ``k`` calls of :meth:`new` would check them."""
+        n0 = self.n
+        n = n0 + k
+        if n > self.max_states:
+            raise self._too_many()
+        self.n = n
+        if n >> 12 != n0 >> 12 and self.deadline is not None:
+            self.deadline.check(f"the NFA of rule '{self.rules[-1]}'")
+        return n0
+
+    def eps(self, s: int, t: int) -> None:
+        self.eps_src.append(s)
+        self.eps_tgt.append(t)
+
+    def build_start(self, s: int) -> int | None:
+        """Build the start rule from ``s``; a grammar nested deeper than Python's stack
+        allows is a LimitError naming the innermost rule, never a RecursionError."""
+        try:
+            return self.build(self.grammar.rule(self.grammar.start), s)
+        except RecursionError:
+            raise LimitError(f"rule '{self.rules[-1]}': grammar nested too deeply to inline "
+                             f"(rules {len(self.rules)} deep; limit max_nesting="
+                             f"{self.max_nesting})") from None
+
+    def build_sep_loop(self, x: Node, sep: tuple[Node, ...], s: int) -> int | None:
+        """``x (sep x)*`` with one copy of ``x`` (see :meth:`_NFARef.build_sep_loop`)."""
+        a = self.new()
+        self.eps(s, a)
+        e = self.build(x, a)
+        if e is None:
+            return None
+        e2 = e
+        for it in sep:
+            e2 = self.build(it, e2)
+            if e2 is None:
+                return e  # the separator is empty-language: just one x
+        self.eps(e2, a)
+        return e
+
+    def build(self, node: Node, s: int) -> int | None:
+        """Add ``node`` starting at state ``s``; return its end state, or None if empty language."""
+        tp = type(node)  # exact types first: cheaper than an isinstance chain
+        if tp not in _NODE_TYPES:
+            tp = next((c for c in _NODE_TYPES if isinstance(node, c)), tp)
+        if tp is ByteSet:
+            ranges = node.ranges  # type: ignore[union-attr]
+            if not ranges:
+                return None
+            t = self.new()
+            for lo, hi in ranges:
+                self.e_src.append(s)
+                self.e_lo.append(lo)
+                self.e_hi.append(hi)
+                self.e_tgt.append(t)
+            return t
+        if tp is Lit:
+            data = node.data  # type: ignore[union-attr]
+            k = len(data)
+            if not k:
+                return s
+            n0 = self.alloc(k)  # a chain s -> n0 -> ... -> n0 + k - 1, one byte each
+            e_src = self.e_src
+            e_src.append(s)
+            e_src.extend(range(n0, n0 + k - 1))
+            self.e_tgt.extend(range(n0, n0 + k))
+            self.e_lo.frombytes(data)
+            self.e_hi.frombytes(data)
+            return n0 + k - 1
+        if tp is Seq:
+            items = node.items  # type: ignore[union-attr]
+            i = 0
+            while i < len(items):
+                it = items[i]
+                if i + 1 < len(items) and _sep_loop(it, items[i + 1]):
+                    e = self.build_sep_loop(it, items[i + 1].item.items[:-1], s)  # type: ignore[union-attr]
+                    i += 2
+                else:
+                    e = self.build(it, s)
+                    i += 1
+                if e is None:
+                    return None
+                s = e
+            return s
+        if tp is Choice:
+            end = None
+            eps_src, eps_tgt = self.eps_src, self.eps_tgt
+            for it in node.items:  # type: ignore[union-attr]
+                a = self.new()
+                eps_src.append(s)
+                eps_tgt.append(a)
+                e = self.build(it, a)
+                if e is None:
+                    continue
+                if end is None:
+                    end = self.new()
+                eps_src.append(e)
+                eps_tgt.append(end)
+            return end
+        if tp is Repeat:
+            lo, hi = node.min, node.max  # type: ignore[union-attr]
+            item = node.item  # type: ignore[union-attr]
+            for _ in range(lo):
+                e = self.build(item, s)
+                if e is None:
+                    return None
+                s = e
+            if hi is None:
+                a = self.new()
+                self.eps(s, a)
+                e = self.build(item, a)
+                if e is not None:
+                    self.eps(e, a)
+                return a
+            ends = [s]
+            for _ in range(hi - lo):
+                e = self.build(item, s)
+                if e is None:
+                    break
+                ends.append(e)
+                s = e
+            if len(ends) == 1:
+                return ends[0]
+            end = self.new()
+            self.eps_src.extend(ends)
+            self.eps_tgt.extend([end] * len(ends))
+            return end
+        if tp is Ref:
+            d = self.depth.get(node.name, 0)  # type: ignore[union-attr]
+            if d >= self.grammar.max_depth:
+                return None  # recursion bound reached: empty language here
+            if len(self.rules) > self.max_nesting:
+                raise LimitError(f"rule '{node.name}': rules nested more than max_nesting="
+                                 f"{self.max_nesting} deep when inlined (referenced from "
+                                 f"'{self.rules[-1]}')")
+            self.depth[node.name] = d + 1
+            self.rules.append(node.name)
+            try:
+                return self.build(self.grammar.rule(node.name), s)
+            finally:
+                self.rules.pop()
+                self.depth[node.name] = d
+        if tp is Special:
+            k = self.special_ids[node.text]  # type: ignore[union-attr]
+            t = self.new()
+            self.sp_src.append(s)
+            self.sp_k.append(k)
+            self.sp_tgt.append(t)
+            return t
+        if tp is Dfa:
+            leaf = self.leaves.get(id(node))
+            if leaf is None:
+                leaf = (node, _Leaf.of_dfa_node(node))
+                self.leaves[id(node)] = leaf
+            return self.embed(leaf[1], s)
+        if tp is Inter or tp is Diff:
+            hit = self.regular.get(id(node))
+            if hit is None:
+                dfa = regular_dfa(node, max_states=self.max_dfa, max_nfa=self.max_states,
+                                  deadline=self.deadline, where=f"rule '{self.rules[-1]}'")
+                hit = (node, None if dfa is None else _Leaf.of_dfa(dfa))
+                self.regular[id(node)] = hit
+            return None if hit[1] is None else self.embed(hit[1], s)
+        raise GrammarError(f"not an IR node: {node!r}")
+
+    def embed(self, leaf: "_Leaf", s: int) -> int:
+        """The automaton ``leaf`` added from ``s`` (an epsilon edge to its state 0, one from
+        each accepting state to a fresh end state); the end state."""
+        base = self.alloc(leaf.n)
+        end = self.new()
+        self.eps(s, base)
+        if len(leaf.lo):
+            self.e_src.frombytes(np.add(leaf.src, base, dtype=np.int32).tobytes())
+            self.e_tgt.frombytes(np.add(leaf.tgt, base, dtype=np.int32).tobytes())
+            self.e_lo.frombytes(leaf.lo.tobytes())
+            self.e_hi.frombytes(leaf.hi.tobytes())
+        self.eps_src.frombytes(np.add(leaf.accept, base, dtype=np.int32).tobytes())
+        self.eps_tgt.extend([end] * len(leaf.accept))
+        return end
+
+    @classmethod
+    def from_lists(cls, eps: list[list[int]], edges: list[list[tuple[int, int, int]]],
+                   spec: list[list[tuple[int, int]]]) -> "_NFA":
+        """The arrays of an NFA given as per-state lists (:class:`_NFARef`'s form; tests)."""
+        nfa = cls(Grammar.single(Lit(b"")), {}, max(len(eps), 1))
+        nfa.n = len(eps)
+        for a, ts in enumerate(eps):
+            for b in ts:
+                nfa.eps(a, b)
+        for a, es in enumerate(edges):
+            for lo, hi, b in es:
+                nfa.e_src.append(a)
+                nfa.e_lo.append(lo)
+                nfa.e_hi.append(hi)
+                nfa.e_tgt.append(b)
+        for a, ks in enumerate(spec):
+            for k, b in ks:
+                nfa.sp_src.append(a)
+                nfa.sp_k.append(k)
+                nfa.sp_tgt.append(b)
+        return nfa
+
+    def edge_lists(self) -> tuple[list[list[int]], list[list[tuple[int, int, int]]], list[list[tuple[int, int]]]]:
+        """(eps, edges, spec) as the per-state lists of :class:`_NFARef`, in insertion order."""
+        eps: list[list[int]] = [[] for _ in range(self.n)]
+        edges: list[list[tuple[int, int, int]]] = [[] for _ in range(self.n)]
+        spec: list[list[tuple[int, int]]] = [[] for _ in range(self.n)]
+        for a, b in zip(self.eps_src, self.eps_tgt):
+            eps[a].append(b)
+        for a, lo, hi, b in zip(self.e_src, self.e_lo, self.e_hi, self.e_tgt):
+            edges[a].append((lo, hi, b))
+        for a, k, b in zip(self.sp_src, self.sp_k, self.sp_tgt):
+            spec[a].append((k, b))
+        return eps, edges, spec
+
+
+@dataclass(frozen=True, eq=False)
+class _Leaf:
+    """An automaton to embed in an NFA: ``n`` states (0 the entry), the byte-range edges
+    ``src[i] --[lo[i], hi[i]]--> tgt[i]`` (int32, uint8) and the accepting states (int32),
+    all relative to the first state; made once per Dfa node or Inter/Diff."""
+    n: int
+    src: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    tgt: np.ndarray
+    accept: np.ndarray
+
+    @staticmethod
+    def of_dfa_node(node: Dfa) -> "_Leaf":
+        src = [i for i, es in enumerate(node.edges) for _ in es]
+        flat = [x for es in node.edges for e in es for x in e]
+        ed = np.array(flat, dtype=np.int32).reshape(-1, 3)
+        return _Leaf(len(node.edges), np.array(src, dtype=np.int32), ed[:, 0].astype(np.uint8),
+                     ed[:, 1].astype(np.uint8), np.ascontiguousarray(ed[:, 2]),
+                     np.array(node.accept, dtype=np.int32))
+
+    @staticmethod
+    def of_dfa(dfa: DFA) -> "_Leaf":
+        """The byte columns of ``dfa``: one edge per (state, byte range of a class) with a
+        transition (the ranges of a class are its maximal runs of bytes)."""
+        bc = dfa.byte_class.astype(np.int64)
+        start = np.ones(256, dtype=bool)
+        start[1:] = bc[1:] != bc[:-1]
+        r_lo = np.nonzero(start)[0]
+        r_hi = np.append(r_lo[1:] - 1, 255)
+        r_cls = bc[r_lo]
+        t = dfa.trans[:, r_cls].astype(np.int64)  # [state, range]
+        si, ri = np.nonzero(t >= 0)
+        return _Leaf(dfa.n_states, si.astype(np.int32), r_lo[ri].astype(np.uint8), r_hi[ri].astype(np.uint8),
+                     t[si, ri].astype(np.int32), np.nonzero(dfa.accepting)[0].astype(np.int32))
+
+
+class _NFARef:
+    """The Thompson NFA as per-state Python lists: the reference of :class:`_NFA` (same
+    states, same edges, same limits), used by ``GD_PURE_PYTHON_DFA=1`` with
+    :func:`_determinize_py`.  Kept simple on purpose: it is the oracle of the tests."""
     __slots__ = ("eps", "edges", "spec", "max_states", "grammar", "special_ids", "depth",
                  "rules", "max_nesting", "deadline", "regular", "max_dfa")
 
@@ -352,16 +669,15 @@ class NFAMatcher:
 
     def __init__(self, grammar: Grammar, *, max_nfa: int = _DEFAULT_MAX_NFA,
                  limits: Limits = DEFAULT_LIMITS) -> None:
-        nfa = _NFA(grammar, {}, max_nfa, max_nesting=limits.max_nesting,
-                   deadline=_Deadline(limits.max_compile_seconds, f"grammar '{grammar.start}'"))
+        nfa = _new_nfa(grammar, {}, max_nfa, max_nesting=limits.max_nesting,
+                       deadline=_Deadline(limits.max_compile_seconds, f"grammar '{grammar.start}'"))
         self._start = nfa.new()
         end = nfa.build_start(self._start)
         if end is None:
             raise GrammarError(f"grammar '{grammar.start}' accepts no string")
         self._end = end
-        self._eps = nfa.eps
-        self._edges = nfa.edges
-        self.n_states = len(nfa.eps)
+        self._eps, self._edges, _ = _nfa_lists(nfa)
+        self.n_states = len(self._eps)
 
     def _closure(self, states: Iterable[int]) -> set[int]:
         seen = set(states)
@@ -406,7 +722,7 @@ def compile_dfa(grammar: Grammar, *, max_states: int | None = None,
         grammar = _replace_specials(grammar, lit_specials)
     specials = tuple(grammar.specials())
     sid = {t: i for i, t in enumerate(specials)}
-    nfa = _NFA(grammar, sid, lim.max_nfa_states, max_nesting=lim.max_nesting, deadline=deadline)
+    nfa = _new_nfa(grammar, sid, lim.max_nfa_states, max_nesting=lim.max_nesting, deadline=deadline)
     nfa.max_dfa = max_states
     start = nfa.new()
     end = nfa.build_start(start)
@@ -418,8 +734,25 @@ def compile_dfa(grammar: Grammar, *, max_states: int | None = None,
 
 
 def _pure_python_dfa() -> bool:
-    """``GD_PURE_PYTHON_DFA=1``: determinise and minimise in Python (the reference)."""
+    """``GD_PURE_PYTHON_DFA=1``: the reference pipeline, all Python: the NFA as lists
+    (:class:`_NFARef`), :func:`_determinize_py`, :func:`_prune_py`, :func:`_minimize_py`."""
     return os.environ.get("GD_PURE_PYTHON_DFA", "") == "1"
+
+
+def _new_nfa(grammar: Grammar, special_ids: dict[str, int], max_states: int, *,
+             max_nesting: int = DEFAULT_LIMITS.max_nesting,
+             deadline: _Deadline | None = None) -> "_NFA | _NFARef":
+    """An empty NFA builder: flat arrays (:class:`_NFA`), or the list reference
+    (:class:`_NFARef`) under ``GD_PURE_PYTHON_DFA=1``."""
+    cls = _NFARef if _pure_python_dfa() else _NFA
+    return cls(grammar, special_ids, max_states, max_nesting=max_nesting, deadline=deadline)
+
+
+def _nfa_lists(nfa: "_NFA | _NFARef") -> tuple[list, list, list]:
+    """(eps, edges, spec) per-state lists of either builder."""
+    if isinstance(nfa, _NFA):
+        return nfa.edge_lists()
+    return nfa.eps, nfa.edges, nfa.spec
 
 
 def _budget(deadline: "_Deadline | None") -> float:
@@ -438,65 +771,22 @@ def _deadline_passed(deadline: "_Deadline | None", step: str) -> LimitError:
                       f"{step}); simplify the grammar or raise the limit")
 
 
-def _nfa_arrays(nfa: "_NFA") -> tuple[np.ndarray, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``nfa`` as CSR int32 arrays for the native subset construction: (byte_class, n_classes,
-    eps_off, eps_tgt, mv_off, mv) where ``mv`` holds (symbol, target) pairs, a symbol being
-    a byte class or ``n_classes + special index``.  Same classes and moves as
-    :func:`_byte_classes` and the move lists of :func:`_determinize_py`, built in numpy."""
-    n = len(nfa.eps)
-    chain = itertools.chain.from_iterable
-    eps_off = np.zeros(n + 1, dtype=np.int32)
-    np.cumsum(np.fromiter(map(len, nfa.eps), dtype=np.int32, count=n), out=eps_off[1:])
-    eps_tgt = np.fromiter(chain(nfa.eps), dtype=np.int32, count=int(eps_off[-1]))
-    e_len = np.fromiter(map(len, nfa.edges), dtype=np.int64, count=n)
-    ne = int(e_len.sum())
-    ed = np.fromiter(chain(chain(nfa.edges)), dtype=np.int32, count=3 * ne).reshape(ne, 3)
-    lo, hi = ed[:, 0], ed[:, 1]
-    cut = np.zeros(257, dtype=bool)  # a class starts at 0 and at every lo and hi + 1
-    cut[0] = True
-    cut[lo] = True
-    cut[hi + 1] = True
-    bc = (np.cumsum(cut[:256]) - 1).astype(np.uint16)
-    ncls = int(bc[255]) + 1
-    clo = bc[lo].astype(np.int64)
-    cnt = bc[hi].astype(np.int64) - clo + 1
-    total = int(cnt.sum())
-    src = np.repeat(np.repeat(np.arange(n, dtype=np.int64), e_len), cnt)
-    sym = np.repeat(clo - (np.cumsum(cnt) - cnt), cnt) + np.arange(total, dtype=np.int64)
-    tgt = np.repeat(ed[:, 2], cnt)
-    if any(nfa.spec):
-        s_len = np.fromiter(map(len, nfa.spec), dtype=np.int64, count=n)
-        ns = int(s_len.sum())
-        sp = np.fromiter(chain(chain(nfa.spec)), dtype=np.int32, count=2 * ns).reshape(ns, 2)
-        src = np.concatenate((src, np.repeat(np.arange(n, dtype=np.int64), s_len)))
-        sym = np.concatenate((sym, ncls + sp[:, 0].astype(np.int64)))
-        tgt = np.concatenate((tgt, sp[:, 1]))
-        order = np.argsort(src, kind="stable")
-        src, sym, tgt = src[order], sym[order], tgt[order]
-    mv_off = np.zeros(n + 1, dtype=np.int32)
-    np.cumsum(np.bincount(src, minlength=n), out=mv_off[1:])
-    mv = np.empty(2 * len(sym), dtype=np.int32)
-    mv[0::2] = sym
-    mv[1::2] = tgt
-    return bc, ncls, eps_off, eps_tgt, mv_off, mv
-
-
-def _determinize(nfa: "_NFA", start: int, end: int, specials: tuple[str, ...], deadline: _Deadline,
+def _determinize(nfa: "_NFA | _NFARef", start: int, end: int, specials: tuple[str, ...], deadline: _Deadline,
                  max_states: int, what: str) -> DFA:
     """Subset construction of ``nfa`` from ``start`` (accepting where ``end`` is reached), in
-    C (``native/src/dfa_build.c``; the GIL is released): the same DFA, state numbering
-    included, as :func:`_determinize_py`, which ``GD_PURE_PYTHON_DFA=1`` selects."""
-    if _pure_python_dfa():
+    C from the builder's flat edge lists (``native/src/dfa_build.c``, which also makes the
+    byte classes; the GIL is released): the same DFA, state numbering included, as
+    :func:`_determinize_py`, which ``GD_PURE_PYTHON_DFA=1`` or a :class:`_NFARef` selects."""
+    if _pure_python_dfa() or isinstance(nfa, _NFARef):
         return _determinize_py(nfa, start, end, specials, deadline, max_states, what)
     step = "the subset construction"
     if deadline is not None:
         deadline.check(step)
-    bc, ncls, eps_off, eps_tgt, mv_off, mv = _nfa_arrays(nfa)
-    nsym = ncls + len(specials)
     failed: type[Exception] | None = None
     try:
-        tb, ab = _native.nfa_determinize(eps_off, eps_tgt, mv_off, mv, start, end, nsym,
-                                         min(max_states, 2**31 - 1), _budget(deadline))
+        bcb, ncls, tb, ab = _native.nfa_determinize_coo(
+            nfa.n, start, end, nfa.eps_src, nfa.eps_tgt, nfa.e_src, nfa.e_lo, nfa.e_hi, nfa.e_tgt,
+            nfa.sp_src, nfa.sp_k, nfa.sp_tgt, len(specials), min(max_states, 2**31 - 1), _budget(deadline))
     except (OverflowError, TimeoutError) as e:  # past max_states / past the deadline
         failed = type(e)
     if failed is TimeoutError:
@@ -504,33 +794,33 @@ def _determinize(nfa: "_NFA", start: int, end: int, specials: tuple[str, ...], d
     if failed is OverflowError:
         raise LimitError(f"{what}: automaton exceeds max_states={max_states} DFA states (limit "
                          "max_dfa_states); simplify the grammar or raise the limit")
-    trans = np.frombuffer(tb, dtype=np.int32).reshape(len(ab), nsym)
-    dfa = DFA(bc, trans, np.frombuffer(ab, dtype=bool), specials, ncls)
+    trans = np.frombuffer(tb, dtype=np.int32).reshape(len(ab), ncls + len(specials))
+    dfa = DFA(np.frombuffer(bcb, dtype=np.uint16), trans, np.frombuffer(ab, dtype=bool), specials, ncls)
     if deadline is not None:
         deadline.check(step)
     return dfa
 
 
-def _determinize_py(nfa: "_NFA", start: int, end: int, specials: tuple[str, ...], deadline: _Deadline,
+def _determinize_py(nfa: "_NFA | _NFARef", start: int, end: int, specials: tuple[str, ...], deadline: _Deadline,
                     max_states: int, what: str) -> DFA:
     """Subset construction of ``nfa`` from ``start`` (accepting where ``end`` is reached), in
     Python: the reference of the native :func:`_determinize`.  States are numbered in BFS
     order, the symbols of a state in increasing order."""
-    bc, ncls = _byte_classes(nfa.edges)
+    eps, edges, spec = _nfa_lists(nfa)
+    bc, ncls = _byte_classes(edges)
     nsym = ncls + len(specials)
 
     # per-NFA-state moves over classes
     moves: list[list[tuple[int, int]]] = []
-    for s in range(len(nfa.eps)):
+    for s in range(len(eps)):
         mv = []
-        for lo, hi, t in nfa.edges[s]:
+        for lo, hi, t in edges[s]:
             for c in range(int(bc[lo]), int(bc[hi]) + 1):
                 mv.append((c, t))
-        for k, t in nfa.spec[s]:
+        for k, t in spec[s]:
             mv.append((ncls + k, t))
         moves.append(mv)
 
-    eps = nfa.eps
     closure_cache: dict[frozenset, frozenset] = {}
 
     def closure(states: Iterable[int]) -> frozenset:
@@ -590,7 +880,7 @@ def _determinize_py(nfa: "_NFA", start: int, end: int, specials: tuple[str, ...]
 def _operand_dfa(node: Node, max_states: int, max_nfa: int, deadline: _Deadline, where: str) -> DFA | None:
     """Minimal DFA of a Ref-free, Special-free node, or None for the empty language."""
     g = Grammar("operand", (("operand", node),))
-    nfa = _NFA(g, {}, max_nfa, deadline=deadline)
+    nfa = _new_nfa(g, {}, max_nfa, deadline=deadline)
     nfa.max_dfa = max_states
     nfa.rules = [where.removeprefix("rule '").removesuffix("'")]
     start = nfa.new()
@@ -604,6 +894,9 @@ def _operand_dfa(node: Node, max_states: int, max_nfa: int, deadline: _Deadline,
 
 
 def _reaches_accept(dfa: DFA) -> bool:
+    if not _pure_python_dfa():
+        dist = _bfs(dfa.trans, np.zeros(1, dtype=np.int32))
+        return bool(dfa.accepting[dist >= 0].any())
     seen = {0}
     stack = [0]
     trans = dfa.trans
@@ -733,7 +1026,59 @@ def _reverse_edges(trans: np.ndarray) -> list[list[int]]:
     return _adjacency(trans, reverse=True)
 
 
+def _bfs(trans: np.ndarray, sources: np.ndarray, *, reverse: bool = False, col_ok: np.ndarray | None = None,
+         node_ok: np.ndarray | None = None) -> np.ndarray:
+    """int32[n]: fewest transitions from ``sources`` to each state (``reverse``: from each
+    state to ``sources``), -1 if unreachable, using only the columns in ``col_ok`` and the
+    states in ``node_ok`` (bool; None: all).  In C (``gd_dfa_bfs``)."""
+    n, nsym = trans.shape
+    dist = np.empty(n, dtype=np.int32)
+    if n == 0 or nsym == 0:
+        dist[:] = -1
+        return dist
+    _native.dfa_bfs(np.ascontiguousarray(trans, dtype=np.int32).reshape(-1), nsym,
+                    None if col_ok is None else np.ascontiguousarray(col_ok, dtype=np.uint8),
+                    None if node_ok is None else np.ascontiguousarray(node_ok, dtype=np.uint8),
+                    reverse, np.ascontiguousarray(sources, dtype=np.int32), dist)
+    return dist
+
+
 def _prune(dfa: DFA, usable_bytes: Sequence[bool] | None) -> DFA:
+    """``dfa`` without the states that cannot reach acceptance (using only ``usable_bytes``
+    and specials) or cannot be reached from the start over live states, numbered in their
+    old order.  Raises if the start state dies.  In C (``gd_dfa_prune``: two breadth-first
+    searches and the renumbering): the same DFA as :func:`_prune_py`, which
+    ``GD_PURE_PYTHON_DFA=1`` selects."""
+    if _pure_python_dfa():
+        return _prune_py(dfa, usable_bytes)
+    n, nsym = dfa.trans.shape
+    col_ok = None
+    if usable_bytes is not None:
+        if isinstance(usable_bytes, np.ndarray):
+            ub = usable_bytes[:256].astype(bool)
+        else:
+            ub = np.fromiter((bool(usable_bytes[b]) for b in range(256)), dtype=bool, count=256)
+        col_ok = np.zeros(nsym, dtype=np.uint8)
+        col_ok[dfa.n_classes:] = 1
+        col_ok[dfa.byte_class[ub]] = 1
+    out = np.empty(n * nsym, dtype=np.int32)
+    acc = np.empty(n, dtype=np.uint8)
+    k = _native.dfa_prune(np.ascontiguousarray(dfa.trans, dtype=np.int32).reshape(-1), nsym,
+                          np.ascontiguousarray(dfa.accepting, dtype=np.uint8), col_ok, out, acc)
+    if k == 0:
+        raise GrammarError("grammar accepts no string that this vocabulary can spell"
+                           if usable_bytes is not None else "grammar accepts no string")
+    t = out[:k * nsym].reshape(k, nsym).astype(state_dtype(k))
+    t.setflags(write=False)
+    a = acc[:k].astype(bool)
+    a.setflags(write=False)
+    bc = dfa.byte_class.copy()
+    bc.setflags(write=False)
+    return DFA(bc, t, a, dfa.specials, dfa.n_classes)
+
+
+def _prune_py(dfa: DFA, usable_bytes: Sequence[bool] | None) -> DFA:
+    """The reference of :func:`_prune`: Python searches over :func:`_adjacency` lists."""
     trans = dfa.trans
     if usable_bytes is not None:
         usable_cls = np.zeros(trans.shape[1], dtype=bool)

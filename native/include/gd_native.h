@@ -105,6 +105,36 @@ int gd_nfa_determinize(int32_t n_nfa, const int32_t *eps_off, const int32_t *eps
                        double budget_s, gd_dfa_table *out);
 void gd_dfa_table_free(gd_dfa_table *t);
 
+/* The same subset construction from flat edge lists, as the Python NFA builder emits them
+ * (decoding/backends/automaton.py, _NFA): n_eps epsilon edges eps_src[i] -> eps_tgt[i];
+ * n_edges byte-range edges e_src[i] --[e_lo[i], e_hi[i]]--> e_tgt[i]; n_spec special moves
+ * sp_src[i] --special sp_sym[i] (< n_specials)--> sp_tgt[i]; any order.  Writes the byte
+ * classes (byte_class[256]: a class starts at 0 and at every lo and hi + 1) and their
+ * number, and determinises over nsym = n_classes + n_specials symbols (a special k is
+ * symbol n_classes + k) exactly as gd_nfa_determinize.  Same return codes. */
+int gd_nfa_determinize_coo(int32_t n_nfa, int32_t start, int32_t end, size_t n_eps, const int32_t *eps_src,
+                           const int32_t *eps_tgt, size_t n_edges, const int32_t *e_src, const uint8_t *e_lo,
+                           const uint8_t *e_hi, const int32_t *e_tgt, size_t n_spec, const int32_t *sp_src,
+                           const int32_t *sp_sym, const int32_t *sp_tgt, int32_t n_specials, int32_t max_states,
+                           double budget_s, uint16_t *byte_class, int32_t *n_classes, gd_dfa_table *out);
+
+/* Breadth-first distances over the DFA trans (int32[n * nsym], -1 = no transition) from the
+ * states sources[0..n_sources): dist[s] (int32[n]) is the fewest transitions from a source
+ * to s (with `reverse`: from s to a source), -1 if none.  Only columns c with col_ok[c] and
+ * states s with node_ok[s] are used (NULL: all; a source outside node_ok is not entered).
+ * Returns the number of states reached, or GD_DFA_NOMEM / GD_DFA_INVALID. */
+int gd_dfa_bfs(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *col_ok, const uint8_t *node_ok,
+               int reverse, const int32_t *sources, size_t n_sources, int32_t *dist);
+
+/* Trimming, as decoding/backends/automaton.py `_prune_py`: a state is live if it reaches an
+ * accepting state over the columns with col_ok[c] (NULL: all), kept if live and reached
+ * from state 0 over live states (any column).  Kept states are renumbered in their old
+ * order into out_trans (int32[n * nsym] room; -1 for a transition to a dropped state) and
+ * out_accepting (uint8[n] room).  Returns the number kept, 0 if state 0 is not live, or
+ * GD_DFA_NOMEM / GD_DFA_INVALID. */
+int gd_dfa_prune(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *accepting, const uint8_t *col_ok,
+                 int32_t *out_trans, uint8_t *out_accepting);
+
 /* Minimisation of the DFA trans (int32[n * nsym], -1 = no transition; a missing transition
  * is its own class, distinct from every state) with accepting (uint8[n]): the coarsest
  * partition separating accepting states and, on each symbol, states whose targets are in

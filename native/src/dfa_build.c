@@ -16,6 +16,15 @@
  * initial partition.  This is the coarsest such partition, unique, so numbering the blocks
  * by their first state gives exactly what the Python refinement gives.
  *
+ * Edge lists (gd_nfa_determinize_coo): the NFA as the Python builder emits it, flat
+ * (source, lo, hi, target) byte-range edges, (source, target) epsilon edges and (source,
+ * special, target) moves; the byte classes (`_byte_classes`) and the CSR arrays are made
+ * here, then the subset construction above runs.
+ *
+ * Reachability (gd_dfa_bfs): breadth-first distances over a DFA table, forwards or over the
+ * reversed edges, restricted to some columns and states (`min_steps_to_accept`); trimming
+ * (gd_dfa_prune, `_prune`): two such searches and a renumbering.
+ *
  * Re-entrant: no global state; every allocation is freed on every path.  A cooperative
  * deadline is read from the monotonic clock every few tens of thousands of work units.
  */
@@ -439,6 +448,220 @@ void gd_dfa_table_free(gd_dfa_table *t) {
     free(t->trans);
     free(t->accepting);
     memset(t, 0, sizeof *t);
+}
+
+/* ------------------------------------------------------------------------- NFA edge lists */
+
+int gd_nfa_determinize_coo(int32_t n_nfa, int32_t start, int32_t end, size_t n_eps, const int32_t *eps_src,
+                           const int32_t *eps_tgt, size_t n_edges, const int32_t *e_src, const uint8_t *e_lo,
+                           const uint8_t *e_hi, const int32_t *e_tgt, size_t n_spec, const int32_t *sp_src,
+                           const int32_t *sp_sym, const int32_t *sp_tgt, int32_t n_specials, int32_t max_states,
+                           double budget_s, uint16_t *byte_class, int32_t *n_classes, gd_dfa_table *out) {
+    memset(out, 0, sizeof *out);
+    *n_classes = 0;
+    if (n_nfa <= 0 || n_nfa == INT32_MAX || n_specials < 0 || start < 0 || start >= n_nfa || end < 0 ||
+        end >= n_nfa)
+        return GD_DFA_INVALID;
+    for (size_t i = 0; i < n_eps; i++)
+        if (eps_src[i] < 0 || eps_src[i] >= n_nfa || eps_tgt[i] < 0 || eps_tgt[i] >= n_nfa) return GD_DFA_INVALID;
+    for (size_t i = 0; i < n_edges; i++)
+        if (e_src[i] < 0 || e_src[i] >= n_nfa || e_tgt[i] < 0 || e_tgt[i] >= n_nfa || e_lo[i] > e_hi[i])
+            return GD_DFA_INVALID;
+    for (size_t i = 0; i < n_spec; i++)
+        if (sp_src[i] < 0 || sp_src[i] >= n_nfa || sp_tgt[i] < 0 || sp_tgt[i] >= n_nfa || sp_sym[i] < 0 ||
+            sp_sym[i] >= n_specials)
+            return GD_DFA_INVALID;
+    /* byte classes: a class starts at 0 and at every lo and hi + 1 (the cuts of _byte_classes) */
+    uint8_t cut[257];
+    memset(cut, 0, sizeof cut);
+    cut[0] = 1;
+    for (size_t i = 0; i < n_edges; i++) {
+        cut[e_lo[i]] = 1;
+        cut[(size_t)e_hi[i] + 1] = 1;
+    }
+    int32_t ncls = 0;
+    for (int b = 0; b < 256; b++) {
+        ncls += cut[b];
+        byte_class[b] = (uint16_t)(ncls - 1);
+    }
+    if ((int64_t)ncls + n_specials > INT32_MAX) return GD_DFA_INVALID;
+    int32_t nsym = ncls + n_specials;
+    /* sizes: every (edge, class in its range) is one move */
+    size_t n_moves = n_spec;
+    for (size_t i = 0; i < n_edges; i++) n_moves += (size_t)(byte_class[e_hi[i]] - byte_class[e_lo[i]]) + 1;
+    if (n_eps > (size_t)INT32_MAX || n_moves > (size_t)INT32_MAX / 2) return GD_DFA_INVALID;
+    size_t nn = (size_t)n_nfa;
+    int rc = GD_DFA_NOMEM;
+    int32_t *eps_off = calloc(nn + 1, sizeof(int32_t));
+    int32_t *mv_off = calloc(nn + 1, sizeof(int32_t));
+    int32_t *pos = malloc(sizeof(int32_t) * nn);
+    int32_t *et = malloc(sizeof(int32_t) * (n_eps ? n_eps : 1));
+    int32_t *mv = malloc(sizeof(int32_t) * 2 * (n_moves ? n_moves : 1));
+    if (!eps_off || !mv_off || !pos || !et || !mv) goto done;
+    /* CSR by counting sort on the source state (the order within a state does not matter:
+     * closures are sets, moves are grouped by symbol) */
+    for (size_t i = 0; i < n_eps; i++) eps_off[eps_src[i] + 1]++;
+    for (size_t i = 0; i < n_edges; i++)
+        mv_off[e_src[i] + 1] += (int32_t)(byte_class[e_hi[i]] - byte_class[e_lo[i]]) + 1;
+    for (size_t i = 0; i < n_spec; i++) mv_off[sp_src[i] + 1]++;
+    for (size_t s = 0; s < nn; s++) {
+        eps_off[s + 1] += eps_off[s];
+        mv_off[s + 1] += mv_off[s];
+    }
+    memcpy(pos, eps_off, sizeof(int32_t) * nn);
+    for (size_t i = 0; i < n_eps; i++) et[pos[eps_src[i]]++] = eps_tgt[i];
+    memcpy(pos, mv_off, sizeof(int32_t) * nn);
+    for (size_t i = 0; i < n_edges; i++) {
+        int32_t t = e_tgt[i];
+        for (int32_t c = byte_class[e_lo[i]]; c <= byte_class[e_hi[i]]; c++) {
+            int32_t j = pos[e_src[i]]++;
+            mv[2 * (size_t)j] = c;
+            mv[2 * (size_t)j + 1] = t;
+        }
+    }
+    for (size_t i = 0; i < n_spec; i++) {
+        int32_t j = pos[sp_src[i]]++;
+        mv[2 * (size_t)j] = ncls + sp_sym[i];
+        mv[2 * (size_t)j + 1] = sp_tgt[i];
+    }
+    free(pos);
+    pos = NULL;
+    rc = gd_nfa_determinize(n_nfa, eps_off, et, mv_off, mv, start, end, nsym, max_states, budget_s, out);
+    if (rc == GD_DFA_OK) *n_classes = ncls;
+done:
+    free(eps_off);
+    free(mv_off);
+    free(pos);
+    free(et);
+    free(mv);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------- reachability */
+
+int gd_dfa_bfs(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *col_ok, const uint8_t *node_ok,
+               int reverse, const int32_t *sources, size_t n_sources, int32_t *dist) {
+    if (n < 0 || nsym <= 0) return GD_DFA_INVALID;
+    size_t nn = (size_t)n, ns = (size_t)nsym, ncell = nn * ns;
+    for (size_t i = 0; i < ncell; i++)
+        if (trans[i] < -1 || trans[i] >= n) return GD_DFA_INVALID;
+    for (size_t i = 0; i < n_sources; i++)
+        if (sources[i] < 0 || sources[i] >= n) return GD_DFA_INVALID;
+    int32_t *queue = malloc(sizeof(int32_t) * (nn ? nn : 1));
+    int32_t *off = NULL, *pred = NULL;
+    if (!queue) return GD_DFA_NOMEM;
+    if (reverse) { /* predecessors of each state over the allowed columns (CSR, counting sort) */
+        off = calloc(nn + 1, sizeof(int32_t));
+        if (!off) {
+            free(queue);
+            return GD_DFA_NOMEM;
+        }
+        size_t m = 0;
+        for (size_t s = 0; s < nn; s++)
+            for (size_t c = 0; c < ns; c++) {
+                int32_t t = trans[s * ns + c];
+                if (t >= 0 && (!col_ok || col_ok[c])) {
+                    off[t + 1]++;
+                    m++;
+                }
+            }
+        if (m > (size_t)INT32_MAX) {
+            free(queue);
+            free(off);
+            return GD_DFA_INVALID;
+        }
+        pred = malloc(sizeof(int32_t) * (m ? m : 1));
+        if (!pred) {
+            free(queue);
+            free(off);
+            return GD_DFA_NOMEM;
+        }
+        for (size_t q = 0; q < nn; q++) off[q + 1] += off[q];
+        /* fill from the back of each run: off[t] ends at the start of t's run */
+        for (size_t s = 0; s < nn; s++)
+            for (size_t c = 0; c < ns; c++) {
+                int32_t t = trans[s * ns + c];
+                if (t >= 0 && (!col_ok || col_ok[c])) pred[off[t]++] = (int32_t)s;
+            }
+        for (size_t q = nn; q > 0; q--) off[q] = off[q - 1];
+        off[0] = 0;
+    }
+    for (size_t s = 0; s < nn; s++) dist[s] = -1;
+    size_t head = 0, tail = 0;
+    for (size_t i = 0; i < n_sources; i++) {
+        int32_t s = sources[i];
+        if (dist[s] < 0 && (!node_ok || node_ok[s])) {
+            dist[s] = 0;
+            queue[tail++] = s;
+        }
+    }
+    while (head < tail) {
+        int32_t s = queue[head++], d = dist[s] + 1;
+        if (reverse) {
+            for (int32_t j = off[s]; j < off[s + 1]; j++) {
+                int32_t p = pred[j];
+                if (dist[p] < 0 && (!node_ok || node_ok[p])) {
+                    dist[p] = d;
+                    queue[tail++] = p;
+                }
+            }
+        } else {
+            const int32_t *row = trans + (size_t)s * ns;
+            for (size_t c = 0; c < ns; c++) {
+                int32_t t = row[c];
+                if (t >= 0 && (!col_ok || col_ok[c]) && dist[t] < 0 && (!node_ok || node_ok[t])) {
+                    dist[t] = d;
+                    queue[tail++] = t;
+                }
+            }
+        }
+    }
+    free(queue);
+    free(off);
+    free(pred);
+    return (int)tail;
+}
+
+int gd_dfa_prune(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *accepting, const uint8_t *col_ok,
+                 int32_t *out_trans, uint8_t *out_accepting) {
+    if (n <= 0 || nsym <= 0) return GD_DFA_INVALID;
+    size_t nn = (size_t)n, ns = (size_t)nsym;
+    int rc = GD_DFA_NOMEM;
+    int32_t *live = malloc(sizeof(int32_t) * nn), *reach = malloc(sizeof(int32_t) * nn);
+    int32_t *src = malloc(sizeof(int32_t) * nn);
+    uint8_t *ok = malloc(nn);
+    if (!live || !reach || !src || !ok) goto done;
+    size_t na = 0;
+    for (size_t s = 0; s < nn; s++)
+        if (accepting[s]) src[na++] = (int32_t)s;
+    rc = gd_dfa_bfs(trans, n, nsym, col_ok, NULL, 1, src, na, live);
+    if (rc < 0) goto done;
+    if (live[0] < 0) {
+        rc = 0;
+        goto done;
+    }
+    for (size_t s = 0; s < nn; s++) ok[s] = live[s] >= 0;
+    src[0] = 0;
+    rc = gd_dfa_bfs(trans, n, nsym, NULL, ok, 0, src, 1, reach);
+    if (rc < 0) goto done;
+    /* new numbers in the old order; a kept state's live targets are kept (reached through it) */
+    int32_t k = 0;
+    for (size_t s = 0; s < nn; s++) reach[s] = reach[s] >= 0 ? k++ : -1;
+    for (size_t s = 0; s < nn; s++) {
+        int32_t i = reach[s];
+        if (i < 0) continue;
+        const int32_t *row = trans + s * ns;
+        int32_t *o = out_trans + (size_t)i * ns;
+        for (size_t c = 0; c < ns; c++) o[c] = row[c] >= 0 ? reach[row[c]] : -1;
+        out_accepting[i] = accepting[s] ? 1 : 0;
+    }
+    rc = k;
+done:
+    free(live);
+    free(reach);
+    free(src);
+    free(ok);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------- minimisation */
