@@ -48,6 +48,11 @@ class Vocab:
     def n_tokens(self) -> int:
         return len(self.token_bytes)
 
+    @cached_property
+    def max_token_bytes(self) -> int:
+        """Length in bytes of the longest token."""
+        return max((len(b) for b in self.token_bytes), default=0)
+
     @property
     def can_tokenize(self) -> bool:
         """Whether :meth:`tokenize` has llama.cpp's tokenizer (a Vocab read from a model)."""

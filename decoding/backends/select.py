@@ -18,6 +18,7 @@ from dataclasses import replace
 
 from decoding.backends.automaton import DEFAULT_MAX_STATES
 from decoding.backends.contract import CompiledGrammar
+from decoding.backends.counted import compile_counted, window
 from decoding.backends.dfa.index import compile_dfa_grammar
 from decoding.backends.masks import DEFAULT_MAX_MASKS
 from decoding.backends.pushdown.index import compile_grammar_pushdown
@@ -29,10 +30,13 @@ from decoding.vocab import Vocab
 
 __all__ = ["compile_grammar", "BACKENDS", "AUTO_PUSHDOWN_ABOVE"]
 
-BACKENDS = ("auto", "dfa", "pushdown")
+BACKENDS = ("auto", "dfa", "pushdown", "counted")
 #: above this IR size estimate (NFA states with refs expanded) ``backend="auto"`` goes
 #: straight to the pushdown back-end instead of trying to build the explicit DFA first
 AUTO_PUSHDOWN_ABOVE = 300_000
+#: above this estimate (or over the limits) ``backend="auto"`` first tries counting the large
+#: bounded repetitions (:mod:`decoding.backends.counted`); below it the unrolled DFA is cheap
+COUNT_ABOVE = 20_000
 
 
 def compile_grammar(grammar: Grammar, vocab: Vocab, *, max_states: int = DEFAULT_MAX_STATES,
@@ -45,19 +49,71 @@ def compile_grammar(grammar: Grammar, vocab: Vocab, *, max_states: int = DEFAULT
     ``backend``: ``"dfa"`` (one explicit byte DFA, refs inlined: fastest masks, exact
     budgets, can be precompiled to artifacts; LimitError above ``max_states``),
     ``"pushdown"`` (one small DFA per rule plus a stack; same language, for grammars too
-    large to unroll) or ``"auto"`` (the DFA when it fits, else pushdown).  ``eager`` does
+    large to unroll), ``"counted"`` (:mod:`decoding.backends.counted`: the DFA with large
+    bounded repetitions counted, not unrolled; GrammarError if there is none it can count) or
+    ``"auto"`` (counted when that helps, else the DFA when it fits, else pushdown).  ``eager`` does
     the mask work now (every state for the DFA, the start for pushdown).  ``limits``
     (default :data:`~decoding.limits.DEFAULT_LIMITS`) bounds the compile: LimitError naming
-    the rule and the limit."""
+    the rule and the limit.  With ``"auto"``, a grammar estimated above ``COUNT_ABOVE`` NFA
+    states unrolled is first tried counted (it gives up at once when its own estimate is too
+    large); the other back-ends get what is left of ``max_compile_seconds``."""
     if backend not in BACKENDS:
         raise GrammarError(f"compile_grammar: backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
     lim = DEFAULT_LIMITS if limits is None else limits
     t0 = time.monotonic()
+    if backend == "counted":
+        cg = compile_counted(grammar, vocab, limits=lim, grammar_key=grammar_key,
+                             meta=dict(meta or {}, backend="counted"), max_masks=max_masks, max_states=max_states)
+        if cg is None:
+            raise GrammarError(f"grammar '{grammar.start}': the counted back-end found no repetition it can "
+                               f"count (none above {window(vocab) + 1} units with unambiguous units, or the "
+                               "counted automaton is too large or lets two counters overlap)")
+        return cg.precompute() if eager else cg
     if backend == "auto":
         try:
-            if check_size(grammar, lim).states > AUTO_PUSHDOWN_ABOVE:
-                backend = "pushdown"
-        except LimitError:  # too large to inline: the pushdown back-end may still fit
+            unrolled = check_size(grammar, lim).states
+        except LimitError:
+            unrolled = None
+        if unrolled is None or unrolled > COUNT_ABOVE:  # large: count big repetitions if it can
+            try:
+                counted = compile_counted(grammar, vocab, limits=lim, grammar_key=grammar_key,
+                                          meta=dict(meta or {}, backend="counted"), max_masks=max_masks,
+                                          max_states=max_states)
+            except LimitError:
+                counted = None  # too large even counted: the other back-ends in what time is left
+            if counted is not None:
+                return counted.precompute() if eager else counted
+            left = lim.max_compile_seconds - (time.monotonic() - t0)  # one budget for every try
+            if left <= 0:
+                raise LimitError(f"grammar '{grammar.start}': compiling took longer than "
+                                 f"max_compile_seconds={lim.max_compile_seconds:g}",
+                                 limit="max_compile_seconds", value=lim.max_compile_seconds)
+            try:
+                return _compile_rest(grammar, vocab, unrolled, replace(lim, max_compile_seconds=left), t0=time.monotonic(),
+                                     max_states=max_states, grammar_key=grammar_key, meta=meta,
+                                     max_masks=max_masks, eager=eager)
+            except LimitError as e:
+                raise _name_budget(e, left, lim.max_compile_seconds) from None
+        return _compile_rest(grammar, vocab, unrolled, lim, t0=t0, max_states=max_states, grammar_key=grammar_key,
+                             meta=meta, max_masks=max_masks, eager=eager)
+    return _compile_rest(grammar, vocab, None, lim, t0=t0, max_states=max_states, grammar_key=grammar_key,
+                         meta=meta, max_masks=max_masks, eager=eager, backend=backend)
+
+
+def _name_budget(e: LimitError, left: float, total: float) -> LimitError:
+    """``e`` naming the grammar's whole budget instead of what was left of it."""
+    if f"max_compile_seconds={left:g}" not in str(e):
+        return e
+    return LimitError(str(e).replace(f"max_compile_seconds={left:g}", f"max_compile_seconds={total:g}"),
+                      pointer=e.pointer, limit="max_compile_seconds", value=total)
+
+
+def _compile_rest(grammar: Grammar, vocab: Vocab, unrolled: int | None, lim: Limits, *, t0: float,
+                  max_states: int, grammar_key: str, meta: dict | None, max_masks: int, eager: bool,
+                  backend: str = "auto") -> CompiledGrammar:
+    """The DFA or pushdown back-end (``backend``; ``"auto"``: by the unrolled estimate)."""
+    if backend == "auto":
+        if unrolled is None or unrolled > AUTO_PUSHDOWN_ABOVE:
             backend = "pushdown"
     if backend == "pushdown":
         check_size(grammar, lim, inline=False)

@@ -18,6 +18,12 @@ automaton builds it as one loop) counts ``x`` once.
 - :func:`check_size`: both estimates against :class:`~decoding.limits.Limits`, raising a
   :class:`~decoding.errors.LimitError` that names the rule and the limit.
 
+``counted=True`` (the front-ends and ``backend="auto"``) estimates a repetition the counted
+back-end (:mod:`decoding.backends.counted`) can count: a non-empty item with known, single-
+parse first bytes repeated more than ``COUNTED_WINDOW + 1`` times costs about
+``COUNTED_WINDOW + 2`` copies per bound instead of one copy per unit.  The default
+(``counted=False``) is the explicit DFA's own unrolled size.
+
 Invariants
 - Every walk here is iterative (an explicit stack): a chain of 100,000 rules or groups
   nested 100,000 deep costs time, never a ``RecursionError``.
@@ -34,7 +40,11 @@ from decoding.errors import LimitError
 from decoding.ir.nodes import ByteSet, Choice, Dfa, Diff, Grammar, Inter, Lit, Node, Ref, Repeat, Seq
 from decoding.limits import DEFAULT_LIMITS, Limits
 
-__all__ = ["estimate_size", "node_size", "node_work", "estimate_work", "check_size", "is_sep_loop", "Estimate"]
+#: the window ``K`` the estimates assume for counted repetitions (one more than the longest
+#: token of the shared vocabularies, 128 bytes)
+COUNTED_WINDOW = 129
+
+__all__ = ["COUNTED_WINDOW", "estimate_size", "node_size", "node_work", "estimate_work", "check_size", "is_sep_loop", "Estimate"]
 
 
 def is_sep_loop(x: Node, r: Node) -> bool:
@@ -59,12 +69,14 @@ class Estimate:
     amb: bool = False
     #: first symbols (bit b for byte b, bit 256 for any special; all bits when unknown)
     first: int = (1 << 257) - 1  # unknown: every symbol
+    #: holds a Ref counted as one symbol (its language unknown here)
+    refs: bool = False
 
 
 _ALL = (1 << 257) - 1
 # a Ref seen as one symbol (the pushdown back-end's call), or a recursive Ref inlined as
 # nothing: its language is unknown here (first = every symbol, never "known ambiguous")
-_ONE = Estimate(1, 1, 1, 0)
+_ONE = Estimate(1, 1, 1, 0, refs=True)
 _ZERO = Estimate(0, 0, 0, 0, False, 0)
 _SPECIAL = Estimate(1, 1, 1, 0, False, 1 << 256)
 
@@ -100,7 +112,18 @@ def _lead(n: Node) -> bytes:
     return b""
 
 
-def _combine(n: Node, kids: list[Estimate]) -> Estimate:
+def _counted_copies(n: Repeat, e: Estimate) -> int | None:
+    """Copies of the item a counted repetition keeps, or None when it is not countable."""
+    big = COUNTED_WINDOW + 1
+    room = None if n.max is None else n.max - n.min
+    if not (n.min > big or (room is not None and room > big)):
+        return None
+    if e.lo == 0 or e.amb or e.refs or e.first == _ALL or (e.first >> 256) & 1:
+        return None
+    return min(n.min, big + 1) + (1 if room is None else min(room, big + 1))
+
+
+def _combine(n: Node, kids: list[Estimate], counted: bool = False) -> Estimate:
     """Estimate of a non-Ref node from its children's (in order)."""
     if isinstance(n, Lit):
         k = len(n.data)
@@ -117,7 +140,7 @@ def _combine(n: Node, kids: list[Estimate]) -> Estimate:
                 break
         return Estimate(states, sum(e.lo for e in kids),
                         None if None in his else sum(his),  # type: ignore[arg-type]
-                        sum(e.work for e in kids), any(e.amb for e in kids), first)
+                        sum(e.work for e in kids), any(e.amb for e in kids), first, any(e.refs for e in kids))
     if isinstance(n, Choice):
         if not kids:
             return Estimate(2, 0, 0, 0, False, 0)
@@ -134,10 +157,13 @@ def _combine(n: Node, kids: list[Estimate]) -> Estimate:
             amb = not all(leads) or any(b.startswith(a) for a, b in zip(leads, leads[1:]))
         return Estimate(2 + sum(e.states + 1 for e in kids), min(e.lo for e in kids),
                         None if None in his else max(his),  # type: ignore[type-var]
-                        sum(e.work for e in kids), amb, first)
+                        sum(e.work for e in kids), amb, first, any(e.refs for e in kids))
     if isinstance(n, Repeat):
         e = kids[0]
         copies = n.min + (1 if n.max is None else n.max - n.min)
+        cc = _counted_copies(n, e) if counted else None
+        if cc is not None:
+            copies = cc
         states = e.states * copies + 2
         hi = None if n.max is None or e.hi is None else e.hi * n.max
         work = e.work * copies
@@ -151,7 +177,7 @@ def _combine(n: Node, kids: list[Estimate]) -> Estimate:
                 work += states * states
             else:
                 work += states * states // max(1, e.states) * (copies if e.amb else 1)
-        return Estimate(states, e.lo * n.min, hi, work, e.amb, e.first if n.max != 0 else 0)
+        return Estimate(states, e.lo * n.min, hi, work, e.amb, e.first if n.max != 0 else 0, e.refs)
     if isinstance(n, ByteSet):
         return Estimate(1, 1, 1, 0, False, _byte_mask(n.ranges))
     if isinstance(n, Dfa):
@@ -178,7 +204,7 @@ def _combine(n: Node, kids: list[Estimate]) -> Estimate:
 
 def _fold(root: Node, ref: Callable[[Ref], Estimate | None], memo: dict[int, Estimate],
           enter: Callable[[Ref], Node | None], leave: Callable[[Ref, Estimate], Estimate],
-          cacheable: Callable[[], bool]) -> Estimate:
+          cacheable: Callable[[], bool], counted: bool = False) -> Estimate:
     """Post-order evaluation of ``root`` with an explicit stack.
 
     ``ref(r)`` gives a Ref's estimate when known; otherwise ``enter(r)`` returns the rule
@@ -198,7 +224,7 @@ def _fold(root: Node, ref: Callable[[Ref], Estimate | None], memo: dict[int, Est
             base = marks.pop()
             kids = out[base:]
             del out[base:]
-            est = _combine(node, kids)  # type: ignore[arg-type]
+            est = _combine(node, kids, counted)  # type: ignore[arg-type]
             if cacheable():
                 memo[id(node)] = est
             out.append(est)
@@ -233,27 +259,28 @@ def _fold(root: Node, ref: Callable[[Ref], Estimate | None], memo: dict[int, Est
     return out[-1]
 
 
-def _node_estimate(node: Node) -> Estimate:
-    return _fold(node, lambda r: _ONE, {}, lambda r: None, lambda r, e: e, lambda: True)
+def _node_estimate(node: Node, counted: bool = False) -> Estimate:
+    return _fold(node, lambda r: _ONE, {}, lambda r: None, lambda r, e: e, lambda: True, counted)
 
 
-def node_size(node: Node) -> int:
+def node_size(node: Node, *, counted: bool = False) -> int:
     """Rough NFA-state count of ``node`` with each Ref counted as one symbol (a call of the
     pushdown back-end)."""
-    return _node_estimate(node).states
+    return _node_estimate(node, counted).states
 
 
-def node_work(node: Node) -> int:
+def node_work(node: Node, *, counted: bool = False) -> int:
     """Subset-construction work estimate of ``node`` alone (see :func:`estimate_work`), each
     Ref counted as one symbol, like :func:`node_size`."""
-    return _node_estimate(node).work
+    return _node_estimate(node, counted).work
 
 
 class _Inline:
     """Refs expanded; a rule referred to from inside itself counts ``max_depth`` times."""
 
-    def __init__(self, g: Grammar) -> None:
+    def __init__(self, g: Grammar, counted: bool = False) -> None:
         self.g = g
+        self.counted = counted
         self.memo: dict[int, Estimate] = {}
         self.rule: dict[str, Estimate] = {}
         self.active: list[str] = []
@@ -286,7 +313,7 @@ class _Inline:
     def run(self) -> Estimate:
         start = self.g.start
         est = _fold(self.g.rule(start), self.ref, self.memo, self.enter, self.leave,
-                    lambda: not self.active_set)
+                    lambda: not self.active_set, self.counted)
         self.done.append((start, est))
         return est
 
@@ -310,7 +337,7 @@ def estimate_work(g: Grammar, *, inline: bool = True) -> int:
 
 
 def check_size(g: Grammar, limits: Limits = DEFAULT_LIMITS, *, inline: bool = True,
-               where: str = "") -> Estimate:
+               where: str = "", counted: bool = False) -> Estimate:
     """Raise :class:`LimitError` when ``g`` is estimated above ``limits.max_nfa_states``
     NFA states or ``limits.max_compile_work`` subset-construction work, naming the first
     rule (in the order estimates complete, so the innermost culprit) whose estimate is
@@ -320,11 +347,11 @@ def check_size(g: Grammar, limits: Limits = DEFAULT_LIMITS, *, inline: bool = Tr
     prefixes the message (a source name).  Returns the whole grammar's estimate."""
     prefix = f"{where}: " if where else ""
     if inline:
-        ev = _Inline(g)
+        ev = _Inline(g, counted)
         total = ev.run()
         rules = ev.done
     else:
-        rules = [(name, _node_estimate(node)) for name, node in g.rules]
+        rules = [(name, _node_estimate(node, counted)) for name, node in g.rules]
         total = max((e for _, e in rules), key=lambda e: e.states)
     for name, e in rules:
         if e.states > limits.max_nfa_states:

@@ -8,8 +8,9 @@ end-of-generation is allowed in accepting states.
 Invariant: if ``completion_cost(0) <= max_tokens``, every walk under the budgeted mask ends
 complete after at most ``max_tokens`` text tokens (the contract guarantees that from a state
 of cost ``c > 0`` some allowed token has cost ``<= c - 1``).  Costs are exact on the DFA
-back-end and an upper bound (bytes) on pushdown, so there a budget may forbid a token that
-could in fact still close.
+back-end, an upper bound (bytes) on pushdown and inside a counted minimum on the counted
+back-end (:mod:`decoding.backends.counted`), so there a budget may forbid a token that could
+in fact still close.
 
 Per compiled grammar, the largest successor cost of each state and the budgeted masks
 (a pure function of state and tokens left) are shared by all its matchers in a
@@ -29,7 +30,10 @@ from decoding.weakmemo import WeakMemo
 
 __all__ = ["BudgetMatcher", "BudgetMemo", "budget_memo"]
 
-_MAX_CACHED_MASKS = 2048  # budgeted masks kept per compiled grammar (each holds one mask)
+_MAX_CACHED_MASKS = 2048
+#: how each back-end's cost is counted, for the "too small" message
+_COST_NOTE = {"pushdown": ", counting one token per byte",
+              "counted": ", an upper bound where a minimum count is still to reach"}  # budgeted masks kept per compiled grammar (each holds one mask)
 
 
 class BudgetMemo:
@@ -89,7 +93,7 @@ class BudgetMatcher(Matcher):
         if need > self.max_tokens:
             raise GrammarError(f"max_tokens={max_tokens} is too small: the shortest complete output "
                                f"needs {need} tokens with this vocabulary ({compiled.backend} back-end"
-                               f"{'' if compiled.backend == 'dfa' else ', counting one token per byte'})")
+                               f"{_COST_NOTE.get(compiled.backend, '')})")
         self._memo = budget_memo(compiled)
 
     @property

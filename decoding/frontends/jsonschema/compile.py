@@ -36,11 +36,11 @@ from decoding.frontends.jsonschema.logic import BOOLEAN_DEPTH, Logic, count_list
 
 
 def _node_work(node: Node) -> int:
-    """Subset-construction work estimate of one rule (Refs count as one symbol)."""
-    from decoding.ir import size
+    """Subset-construction work estimate of one rule (Refs count as one symbol; large
+    repetitions as the counted back-end builds them)."""
+    from decoding.ir.size import node_work
 
-    fn = getattr(size, "node_work", None)
-    return fn(node) if fn is not None else size._node_estimate(node).work  # until size.py exports node_work
+    return node_work(node, counted=True)
 
 __all__ = ["SchemaGrammar", "compile_schema", "DEFAULT_MAX_DEPTH", "DEFAULT_MAX_WS",
            "DEFAULT_FREE_DEPTH", "DEFAULT_MAX_NFA", "EXTRA_PROPERTIES", "FORMAT_MODES", "UNTYPED"]
@@ -540,7 +540,7 @@ class _Compiler:
         limits; else a :class:`LimitError` at ``ptr/kw`` (the keyword whose repetition or
         list made it large).  Checked where the node is built, before any automaton."""
         where = pointer_join(ptr, kw) if kw else ptr
-        states = node_size(node)
+        states = node_size(node, counted=True)
         if states > self.max_nfa:
             raise _limit(where, f"'{kw or 'schema'}' expands to about {states} automaton states",
                          "max_nfa", self.max_nfa, states)
@@ -1826,7 +1826,7 @@ def _check_rules(g: Grammar, c: _Compiler) -> None:
     for name, node in g.rules:
         if node in seen:
             continue
-        states, work = node_size(node), _node_work(node)
+        states, work = node_size(node, counted=True), _node_work(node)
         seen[node] = (states, work, name)
         if states > c.max_nfa:
             raise _limit(_rule_pointer(name), f"rule '{name}' expands to about {states} automaton states",

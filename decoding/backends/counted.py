@@ -1,0 +1,663 @@
+"""Counted repetition: a bounded loop with a large count (``maxLength: 131072``,
+``maxItems: 100000``, ``minLength: 5000``) compiled with a counter instead of unrolled.
+
+The explicit byte DFA of ``U{m,n}`` has about ``n`` copies of ``U``.  Here a *middle*, a
+plain ``U*`` loop, is followed by ``K`` explicit copies, and a counter says when the middle
+has done its number of units ``X``:
+
+- need part ``U{m}`` (``m > K+1``): ``<en> U* <tp> U{K}``, the middle does exactly
+  ``X = m - K`` units and has no exit;
+- room part ``U{0,r}`` (``r > K+1``): ``<en> U* (<tp> U{0,K})?``, the middle does at most
+  ``X = r - K`` units and may exit after any of them.
+
+``<en>`` and ``<tp>`` are marker symbols no token spells.  ``K`` is one more than the most
+units one token can hold (units are at least one byte: the longest token's length + 1).
+
+Why the masks stay exact (the invariant everything rests on): a token completes at most
+``K - 1`` units, so from anywhere in a middle it can never reach the end of the ``K``
+explicit units after ``<tp>``.  The mask of a middle state therefore does not depend on the
+counter: it is the mask of the same state with ``<tp>`` removed (no token crosses it) and
+``<en>`` made transparent (the row of a state with an ``<en>`` move is its own row merged with
+the middle's first row, so a token goes on into the middle).
+The masks come from one ordinary :class:`~decoding.backends.dfa.index.DFAGrammar` over that
+table, memoized per state, with the plain-text shortcut for string bodies.
+
+Stepping is exact: a state is ``(dfa state, units started in the current middle)``.  In a
+state with an ``<en>`` move, a byte its own row does not have takes ``<en>`` first (counter
+0); in a state with a ``<tp>`` move (a unit is complete), a byte that starts a unit either
+counts it or, when ``X`` units are done, takes ``<tp>`` first.  A unit qualifies only when that is unambiguous: it is not nullable, no byte
+that starts a unit can extend a complete one, and (checked on the built automaton) a unit
+once started can only leave the middle by completing.  Otherwise the loop is left as it was.
+
+Budgets: ``completion_cost`` is the fewest tokens outside need middles and an upper bound
+inside them: costs over the token graph with ``<en>`` free, ``<tp>`` of a room middle free
+and ``<tp>`` of a need middle weighing ``f(X)``, where ``f(r)`` is the cost of a real way to
+write ``r`` units (``r // P`` tokens of the most units one token takes, then a fewest-coins
+table); with ``c`` units done the middle costs ``f(X - c)`` instead.  ``successor_costs``
+gives exactly the ``completion_cost`` of the state each token leads to.
+
+Artifacts hold explicit DFAs only: a counted grammar is not written to one (ArtifactError).
+"""
+
+from __future__ import annotations
+
+import heapq
+import threading
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from decoding.backends.automaton import DFA, compile_dfa
+from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN
+from decoding.backends.dfa.index import DFAGrammar
+from decoding.backends.masks import DEFAULT_MAX_MASKS
+from decoding.errors import GrammarError, LimitError
+from decoding.ir import EMPTY, Choice, Dfa, Diff, Grammar, Inter, Node, Repeat, Seq, Special
+from decoding.limits import DEFAULT_LIMITS, Limits
+from decoding.vocab import Vocab
+
+__all__ = ["CountedGrammar", "Loop", "compile_counted", "rewrite", "window"]
+
+MARK = "\x00count\x00"
+#: states of the largest unit DFA checked (a bigger unit is left unrolled)
+MAX_UNIT_STATES = 4096
+#: the counted form is tried only when its estimate (NFA states) is at most this; larger
+#: grammars go to the other back-ends at once
+COUNTED_AT_MOST = 100_000
+
+
+def window(vocab: Vocab) -> int:
+    """``K``: one more than the most bytes (hence units) of one token."""
+    return vocab.max_token_bytes + 1
+
+
+@dataclass(frozen=True)
+class Loop:
+    """One counted middle: ``X`` units exactly (``need``) or at most (room)."""
+    index: int
+    x: int
+    need: bool
+    first: frozenset  # bytes a unit starts with
+    unit: Dfa | None = None  # the unit's minimal automaton (prefix-free: accepting states are final)
+
+    @property
+    def en(self) -> str:
+        return f"{MARK}en{self.index}"
+
+    @property
+    def tp(self) -> str:
+        return f"{MARK}tp{self.index}"
+
+
+# ----------------------------------------------------------------------------- IR rewrite
+
+def rewrite(grammar: Grammar, k: int, *, limits: Limits | None = None) -> tuple[Grammar, tuple[Loop, ...]]:
+    """``grammar`` with every qualifying large ``Repeat`` turned into a counted middle (see the
+    module docstring); the loops made.  Nodes under ``Inter``/``Diff``/``Dfa`` are not touched
+    (their operands are built separately by product construction)."""
+    loops: list[Loop] = []
+    units: dict[Node, tuple[frozenset, Dfa] | None] = {}
+
+    def unit_first(item: Node) -> tuple[frozenset, Dfa] | None:
+        if item not in units:
+            units[item] = _unit(item, grammar, limits)
+        return units[item]
+
+    def go(n: Node) -> tuple[Node, bool]:
+        """(``n`` rewritten, whether it now holds a marker)."""
+        if isinstance(n, (Seq, Choice)):
+            done = [go(x) for x in n.items]
+            items = tuple(x for x, _ in done)
+            marked = any(m for _, m in done)
+            return (n if items == n.items else type(n)(items)), marked
+        if not isinstance(n, Repeat):
+            return n, False
+        item, marked = go(n.item)
+        lo, hi = n.min, n.max
+        big_need = lo > k + 1
+        big_room = hi is not None and hi - lo > k + 1
+        if not (big_need or big_room) or marked:
+            return (n if item is n.item else Repeat(item, lo, hi)), marked
+        found = unit_first(item)
+        if found is None:
+            return (n if item is n.item else Repeat(item, lo, hi)), False
+        first, item = found  # the unit as its minimal automaton: a few NFA states per copy
+        parts: list[Node] = []
+        if big_need:
+            lp = Loop(len(loops), lo - k, True, first, item)
+            loops.append(lp)
+            parts += [Special(lp.en), Repeat(item, 0, None), Special(lp.tp), Repeat(item, k, k)]
+        elif lo:
+            parts.append(Repeat(item, lo, lo))
+        if hi is None:
+            parts.append(Repeat(item, 0, None))
+        elif big_room:
+            lp = Loop(len(loops), hi - lo - k, False, first, item)
+            loops.append(lp)
+            parts += [Special(lp.en), Repeat(item, 0, None), Choice((Seq((Special(lp.tp), Repeat(item, 0, k))), EMPTY))]
+        elif hi > lo:
+            parts.append(Repeat(item, 0, hi - lo))
+        return Seq(tuple(parts)), True
+
+    rules = tuple((name, go(node)[0]) for name, node in grammar.rules)
+    if not loops:
+        return grammar, ()
+    return Grammar(grammar.start, rules, grammar.max_depth), tuple(loops)
+
+
+def _unit(item: Node, grammar: Grammar, limits: Limits | None) -> tuple[frozenset, Dfa] | None:
+    """The bytes ``item`` starts with and its minimal automaton as an IR leaf, if it is a unit
+    that can be counted unambiguously (not nullable, no special, and no first byte that
+    extends a complete unit); else None."""
+    from decoding.ir import walk
+
+    if any(isinstance(x, (Special, Inter, Diff, Dfa)) for x in walk(item)):
+        return None
+    name = "\x00unit"
+    try:
+        d = compile_dfa(Grammar(name, grammar.rules + ((name, item),), grammar.max_depth),
+                        max_states=MAX_UNIT_STATES, limits=limits)
+    except (LimitError, GrammarError):
+        return None
+    if (d.trans[:, d.n_classes:] >= 0).any() or d.accepting[0]:  # a special in the unit, or empty
+        return None
+    bc = d.byte_class.astype(np.intp)
+    trans = d.trans[:, :d.n_classes]
+    first = {b for b in range(256) if trans[0, bc[b]] >= 0}
+    for s in np.nonzero(d.accepting)[0].tolist():
+        if any(trans[s, bc[b]] >= 0 for b in first):
+            return None
+    edges = []
+    for s in range(d.n_states):
+        es = []
+        lo = 0
+        for b in range(1, 257):
+            if b == 256 or bc[b] != bc[lo]:
+                t = int(trans[s, bc[lo]])
+                if t >= 0:
+                    es.append((lo, b - 1, t))
+                lo = b
+        edges.append(tuple(es))
+    return frozenset(first), Dfa(tuple(edges), tuple(int(a) for a in np.nonzero(d.accepting)[0]))
+
+
+# ----------------------------------------------------------------------------- compiled form
+
+@dataclass(eq=False)
+class CountedGrammar:
+    """A grammar with counted middles, for one tokenizer; satisfies
+    :class:`~decoding.backends.contract.CompiledGrammar`.  States are interned pairs
+    ``(dfa state, units started in the current middle)``; 0 is the start."""
+
+    dfa: DFA  # with the marker columns
+    loops: tuple[Loop, ...]
+    inner: DFAGrammar  # marker columns removed, <en> rows made transparent: the masks
+    grammar_key: str = ""
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        d = self.dfa
+        self.vocab = self.inner.vocab
+        self.special_token_ids = self.inner.special_token_ids
+        self._trans = d.trans[:, :d.n_classes].astype(np.int64).tolist()
+        self._bc = d.byte_class.astype(np.int64).tolist()
+        self._acc = self.inner.dfa.accepting.tolist()  # a prefix's end accepts if <en> leads to acceptance
+        n = d.n_states
+        col = {t: j for j, t in enumerate(d.specials)}
+        self._en = [-1] * n  # target of the <en> move, or -1
+        self._tp = [-1] * n  # target of the <tp> move (-1: none)
+        self._loop_of_tp = [-1] * n
+        self._mid = [-1] * n  # loop whose middle holds the state
+        self._first = [[False] * 256 for _ in self.loops]
+        for lp in self.loops:
+            for b in lp.first:
+                self._first[lp.index][b] = True
+            if lp.en in col:
+                for s in np.nonzero(d.trans[:, d.n_classes + col[lp.en]] >= 0)[0].tolist():
+                    self._en[s] = int(d.trans[s, d.n_classes + col[lp.en]])
+            if lp.tp in col:
+                for s in np.nonzero(d.trans[:, d.n_classes + col[lp.tp]] >= 0)[0].tolist():
+                    self._tp[s] = int(d.trans[s, d.n_classes + col[lp.tp]])
+                    self._loop_of_tp[s] = lp.index
+        self._lock = threading.RLock()  # _costs holds it while _successors takes it
+        self._states: list[tuple[int, int]] = [(0, 0)]
+        self._ids: dict[tuple[int, int], int] = {(0, 0): 0}
+        self._next: dict[tuple[int, int], int] = {}
+        self._cost: np.ndarray | None = None
+        self._unit_tok: list[int] = [1] * len(self.loops)
+        self._per_tok: list[int] = [1] * len(self.loops)
+        self._g: list[np.ndarray] = [np.zeros(1, dtype=np.int64) for _ in self.loops]
+        self._lin: list[int] = [1] * len(self.loops)
+        self._succ: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._unit_count: dict[int, np.ndarray] = {}
+        self._first_arr = [np.array(f, dtype=bool) for f in self._first]
+        self._mid_arr = np.array(self._mid, dtype=np.int64)
+        self._special_set = frozenset(self.special_token_ids)
+        self._special_col = {tid: d.n_classes + k for k, tid in enumerate(self.special_token_ids)}
+
+    # ------------------------------------------------------------------ contract
+    @property
+    def backend(self) -> str:
+        return "counted"
+
+    @property
+    def n_words(self) -> int:
+        return self.inner.n_words
+
+    def mask(self, state: int) -> np.ndarray:
+        return self.inner.mask(self._states[state][0])
+
+    def allowed_ids(self, state: int) -> np.ndarray:
+        return self.inner.allowed_ids(self._states[state][0])
+
+    def next_state(self, state: int, token: int) -> int:
+        key = (state, token)
+        hit = self._next.get(key)
+        if hit is not None:
+            return hit
+        s, c = self._states[state]
+        if token in self.vocab.eog_ids and token not in self._special_set:
+            ns = EOG if self._acc[s] else FORBIDDEN
+        elif token in self._special_set:
+            t = int(self.inner.dfa.trans[s, self._special_col[token]])  # <en> rows merged
+            ns = FORBIDDEN if t < 0 else self._intern(t, 0)
+        elif 0 <= token < self.vocab.n_tokens and self.vocab.token_bytes[token]:
+            r = self._run(s, c, self.vocab.token_bytes[token])
+            ns = FORBIDDEN if r is None else self._intern(*r)
+        else:
+            ns = FORBIDDEN
+        if len(self._next) < 1_000_000:
+            self._next[key] = ns
+        return ns
+
+    def is_accepting(self, state: int) -> bool:
+        return bool(self._acc[self._states[state][0]])
+
+    def accepts(self, data: bytes) -> bool:
+        r = self._run(0, 0, data)
+        return r is not None and bool(self._acc[r[0]])
+
+    def forced_bytes(self, state: int) -> bytes:
+        s, c = self._states[state]
+        d = self.inner.dfa
+        out = bytearray()
+        while not self._acc[s] and len(out) < 4096:
+            row = d.trans[s]
+            live = np.nonzero(row >= 0)[0]
+            if len(live) != 1 or live[0] >= d.n_classes:
+                break
+            members = np.nonzero(d.byte_class == int(live[0]))[0]
+            if len(members) != 1:
+                break
+            r = self._run(s, c, bytes([int(members[0])]))
+            if r is None:  # pragma: no cover - the mask table and the stepping agree
+                break
+            out.append(int(members[0]))
+            s, c = r
+        return bytes(out)
+
+    def completion_cost(self, state: int) -> int:
+        s, c = self._states[state]
+        cost = self._costs()
+        v = int(cost[s])
+        if v >= COST_UNREACHABLE:
+            return COST_UNREACHABLE
+        m = self._mid[s]
+        if m >= 0 and self.loops[m].need:  # the costs count a fresh middle: f(X); c units are done
+            v += self._f(m, self.loops[m].x - c) - self._f(m, self.loops[m].x)
+        return v
+
+    def successor_costs(self, state: int) -> tuple[np.ndarray, np.ndarray]:
+        """(allowed ids, the completion cost of the state each leads to; -2 for
+        end-of-generation).  Exact: vectorised where the counter after the token is known
+        (outside middles; from a complete unit or an ``<en>``, by a walk of the unit
+        automaton over all tokens), else by stepping the token."""
+        s, c = self._states[state]
+        ids, nxt = self._successors(s)
+        cost = self._costs()
+        live = nxt >= 0
+        out = np.where(nxt == EOG, EOG, COST_UNREACHABLE).astype(np.int64)
+        out[live] = cost[nxt[live]]
+        mid = np.where(live, self._mid_arr[np.maximum(nxt, 0)], -1)
+        ms = self._mid[s]
+        exact = np.zeros(len(ids), dtype=bool)
+        for lp in self.loops:
+            sel = live & (mid == lp.index) & (out < COST_UNREACHABLE)
+            if not sel.any():
+                continue
+            at_unit_start = ms == lp.index and self._loop_of_tp[s] == lp.index
+            entering = ms < 0 and self._en[s] >= 0 and self._mid[self._en[s]] == lp.index
+            if at_unit_start or entering:
+                # from a complete unit (or at <en>): a token whose first byte starts a unit
+                # takes the units a walk of the unit automaton counts; any other token (it
+                # extends the unit, or the bytes before <en>) is stepped
+                idx = np.flatnonzero(sel)
+                starts = self._first_arr[lp.index][_first_bytes(self.vocab)[ids[idx]]]
+                exact[idx[~starts]] = True
+                idx = idx[starts]
+                done = (c if ms == lp.index else 0) + self._units(lp.index)[ids[idx]]
+                over = done > lp.x  # crosses <tp>: it ends after the middle
+                if lp.need:
+                    out[idx[~over]] += self._f_vec(lp.index, lp.x - done[~over]) - self._f(lp.index, lp.x)
+                exact[idx[over]] = True
+            elif lp.need or ms == lp.index:
+                exact |= sel
+        if exact.any():
+            for i in np.flatnonzero(exact).tolist():
+                ns = self.next_state(state, int(ids[i]))
+                out[i] = EOG if ns == EOG else (COST_UNREACHABLE if ns < 0 else self.completion_cost(ns))
+        out.setflags(write=False)
+        return ids, out
+
+    def precompute(self) -> "CountedGrammar":
+        self.inner.precompute()
+        return self
+
+    def stats(self) -> dict:
+        st = dict(self.inner.stats())
+        st.update(backend=self.backend, counted_loops=[{"units": lp.x, "need": lp.need} for lp in self.loops],
+                  configs=len(self._states))
+        return st
+
+    # ------------------------------------------------------------------ stepping
+    def _intern(self, s: int, c: int) -> int:
+        key = (s, c)
+        i = self._ids.get(key)
+        if i is None:
+            with self._lock:
+                i = self._ids.get(key)
+                if i is None:
+                    i = len(self._states)
+                    self._states.append(key)
+                    self._ids[key] = i
+        return i
+
+    def _run(self, s: int, c: int, data: bytes) -> tuple[int, int] | None:
+        """Step ``data`` from ``(s, c)``: ``<en>`` is taken at a prefix's end by the first byte
+        that does not extend its last unit; ``<tp>`` when a unit would start after ``X``."""
+        trans, bc, tp, lot, first, en, mid = (self._trans, self._bc, self._tp, self._loop_of_tp, self._first,
+                                              self._en, self._mid)
+        for b in data:
+            if en[s] >= 0 and trans[s][bc[b]] < 0:
+                s, c = en[s], 0
+            k = lot[s]
+            if k >= 0 and first[k][b]:
+                if c == self.loops[k].x:
+                    s, c = tp[s], 0
+                else:
+                    c += 1
+            s = trans[s][bc[b]]
+            if s < 0:
+                return None
+            if c and mid[s] < 0:
+                c = 0
+        return s, c
+
+    # ------------------------------------------------------------------ budgets
+    def _successors(self, s: int) -> tuple[np.ndarray, np.ndarray]:
+        """(allowed ids, next mask-table state) of DFA state ``s`` (memoized: one trie walk)."""
+        hit = self._succ.get(s)
+        if hit is None:
+            hit = self.inner.successors(s)
+            with self._lock:
+                if len(self._succ) >= 256:
+                    self._succ.clear()
+                self._succ[s] = hit
+        return hit
+
+    def _units(self, k: int) -> np.ndarray:
+        """Per token: the units of loop ``k`` it starts when read from a unit's start (a walk
+        of the unit automaton over every token at once; meaningless for a token the walk
+        rejects, which never lands in the middle from there)."""
+        hit = self._unit_count.get(k)
+        if hit is None:
+            hit = _unit_starts(self.loops[k].unit, self.vocab)
+            self._unit_count[k] = hit
+        return hit
+
+    def _f(self, k: int, r: int) -> int:
+        return int(self._f_vec(k, np.array([r], dtype=np.int64))[0])
+
+    def _f_vec(self, k: int, r: np.ndarray) -> np.ndarray:
+        """Tokens enough for ``r`` more units of need loop ``k``: ``r // P`` tokens of ``P``
+        units (the most one token takes from a complete unit back to one) and the fewest for
+        the rest (``_g``: tokens of fewer units, or ``u`` tokens per unit).  Every figure is
+        the cost of a real path, and the first token of that path lowers it by one."""
+        p, g, lin = self._per_tok[k], self._g[k], self._lin[k]  # set by _compute_costs first
+        r = np.maximum(np.asarray(r, dtype=np.int64), 0)
+        if lin:
+            return r * lin
+        return r // p + g[r % p]
+
+    def _costs(self) -> np.ndarray:
+        if self._cost is None:
+            with self._lock:
+                if self._cost is None:
+                    self._cost = self._compute_costs()
+        return self._cost
+
+    def _compute_costs(self) -> np.ndarray:
+        """Tokens enough to reach acceptance from every DFA state (fewest, with ``<en>`` free,
+        ``<tp>`` of a room middle free and ``<tp>`` of a need middle weighing ``f(X)``, a
+        fresh middle's units; :meth:`completion_cost` corrects that for the units done), after
+        ``u``/``P`` of each need loop."""
+        n = self.dfa.n_states
+        succ: dict[int, np.ndarray] = {}
+        seen = np.zeros(n, dtype=bool)
+        todo = [0]
+        seen[0] = True
+        while todo:
+            s = todo.pop()
+            ids, nxt = self._successors(s)
+            ts = np.unique(nxt[nxt >= 0])
+            succ[s] = ts
+            outs = ts.tolist() + [t for t in (self._en[s], self._tp[s]) if t >= 0]
+            for t in outs:
+                if not seen[t]:
+                    seen[t] = True
+                    todo.append(t)
+        for lp in self.loops:
+            if lp.need:
+                self._unit_figures(lp, succ)
+        rev: dict[int, list[tuple[int, int]]] = {}
+        for s, ts in succ.items():
+            for t in ts.tolist():
+                rev.setdefault(t, []).append((s, 1))
+            if self._en[s] >= 0:
+                rev.setdefault(self._en[s], []).append((s, 0))
+            if self._tp[s] >= 0:
+                lp = self.loops[self._loop_of_tp[s]]
+                rev.setdefault(self._tp[s], []).append((s, self._f(lp.index, lp.x) if lp.need else 0))
+        dist = np.full(n, COST_UNREACHABLE, dtype=np.int64)
+        heap = [(0, s) for s in range(n) if self._acc[s] and seen[s]]
+        for _, s in heap:
+            dist[s] = 0
+        heapq.heapify(heap)
+        while heap:
+            dv, t = heapq.heappop(heap)
+            if dv > dist[t]:
+                continue
+            for s, w in rev.get(t, ()):
+                if dv + w < dist[s]:
+                    dist[s] = dv + w
+                    heapq.heappush(heap, (dv + w, s))
+        dist.setflags(write=False)
+        return dist
+
+    def _unit_figures(self, lp: Loop, succ: dict[int, np.ndarray]) -> None:
+        """``P`` and ``_g`` of need loop ``lp`` (see :meth:`_f_vec`): ``u`` is the most tokens
+        any complete-unit state needs for one more unit (BFS inside the middle); the units one
+        token can take from every complete-unit state back to one are the coins of a
+        fewest-coins table ``_g`` over ``0..P-1``."""
+        starts = [s for s in succ if self._loop_of_tp[s] == lp.index]
+        u = 1
+        coins: set[int] | None = None
+        for h in starts:
+            dist = {h: 0}
+            frontier = [h]
+            found = None
+            while frontier and found is None:
+                nxt = []
+                for s in frontier:
+                    for t in succ.get(s, np.zeros(0, dtype=np.int64)).tolist():
+                        if self._mid[t] != lp.index:
+                            continue
+                        if self._loop_of_tp[t] == lp.index:
+                            found = dist[s] + 1
+                            break
+                        if t not in dist:
+                            dist[t] = dist[s] + 1
+                            nxt.append(t)
+                    if found is not None:
+                        break
+                frontier = nxt
+            u = max(u, found if found is not None else len(dist) + 1)
+            ids, nx = self._successors(h)
+            back = np.array([t >= 0 and self._loop_of_tp[t] == lp.index for t in nx.tolist()], dtype=bool)
+            here = set(np.unique(self._units(lp.index)[ids[back]]).tolist()) - {0, -1} if back.any() else set()
+            coins = here if coins is None else coins & here  # usable from every start
+        coins = {c for c in (coins or set()) if c <= lp.x}
+        p = max(coins) if coins else 1
+        g = np.zeros(p, dtype=np.int64)
+        for r in range(1, p):
+            best = g[r - 1] + u
+            for cn in coins:
+                if cn <= r and g[r - cn] + 1 < best:
+                    best = g[r - cn] + 1
+            g[r] = best
+        if not coins:  # no token takes whole units: u tokens per unit
+            p, g = 1, np.zeros(1, dtype=np.int64)
+            self._per_tok[lp.index], self._g[lp.index] = p, g
+            self._unit_tok[lp.index] = u
+            self._g[lp.index] = g
+            self._lin[lp.index] = u
+            return
+        self._per_tok[lp.index], self._g[lp.index], self._unit_tok[lp.index] = p, g, u
+        self._lin[lp.index] = 0
+
+
+def _unit_starts(unit: Dfa, vocab: Vocab) -> np.ndarray:
+    """Per token: how many units start while a walk of ``unit`` (restarting at every
+    accepting state) reads it from the start; -1 where the walk rejects it."""
+    n = len(unit.edges)
+    table = np.full((n, 256), -1, dtype=np.int64)
+    for q, es in enumerate(unit.edges):
+        for lo, hi, t in es:
+            table[q, lo:hi + 1] = t
+    final = np.zeros(n, dtype=bool)
+    final[list(unit.accept)] = True
+    blob, off = vocab.blob()
+    data = np.frombuffer(blob, dtype=np.uint8)
+    start = off[:-1].astype(np.int64)
+    lens = (off[1:] - off[:-1]).astype(np.int64)
+    state = np.zeros(len(lens), dtype=np.int64)
+    count = np.zeros(len(lens), dtype=np.int64)
+    alive = lens > 0
+    for j in range(int(lens.max(initial=0))):
+        idx = np.flatnonzero(alive & (lens > j))
+        if not len(idx):
+            break
+        q = state[idx]
+        nq = table[q, data[start[idx] + j]]
+        count[idx] += q == 0
+        dead = nq < 0
+        alive[idx[dead]] = False
+        nq = np.where(dead, 0, nq)
+        state[idx] = np.where(final[nq], 0, nq)
+    count[~alive] = -1
+    return count
+
+
+def _first_bytes(vocab: Vocab) -> np.ndarray:
+    """Per token: its first byte (0 for an empty token)."""
+    blob, off = vocab.blob()
+    b = np.frombuffer(blob + b"\0", dtype=np.uint8)
+    start = off[:-1].astype(np.int64)
+    return np.where(off[1:] > off[:-1], b[start], 0).astype(np.intp)
+
+
+def compile_counted(grammar: Grammar, vocab: Vocab, *, limits: Limits | None = None, grammar_key: str = "",
+                    meta: dict | None = None, max_masks: int = DEFAULT_MAX_MASKS,
+                    max_states: int | None = None) -> CountedGrammar | None:
+    """The counted form of ``grammar`` for ``vocab``, or None when no loop qualifies (the
+    caller compiles ``grammar`` as it is)."""
+    g2, loops = rewrite(grammar, window(vocab), limits=limits)
+    if not loops:
+        return None
+    from decoding.ir.size import check_size
+
+    try:
+        if check_size(g2, limits or DEFAULT_LIMITS).states > COUNTED_AT_MOST:
+            return None  # still large counted: the pushdown back-end's case
+    except LimitError:
+        return None
+    markers = {t for lp in loops for t in (lp.en, lp.tp)}
+    literal = [t for t in g2.specials() if t not in markers and vocab.special_token(t) is None]
+    d = compile_dfa(g2, max_states=max_states, literal_specials=literal, limits=limits)
+    d = d.prune(vocab.single_byte_tokens())
+    return _assemble(d, loops, vocab, grammar_key=grammar_key, meta=meta, max_masks=max_masks)
+
+
+def _assemble(d: DFA, loops: Sequence[Loop], vocab: Vocab, *, grammar_key: str, meta: dict | None,
+              max_masks: int) -> CountedGrammar | None:
+    """Check the built automaton (see the module docstring) and wrap it; None if a loop's
+    units are not unambiguous in context."""
+    n, ncls = d.n_states, d.n_classes
+    col = {t: j for j, t in enumerate(d.specials)}
+    byte_t = d.trans[:, :ncls]
+    keep = [j for j, t in enumerate(d.specials) if not t.startswith(MARK)]
+    trans2 = np.concatenate([byte_t, d.trans[:, [ncls + j for j in keep]]], axis=1) if keep else byte_t.copy()
+    acc2 = d.accepting.copy()
+    mid = np.full(n, -1, dtype=np.int64)
+    live = byte_t >= 0
+    src, cls_ = np.nonzero(live)
+    dst = byte_t[src, cls_].astype(np.int64)
+    order = np.argsort(dst, kind="stable")
+    rsrc = src[order].astype(np.int64)
+    rstart = np.searchsorted(dst[order], np.arange(n + 1))  # reverse edges of t: rsrc[rstart[t]:rstart[t+1]]
+    rs, rp = rsrc.tolist(), rstart.tolist()
+    for lp in loops:
+        if lp.tp not in col:
+            continue  # the middle is unreachable (pruned away)
+        is_tp = d.trans[:, ncls + col[lp.tp]] >= 0
+        tps = np.flatnonzero(is_tp).tolist()
+        region = set(tps)
+        todo = list(tps)
+        while todo:  # states that reach a complete unit by bytes alone: the middle
+            t = todo.pop()
+            for s in rs[rp[t]:rp[t + 1]]:
+                if s not in region:
+                    region.add(s)
+                    todo.append(s)
+        members = np.fromiter(region, dtype=np.int64, count=len(region))
+        if (mid[members] >= 0).any():
+            return None  # two middles share a state
+        mid[members] = lp.index
+        inner_states = members[~is_tp[members]]
+        if d.accepting[inner_states].any():
+            return None
+        outs = byte_t[inner_states]
+        if (outs[outs >= 0] >= 0).size and (mid[outs[outs >= 0]] != lp.index).any():
+            return None  # a started unit can leave the middle without completing
+    nkeep = [ncls + j for j in keep]
+    for lp in loops:
+        if lp.en not in col:
+            continue
+        c = ncls + col[lp.en]
+        for s in np.nonzero(d.trans[:, c] >= 0)[0].tolist():
+            h = int(d.trans[s, c])
+            own, there = trans2[s], np.concatenate([byte_t[h], d.trans[h, nkeep]])
+            if ((own >= 0) & (there >= 0) & (own != there)).any():
+                return None  # a byte both continues before <en> and follows it
+            trans2[s] = np.where(own >= 0, own, there)
+            acc2[s] = d.accepting[s] or d.accepting[h]
+    mask_dfa = DFA(d.byte_class, np.ascontiguousarray(trans2.astype(d.trans.dtype)), acc2,
+                   tuple(d.specials[j] for j in keep), ncls)
+    ids = tuple(int(vocab.special_token(t)) for t in mask_dfa.specials)  # type: ignore[arg-type]
+    m = dict(meta or {})
+    inner = DFAGrammar(mask_dfa, vocab, ids, grammar_key=grammar_key, meta=m, max_masks=max_masks)
+    cg = CountedGrammar(d, tuple(loops), inner, grammar_key=grammar_key, meta=m)
+    cg._mid = mid.tolist()
+    cg._mid_arr = mid
+    return cg
