@@ -43,7 +43,7 @@ from decoding.vocab import Vocab, as_vocab
 __all__ = ["Compiler", "Prepared", "COMPILE_OPTIONS", "compile_json_schema", "as_vocab"]
 
 #: options of the compile step itself (every other option goes to the front-end):
-#: ``backend`` ("auto", "dfa", "pushdown"), ``eager`` (do the mask work now),
+#: ``backend`` ("auto", "dfa", "pushdown", "counted"), ``eager`` (do the mask work now),
 #: ``max_states`` (the DFA size limit; "auto" falls back to pushdown above it) and
 #: ``max_masks`` (the limit on distinct masks); see :func:`decoding.backends.select.compile_grammar`
 COMPILE_OPTIONS = ("backend", "eager", "max_states", "max_masks")
