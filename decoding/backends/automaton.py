@@ -702,7 +702,8 @@ class NFAMatcher:
 
 
 def compile_dfa(grammar: Grammar, *, max_states: int | None = None,
-                literal_specials: Iterable[str] = (), limits: Limits | None = None) -> DFA:
+                literal_specials: Iterable[str] = (), limits: Limits | None = None,
+                size_checked: bool = False) -> DFA:
     """Compile ``grammar`` to a minimal, pruned byte DFA.
 
     ``literal_specials``: texts of :class:`Special` nodes to match as their UTF-8 bytes
@@ -710,12 +711,15 @@ def compile_dfa(grammar: Grammar, *, max_states: int | None = None,
     symbols.  ``limits`` (default :data:`~decoding.limits.DEFAULT_LIMITS`) bounds the work
     as the module docstring says; ``max_states`` overrides ``limits.max_dfa_states``.
     Raises LimitError (rule and limit named) or GrammarError (empty language).
+    ``size_checked``: the caller already ran :func:`~decoding.ir.size.check_size` on
+    ``grammar`` with these limits (it is not repeated).
     """
     lim = DEFAULT_LIMITS if limits is None else limits
     if max_states is None:
         max_states = lim.max_dfa_states
     deadline = _Deadline(lim.max_compile_seconds, f"grammar '{grammar.start}'")
-    check_size(grammar, lim)
+    if not size_checked:
+        check_size(grammar, lim)
     check_productive(grammar)  # an empty language names its rule, not "max_depth?"
     lit_specials = set(literal_specials)
     if lit_specials:

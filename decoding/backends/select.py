@@ -120,7 +120,8 @@ def _compile_rest(grammar: Grammar, vocab: Vocab, unrolled: int | None, lim: Lim
     else:
         try:
             cg = compile_dfa_grammar(grammar, vocab, max_states=max_states, grammar_key=grammar_key,
-                                     meta=meta, max_masks=max_masks, limits=lim)
+                                     meta=meta, max_masks=max_masks, limits=lim,
+                                     size_checked=unrolled is not None)
         except LimitError:  # the automaton is too large (not a mask limit: those propagate)
             if backend == "dfa":
                 raise

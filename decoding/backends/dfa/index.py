@@ -367,14 +367,16 @@ class DFAGrammar:
 
 def compile_dfa_grammar(grammar: Grammar, vocab: Vocab, *, max_states: int = DEFAULT_MAX_STATES,
                         eager: bool = False, grammar_key: str = "", meta: dict | None = None,
-                        max_masks: int = DEFAULT_MAX_MASKS, limits: Limits | None = None) -> DFAGrammar:
+                        max_masks: int = DEFAULT_MAX_MASKS, limits: Limits | None = None,
+                        size_checked: bool = False) -> DFAGrammar:
     """Compile ``grammar`` for ``vocab`` with the DFA back-end (refs inlined, recursion
     unrolled to the grammar's depth bound; LimitError above ``max_states``).  Specials that
     are one control/user-defined token of the vocabulary are matched as that token, the
     others as literal text.  ``eager`` computes every mask now."""
     specials = grammar.specials()
     literal = [t for t in specials if vocab.special_token(t) is None]
-    dfa = compile_dfa(grammar, max_states=max_states, literal_specials=literal, limits=limits)
+    dfa = compile_dfa(grammar, max_states=max_states, literal_specials=literal, limits=limits,
+                      size_checked=size_checked)
     dfa = dfa.prune(vocab.single_byte_tokens())
     ids = tuple(int(vocab.special_token(t)) for t in dfa.specials)  # type: ignore[arg-type]
     cg = DFAGrammar(dfa, vocab, ids, grammar_key=grammar_key, meta=dict(meta or {}), max_masks=max_masks)

@@ -23,7 +23,6 @@ from typing import Iterator
 from decoding.ir import (DEFAULT_MAX_DEPTH, EMPTY, MAX_CP, NOTHING, Choice, Grammar, Node, Ref, Repeat, Seq,
                          byteset, choice, diff, inter, walk,
                          lit, opt, rep, seq, star)
-from decoding.ir.size import node_size
 from decoding.limits import DEFAULT_LIMITS, Limits
 from decoding.frontends.jsonschema.check import check_schema, load_schema_text
 from decoding.frontends.jsonschema.formats import CHECKED_FORMATS, check_format, format_regex
@@ -35,12 +34,19 @@ from decoding.frontends.jsonschema.refs import pointer_join, resolve_pointer, re
 from decoding.frontends.jsonschema.logic import BOOLEAN_DEPTH, Logic, count_list, multiple_of, peel_not, not_in as _not_in
 
 
-def _node_work(node: Node) -> int:
-    """Subset-construction work estimate of one rule (Refs count as one symbol; large
-    repetitions as the counted back-end builds them)."""
-    from decoding.ir.size import node_work
+def _estimate(node: Node, counted: bool, memo: dict | None = None):
+    """Size estimate of one rule (Refs count as one symbol; with ``counted``, large
+    repetitions as the counted back-end builds them), memoized in ``memo`` for one compile
+    (keyed by object id: the memo keeps the node alive)."""
+    from decoding.ir.size import _node_estimate
 
-    return node_work(node, counted=True)
+    if memo is None:
+        return _node_estimate(node, counted)
+    hit = memo.get((id(node), counted))
+    if hit is None:
+        hit = (node, _node_estimate(node, counted))
+        memo[(id(node), counted)] = hit
+    return hit[1]
 
 __all__ = ["SchemaGrammar", "compile_schema", "DEFAULT_MAX_DEPTH", "DEFAULT_MAX_WS",
            "DEFAULT_FREE_DEPTH", "DEFAULT_MAX_NFA", "EXTRA_PROPERTIES", "FORMAT_MODES", "UNTYPED"]
@@ -125,6 +131,7 @@ class _Compiler:
         if whitespace == "natural":  # json.dumps' default separators: exactly ", " and ": "
             self.comma, self.colon = lit(", "), lit(": ")
         self.rules: dict[str, Node] = {}
+        self._estimates: dict = {}  # size estimates of this compile, by node id (see _estimate)
         self.rule_of_ptr: dict[tuple, str] = {}
         self.dropped: list[str] = []
         self.ignored: list[str] = []
@@ -507,7 +514,7 @@ class _Compiler:
         """A large sub-grammar (more than HOIST_ABOVE automaton states) as a rule of its own:
         the same language (the DFA back-end inlines it again), but the pushdown back-end
         then builds it once instead of once per place it is repeated in its parent."""
-        if isinstance(node, Ref) or node == NOTHING or node_size(node) <= HOIST_ABOVE:
+        if isinstance(node, Ref) or node == NOTHING or _estimate(node, False, self._estimates).states <= HOIST_ABOVE:
             return node
         name = f"h{len(self.rules)}:{ptr or '#'}"
         self.rules[name] = node
@@ -540,11 +547,12 @@ class _Compiler:
         limits; else a :class:`LimitError` at ``ptr/kw`` (the keyword whose repetition or
         list made it large).  Checked where the node is built, before any automaton."""
         where = pointer_join(ptr, kw) if kw else ptr
-        states = node_size(node, counted=True)
+        est = _estimate(node, True, self._estimates)
+        states = est.states
         if states > self.max_nfa:
             raise _limit(where, f"'{kw or 'schema'}' expands to about {states} automaton states",
                          "max_nfa", self.max_nfa, states)
-        work = _node_work(node)
+        work = est.work
         if work > self.limits.max_compile_work:
             raise _limit(where, f"'{kw or 'schema'}' costs about {work} steps to determinise (a counted "
                          "repetition of variable-length items)", "max_compile_work",
@@ -1826,7 +1834,8 @@ def _check_rules(g: Grammar, c: _Compiler) -> None:
     for name, node in g.rules:
         if node in seen:
             continue
-        states, work = node_size(node, counted=True), _node_work(node)
+        est = _estimate(node, True, c._estimates)
+        states, work = est.states, est.work
         seen[node] = (states, work, name)
         if states > c.max_nfa:
             raise _limit(_rule_pointer(name), f"rule '{name}' expands to about {states} automaton states",
