@@ -1456,14 +1456,20 @@ class _Compiler:
         for i, (key, m, req) in enumerate(members):
             new: dict[tuple[int, frozenset[str]], list[Node]] = {}
             for (c, fl), L in states.items():
-                if not req:
-                    new.setdefault((c, fl), []).append(L)
                 c2 = c + 1
-                if maxp is not None and c2 > maxp:
-                    continue
+                take = maxp is None or c2 <= maxp
                 c2 = min(c2, cap)
                 fl2 = fl | {key} if key in tracked else fl
-                new.setdefault((c2, fl2), []).append(seq(L, self.comma if c else EMPTY, m))
+                if not req and take and (c2, fl2) == (c, fl):
+                    # skipping and taking lead to the same state: ``L ("," m)?`` holds one
+                    # copy of L, not two (with two, a run of optional members doubles the
+                    # IR per member: 16 optional properties were 4.9 million NFA states)
+                    new.setdefault((c, fl), []).append(seq(L, opt(seq(self.comma if c else EMPTY, m))))
+                    continue
+                if not req:
+                    new.setdefault((c, fl), []).append(L)
+                if take:
+                    new.setdefault((c2, fl2), []).append(seq(L, self.comma if c else EMPTY, m))
             if key in tracked:
                 done = [cons[j] for j in range(len(cons)) if last[j] == i]
                 live = {k for j in range(len(cons)) if last[j] > i for k in (cons[j][0], *cons[j][1])}
