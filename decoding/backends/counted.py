@@ -64,7 +64,7 @@ MARK = "\x00count\x00"
 MAX_UNIT_STATES = 4096
 #: the counted form is tried only when its estimate (NFA states) is at most this; larger
 #: grammars go to the other back-ends at once
-COUNTED_AT_MOST = 100_000
+COUNTED_AT_MOST = 300_000
 
 
 def window(vocab: Vocab) -> int:

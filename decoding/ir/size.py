@@ -185,7 +185,7 @@ def _combine(n: Node, kids: list[Estimate], counted: bool = False) -> Estimate:
         first = 0
         for lo, hi, _ in n.edges[0]:
             first |= _byte_mask(((lo, hi),))
-        return Estimate(k, 0, None, k, False, first)
+        return Estimate(k, 0 if 0 in n.accept else 1, None, k, False, first)  # lo: a byte, unless empty is in
     if isinstance(n, (Inter, Diff)):
         # built as one product DFA of the operands' DFAs, embedded in the NFA: about the
         # larger operand's states (minimised), the operands' work plus the product's

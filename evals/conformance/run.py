@@ -102,6 +102,9 @@ def _alarm(signum: int, frame: Any) -> None:
 
 
 def mode_note(options: dict | None = None) -> str:
+    if options == GENERATION_OPTIONS:
+        return ("mode: the generation default (compile_schema's defaults: extra_properties='omit', "
+                "untyped='infer', free_depth=2, max_depth=3), format_mode='assert'")
     return ("mode: " + ", ".join(f"{k}={v!r}" for k, v in (options or COMPILE_OPTIONS).items()) +
             " (spec-faithful; the generation default is extra_properties='omit', "
             "format_mode='assert', untyped='infer')")
