@@ -19,8 +19,8 @@ automaton builds it as one loop) counts ``x`` once.
   :class:`~decoding.errors.LimitError` that names the rule and the limit.
 
 ``counted=True`` (the front-ends and ``backend="auto"``) estimates a repetition the counted
-back-end (:mod:`decoding.backends.counted`) can count: a non-empty item with known, single-
-parse first bytes repeated more than ``COUNTED_WINDOW + 1`` times costs about
+back-end (:mod:`decoding.backends.counted`) can count: a non-empty item with known first
+bytes (its units are checked exactly there) repeated more than ``COUNTED_WINDOW + 1`` times costs about
 ``COUNTED_WINDOW + 2`` copies per bound instead of one copy per unit.  The default
 (``counted=False``) is the explicit DFA's own unrolled size.
 
@@ -118,8 +118,8 @@ def _counted_copies(n: Repeat, e: Estimate) -> int | None:
     room = None if n.max is None else n.max - n.min
     if not (n.min > big or (room is not None and room > big)):
         return None
-    if e.lo == 0 or e.amb or e.refs or e.first == _ALL or (e.first >> 256) & 1:
-        return None
+    if e.lo == 0 or e.refs or e.first == _ALL or (e.first >> 256) & 1:
+        return None  # (``amb`` is a guess; the counted back-end checks the unit exactly)
     return min(n.min, big + 1) + (1 if room is None else min(room, big + 1))
 
 
@@ -176,7 +176,7 @@ def _combine(n: Node, kids: list[Estimate], counted: bool = False) -> Estimate:
             if e.lo == 0:
                 work += states * states
             else:
-                work += states * states // max(1, e.states) * (copies if e.amb else 1)
+                work += states * states // max(1, e.states) * (copies if e.amb and cc is None else 1)
         return Estimate(states, e.lo * n.min, hi, work, e.amb, e.first if n.max != 0 else 0, e.refs)
     if isinstance(n, ByteSet):
         return Estimate(1, 1, 1, 0, False, _byte_mask(n.ranges))
