@@ -1,12 +1,19 @@
 """The OpenAI-compatible server (decoding.server), driven by the real ``openai`` client.
 
 One uvicorn server runs in a thread of the test process on 127.0.0.1 (a free port), over the
-packaged SmolLM2 (``tests/conftest.get_model``).  ``max_tokens`` stays small for speed.
+packaged SmolLM2 (``tests/server_fixtures.serving``, ``tests/conftest.get_model``).
+``max_tokens`` stays small for speed, and the tool-call tests run one after the other, grouped
+by tool_choice, so that consecutive requests share their long system prompt (the tools listed),
+which llama.cpp then does not evaluate again (its prefix cache).
 
-How many answers each validity test requests: 20 json_schema answers, and fewer forced tool
-calls (8) and DTD answers (6 per DTD) so that the file stays near 2 minutes on a busy 2-core
-machine (each of those costs 2-4 s there: a long tool prompt, or ~60 forced SOAP tokens).
-``SERVER_TEST_N=20`` sets every count (the issue's 20/20 run, ~4 minutes).
+How many answers each validity test requests, by default: 8 json_schema answers (8 cities,
+8 seeds), 6 forced JSON tool calls (1 per named tool, 4 with "required"; the parallel test
+before them adds 3 with the named add), 3 forced XML ones (2 "required", 1 named) and 4 answers
+per DTD (2 naming the DTD file, 2 sending its text): every path runs several times, and all of
+``tests/test_server*.py`` stays well under 2 minutes on a 2-core machine, where an answer costs
+~0.8 s (JSON), ~1-1.5 s (a tool call, its prompt cached) or ~2.5 s (a SOAP envelope: 100
+tokens, mostly forced).  ``SERVER_TEST_N=20`` makes them 20 each (the forced JSON tool calls
+5 + 5 + 10), the XML tool calls 10 (5 + 5): the issue's 20/20 run, 2-3 minutes for this file.
 """
 
 from __future__ import annotations
@@ -16,7 +23,6 @@ import json
 import os
 import re
 import socket
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -30,14 +36,14 @@ pytest.importorskip("uvicorn")
 pytest.importorskip("prometheus_client")
 openai = pytest.importorskip("openai")
 
-from tests.conftest import get_model  # noqa: E402
+from tests.server_fixtures import serving  # noqa: E402
 
 pytestmark = pytest.mark.model
 
 ROOT = Path(__file__).resolve().parents[1]
 GRAMMARS = ROOT / "grammars"
 _N = os.environ.get("SERVER_TEST_N")
-N_JSON, N_TOOLS, N_DTD = (int(_N),) * 3 if _N else (20, 8, 6)
+N_JSON, N_TOOLS, N_DTD = (int(_N),) * 3 if _N else (8, 6, 4)
 KEY = "sk-test-key"
 WEATHER = json.loads((GRAMMARS / "get_weather.json").read_text())
 XML_SPECS = json.loads((GRAMMARS / "xml_grammars.json").read_text())
@@ -54,37 +60,18 @@ TOOLS = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server():
-    import uvicorn
-
-    from decoding.server import ServerConfig, create_app
-
-    port = _free_port()
-    cfg = ServerConfig(port=port, api_key=KEY, dtd_dir=str(GRAMMARS), test_hooks=True,
-                       max_body_bytes=64 << 10, queue_size=4, max_tokens_limit=512)
-    app = create_app(cfg, llm=get_model("smollm2"))
-    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    th = threading.Thread(target=srv.run, daemon=True)
-    th.start()
-    deadline = time.time() + 30
-    while not srv.started:
-        assert th.is_alive() and time.time() < deadline, "the server did not start"
-        time.sleep(0.05)
-    yield app, f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    th.join(10)
+    with serving(api_key=KEY, dtd_dir=str(GRAMMARS), test_hooks=True, max_body_bytes=64 << 10, queue_size=4,
+                 max_tokens_limit=512) as s:
+        yield s
 
 
 @pytest.fixture(scope="module")
 def client(server):
-    return openai.OpenAI(api_key=KEY, base_url=server[1] + "/v1", max_retries=0, timeout=60)
+    c = openai.OpenAI(api_key=KEY, base_url=server[1] + "/v1", max_retries=0, timeout=60)
+    yield c
+    c.close()  # no idle keep-alive connection for the server's graceful shutdown to wait on
 
 
 def _chat(client, content: str, **kw):
@@ -128,13 +115,46 @@ def test_json_object(client):
     assert isinstance(json.loads(r.choices[0].message.content), dict)
 
 
+# ----------------------------------------------------------------------------- tool calls
+# (in this order: each test starts with the tool listing the one before ended with)
+
+def _valid_calls(calls) -> list[str]:
+    params = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
+    for call in calls:
+        jsonschema.validate(json.loads(call.function.arguments), params[call.function.name],
+                            format_checker=jsonschema.FormatChecker())
+    assert len({c.id for c in calls}) == len(calls)
+    return [c.function.name for c in calls]
+
+
+def test_parallel_tool_calls_several_valid_calls_or_at_most_one(server, client):
+    n_max = server[0].state.server.config.max_parallel_tool_calls
+    prompt = "Add 1 and 2. Then add 30 and 40. Then add 5 and 6."
+    counts = []
+    add = {"type": "function", "function": {"name": "add"}}  # a short tool: several calls fit in 48 tokens
+    for seed in range(8):  # parallel_tool_calls defaults to true, as in OpenAI's API; until one answer has several
+        r = _chat(client, prompt, max_tokens=48, seed=seed, temperature=0.7, tools=TOOLS, tool_choice=add)
+        ch = r.choices[0]
+        assert ch.finish_reason == "tool_calls", ch
+        counts.append(len(_valid_calls(ch.message.tool_calls)))
+        if counts[-1] >= 2:
+            break
+    assert all(1 <= c <= n_max for c in counts) and max(counts) >= 2, counts
+    r = _chat(client, prompt, max_tokens=48, seed=0, temperature=0.7, tools=TOOLS, tool_choice=add,
+              parallel_tool_calls=False)
+    assert len(_valid_calls(r.choices[0].message.tool_calls)) == 1
+
+
 def test_forced_tool_calls_valid(client):
     params = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
-    for i in range(N_TOOLS):
-        # grouped by tool_choice (required, then each named tool): consecutive requests share
-        # the system prompt that lists the tools, which llama.cpp then reuses (prefix cache)
-        k = 4 * i // N_TOOLS
-        choice = "required" if k < 2 else {"type": "function", "function": {"name": TOOLS[k - 2]["function"]["name"]}}
+    # grouped by tool_choice so that consecutive requests share their system prompt (the tools
+    # listed), which llama.cpp then reuses (prefix cache): first the named add (the prompt of the
+    # test above), then the named get_weather, then "required" (its listing starts with
+    # get_weather's: both tools), whose prompt the XML test below goes on with
+    named = [{"type": "function", "function": {"name": n}} for n in ("add", "get_weather")]
+    quarter = max(1, N_TOOLS // 4)
+    choices = [named[0]] * quarter + [named[1]] * quarter + ["required"] * max(1, N_TOOLS - 2 * quarter)
+    for i, choice in enumerate(choices):
         r = _chat(client, f"Add {i} and {i + 3}, or tell the weather in {CITIES[i % len(CITIES)]}.", max_tokens=48,
                   seed=i, temperature=0.7, tools=TOOLS, tool_choice=choice, parallel_tool_calls=False)
         ch = r.choices[0]
@@ -149,8 +169,10 @@ def test_forced_tool_calls_valid(client):
 def test_forced_xml_tool_calls_valid(client):
     params = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
     n = max(2, N_TOOLS // 2)
-    for i in range(n):  # grouped by tool_choice, as above
-        choice = "required" if i < n // 2 else {"type": "function", "function": {"name": "get_weather"}}
+    # grouped by tool_choice, as above: "required" first, whose listing (both tools) the test above
+    # ended with
+    for i in range(n):
+        choice = "required" if i < (n + 1) // 2 else {"type": "function", "function": {"name": "get_weather"}}
         r = _chat(client, f"Weather in {CITIES[i % len(CITIES)]} on 2025-03-0{i % 9 + 1}, or add {i} and 2.",
                   max_tokens=64, seed=i, tools=TOOLS, tool_choice=choice, extra_body={"xml_tools": True})
         ch = r.choices[0]
@@ -163,7 +185,9 @@ def test_forced_xml_tool_calls_valid(client):
 
 
 def test_tool_choice_auto_text_or_valid_call(client):
-    r = _chat(client, "Add 2 and 3.", max_tokens=60, seed=3, tools=TOOLS, tool_choice="auto")
+    # after the XML test (the prefix of both tools' listing is cached); SmolLM2 answers this in
+    # plain text, cut at max_tokens: 40 tokens of it check as much as 60 did
+    r = _chat(client, "Add 2 and 3.", max_tokens=40, seed=3, tools=TOOLS, tool_choice="auto")
     ch = r.choices[0]
     for call in ch.message.tool_calls or ():
         jsonschema.validate(json.loads(call.function.arguments),
@@ -223,8 +247,12 @@ def test_completions_gbnf_and_stream(client):
     assert "".join(c.choices[0].text for c in st if c.choices) in (" Paris", " Lyon", " Nice")
 
 
-@pytest.mark.parametrize("name", ["user_query", "soap_execute_command"])
-def test_dtd_answers_are_dtd_valid(client, name):
+# user_query's answers end by themselves (30-50 tokens); every SOAP answer runs to max_tokens, where
+# the budget closes the envelope (its shortest complete form is 82 tokens, mostly forced): 100
+# leaves it 18 tokens of choice and costs a sixth less than 120
+@pytest.mark.parametrize("name, max_tokens", [("user_query", 120), ("soap_execute_command", 100)],
+                         ids=["user_query", "soap_execute_command"])
+def test_dtd_answers_are_dtd_valid(client, name, max_tokens):
     from lxml import etree
 
     spec = XML_SPECS[name]
@@ -234,7 +262,7 @@ def test_dtd_answers_are_dtd_valid(client, name):
         body = {"dtd": text if i % 2 else spec["dtd"], "root": spec["root"],
                 "dtd_options": {"text_patterns": spec["text_patterns"]}}
         r = _chat(client, "Look up user 42." if name == "user_query" else "Run GetUserInfo for user U1.",
-                  max_tokens=120, seed=i, temperature=0.8, extra_body=body)
+                  max_tokens=max_tokens, seed=i, temperature=0.8, extra_body=body)
         ch = r.choices[0]
         assert ch.finish_reason == "stop", (i, ch)
         doc = etree.fromstring(ch.message.content.encode())
@@ -379,34 +407,7 @@ def test_models_health_metrics(client, server):
         assert name in text.decode(), name
 
 
-# ----------------------------------------------------------------------------- parallel tool calls, usage, faults
-
-def _valid_calls(calls) -> list[str]:
-    params = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
-    for call in calls:
-        jsonschema.validate(json.loads(call.function.arguments), params[call.function.name],
-                            format_checker=jsonschema.FormatChecker())
-    assert len({c.id for c in calls}) == len(calls)
-    return [c.function.name for c in calls]
-
-
-def test_parallel_tool_calls_several_valid_calls_or_at_most_one(server, client):
-    n_max = server[0].state.server.config.max_parallel_tool_calls
-    prompt = "Add 1 and 2. Then add 30 and 40. Then add 5 and 6."
-    counts = []
-    add = {"type": "function", "function": {"name": "add"}}  # a short tool: several calls fit in 48 tokens
-    for seed in range(8):  # parallel_tool_calls defaults to true, as in OpenAI's API; until one answer has several
-        r = _chat(client, prompt, max_tokens=48, seed=seed, temperature=0.7, tools=TOOLS, tool_choice=add)
-        ch = r.choices[0]
-        assert ch.finish_reason == "tool_calls", ch
-        counts.append(len(_valid_calls(ch.message.tool_calls)))
-        if counts[-1] >= 2:
-            break
-    assert all(1 <= c <= n_max for c in counts) and max(counts) >= 2, counts
-    r = _chat(client, prompt, max_tokens=48, seed=0, temperature=0.7, tools=TOOLS, tool_choice=add,
-              parallel_tool_calls=False)
-    assert len(_valid_calls(r.choices[0].message.tool_calls)) == 1
-
+# ----------------------------------------------------------------------------- usage, faults
 
 def test_streamed_usage_reports_prompt_tokens(client):
     kw = dict(max_tokens=12, temperature=0.0, seed=4)

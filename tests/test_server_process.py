@@ -9,7 +9,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -24,17 +23,13 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 openai = pytest.importorskip("openai")
 
+from tests.server_fixtures import free_port  # noqa: E402
+
 pytestmark = pytest.mark.model
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"],
           "additionalProperties": False}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _get(url: str) -> tuple[int, dict, bytes]:
@@ -47,7 +42,7 @@ def _get(url: str) -> tuple[int, dict, bytes]:
 
 @pytest.fixture(scope="module")
 def workers(tmp_path_factory):
-    port = _free_port()
+    port = free_port()
     cache = tmp_path_factory.mktemp("grammar-cache")
     code = textwrap.dedent(f"""
         from decoding.server import ServerConfig, serve
@@ -64,8 +59,10 @@ def workers(tmp_path_factory):
             try:
                 pids.add(_get(base + "/health")[1].get("x-worker-pid"))
             except OSError:
-                time.sleep(0.2)
+                pass
             pids.discard(None)
+            if len(pids) < 2:  # not a busy loop: the CPU goes to the worker still loading its model
+                time.sleep(0.1)
         yield base, proc, cache
     finally:
         os.killpg(proc.pid, signal.SIGTERM)

@@ -2,16 +2,17 @@
 request (valid and invalid bodies, paths, methods) gets a non-5xx answer, except the
 documented 503 (queue full, ``code: queue_full``).
 
-One uvicorn server in a thread on 127.0.0.1 over SmolLM2, with small ``max_tokens`` limits
+One uvicorn server in a thread on 127.0.0.1 over SmolLM2 (``tests/server_fixtures.serving``: its
+own app, on the model the other modules use), with small ``max_tokens`` limits
 so that the generated requests that do generate stay fast; a bounded number of examples per
-operation (``SCHEMATHESIS_EXAMPLES``, default 25) keeps the file well under a minute."""
+operation and mode (``SCHEMATHESIS_EXAMPLES``, default 15: 78 requests in all, ~15 s on a 2-core
+machine, most of it schemathesis generating bodies rather than the server answering; 25 make 128
+requests, ~3 s more) keeps the file short.  The examples are derandomized: every run sends the
+same ones.  ``SERVER_TEST_N=20`` (the benchmark run of the server tests) makes the default 25."""
 
 from __future__ import annotations
 
 import os
-import socket
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -22,40 +23,19 @@ pytest.importorskip("uvicorn")
 
 from hypothesis import HealthCheck, Phase, settings  # noqa: E402
 
-from tests.conftest import get_model  # noqa: E402
+from tests.server_fixtures import serving  # noqa: E402
 
 pytestmark = pytest.mark.model
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = int(os.environ.get("SCHEMATHESIS_EXAMPLES", "25"))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+EXAMPLES = int(os.environ.get("SCHEMATHESIS_EXAMPLES", "25" if os.environ.get("SERVER_TEST_N") else "15"))
 
 
 @pytest.fixture(scope="module")
 def live_server():
-    import uvicorn
-
-    from decoding.server import ServerConfig, create_app
-
-    port = _free_port()
-    cfg = ServerConfig(port=port, dtd_dir=str(ROOT / "grammars"), max_tokens_limit=8, default_max_tokens=4,
-                       queue_size=64, max_body_bytes=256 << 10)
-    srv = uvicorn.Server(uvicorn.Config(create_app(cfg, llm=get_model("smollm2")), host="127.0.0.1", port=port,
-                                        log_level="error"))
-    th = threading.Thread(target=srv.run, daemon=True)
-    th.start()
-    deadline = time.time() + 30
-    while not srv.started:
-        assert th.is_alive() and time.time() < deadline, "the server did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    th.join(10)
+    with serving(log_level="error", dtd_dir=str(ROOT / "grammars"), max_tokens_limit=8, default_max_tokens=4,
+                 queue_size=64, max_body_bytes=256 << 10) as (_, base):
+        yield base
 
 
 def _operations(base: str) -> list:
