@@ -87,7 +87,7 @@ def _close_llama_objects():
     llama_cpp = sys.modules.get("llama_cpp")
     if llama_cpp is not None:   # also those made by tests directly (vocab-only loads, as_vocab)
         gc.collect()
-        live += [o for o in gc.get_objects() if isinstance(o, llama_cpp.Llama)]
+        live += [o for o in gc.get_objects() if issubclass(type(o), llama_cpp.Llama)]
     for llm in live:
         try:
             llm.close()
