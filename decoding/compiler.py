@@ -199,7 +199,9 @@ class Compiler:
         try:
             if prepared.seconds > 0:  # the front-end's time counts against the compile deadline
                 lim = _select.DEFAULT_LIMITS
-                opts["limits"] = replace(lim, max_compile_seconds=max(lim.max_compile_seconds - prepared.seconds, 1e-3))
+                # (floor 1 ms so the back-end gets a first step; never above the limit itself)
+                opts["limits"] = replace(lim, max_compile_seconds=max(lim.max_compile_seconds - prepared.seconds,
+                                                                       min(1e-3, lim.max_compile_seconds)))
             cg = compile_grammar(prepared.grammar, self.vocab, eager=eager, grammar_key=prepared.key,
                                  meta=dict(prepared.meta), backend=backend, **opts)
         except LimitError as e:
