@@ -49,6 +49,12 @@ def dfa_minimize(table: np.ndarray, nsym: int, accepting: np.ndarray, block: np.
     """Minimisation of a flat int32 table (-1: no transition) with uint8 ``accepting``:
     writes each state's block into ``block`` (int32, blocks numbered by first state) and
     returns the number of blocks.  TimeoutError once ``budget_s`` is spent.  Releases the GIL."""
+def literal_dfa(blob: Any, offsets: np.ndarray) -> tuple[bytes, bytes, bytes, bytes]:
+    """Minimal acyclic DFA of the words ``blob[offsets[i]:offsets[i+1]]`` (uint8 blob, int64
+    offsets, ``offsets[0] == 0``; the words strictly increasing bytewise): (int32 ``off`` of
+    ``n + 1`` entries, uint8 labels, int32 targets, uint8 final flags); the edges of state s
+    are ``off[s]:off[s+1]`` by increasing label, states in BFS order from 0.  ValueError for
+    unsorted words, MemoryError.  Releases the GIL."""
 def impl() -> str:
     """Name of the kernel implementation in use: scalar, sse2, avx2, avx512 or neon."""
 def impl_supported(name: str) -> bool:

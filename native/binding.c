@@ -27,10 +27,11 @@ static char fmt_char(const char *f) {
 
 static int fmt_ok(char got, char want) {
     if (got == want) return 1;
-    /* same-size integer spellings: I/L (uint32 on LP64 buffers say 'I'), i/l, Q/L/K */
+    /* same-size integer spellings: I/L (uint32 on LP64 buffers say 'I'), i/l, Q/L/K, q/l */
     if (want == 'I') return got == 'L';
     if (want == 'i') return got == 'l';
     if (want == 'Q') return got == 'L' || got == 'K';
+    if (want == 'q') return got == 'l';
     return 0;
 }
 
@@ -464,6 +465,45 @@ static PyObject *py_dfa_minimize(PyObject *self, PyObject *args) {
     return ret;
 }
 
+static PyObject *py_literal_dfa(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *oblob, *ooff;
+    if (!PyArg_ParseTuple(args, "OO", &oblob, &ooff)) return NULL;
+    Py_buffer blob, off;
+    if (get_buf(oblob, &blob, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "blob", 'B', 1) < 0) return NULL;
+    if (get_buf(ooff, &off, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "offsets", 'q', 8) < 0) {
+        PyBuffer_Release(&blob);
+        return NULL;
+    }
+    PyObject *ret = NULL;
+    const Py_ssize_t n = off.shape[0] - 1;
+    const int64_t *o = off.buf;
+    if (n < 0 || n > INT32_MAX || o[n] > (int64_t)blob.len) {
+        PyErr_SetString(PyExc_ValueError, "literal_dfa: offsets do not fit the blob");
+    } else {
+        gd_literal_dfa d;
+        int rc;
+        Py_BEGIN_ALLOW_THREADS /* re-entrant (no global state); buffers stay held */
+        rc = gd_literal_dfa_build(blob.buf, o, (int32_t)n, &d);
+        Py_END_ALLOW_THREADS
+        if (rc == GD_DFA_INVALID) {
+            PyErr_SetString(PyExc_ValueError, "literal_dfa: offsets decrease, the words are not strictly "
+                                              "increasing, or they are too long");
+        } else if (rc != GD_DFA_OK) {
+            dfa_error(rc, "literal_dfa");
+        } else {
+            const int32_t m = d.off[d.n_states];
+            ret = Py_BuildValue("(y#y#y#y#)", (const char *)d.off, (Py_ssize_t)(d.n_states + 1) * 4,
+                                (const char *)d.lab, (Py_ssize_t)m, (const char *)d.tgt, (Py_ssize_t)m * 4,
+                                (const char *)d.final, (Py_ssize_t)d.n_states);
+            gd_literal_dfa_free(&d);
+        }
+    }
+    PyBuffer_Release(&blob);
+    PyBuffer_Release(&off);
+    return ret;
+}
+
 static PyObject *py_impl(PyObject *self, PyObject *noargs) {
     (void)noargs;
     return PyUnicode_FromString(gd_impl_name(gd_kernels_impl(state_of(self)->kernels)));
@@ -513,6 +553,9 @@ static PyMethodDef methods[] = {
     {"dfa_minimize", py_dfa_minimize, METH_VARARGS,
      "dfa_minimize(table_i32, nsym, accepting_u8, block_out_i32, budget_s) -> number of blocks "
      "(block_out[s]: block of s, numbered by first state). TimeoutError past the budget. Releases the GIL."},
+    {"literal_dfa", py_literal_dfa, METH_VARARGS,
+     "literal_dfa(blob_u8, offsets_i64) -> (off_i32_bytes, lab_u8_bytes, tgt_i32_bytes, final_u8_bytes): minimal DFA "
+     "of the strictly increasing words blob[offsets[i]:offsets[i+1]], states in BFS order. Releases the GIL."},
     {"impl", py_impl, METH_NOARGS, "Name of the active kernel implementation."},
     {"impl_supported", py_impl_supported, METH_VARARGS, "impl_supported(name) -> bool."},
     {"set_impl", py_set_impl, METH_VARARGS, "set_impl(name): force scalar|sse2|avx2|avx512|neon."},

@@ -50,6 +50,7 @@ import numpy as np
 from decoding import _native
 from decoding.errors import GrammarError, LimitError
 from decoding.ir import ByteSet, Choice, Dfa, Diff, Grammar, Inter, Lit, Node, Ref, Repeat, Seq, Special, map_leaves
+from decoding.ir import literals as _literals
 from decoding.ir.productive import check_productive
 from decoding.ir.size import check_size, estimate_size, node_size
 from decoding.ir.size import is_sep_loop as _sep_loop
@@ -741,6 +742,22 @@ def _pure_python_dfa() -> bool:
     """``GD_PURE_PYTHON_DFA=1``: the reference pipeline, all Python: the NFA as lists
     (:class:`_NFARef`), :func:`_determinize_py`, :func:`_prune_py`, :func:`_minimize_py`."""
     return os.environ.get("GD_PURE_PYTHON_DFA", "") == "1"
+
+
+def _native_literal_dfa(words: list[bytes]) -> "_literals.Minimal":
+    """:func:`decoding.ir.literals.build_minimal` in C (``gd_literal_dfa_build``): the same
+    result; the reference itself under ``GD_PURE_PYTHON_DFA=1``.  Installed into the IR
+    layer when this module is imported, so front-ends build literal sets natively once the
+    back-ends are loaded."""
+    if _pure_python_dfa():
+        return _literals.build_minimal(words)
+    offsets = np.zeros(len(words) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, words), dtype=np.int64, count=len(words)), out=offsets[1:])
+    off, lab, tgt, final = _native.literal_dfa(b"".join(words), offsets)
+    return memoryview(off).cast("i").tolist(), list(lab), memoryview(tgt).cast("i").tolist(), list(final)
+
+
+_literals.use_builder(_native_literal_dfa)
 
 
 def _new_nfa(grammar: Grammar, special_ids: dict[str, int], max_states: int, *,

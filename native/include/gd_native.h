@@ -143,6 +143,23 @@ int gd_dfa_prune(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *a
 int gd_dfa_minimize(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *accepting, double budget_s,
                     int32_t *block);
 
+/* The minimal acyclic DFA of the n_words byte strings blob[offsets[i] .. offsets[i+1])
+ * (offsets[0] = 0), which must be strictly increasing in bytewise order (a prefix before
+ * its extensions): `n_states` states numbered in BFS order from the start (state 0), the
+ * edges of state s lab/tgt[off[s] .. off[s+1]) by increasing label, final[s] whether s
+ * accepts.  Returns GD_DFA_OK and fills `out` (free with gd_literal_dfa_free), GD_DFA_NOMEM,
+ * or GD_DFA_INVALID for unsorted words or a total length of 2^29 bytes or more (`out` is
+ * then empty).  Linear in the total length. */
+typedef struct {
+    int32_t n_states;
+    int32_t *off;
+    uint8_t *lab;
+    int32_t *tgt;
+    uint8_t *final;
+} gd_literal_dfa;
+int gd_literal_dfa_build(const uint8_t *blob, const int64_t *offsets, int32_t n_words, gd_literal_dfa *out);
+void gd_literal_dfa_free(gd_literal_dfa *d);
+
 #ifdef __cplusplus
 }
 #endif

@@ -33,7 +33,7 @@ from typing import Mapping, Sequence
 
 from decoding.backends.automaton import compile_dfa
 from decoding.errors import GBNFError, GrammarError
-from decoding.ir import EMPTY, NOTHING, ByteSet, Choice, Grammar, Lit, Node, Ref, Repeat, Seq, Special
+from decoding.ir import EMPTY, NOTHING, ByteSet, Choice, Dfa, Grammar, Lit, Node, Ref, Repeat, Seq, Special
 from decoding.backends.gbnf.codepoints import codepoint_dfa
 from decoding.ir import MAX_CP, complement_ranges, normalize_ranges
 from decoding.text.utf8 import charset_of
@@ -143,8 +143,8 @@ class _Analysis:
                     r = True
                 except UnicodeDecodeError:
                     r = False
-            elif isinstance(node, ByteSet):
-                r = False
+            elif isinstance(node, (ByteSet, Dfa)):
+                r = False  # emitted through its byte DFA, over code points (fallback)
             elif isinstance(node, (Seq, Choice)):
                 r = all(self.aligned(x) for x in node.items)
             elif isinstance(node, Repeat):

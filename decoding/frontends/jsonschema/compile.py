@@ -26,7 +26,8 @@ from decoding.ir import (DEFAULT_MAX_DEPTH, EMPTY, MAX_CP, NOTHING, Choice, Gram
 from decoding.limits import DEFAULT_LIMITS, Limits
 from decoding.frontends.jsonschema.check import check_schema, load_schema_text
 from decoding.frontends.jsonschema.formats import CHECKED_FORMATS, check_format, format_regex
-from decoding.frontends.jsonschema.jsonstr import any_json_char, dumps, json_char, quote, string_of
+from decoding.frontends.jsonschema.jsonstr import any_json_char, dumps, encode_str, json_char, quote, string_of
+from decoding.ir.literals import literal_set
 from decoding.frontends.jsonschema.merge import SEMANTIC, TYPES, json_equal, merge, normalize
 from decoding.frontends.jsonschema.numbers import INTEGER, NUMBER, integer_range, number_range
 from decoding.text.regex import PatternError, Rx, length_range, parse_pattern, rx_to_ir
@@ -55,6 +56,11 @@ DEFAULT_MAX_WS = 8
 DEFAULT_FREE_DEPTH = 2
 DEFAULT_MAX_NFA = 300_000
 HOIST_ABOVE = 1_000  # see _Compiler.hoist
+#: an enum with more values than this compiles to one minimal automaton leaf
+#: (:func:`decoding.ir.literals.literal_set`, same language) instead of a Choice of literals:
+#: every later pass then costs per automaton state, not per value.  Smaller enums stay
+#: literals (readable GBNF, countable by the counted back-end)
+ENUM_AUTOMATON_ABOVE = 256
 #: integer bounds (minimum, maximum, ...) of more decimal digits are a LimitError (their
 #: digit automata grow with the square of the length); every double has at most 309
 MAX_BOUND_DIGITS = 400
@@ -1061,13 +1067,15 @@ class _Compiler:
             if not isinstance(values, list):
                 raise SchemaError(ptr, "enum", "must be an array")
         rest = {k: v for k, v in s.items() if k not in ("enum", "const") and k not in ANNOTATIONS}
-        keep = [v for v in values if self._value_ok(v, rest, ptr, kw)]
-        alts: list[Node] = []
-        for v in keep:
-            try:
-                alts.append(lit(dumps(v)))
-            except UsageError as e:
-                raise SchemaError(ptr, kw, f"value {v!r} is not JSON: {e}") from None
+        keep = [v for v in values if self._value_ok(v, rest, ptr, kw)] if rest else values
+        texts = _value_texts(keep, ptr, kw)
+        if len(texts) > ENUM_AUTOMATON_ABOVE:
+            words = {t.encode("utf-8") for t in texts}
+            # the Choice of literals' estimate (as size.py counts it): over max_nfa, the
+            # literals below raise the same LimitError as before
+            if 2 + len(words) + sum(map(len, words)) <= self.max_nfa:
+                return self.bounded(literal_set(words), ptr, kw)
+        alts = [lit(t) for t in texts]
         return self.bounded(choice(*alts), ptr, kw) if alts else NOTHING
 
     def _value_ok(self, v: Any, rest: dict, ptr: str, kw: str) -> bool:
@@ -1601,6 +1609,18 @@ def _bare_object(s: dict) -> bool:
     """True if obj() lets ``s`` have any members (no properties, patterns or additional)."""
     return not s.get("properties") and not s.get("patternProperties") and \
         "additionalProperties" not in s and "unevaluatedProperties" not in s
+
+
+def _value_texts(values: list, ptr: str, kw: str) -> list[str]:
+    """The canonical JSON text of each value (:func:`dumps`); a value that is not JSON is a
+    SchemaError at ``ptr``/``kw``."""
+    out: list[str] = []
+    for v in values:
+        try:
+            out.append(encode_str(v) if type(v) is str else dumps(v))
+        except UsageError as e:
+            raise SchemaError(ptr, kw, f"value {v!r} is not JSON: {e}") from None
+    return out
 
 
 def _kind_of(v: Any) -> str:

@@ -14,6 +14,7 @@ decodes to the characters the grammar meant, and canonical serialisations are ac
 from __future__ import annotations
 
 import json
+import json.encoder
 import math
 from functools import lru_cache
 from typing import Iterable
@@ -21,11 +22,14 @@ from typing import Iterable
 from decoding.errors import UsageError
 from decoding.ir import MAX_CP, NOTHING, Node, char_class, choice, lit, normalize_ranges, seq
 
-__all__ = ["json_char", "any_json_char", "string_of", "quote", "dumps", "number_text"]
+__all__ = ["json_char", "any_json_char", "string_of", "quote", "dumps", "number_text", "encode_str"]
 
 _SHORT = {0x08: "\\b", 0x09: "\\t", 0x0A: "\\n", 0x0C: "\\f", 0x0D: "\\r",
           0x22: '\\"', 0x5C: "\\\\"}
 _SPECIAL = sorted(set(range(0x20)) | {0x22, 0x5C})
+#: ``json.dumps(s, ensure_ascii=False)`` for a str ``s``, without building an encoder per call
+#: (what ``JSONEncoder(ensure_ascii=False).encode`` calls for a str: the same text)
+encode_str = json.encoder.encode_basestring
 
 
 def _escape(cp: int) -> str:
@@ -83,7 +87,7 @@ def string_of(body: Node) -> Node:
 
 
 def quote(s: str) -> bytes:
-    return json.dumps(s, ensure_ascii=False).encode("utf-8")
+    return encode_str(s).encode("utf-8")
 
 
 class _NotJSON(Exception):
@@ -128,7 +132,7 @@ def _dumps(value: object) -> str:
     if isinstance(value, (int, float)):
         return _number_text(value)
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
+        return encode_str(value)
     if isinstance(value, list):
         parts = []
         for i, v in enumerate(value):
@@ -142,7 +146,7 @@ def _dumps(value: object) -> str:
         parts = []
         for k, v in value.items():
             try:
-                parts.append(json.dumps(str(k), ensure_ascii=False) + ":" + _dumps(v))
+                parts.append(encode_str(str(k)) + ":" + _dumps(v))
             except _NotJSON as e:
                 e.path.append(str(k))
                 raise
