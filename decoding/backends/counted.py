@@ -36,6 +36,19 @@ write ``r`` units (``r // P`` tokens of the most units one token takes, then a f
 table); with ``c`` units done the middle costs ``f(X - c)`` instead.  ``successor_costs``
 gives exactly the ``completion_cost`` of the state each token leads to.
 
+Intersections and differences (``maxLength`` with a ``pattern`` or ``format``): in an
+``Inter`` one operand may hold room loops (``U{0,r}``); it is rewritten with its markers and
+the other operands (a ``Diff``'s ``minus``) ignore them (a marker leaves their state as it
+is), so the product automaton is ``P x (counted loop)``.  It is built here, embedded where the
+node was, and checked: from every complete unit ``h`` with a ``<tp>`` move, ``h`` and the
+state ``<tp>`` leads to, read in lockstep until the explicit part has started ``K - 1``
+units, must allow the same bytes and leave the loop to the same states (:func:`_mirrors_agree`).
+That is what one token can observe of the counter, so the masks stay exact; when ``P``
+needs a few units to finish (an e-mail address still without its ``@``), the explicit part
+is made longer (``K + extra`` copies) until the check passes, else the node is left as it was.
+Need loops are not counted inside a product (their cost bound assumes the loop returns to
+the state it started from, which ``P`` may not).
+
 Artifacts hold explicit DFAs only: a counted grammar is not written to one (ArtifactError).
 """
 
@@ -48,7 +61,8 @@ from typing import Sequence
 
 import numpy as np
 
-from decoding.backends.automaton import DFA, compile_dfa
+from decoding.backends import automaton as _automaton
+from decoding.backends.automaton import DFA, compile_dfa, regular_dfa
 from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN
 from decoding.backends.dfa.index import DFAGrammar
 from decoding.backends.masks import DEFAULT_MAX_MASKS
@@ -65,6 +79,11 @@ MAX_UNIT_STATES = 4096
 #: the counted form is tried only when its estimate (NFA states) is at most this; larger
 #: grammars go to the other back-ends at once
 COUNTED_AT_MOST = 300_000
+#: explicit units added after ``K`` in a product's loop, tried in order (see the module
+#: docstring: the other operand may need a few units to finish)
+PRODUCT_EXTRA = (0, 16)
+#: states of the largest product automaton built (a larger one leaves the node as it was)
+MAX_PRODUCT_STATES = 50_000
 
 
 def window(vocab: Vocab) -> int:
@@ -80,6 +99,7 @@ class Loop:
     need: bool
     first: frozenset  # bytes a unit starts with
     unit: Dfa | None = None  # the unit's minimal automaton (prefix-free: accepting states are final)
+    product: bool = False  # the loop is inside an Inter/Diff product (checked by _mirrors_agree)
 
     @property
     def en(self) -> str:
@@ -94,9 +114,18 @@ class Loop:
 
 def rewrite(grammar: Grammar, k: int, *, limits: Limits | None = None) -> tuple[Grammar, tuple[Loop, ...]]:
     """``grammar`` with every qualifying large ``Repeat`` turned into a counted middle (see the
-    module docstring); the loops made.  Nodes under ``Inter``/``Diff``/``Dfa`` are not touched
-    (their operands are built separately by product construction)."""
+    module docstring); the loops made.  An ``Inter``/``Diff`` whose loops are counted becomes a
+    placeholder special naming its product automaton (see :func:`rewrite_products`)."""
+    g2, loops, _ = rewrite_products(grammar, k, limits=limits)
+    return g2, loops
+
+
+def rewrite_products(grammar: Grammar, k: int, *, limits: Limits | None = None
+                     ) -> tuple[Grammar, tuple[Loop, ...], dict[str, DFA]]:
+    """:func:`rewrite`, and the product automata (with marker columns) of the ``Inter``/``Diff``
+    nodes counted, by the placeholder special that stands for each in the grammar."""
     loops: list[Loop] = []
+    products: dict[str, DFA] = {}
     units: dict[Node, tuple[frozenset, Dfa] | None] = {}
 
     def unit_first(item: Node) -> tuple[frozenset, Dfa] | None:
@@ -104,20 +133,22 @@ def rewrite(grammar: Grammar, k: int, *, limits: Limits | None = None) -> tuple[
             units[item] = _unit(item, grammar, limits)
         return units[item]
 
-    def go(n: Node) -> tuple[Node, bool]:
-        """(``n`` rewritten, whether it now holds a marker)."""
+    def go(n: Node, kk: int, in_product: bool) -> tuple[Node, bool]:
+        """(``n`` rewritten with window ``kk``, whether it now holds a marker)."""
         if isinstance(n, (Seq, Choice)):
-            done = [go(x) for x in n.items]
+            done = [go(x, kk, in_product) for x in n.items]
             items = tuple(x for x, _ in done)
             marked = any(m for _, m in done)
             return (n if items == n.items else type(n)(items)), marked
+        if isinstance(n, (Inter, Diff)):
+            return (n, False) if in_product else product(n)
         if not isinstance(n, Repeat):
             return n, False
-        item, marked = go(n.item)
+        item, marked = go(n.item, kk, in_product)
         lo, hi = n.min, n.max
-        big_need = lo > k + 1
-        big_room = hi is not None and hi - lo > k + 1
-        if not (big_need or big_room) or marked:
+        big_need = lo > kk + 1
+        big_room = hi is not None and hi - lo > kk + 1
+        if not (big_need or big_room) or marked or (in_product and big_need):
             return (n if item is n.item else Repeat(item, lo, hi)), marked
         found = unit_first(item)
         if found is None:
@@ -125,25 +156,42 @@ def rewrite(grammar: Grammar, k: int, *, limits: Limits | None = None) -> tuple[
         first, item = found  # the unit as its minimal automaton: a few NFA states per copy
         parts: list[Node] = []
         if big_need:
-            lp = Loop(len(loops), lo - k, True, first, item)
+            lp = Loop(len(loops), lo - kk, True, first, item)
             loops.append(lp)
-            parts += [Special(lp.en), Repeat(item, 0, None), Special(lp.tp), Repeat(item, k, k)]
+            parts += [Special(lp.en), Repeat(item, 0, None), Special(lp.tp), Repeat(item, kk, kk)]
         elif lo:
             parts.append(Repeat(item, lo, lo))
         if hi is None:
             parts.append(Repeat(item, 0, None))
         elif big_room:
-            lp = Loop(len(loops), hi - lo - k, False, first, item)
+            lp = Loop(len(loops), hi - lo - kk, False, first, item, product=in_product)
             loops.append(lp)
-            parts += [Special(lp.en), Repeat(item, 0, None), Choice((Seq((Special(lp.tp), Repeat(item, 0, k))), EMPTY))]
+            parts += [Special(lp.en), Repeat(item, 0, None), Choice((Seq((Special(lp.tp), Repeat(item, 0, kk))), EMPTY))]
         elif hi > lo:
             parts.append(Repeat(item, 0, hi - lo))
         return Seq(tuple(parts)), True
 
-    rules = tuple((name, go(node)[0]) for name, node in grammar.rules)
+    def product(n: Inter | Diff) -> tuple[Node, bool]:
+        """A placeholder for ``n``'s counted product automaton, or ``n`` when none passes."""
+        operands = n.items if isinstance(n, Inter) else (n.base,)
+        for i, op in enumerate(operands):
+            for extra in PRODUCT_EXTRA:
+                mark = len(loops)
+                op2, marked = go(op, k + extra, True)
+                if not marked:
+                    break  # nothing to count in this operand
+                built = _product_dfa(n, i, op2, tuple(loops[mark:]), k, limits)
+                if built is not None:
+                    name = f"{MARK}and{len(products)}"
+                    products[name] = built
+                    return Special(name), True
+                del loops[mark:]
+        return n, False
+
+    rules = tuple((name, go(node, k, False)[0]) for name, node in grammar.rules)
     if not loops:
-        return grammar, ()
-    return Grammar(grammar.start, rules, grammar.max_depth), tuple(loops)
+        return grammar, (), {}
+    return Grammar(grammar.start, rules, grammar.max_depth), tuple(loops), products
 
 
 def _unit(item: Node, grammar: Grammar, limits: Limits | None) -> tuple[frozenset, Dfa] | None:
@@ -180,6 +228,216 @@ def _unit(item: Node, grammar: Grammar, limits: Limits | None) -> tuple[frozense
                 lo = b
         edges.append(tuple(es))
     return frozenset(first), Dfa(tuple(edges), tuple(int(a) for a in np.nonzero(d.accepting)[0]))
+
+
+# ----------------------------------------------------------------------------- products
+
+def _product_dfa(n: Inter | Diff, i: int, op2: Node, loops: tuple[Loop, ...], k: int,
+                 limits: Limits | None) -> DFA | None:
+    """The automaton of ``n`` with operand ``i`` replaced by ``op2`` (its counted form, with
+    marker columns) and the other operands ignoring the markers; pruned.  None when it is
+    empty, larger than ``MAX_PRODUCT_STATES``, or a loop fails :func:`_mirrors_agree`."""
+    lim = limits or DEFAULT_LIMITS
+    try:
+        c = compile_dfa(Grammar.single(op2), max_states=MAX_PRODUCT_STATES, limits=lim)
+        if isinstance(n, Inter):
+            others = n.items[:i] + n.items[i + 1:]
+            b = regular_dfa(others[0] if len(others) == 1 else Inter(others), max_states=MAX_PRODUCT_STATES,
+                            max_nfa=lim.max_nfa_states) if others else None
+            d = c if not others else _marked_product(c, b, diff=False)
+        else:
+            d = _marked_product(c, regular_dfa(n.minus, max_states=MAX_PRODUCT_STATES, max_nfa=lim.max_nfa_states),
+                                diff=True)
+        d = None if d is None else d.prune()
+    except (LimitError, GrammarError):
+        return None
+    if d is None or not all(_mirrors_agree(d, lp, k) for lp in loops):
+        return None
+    return d
+
+
+def _marked_product(c: DFA, b: DFA | None, *, diff: bool) -> DFA | None:
+    """Product of ``c`` (its specials are markers) and the byte DFA ``b`` (None: the empty
+    language): a marker moves ``c`` and leaves ``b`` where it is.  Accepting: both accept
+    (``diff``: ``c`` accepts and ``b`` does not, a dead ``b`` counting as rejecting).  None if
+    the product is empty."""
+    if b is None:
+        if not diff:
+            return None
+        b = DFA(np.zeros(256, dtype=np.uint16), np.full((1, 1), -1, dtype=np.int32), np.zeros(1, dtype=bool), (), 1)
+        y0 = -1
+    else:
+        y0 = 0
+    uniq, cls = np.unique(np.stack([c.byte_class.astype(np.int64), b.byte_class.astype(np.int64)], axis=1),
+                          axis=0, return_inverse=True)
+    ncls, nmark = len(uniq), len(c.specials)
+    ca, cb = uniq[:, 0].tolist(), uniq[:, 1].tolist()
+    tc, tb = c.trans.tolist(), b.trans.tolist()
+    index = {(0, y0): 0}
+    order = [(0, y0)]
+    rows: list[list[int]] = []
+    acc: list[bool] = []
+
+    def to(key: tuple[int, int]) -> int:
+        j = index.get(key)
+        if j is None:
+            if len(order) >= MAX_PRODUCT_STATES:
+                raise LimitError(f"a counted intersection exceeds {MAX_PRODUCT_STATES} states")
+            j = index[key] = len(order)
+            order.append(key)
+        return j
+
+    while len(rows) < len(order):
+        x, y = order[len(rows)]
+        rx, ry = tc[x], (tb[y] if y >= 0 else None)
+        row = [-1] * (ncls + nmark)
+        for cl in range(ncls):
+            nx = rx[ca[cl]]
+            ny = ry[cb[cl]] if ry is not None else -1
+            if nx >= 0 and (ny >= 0 or diff):
+                row[cl] = to((nx, ny))
+        for m in range(nmark):
+            if rx[c.n_classes + m] >= 0:
+                row[ncls + m] = to((rx[c.n_classes + m], y))
+        rows.append(row)
+        yb = y >= 0 and bool(b.accepting[y])
+        acc.append(bool(c.accepting[x]) and (not yb if diff else yb))
+    if not any(acc):
+        return None
+    return DFA(cls.reshape(-1).astype(np.uint16), np.array(rows, dtype=np.int32).reshape(len(rows), ncls + nmark),
+               np.array(acc, dtype=bool), c.specials, ncls)
+
+
+def _middle(byte_t: np.ndarray, is_tp: np.ndarray) -> np.ndarray:
+    """bool per state: it reaches a state with a ``<tp>`` move by bytes alone (the middle)."""
+    n = len(is_tp)
+    src, cl = np.nonzero(byte_t >= 0)
+    dst = byte_t[src, cl].astype(np.int64)
+    order = np.argsort(dst, kind="stable")
+    rsrc, rstart = src[order].tolist(), np.searchsorted(dst[order], np.arange(n + 1)).tolist()
+    seen = is_tp.copy()
+    todo = np.flatnonzero(is_tp).tolist()
+    while todo:
+        t = todo.pop()
+        for s in rsrc[rstart[t]:rstart[t + 1]]:
+            if not seen[s]:
+                seen[s] = True
+                todo.append(s)
+    return seen
+
+
+def _mirrors_agree(d: DFA, lp: Loop, k: int) -> bool:
+    """Whether one token can tell, in ``d``, a middle state of ``lp`` from the explicit state
+    the counter may have moved it to: from every pair (complete unit ``h``, its ``<tp>``
+    target), read in lockstep while the explicit side has started at most ``k - 1`` units
+    (a token starts at most ``k - 1``), both sides allow the same bytes and specials and
+    leave the middle to the same states.  (Then a middle state's mask, liveness and exits do
+    not depend on the counter; see the module docstring.)"""
+    col = {t: j for j, t in enumerate(d.specials)}
+    if lp.tp not in col:
+        return True  # no unit completes in the middle: nothing is counted
+    ncls = d.n_classes
+    trans = d.trans.astype(np.int64)
+    tp_col = ncls + col[lp.tp]
+    is_tp = trans[:, tp_col] >= 0
+    mid = _middle(trans[:, :ncls], is_tp)
+    first = np.zeros(256, dtype=bool)
+    first[list(lp.first)] = True
+    bc = d.byte_class.astype(np.int64)
+    starts = np.zeros(ncls, dtype=bool)
+    starts[bc[first]] = True
+    mixed = np.zeros(ncls, dtype=bool)
+    mixed[bc[starts[bc] != first]] = True
+    if (trans[np.flatnonzero(mid)][:, :ncls][:, mixed] >= 0).any():
+        return False  # a byte class that moves in the middle mixes unit starts with other bytes
+    starts_sym = np.concatenate([starts, np.zeros(trans.shape[1] - ncls, dtype=bool)])
+    others = np.ones(trans.shape[1], dtype=bool)
+    others[tp_col] = False
+    dead = np.full(trans.shape[1], -1, dtype=np.int64)
+    m = np.flatnonzero(is_tp)
+    q, j = trans[m, tp_col], np.zeros(len(m), dtype=np.int64)
+    seen = set(zip(m.tolist(), q.tolist(), j.tolist()))
+    while len(m):
+        tm = trans[m][:, others]
+        tq = np.where(q[:, None] >= 0, trans[np.maximum(q, 0)], dead)[:, others]
+        nj = j[:, None] + (is_tp[m][:, None] & starts_sym[others][None, :])
+        seen_here = nj <= k - 1
+        stay = (tm >= 0) & mid[np.maximum(tm, 0)] & (np.arange(tm.shape[1]) < ncls)[None, :]  # a byte, in the middle
+        if (seen_here & ~stay & (tm != tq)).any() or (seen_here & stay & (tq < 0)).any():
+            return False
+        r, cl = np.nonzero(seen_here & stay)
+        nxt = [x for x in dict.fromkeys(zip(tm[r, cl].tolist(), tq[r, cl].tolist(), nj[r, cl].tolist()))
+               if x not in seen]
+        seen.update(nxt)
+        m = np.array([a for a, _, _ in nxt], dtype=np.int64)
+        q = np.array([b_ for _, b_, _ in nxt], dtype=np.int64)
+        j = np.array([c_ for _, _, c_ in nxt], dtype=np.int64)
+    return True
+
+
+class _Embedding:
+    """Builds the NFA of a rewritten grammar whose placeholder specials stand for product
+    automata (byte edges and marker moves): see :func:`_compile_products`."""
+
+    @staticmethod
+    def embed(nfa, dfa: DFA, s: int, sid: dict[str, int]) -> int:
+        """``dfa`` added to ``nfa`` from ``s`` with its marker moves; its end state."""
+        base = nfa.n if isinstance(nfa, _automaton._NFA) else len(nfa.eps)
+        if isinstance(nfa, _automaton._NFA):
+            end = nfa.embed(_automaton._Leaf.of_dfa(dfa), s)
+        else:
+            end = nfa.embed(dfa, s)
+        for j, name in enumerate(dfa.specials):
+            src = np.flatnonzero(dfa.trans[:, dfa.n_classes + j] >= 0)
+            for a in src.tolist():
+                t = base + int(dfa.trans[a, dfa.n_classes + j])
+                if isinstance(nfa, _automaton._NFA):
+                    nfa.sp_src.append(base + a)
+                    nfa.sp_k.append(sid[name])
+                    nfa.sp_tgt.append(t)
+                else:
+                    nfa.spec[base + a].append((sid[name], t))
+        return end
+
+
+def _nfa_class(base: type) -> type:
+    """``base`` (an NFA builder of :mod:`decoding.backends.automaton`) that builds a
+    placeholder special as its product automaton."""
+
+    class ProductNFA(base):  # type: ignore[misc, valid-type]
+        __slots__ = ("products",)
+
+        def build(self, node: Node, s: int) -> int | None:
+            if type(node) is Special and node.text in self.products:
+                return _Embedding.embed(self, self.products[node.text], s, self.special_ids)
+            return super().build(node, s)
+
+    return ProductNFA
+
+
+_PRODUCT_NFA = {False: _nfa_class(_automaton._NFA), True: _nfa_class(_automaton._NFARef)}
+
+
+def _compile_products(g: Grammar, products: dict[str, DFA], *, literal: Sequence[str], max_states: int | None,
+                      limits: Limits) -> DFA:
+    """:func:`~decoding.backends.automaton.compile_dfa` of ``g``, each placeholder special
+    built as its product automaton (marker columns kept as specials)."""
+    if literal:
+        g = _automaton._replace_specials(g, set(literal))
+    marks = [t for dfa in products.values() for t in dfa.specials]
+    specials = tuple(dict.fromkeys([t for t in g.specials() if t not in products] + marks))
+    sid = {t: i for i, t in enumerate(specials)}
+    deadline = _automaton._Deadline(limits.max_compile_seconds, f"grammar '{g.start}'")
+    nfa = _PRODUCT_NFA[_automaton._pure_python_dfa()](g, sid, limits.max_nfa_states, max_nesting=limits.max_nesting,
+                                                       deadline=deadline)
+    nfa.products = products
+    nfa.max_dfa = max_states or limits.max_dfa_states
+    start = nfa.new()
+    end = nfa.build_start(start)
+    if end is None:
+        raise GrammarError(f"grammar '{g.start}' accepts no string")
+    dfa = _automaton._determinize(nfa, start, end, specials, deadline, nfa.max_dfa, f"grammar '{g.start}'")
+    return _automaton._minimize(_automaton._prune(dfa, None), deadline)
 
 
 # ----------------------------------------------------------------------------- compiled form
@@ -582,19 +840,23 @@ def compile_counted(grammar: Grammar, vocab: Vocab, *, limits: Limits | None = N
                     max_states: int | None = None) -> CountedGrammar | None:
     """The counted form of ``grammar`` for ``vocab``, or None when no loop qualifies (the
     caller compiles ``grammar`` as it is)."""
-    g2, loops = rewrite(grammar, window(vocab), limits=limits)
+    lim = limits or DEFAULT_LIMITS
+    g2, loops, products = rewrite_products(grammar, window(vocab), limits=lim)
     if not loops:
         return None
     from decoding.ir.size import check_size
 
     try:
-        if check_size(g2, limits or DEFAULT_LIMITS).states > COUNTED_AT_MOST:
+        if check_size(g2, lim).states + sum(p.n_states for p in products.values()) > COUNTED_AT_MOST:
             return None  # still large counted: the pushdown back-end's case
     except LimitError:
         return None
     markers = {t for lp in loops for t in (lp.en, lp.tp)}
-    literal = [t for t in g2.specials() if t not in markers and vocab.special_token(t) is None]
-    d = compile_dfa(g2, max_states=max_states, literal_specials=literal, limits=limits)
+    literal = [t for t in g2.specials() if t not in markers and t not in products and vocab.special_token(t) is None]
+    if products:
+        d = _compile_products(g2, products, literal=literal, max_states=max_states, limits=lim)
+    else:
+        d = compile_dfa(g2, max_states=max_states, literal_specials=literal, limits=limits)
     d = d.prune(vocab.single_byte_tokens())
     return _assemble(d, loops, vocab, grammar_key=grammar_key, meta=meta, max_masks=max_masks)
 
@@ -640,6 +902,8 @@ def _assemble(d: DFA, loops: Sequence[Loop], vocab: Vocab, *, grammar_key: str, 
         outs = byte_t[inner_states]
         if (outs[outs >= 0] >= 0).size and (mid[outs[outs >= 0]] != lp.index).any():
             return None  # a started unit can leave the middle without completing
+        if lp.product and not _mirrors_agree(d, lp, window(vocab)):
+            return None  # inside a product, a token could tell the counter
     nkeep = [ncls + j for j in keep]
     for lp in loops:
         if lp.en not in col:
