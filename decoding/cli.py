@@ -283,19 +283,23 @@ def _load_model(name: str) -> tuple[Any, Any, float]:
 _SYSTEM = "You are a tool-calling assistant. Answer with the tool call only."
 
 
-def _run(llm: Any, cg: Any, prompt: str, max_tokens: int, temperature: float, seed: int, chat: bool) -> Any:
+def _run(llm: Any, cg: Any, prompt: str, max_tokens: int, temperature: float, seed: int, chat: bool,
+         copy_from: str | None = None) -> Any:
     from decoding.runtime.generate import generate
 
     if chat:
         msgs = [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": prompt}]
-        return generate(llm, cg, messages=msgs, max_tokens=max_tokens, temperature=temperature, seed=seed)
-    return generate(llm, cg, prompt=prompt, max_tokens=max_tokens, temperature=temperature, seed=seed)
+        return generate(llm, cg, messages=msgs, max_tokens=max_tokens, temperature=temperature, seed=seed,
+                        copy_from=copy_from)
+    return generate(llm, cg, prompt=prompt, max_tokens=max_tokens, temperature=temperature, seed=seed,
+                    copy_from=copy_from)
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
     llm, vocab, _ = _load_model(args.model)
     cg, ms, src = _load_grammar(args.grammar, vocab, args)
-    out = _run(llm, cg, args.prompt, args.max_tokens, args.temperature, args.seed, not args.raw)
+    out = _run(llm, cg, args.prompt, args.max_tokens, args.temperature, args.seed, not args.raw,
+               copy_from=args.prompt if args.copy_bias else None)
     print(out.text)
     print(f"complete: {'yes' if out.complete else 'no'}  valid: {_validity(out.text, src)}  "
           f"grammar load: {ms:.2f} ms  {out.n_tokens} tokens, {out.tokens_per_second:.1f} tok/s")
@@ -316,11 +320,11 @@ DEMO_EXAMPLES = {
                              '<id>ORD778899</id></urn:ExecuteCommand></soap:Body></soap:Envelope>'),
 }
 
+# The requests as a user types them (the tool travels in the prompt; the request does not name
+# it), in the value-copy benchmark's style (evals/valuecopy/tasks.py).
 DEMO = [
-    ("get_weather", "Call get_weather for this request: what will the weather be in Beijing (北京市) on "
-                    "2025-06-01? Reply with the JSON arguments."),
-    ("search_product", "Call search_product: find wireless headphones (数码) under 500 yuan. "
-                       "Reply with the JSON arguments."),
+    ("get_weather", "What will the weather be in Beijing (北京市) on 2025-06-01?"),
+    ("search_product", "Find wireless headphones (数码) under 500 yuan."),
     ("user_query", "Write the XML request for user 12345 who wants to query their account."),
     ("soap_execute_command", "Write the SOAP envelope that calls ExecuteCommand with command GetUserInfo "
                              "and id U9C123456."),
@@ -366,7 +370,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from decoding.runtime.prompting import Example, dump_json, render_prompt, tool_from_source
 
     print("\nprompts: the tool definition (schema / DTD without comments) + one worked example, through the "
-          "model's chat template; JSON in the 'natural' layout (', ' and ': ')")
+          "model's chat template; JSON in the 'natural' layout (', ' and ': ')"
+          + ("" if args.no_copy_bias else "; copy bias on the request (decoding.runtime.copy_bias)"))
     for name, prompt in DEMO:
         cg, src = loaded[name]
         print(f"\n[{name}] {prompt}")
@@ -377,7 +382,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         tool = tool_from_source(name, src.get("kind", ""), src.get("text") or "")
         text = render_prompt(llm, tool, prompt, Example(ex_user, ex_answer), model_name=args.model)
         out = generate(llm, cg, prompt=text, max_tokens=args.max_tokens, temperature=args.temperature,
-                       seed=args.seed)
+                       seed=args.seed, copy_from=None if args.no_copy_bias else prompt)
         print(f"  {out.text}")
         print(f"  valid: {_validity(out.text, src)}  complete: {'yes' if out.complete else 'no'}  "
               f"{out.n_tokens} tokens  {out.tokens_per_second:.1f} tok/s")
@@ -446,6 +451,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--temperature", type=float, default=0.2)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--raw", action="store_true", help="plain completion instead of the chat template")
+    p.add_argument("--copy-bias", action="store_true",
+                   help="logit bonus for starting a value with a copy of the prompt (decoding.runtime.copy_bias)")
     source_opts(p)
     p.set_defaults(fn=cmd_generate)
 
@@ -455,6 +462,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--max-tokens", type=int, default=160)
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-copy-bias", action="store_true",
+                   help="no logit bonus for starting a value with a copy of the request (decoding.runtime.copy_bias)")
     p.set_defaults(fn=cmd_demo)
 
     p = sub.add_parser("serve", help="OpenAI-compatible HTTP server with guaranteed structured output "

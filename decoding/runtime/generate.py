@@ -55,17 +55,18 @@ def check_prompt(where: str, prompt: str | None, messages: list | None) -> None:
 
 def generate(llm: Any, compiled: CompiledGrammar, *, prompt: str | None = None, messages: list | None = None,
              max_tokens: int = 256, temperature: float = 0.7, seed: int | None = None,
-             budget: bool = True, **kw: Any) -> Generation:
+             budget: bool = True, copy_from: str | None = None, **kw: Any) -> Generation:
     """Generate under ``compiled`` from ``prompt`` or chat ``messages`` (exactly one).
     Raises :class:`~decoding.errors.ProcessorError` if the constraint failed inside
     llama-cpp-python (where exceptions would otherwise vanish).
 
     ``budget=True`` (default) closes the structure within ``max_tokens``: it is never cut
-    off.  Other keyword arguments go to ``create_completion``/``create_chat_completion``."""
+    off.  ``copy_from`` (the user's request) turns on the copy bias
+    (:mod:`decoding.runtime.copy_bias`).  Other keyword arguments go to ``create_completion``/``create_chat_completion``."""
     from llama_cpp import LogitsProcessorList
 
     check_prompt("generate", prompt, messages)
-    proc = GrammarLogitsProcessor(compiled, max_tokens=max_tokens if budget else None)
+    proc = GrammarLogitsProcessor(compiled, max_tokens=max_tokens if budget else None, copy_from=copy_from)
     t0 = time.perf_counter()
     if messages is not None:
         out = llm.create_chat_completion(messages=messages, logits_processor=LogitsProcessorList([proc]),

@@ -10,6 +10,8 @@ Modes
 - ``free``: the prompt; no mask.
 - ``prompt``: kept as an alias of ``free`` with one shot (the old anchors prompt is gone).
 - ``automaton``: the same prompt, masked by :class:`decoding.GrammarLogitsProcessor`.
+- ``copy``: ``automaton`` with the copy bias on the task's request
+  (``GrammarLogitsProcessor(copy_from=task.user)``, :mod:`decoding.runtime.copy_bias`).
 - ``fastforward``: the same prompt, same automaton, through the project's own driver
   (:func:`decoding.runtime.fastforward.generate_fast`): forced bytes are appended in one batched
   eval and budget-aware closing keeps the output completable within ``max_tokens``.  The
@@ -60,7 +62,7 @@ from evals.harness.tasks import Task, example_task
 
 __all__ = ["with_lead_in", "MODES", "MAIN_MODES", "PEER_MODES", "Runner", "Output", "peer_status", "family_status"]
 
-MAIN_MODES = ("free", "prompt", "automaton", "fastforward", "gbnf")
+MAIN_MODES = ("free", "prompt", "automaton", "copy", "fastforward", "gbnf")
 PEER_MODES = ("outlines", "llguidance")
 MODES = MAIN_MODES + PEER_MODES
 
@@ -253,9 +255,9 @@ class Runner:
         kw: dict[str, Any] = {}
         timed = None
         prep = 0.0
-        if mode == "automaton":
+        if mode in ("automaton", "copy"):
             cg, prep = self.automaton(fam, whitespace)
-            timed = _Timed(GrammarLogitsProcessor(cg))
+            timed = _Timed(GrammarLogitsProcessor(cg, copy_from=task.user if mode == "copy" else None))
             kw["logits_processor"] = LogitsProcessorList([timed])
         elif mode == "gbnf":
             kw["grammar"], prep = self.gbnf(fam, whitespace)

@@ -73,7 +73,7 @@ def markdown(res: dict) -> str:
         for lab in per:
             mode, _, shot = lab.partition("+")
             free = per.get("free" + (f"+{shot}" if shot else ""))
-            if free is None or mode not in ("automaton", "fastforward", "gbnf"):
+            if free is None or mode not in ("automaton", "copy", "fastforward", "gbnf"):
                 continue
             for f in fams:
                 a, b = free["by_family"].get(f), per[lab]["by_family"].get(f)

@@ -35,7 +35,7 @@ from evals.harness.tasks import FAMILIES, generate_tasks
 __all__ = ["run", "aggregate", "RATE_KEYS", "label"]
 
 RATE_KEYS = ("closure", "well_formed", "valid", "fields", "truncated")
-CONSTRAINED = ("automaton", "fastforward", "gbnf", "llguidance", "outlines")
+CONSTRAINED = ("automaton", "copy", "fastforward", "gbnf", "llguidance", "outlines")
 
 
 def label(mode: str, shots: int) -> str:
@@ -130,7 +130,7 @@ def run(*, models: list[str], modes: list[str], per_family: int | dict[str, int]
             fam = FAMILY[fam_name]
             ftasks = [x for x in tasks if x.family == fam_name]
             order = [(x, m, k) for k in shots for x in ftasks
-                     for m in ("fastforward", "free", "automaton", "gbnf", "llguidance", "outlines")
+                     for m in ("fastforward", "free", "automaton", "copy", "gbnf", "llguidance", "outlines")
                      if runs(m, fam_name)]
             for task, mode, k in order:
                 bar.set_postfix_str(f"{model} {fam_name} {label(mode, k)}")

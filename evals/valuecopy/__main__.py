@@ -18,7 +18,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="run one variant, write evals/results/valuecopy/<name>/")
     r.add_argument("--models", default="smollm2,gemma3")
-    r.add_argument("--modes", default="free,automaton,fastforward", help="from free,automaton,fastforward,gbnf")
+    r.add_argument("--modes", default="free,automaton,fastforward", help="from free,automaton,copy,fastforward,gbnf")
     r.add_argument("--shots", default="0,1")
     r.add_argument("--n", type=int, default=DEFAULT_N, help=f"tasks (default {DEFAULT_N})")
     r.add_argument("--seed", type=int, default=0)

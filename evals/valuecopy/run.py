@@ -62,7 +62,7 @@ def run(*, models: list[str], modes: list[str], shots: tuple[int, ...], n: int, 
                 for s in seeds:
                     for mode in modes:
                         cap = max_tokens
-                        if mode in ("automaton", "fastforward", "gbnf"):
+                        if mode in ("automaton", "copy", "fastforward", "gbnf"):
                             bound = runner.length_bound(fam)
                             cap = max(cap, bound + 1) if bound is not None else cap
                         o = runner.run(fam, task, mode, cap, shots=k, whitespace=whitespace,
