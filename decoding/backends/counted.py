@@ -82,8 +82,10 @@ COUNTED_AT_MOST = 300_000
 #: explicit units added after ``K`` in a product's loop, tried in order (see the module
 #: docstring: the other operand may need a few units to finish)
 PRODUCT_EXTRA = (0, 16)
-#: states of the largest product automaton built (a larger one leaves the node as it was)
+#: states of the largest product automaton built, and the most state pairs of its operands
+#: (a larger one leaves the node as it was, without trying a longer explicit part)
 MAX_PRODUCT_STATES = 50_000
+MAX_PRODUCT_PAIRS = 400_000
 
 
 def window(vocab: Vocab) -> int:
@@ -180,7 +182,11 @@ def rewrite_products(grammar: Grammar, k: int, *, limits: Limits | None = None
                 op2, marked = go(op, k + extra, True)
                 if not marked:
                     break  # nothing to count in this operand
-                built = _product_dfa(n, i, op2, tuple(loops[mark:]), k, limits)
+                try:
+                    built = _product_dfa(n, i, op2, tuple(loops[mark:]), k, limits)
+                except (LimitError, GrammarError):
+                    del loops[mark:]
+                    break  # too large or empty: a longer explicit part would not help
                 if built is not None:
                     name = f"{MARK}and{len(products)}"
                     products[name] = built
@@ -235,25 +241,24 @@ def _unit(item: Node, grammar: Grammar, limits: Limits | None) -> tuple[frozense
 def _product_dfa(n: Inter | Diff, i: int, op2: Node, loops: tuple[Loop, ...], k: int,
                  limits: Limits | None) -> DFA | None:
     """The automaton of ``n`` with operand ``i`` replaced by ``op2`` (its counted form, with
-    marker columns) and the other operands ignoring the markers; pruned.  None when it is
-    empty, larger than ``MAX_PRODUCT_STATES``, or a loop fails :func:`_mirrors_agree`."""
+    marker columns) and the other operands ignoring the markers; pruned.  None when a loop
+    fails :func:`_mirrors_agree`; LimitError when it is larger than ``MAX_PRODUCT_STATES`` (or
+    its operands than ``MAX_PRODUCT_PAIRS`` pairs), GrammarError when it is empty."""
     lim = limits or DEFAULT_LIMITS
-    try:
-        c = compile_dfa(Grammar.single(op2), max_states=MAX_PRODUCT_STATES, limits=lim)
-        if isinstance(n, Inter):
-            others = n.items[:i] + n.items[i + 1:]
-            b = regular_dfa(others[0] if len(others) == 1 else Inter(others), max_states=MAX_PRODUCT_STATES,
-                            max_nfa=lim.max_nfa_states) if others else None
-            d = c if not others else _marked_product(c, b, diff=False)
-        else:
-            d = _marked_product(c, regular_dfa(n.minus, max_states=MAX_PRODUCT_STATES, max_nfa=lim.max_nfa_states),
-                                diff=True)
-        d = None if d is None else d.prune()
-    except (LimitError, GrammarError):
-        return None
-    if d is None or not all(_mirrors_agree(d, lp, k) for lp in loops):
-        return None
-    return d
+    c = compile_dfa(Grammar.single(op2), max_states=MAX_PRODUCT_STATES, limits=lim)
+    others = n.items[:i] + n.items[i + 1:] if isinstance(n, Inter) else (n.minus,)
+    if not others:
+        d: DFA | None = c
+    else:
+        b = regular_dfa(others[0] if len(others) == 1 else Inter(others), max_states=MAX_PRODUCT_STATES,
+                        max_nfa=lim.max_nfa_states)
+        if b is not None and c.n_states * b.n_states > MAX_PRODUCT_PAIRS:
+            raise LimitError(f"a counted intersection of {c.n_states} x {b.n_states} states")
+        d = _marked_product(c, b, diff=isinstance(n, Diff))
+    if d is None:
+        raise GrammarError("a counted intersection accepts no string")
+    d = d.prune()
+    return d if all(_mirrors_agree(d, lp, k) for lp in loops) else None
 
 
 def _marked_product(c: DFA, b: DFA | None, *, diff: bool) -> DFA | None:
