@@ -1,6 +1,6 @@
 """JSON Schema conformance: JSON-Schema-Test-Suite (draft2020-12 core) and JSONSchemaBench.
 
-    python -m evals.conformance.run [--update] [--suite-only | --bench-only]
+    python -m evals.conformance.run [--update] [--suite-only | --bench-only] [--suite draft7]
                                     [--split NAME ...] [--limit N] [--timeout S]
 
 Every instance is serialized into the canonical form the grammar generates (compact JSON,
@@ -12,6 +12,9 @@ instances accepted for a schema, or any invalid instance accepted).
 Compile time is schema -> IR -> ``compile_grammar`` for the llama-bpe vocabulary with
 ``backend="auto"``: the explicit byte DFA when it has at most MAX_STATES states, else the
 pushdown back-end (decoding.backends.pushdown.index; same language, one small DFA per rule plus a stack).
+``--mode generation`` measures what a user of the library gets: ``compile_grammar``'s own
+``max_states`` default (``Limits.max_dfa_states``), not MAX_STATES, which is the spec-faithful
+baseline's choice between the DFA and the pushdown back-end and limits the counted back-end too.
 Token masks are lazy (computed on first visit) in both, so they are not included.
 
 Mode: the runner measures the spec-faithful policy (``COMPILE_OPTIONS``:
@@ -40,6 +43,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from decoding.errors import DecodingError, LimitError, UnsatisfiableSchemaError
+from decoding.backends.automaton import DEFAULT_MAX_STATES
 from decoding.backends.select import compile_grammar
 from decoding.frontends.jsonschema import canonicalize, compile_schema
 from decoding.vocab import Vocab
@@ -57,6 +61,16 @@ BASE_DIR = ROOT / "evals" / "baselines"
 SUITE_BASE = BASE_DIR / "json_schema_test_suite.json"
 BENCH_BASE = BASE_DIR / "jsonschemabench.json"
 GENERATION_BASE = BASE_DIR / "jsonschemabench_generation.json"
+#: the suite's draft7 core files, copied from upstream (see its README)
+DRAFT7_DIR = ROOT / "evals" / "conformance" / "fixtures" / "draft7"
+DRAFT7_BASE = BASE_DIR / "json_schema_test_suite_draft7.json"
+DRAFT7 = "http://json-schema.org/draft-07/schema#"
+#: ``--suite NAME``: (test files, baseline, ``$schema`` given to root schemas that lack one;
+#: the suite's draft7 files carry none, and remote documents without one are read as it)
+SUITES: dict[str, tuple[Path, Path, str | None]] = {
+    "draft2020-12": (SUITE_DIR, SUITE_BASE, None),
+    "draft7": (DRAFT7_DIR, DRAFT7_BASE, DRAFT7),
+}
 MAX_STATES = 50_000
 FREE_DEPTH = 16
 MAX_DEPTH = 16
@@ -87,6 +101,33 @@ def remotes() -> dict:
     return _registry[0]
 
 
+def with_dialect(schema: Any, dialect: str | None) -> Any:
+    """``schema`` with ``$schema: dialect`` added when it is an object without one."""
+    if dialect and isinstance(schema, dict) and "$schema" not in schema:
+        return {"$schema": dialect, **schema}
+    return schema
+
+
+_registries: dict[str, Any] = {}
+
+
+def suite_registry(dialect: str | None) -> Any:
+    """The remote documents for a suite: the URI -> schema mapping of :func:`remotes` (read as
+    2020-12 when without ``$schema``) or, for another ``dialect``, a ``referencing.Registry``
+    reading those without ``$schema`` as that dialect."""
+    if dialect is None:
+        return remotes() or None
+    if dialect not in _registries:
+        import referencing
+        import referencing.jsonschema as rj
+        default = rj.specification_with(dialect)
+        _registries[dialect] = referencing.Registry().with_resources(
+            (uri, (rj.specification_with(doc["$schema"], default=default)
+                   if isinstance(doc, dict) and isinstance(doc.get("$schema"), str) else default)
+             .create_resource(doc)) for uri, doc in remotes().items())
+    return _registries[dialect]
+
+
 def vocab() -> Vocab:
     if not _vocab:
         _vocab.append(Vocab.from_gguf(VOCAB_PATH))
@@ -110,22 +151,23 @@ def mode_note(options: dict | None = None) -> str:
             "format_mode='assert', untyped='infer')")
 
 
-def _jsonschema_rejects_all(schema: Any, tests: list[dict]) -> bool:
+def _jsonschema_rejects_all(schema: Any, tests: list[dict], registry: Any = None) -> bool:
     import jsonschema
     import referencing
     import referencing.jsonschema as rj
     cls = jsonschema.validators.validator_for(schema if isinstance(schema, dict) else {},
                                               default=jsonschema.Draft202012Validator)
-    reg = referencing.Registry().with_resources(
+    reg = registry if isinstance(registry, referencing.Registry) else referencing.Registry().with_resources(
         (uri, rj.specification_with(doc.get("$schema", ""), default=rj.DRAFT202012).create_resource(doc)
          if isinstance(doc, dict) else rj.DRAFT202012.create_resource(doc)) for uri, doc in remotes().items())
     v = cls(schema, format_checker=cls.FORMAT_CHECKER, registry=reg)
     return not any(v.is_valid(t["data"]) for t in tests)
 
 
-def check_schema(schema: Any, tests: Iterable[dict], timeout: float, options: dict | None = None) -> dict:
-    """Compile ``schema`` (with ``options``, default COMPILE_OPTIONS) and run its tests.
-    Returns a status record."""
+def check_schema(schema: Any, tests: Iterable[dict], timeout: float, options: dict | None = None,
+                 registry: Any = None) -> dict:
+    """Compile ``schema`` (with ``options``, default COMPILE_OPTIONS; remote documents from
+    ``registry``, default :func:`remotes`) and run its tests.  Returns a status record."""
     tests = list(tests)
     rec: dict[str, Any] = {"status": "compiled"}
     v = vocab()
@@ -134,8 +176,9 @@ def check_schema(schema: Any, tests: Iterable[dict], timeout: float, options: di
     t0 = time.perf_counter()
     try:
         try:
-            g = compile_schema(schema, registry=remotes() or None, **(options or COMPILE_OPTIONS))
-            cg = compile_grammar(g.grammar, v, max_states=MAX_STATES, backend="auto")
+            g = compile_schema(schema, registry=registry if registry is not None else remotes() or None,
+                               **(options or COMPILE_OPTIONS))
+            cg = compile_grammar(g.grammar, v, max_states=max_states_for(options), backend="auto")
         finally:  # the alarm may still fire in here: the outer handler catches it
             signal.setitimer(signal.ITIMER_REAL, 0)
     except _Timeout:
@@ -147,7 +190,7 @@ def check_schema(schema: Any, tests: Iterable[dict], timeout: float, options: di
         return {"status": "limit", "reason": str(e)[:200]}
     except UnsatisfiableSchemaError as e:
         return {"status": "unsatisfiable", "reason": str(e)[:200], "tests": len(tests),
-                "jsonschema_rejects_all": _jsonschema_rejects_all(schema, tests)}
+                "jsonschema_rejects_all": _jsonschema_rejects_all(schema, tests, registry)}
     except DecodingError as e:
         return {"status": "error", "reason": str(e)[:200]}
     except RecursionError:
@@ -186,15 +229,17 @@ def check_schema(schema: Any, tests: Iterable[dict], timeout: float, options: di
     return rec
 
 
-def run_suite(timeout: float) -> dict:
+def run_suite(timeout: float, suite: str = "draft2020-12") -> dict:
+    suite_dir, _, dialect = SUITES[suite]
+    registry = suite_registry(dialect)
     files: dict[str, dict] = {}
     groups: dict[str, dict] = {}
-    for path in sorted(SUITE_DIR.glob("*.json")):
+    for path in sorted(suite_dir.glob("*.json")):
         data = json.loads(path.read_text())
         agg = dict(groups=0, compiled=0, unsatisfiable=0, valid=0, valid_accepted=0, invalid=0,
                    invalid_accepted=0)
         for gi, grp in enumerate(data):
-            rec = check_schema(grp["schema"], grp["tests"], timeout)
+            rec = check_schema(with_dialect(grp["schema"], dialect), grp["tests"], timeout, registry=registry)
             rec["description"] = grp["description"]
             groups[f"{path.stem}#{gi}"] = rec
             agg["groups"] += 1
@@ -205,7 +250,10 @@ def run_suite(timeout: float) -> dict:
                 for k in ("valid", "valid_accepted", "invalid", "invalid_accepted"):
                     agg[k] += rec[k]
         files[path.stem] = agg
-    return {"note": CANONICAL_NOTE, "mode": dict(COMPILE_OPTIONS), "files": files, "schemas": groups}
+    out = {"note": CANONICAL_NOTE, "mode": dict(COMPILE_OPTIONS), "files": files, "schemas": groups}
+    if suite != "draft2020-12":
+        out["suite"] = suite
+    return out
 
 
 def bench_files(split: str, limit: int | None) -> list[Path]:
@@ -270,7 +318,7 @@ def _pct(a: int, b: int) -> str:
 
 
 def print_suite(res: dict) -> None:
-    print(f"JSON-Schema-Test-Suite draft2020-12 ({res['note']}; {mode_note()})")
+    print(f"JSON-Schema-Test-Suite {res.get('suite', 'draft2020-12')} ({res['note']}; {mode_note()})")
     print(f"{'file':28} {'groups':>7} {'compiled':>9} {'unsat':>6} {'valid acc':>12} {'invalid acc':>12}")
     tot = dict(groups=0, compiled=0, unsatisfiable=0, valid=0, valid_accepted=0, invalid=0,
                invalid_accepted=0)
@@ -329,6 +377,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--update", action="store_true", help="rewrite the baselines")
     ap.add_argument("--suite-only", action="store_true")
     ap.add_argument("--bench-only", action="store_true")
+    ap.add_argument("--suite", choices=tuple(SUITES), default="draft2020-12",
+                    help="JSON-Schema-Test-Suite files: draft2020-12 (../shared) or the draft7 core files "
+                         "(evals/conformance/fixtures/draft7, baseline json_schema_test_suite_draft7.json)")
     ap.add_argument("--split", action="append", choices=SPLITS)
     ap.add_argument("--limit", type=int, default=None, help="schemas per split (evenly spaced)")
     ap.add_argument("--timeout", type=float, default=10.0, help="seconds per schema compile")
@@ -339,16 +390,17 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     bad: list[str] = []
     if not args.bench_only:
-        res = run_suite(args.timeout)
+        res = run_suite(args.timeout, args.suite)
+        suite_base = SUITES[args.suite][1]
         print_suite(res)
         if args.failures:
             for k, r in res["schemas"].items():
                 for line in r.get("valid_rejected", []):
                     print(f"  rejected valid {k}: {line}")
         if args.update:
-            SUITE_BASE.write_text(json.dumps(res, indent=1, ensure_ascii=False) + "\n")
-        elif SUITE_BASE.exists():
-            base = json.loads(SUITE_BASE.read_text())
+            suite_base.write_text(json.dumps(res, indent=1, ensure_ascii=False) + "\n")
+        elif suite_base.exists():
+            base = json.loads(suite_base.read_text())
             if base.get("mode") != res["mode"]:
                 bad.append(f"baseline mode {base.get('mode')} differs from {res['mode']}: rerun with --update")
             bad += regressions(res, base)
