@@ -101,6 +101,12 @@ def remotes() -> dict:
     return _registry[0]
 
 
+def max_states_for(options: dict | None) -> int:
+    """``compile_grammar``'s ``max_states``: its own default for the generation default
+    (what a user of the library gets), MAX_STATES for the spec-faithful baselines."""
+    return DEFAULT_MAX_STATES if options == GENERATION_OPTIONS else MAX_STATES
+
+
 def with_dialect(schema: Any, dialect: str | None) -> Any:
     """``schema`` with ``$schema: dialect`` added when it is an object without one."""
     if dialect and isinstance(schema, dict) and "$schema" not in schema:
