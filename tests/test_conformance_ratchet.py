@@ -1,5 +1,5 @@
-"""Ratchet: the JSON-Schema-Test-Suite and a fixed JSONSchemaBench sample must not regress
-against evals/baselines/ (regenerate with ``python -m evals.conformance.run --update``)."""
+"""Ratchet: the JSON-Schema-Test-Suite (draft2020-12 and the draft7 core files) and a fixed
+JSONSchemaBench sample must not regress against evals/baselines/ (regenerate with ``python -m evals.conformance.run --update [--suite draft7]``)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,18 @@ def test_suite_no_regression_and_no_invalid_accepted():
     assert run.regressions(res, base) == []
     assert sum(f["invalid_accepted"] for f in res["files"].values()) == 0
     # a compile stopped by the clock is machine load, not a regression (as in regressions())
+    timeouts = sum(1 for r in res["schemas"].values() if r["status"] == "timeout")
+    assert sum(f["compiled"] for f in res["files"].values()) + timeouts >= sum(
+        f["compiled"] for f in base["files"].values())
+
+
+def test_draft7_suite_no_regression_and_no_invalid_accepted():
+    """The draft7 core files (evals/conformance/fixtures/draft7; about 25 s)."""
+    base = json.loads(run.DRAFT7_BASE.read_text())
+    res = run.run_suite(timeout=10.0, suite="draft7")
+    assert base["suite"] == res["suite"] == "draft7" and base["mode"] == res["mode"]
+    assert run.regressions(res, base) == []
+    assert sum(f["invalid_accepted"] for f in res["files"].values()) == 0
     timeouts = sum(1 for r in res["schemas"].values() if r["status"] == "timeout")
     assert sum(f["compiled"] for f in res["files"].values()) + timeouts >= sum(
         f["compiled"] for f in base["files"].values())

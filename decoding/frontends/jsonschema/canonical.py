@@ -1,8 +1,9 @@
 """Canonical serialization of an instance: the form the compiled grammar generates.
 
-Compact JSON (no whitespace), object keys in schema order (``properties`` order, then
-required-only names, then present ``dependentSchemas`` triggers, then names from property
-dependencies, then undeclared keys in
+Compact JSON (no whitespace), object keys in schema order (``properties`` order, then the
+properties of the dependent schemas of present ``dependentSchemas`` triggers (draft-07:
+schema-valued ``dependencies``), then required-only names, then those triggers, then names
+from property dependencies, then undeclared keys in
 instance order), numbers spelled by
 :func:`jsonstr.number_text`, strings as ``json.dumps(ensure_ascii=False)``.  Within
 ``anyOf``/``oneOf`` the first branch the instance validates against decides the order;
@@ -89,10 +90,24 @@ class _Canon:
         if isinstance(v, dict):
             props = s.get("properties", {}) if isinstance(s.get("properties"), dict) else {}
             req = s.get("required", []) if isinstance(s.get("required"), list) else []
-            order = [k for k in props if k in v] + [k for k in req if k in v and k not in props]
-            ds = s.get("dependentSchemas")  # a present trigger is required in its branch
-            if isinstance(ds, dict):
-                order += [k for k in ds if k in v and k not in order]
+            # schema dependencies (draft-07 and older: the schema values of ``dependencies``)
+            # whose trigger is present: their branch merges the dependent schema, whose
+            # properties follow the declared ones; the trigger is required in its branch
+            triggers = {}
+            for kw in ("dependentSchemas", "dependencies"):
+                if isinstance(s.get(kw), dict):
+                    triggers.update({t: x for t, x in s[kw].items()
+                                     if t in v and not isinstance(x, list) and t not in triggers})
+            order = [k for k in props if k in v]
+            for x in triggers.values():
+                try:
+                    x = self.comp._deref(x, "")
+                except Exception:  # noqa: BLE001
+                    continue
+                if isinstance(x, dict) and isinstance(x.get("properties"), dict):
+                    order += [k for k in x["properties"] if k in v and k not in order]
+            order += [k for k in req if k in v and k not in order]
+            order += [k for k in triggers if k not in order]
             try:  # keys named by property dependencies come next (declared members)
                 deps = self.comp._dep_required(s, "")
             except Exception:  # noqa: BLE001

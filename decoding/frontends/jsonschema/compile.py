@@ -166,6 +166,8 @@ class _Compiler:
         dialect = self.root.get("$schema") if isinstance(self.root, dict) else None
         self._spec = rj.specification_with(dialect, default=rj.DRAFT202012) \
             if isinstance(dialect, str) else rj.DRAFT202012
+        #: draft-07 and older: ``$ref`` overrides its sibling keywords (``$id`` too)
+        self.ref_alone = self._spec in (rj.DRAFT3, rj.DRAFT4, rj.DRAFT6, rj.DRAFT7)
         try:
             reg = _registry(registry)
             root_res = self._spec.create_resource(self.root)
@@ -382,7 +384,16 @@ class _Compiler:
         return self.bounded(inter(*parts), ptr, None)
 
     # ------------------------------------------------------------------ entry points
+    def ref_only(self, s: Any) -> Any:
+        """``s`` as the schema's dialect reads it: under draft-07 and older a ``$ref`` makes
+        every sibling keyword (``$id`` included) an annotation, so only ``$ref`` is kept."""
+        if self.ref_alone and isinstance(s, dict) and "$ref" in s and len(s) > 1:
+            s = {"$ref": s["$ref"]}
+            self._keep.append(s)
+        return s
+
     def node(self, s: Any, ptr: str) -> Node:
+        s = self.ref_only(s)
         if isinstance(s, dict) and ("$id" in s or "id" in s):
             with self.subschema(s):
                 return self._node(s, ptr)
@@ -570,6 +581,7 @@ class _Compiler:
         return node
 
     def _deref(self, s: Any, ptr: str, depth: int = 0) -> Any:
+        s = self.ref_only(s)
         while isinstance(s, dict) and "$ref" in s:
             if depth > 16:
                 raise SchemaError(ptr, "$ref", "reference chain too deep or cyclic inside allOf")
@@ -692,6 +704,7 @@ class _Compiler:
             return (ptr, None, "the schema is false")
         if not isinstance(s, dict) or depth > 32:
             return None
+        s = self.ref_only(s)
         if "$ref" in s:
             try:
                 tptr, target = self.resolve(s["$ref"], pointer_join(ptr, "$ref"))

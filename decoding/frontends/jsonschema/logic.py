@@ -288,6 +288,7 @@ class Logic:
         if not isinstance(s, dict):
             raise SchemaError(ptr, None, f"a schema must be an object or a boolean, got {type(s).__name__}")
         c = self.c
+        s = c.ref_only(s)
         if "$id" in s or "id" in s:  # a new base URI first, then the references in it
             with c.subschema(s):
                 return self._exact_ref({k: v for k, v in s.items() if k not in ("$id", "id")}, ptr, d)
