@@ -44,13 +44,6 @@ ENUMS = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _leaf_for_every_big_enum(monkeypatch):
-    """Every enum above ENUM_AUTOMATON_ABOVE values is a leaf here, however short (the
-    default also wants its literals above ENUM_AUTOMATON_STATES: see the last tests)."""
-    monkeypatch.setattr(front, "ENUM_AUTOMATON_STATES", 0)
-
-
 def _reference(schema: dict, monkeypatch) -> Grammar:
     """The grammar as compiled before: a Choice of literals, whatever the enum's size."""
     with monkeypatch.context() as m:
@@ -213,11 +206,12 @@ def test_enum_over_max_nfa_is_the_same_limit_error(monkeypatch):
     assert isinstance(compile_schema(schema, max_nfa=200_000).grammar.rule("root"), object)
 
 
-def test_default_thresholds(monkeypatch):
-    """A long enum is a leaf; 300 short values stay literals by default (the counted back-end
-    can count them as the unit of a large array: it does not count a Dfa leaf)."""
-    monkeypatch.undo()
+def test_default_thresholds():
+    """Every enum above ENUM_AUTOMATON_ABOVE values is a leaf, short values too (the counted
+    back-end counts a unit holding a Dfa leaf); at or below it, literals."""
     assert isinstance(compile_schema({"enum": ENUMS["items"]}).grammar.rule("root"), Dfa)
-    assert not isinstance(compile_schema({"enum": [f"w{i}" for i in range(BIG)]}).grammar.rule("root"), Dfa)
+    assert isinstance(compile_schema({"enum": [f"w{i}" for i in range(BIG)]}).grammar.rule("root"), Dfa)
+    assert not isinstance(compile_schema({"enum": [f"w{i}" for i in range(front.ENUM_AUTOMATON_ABOVE)]})
+                          .grammar.rule("root"), Dfa)
     g = compile_schema({"type": "array", "items": {"enum": [f"w{i}" for i in range(BIG)]}, "maxItems": 100_000})
     assert compile_grammar(g.grammar, TINY).backend == "counted"

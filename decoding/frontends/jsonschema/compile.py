@@ -59,12 +59,9 @@ HOIST_ABOVE = 1_000  # see _Compiler.hoist
 #: an enum with more values than this compiles to one minimal automaton leaf
 #: (:func:`decoding.ir.literals.literal_set`, same language) instead of a Choice of literals:
 #: every later pass then costs per automaton state, not per value.  Smaller enums stay
-#: literals (readable GBNF, countable by the counted back-end)
+#: literals (readable GBNF).  Either is countable by the counted back-end as (part of) the
+#: unit of a large array (decoding.backends.counted._unit accepts Dfa leaves)
 ENUM_AUTOMATON_ABOVE = 256
-#: ... and whose Choice of literals is estimated above this many NFA states: the counted
-#: back-end does not count a unit holding a Dfa leaf (decoding.backends.counted._unit),
-#: while a smaller literal set can be such a unit (its DFA within MAX_UNIT_STATES = 4,096)
-ENUM_AUTOMATON_STATES = 8_192
 #: integer bounds (minimum, maximum, ...) of more decimal digits are a LimitError (their
 #: digit automata grow with the square of the length); every double has at most 309
 MAX_BOUND_DIGITS = 400
@@ -1090,8 +1087,7 @@ class _Compiler:
             words = {t.encode("utf-8") for t in texts}
             # the Choice of literals' estimate (as size.py counts it): over max_nfa, the
             # literals below raise the same LimitError as before
-            est = 2 + len(words) + sum(map(len, words))
-            if ENUM_AUTOMATON_STATES < est <= self.max_nfa:
+            if 2 + len(words) + sum(map(len, words)) <= self.max_nfa:
                 return self.bounded(literal_set(words), ptr, kw)
         alts = [lit(t) for t in texts]
         return self.bounded(choice(*alts), ptr, kw) if alts else NOTHING
