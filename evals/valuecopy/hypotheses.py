@@ -3,7 +3,8 @@
 Runs (names under ``evals/results/valuecopy/``; commands in docs/evals.md):
 ``<model>-1shot`` (the full runs: natural whitespace, schema key order, greedy, one shot),
 ``h-compact``, ``h-fastforward``, ``h-reversed``, ``h-sampling`` (SmolLM2, first 25 tasks,
-one variable changed each) and ``h-0shot-<model>``.  Every comparison is paired on the
+one variable changed each), ``h-0shot-<model>``, and ``<model>-1shot[-leadin]-copy`` (the
+copy bias, :mod:`decoding.runtime.copy_bias`).  Every comparison is paired on the
 same tasks (:func:`evals.valuecopy.analyze.across`); a missing run is reported as missing.
 """
 
@@ -35,6 +36,11 @@ COMPARISONS = [
      "gemma3-1shot", "automaton+1shot"),
     ("constraint at 1 shot with boundary healing: automaton vs free (gemma3)", "gemma3-1shot-leadin",
      "automaton+1shot", "gemma3-1shot", "free+1shot"),
+    ("copy bias: copy vs automaton (smollm2)", "smollm2-1shot-copy", "copy+1shot", "smollm2-1shot", "automaton+1shot"),
+    ("copy bias: copy vs automaton (gemma3, boundary healing in both)", "gemma3-1shot-leadin-copy", "copy+1shot",
+     "gemma3-1shot-leadin", "automaton+1shot"),
+    ("copy bias: copy vs free (smollm2)", "smollm2-1shot-copy", "copy+1shot", "smollm2-1shot", "free+1shot"),
+    ("copy bias: copy vs free (gemma3)", "gemma3-1shot-leadin-copy", "copy+1shot", "gemma3-1shot", "free+1shot"),
 ]
 
 
