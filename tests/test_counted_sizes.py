@@ -27,7 +27,7 @@ from decoding.backends import counted
 from decoding.backends.automaton import DEFAULT_MAX_STATES
 from decoding.backends.counted import CountedGrammar, rewrite, window
 from decoding.backends.select import compile_grammar
-from decoding.errors import SchemaError
+from decoding.errors import LimitError, SchemaError
 from decoding.frontends.jsonschema import compile_schema
 from decoding.ir import Dfa, Grammar, Repeat, byteset, choice, lit, rep, seq, walk
 from decoding.ir.literals import literal_set
@@ -225,3 +225,13 @@ def test_decimal_multiple_of_is_a_located_error():
         compile_schema({"type": "object", "properties": {"revenue": {"type": "number", "multipleOf": 0.01}}})
     assert e.value.pointer == "/properties/revenue" and "multipleOf" in str(e.value)
     assert not jsonschema.Draft202012Validator({"multipleOf": 0.01}).is_valid(0.07)
+
+
+def test_a_limit_of_the_counted_form_is_named_when_nothing_compiles():
+    """The counted form over ``max_states`` (Snowplow sp_261: its automaton is over
+    max_dfa_states before minimisation), then the other back-ends refused too: the error names
+    both limits, not only the unrolled size."""
+    g = compile_schema({"type": "object", "properties": _props(3, 100_000, "s")}).grammar
+    with pytest.raises(LimitError) as e:
+        compile_grammar(g, get_vocab("llama-bpe"), max_states=500)
+    assert "the counted form was tried first" in str(e.value) and "max_states=500" in str(e.value)

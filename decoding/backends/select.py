@@ -75,12 +75,14 @@ def compile_grammar(grammar: Grammar, vocab: Vocab, *, max_states: int = DEFAULT
         except LimitError:
             unrolled = None
         if unrolled is None or unrolled > COUNT_ABOVE:  # large: count big repetitions if it can
+            counted_error: LimitError | None = None
             try:
                 counted = compile_counted(grammar, vocab, limits=lim, grammar_key=grammar_key,
                                           meta=dict(meta or {}, backend="counted"), max_masks=max_masks,
                                           max_states=max_states)
-            except LimitError:
+            except LimitError as e:
                 counted = None  # too large even counted: the other back-ends in what time is left
+                counted_error = e
             if counted is not None:
                 return counted.precompute() if eager else counted
             left = lim.max_compile_seconds - (time.monotonic() - t0)  # one budget for every try
@@ -93,11 +95,20 @@ def compile_grammar(grammar: Grammar, vocab: Vocab, *, max_states: int = DEFAULT
                                      max_states=max_states, grammar_key=grammar_key, meta=meta,
                                      max_masks=max_masks, eager=eager)
             except LimitError as e:
-                raise _name_budget(e, left, lim.max_compile_seconds) from None
+                raise _with_counted(_name_budget(e, left, lim.max_compile_seconds), counted_error) from None
         return _compile_rest(grammar, vocab, unrolled, lim, t0=t0, max_states=max_states, grammar_key=grammar_key,
                              meta=meta, max_masks=max_masks, eager=eager)
     return _compile_rest(grammar, vocab, None, lim, t0=t0, max_states=max_states, grammar_key=grammar_key,
                          meta=meta, max_masks=max_masks, eager=eager, backend=backend)
+
+
+def _with_counted(e: LimitError, counted: LimitError | None) -> LimitError:
+    """``e`` (the last back-end's limit) also naming the limit the counted form hit first: that
+    one, not the unrolled size, is what kept the grammar from compiling counted."""
+    if counted is None:
+        return e
+    return LimitError(f"{e} (the counted form was tried first: {counted})", pointer=e.pointer, limit=e.limit,
+                      value=e.value)
 
 
 def _name_budget(e: LimitError, left: float, total: float) -> LimitError:
