@@ -33,6 +33,7 @@ import warnings
 from typing import Any, Iterator
 
 from decoding.errors import LimitError, SchemaError
+from decoding.frontends.jsonschema.metacheck import valid_2020_12
 from decoding.frontends.jsonschema.refs import pointer_join
 from decoding.limits import DEFAULT_LIMITS, Limits
 
@@ -208,10 +209,13 @@ def check_metaschema(schema: Any) -> None:
     import jsonschema
 
     cls = _validator_class(schema)
+    validator = _meta_validator(cls)
+    if cls is jsonschema.Draft202012Validator and valid_2020_12(schema, validator.format_checker):
+        return  # known valid: the same verdict as jsonschema's, ~30x faster (metacheck.py)
     old = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old, 20000))  # metaschema validation recurses per nesting level
     try:
-        err = jsonschema.exceptions.best_match(_meta_validator(cls).iter_errors(schema))
+        err = jsonschema.exceptions.best_match(validator.iter_errors(schema))
     finally:
         sys.setrecursionlimit(old)
     if err is None:

@@ -1,0 +1,169 @@
+"""A fast yes/no check of a schema against the draft 2020-12 metaschema.
+
+``jsonschema`` validates a large schema against the 2020-12 metaschema in about 10 ms
+(Kubernetes schemas, median), mostly in its generic machinery (``$dynamicRef`` lookups,
+``allOf`` over seven vocabularies).  The metaschema itself is simple: every subschema is an
+object or a boolean, and each known keyword's value has a fixed shape (a string, a number,
+a non-negative integer, an array of unique strings, a schema, an array or a map of
+schemas...).  :func:`valid_2020_12` checks exactly those shapes in one iterative walk.
+
+Contract (what :func:`decoding.frontends.jsonschema.check.check_metaschema` relies on)
+- ``valid_2020_12(schema, fc) is True`` only if ``jsonschema``'s Draft 2020-12 metaschema
+  validator with format checker ``fc`` finds no error: the same type rules (``1.0`` is an
+  integer, a boolean is not a number), the same ``re.search`` for ``$id`` and anchors (so
+  a trailing newline passes, as there), the same format functions (``fc.conforms``).
+- ``False`` means "not known valid": the caller runs ``jsonschema`` for the verdict and
+  its located error.  So a disagreement can only cost time, except a wrong ``True``,
+  which ``tests/test_metacheck.py`` looks for differentially (suite, JSONSchemaBench,
+  generated schemas).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+__all__ = ["valid_2020_12"]
+
+_SIMPLE = frozenset({"array", "boolean", "integer", "null", "number", "object", "string"})
+_ANCHOR = re.compile(r"^[A-Za-z_][-A-Za-z0-9._]*$")
+_ID = re.compile(r"^[^#]*#?$")
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _integer(v: Any) -> bool:
+    if isinstance(v, bool):
+        return False
+    return isinstance(v, int) or (isinstance(v, float) and v.is_integer())
+
+
+def _non_negative(v: Any) -> bool:
+    return _integer(v) and v >= 0
+
+
+def _string_array(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v) and len(set(v)) == len(v)
+
+
+def _type(v: Any) -> bool:
+    if isinstance(v, str):
+        return v in _SIMPLE
+    return (isinstance(v, list) and len(v) >= 1 and all(isinstance(x, str) and x in _SIMPLE for x in v)
+            and len(set(v)) == len(v))
+
+
+_Check = Callable[[Any, list, Any], bool]
+
+
+def _schema(v: Any, stack: list, fc: Any) -> bool:
+    stack.append(v)
+    return True
+
+
+def _schema_array(v: Any, stack: list, fc: Any) -> bool:
+    if not isinstance(v, list) or not v:
+        return False
+    stack.extend(v)
+    return True
+
+
+def _schema_map(v: Any, stack: list, fc: Any) -> bool:
+    if not isinstance(v, dict):
+        return False
+    stack.extend(v.values())
+    return True
+
+
+def _of(pred: Callable[[Any], bool]) -> _Check:
+    return lambda v, stack, fc: pred(v)
+
+
+def _uri_ref(v: Any, stack: list, fc: Any) -> bool:
+    return isinstance(v, str) and fc.conforms(v, "uri-reference")
+
+
+def _anchor(v: Any, stack: list, fc: Any) -> bool:
+    return isinstance(v, str) and _ANCHOR.search(v) is not None
+
+
+def _id(v: Any, stack: list, fc: Any) -> bool:
+    return isinstance(v, str) and _ID.search(v) is not None and fc.conforms(v, "uri-reference")
+
+
+def _uri(v: Any, stack: list, fc: Any) -> bool:
+    return isinstance(v, str) and fc.conforms(v, "uri")
+
+
+def _vocabulary(v: Any, stack: list, fc: Any) -> bool:
+    return isinstance(v, dict) and all(fc.conforms(k, "uri") and isinstance(b, bool) for k, b in v.items())
+
+
+def _dependencies(v: Any, stack: list, fc: Any) -> bool:
+    if not isinstance(v, dict):
+        return False
+    for d in v.values():
+        if isinstance(d, (dict, bool)):
+            stack.append(d)  # anyOf [schema, stringArray]: an object or a boolean is only a schema
+        elif not _string_array(d):
+            return False
+    return True
+
+
+def _dependent_required(v: Any, stack: list, fc: Any) -> bool:
+    return isinstance(v, dict) and all(_string_array(x) for x in v.values())
+
+
+_string = _of(lambda v: isinstance(v, str))
+_boolean = _of(lambda v: isinstance(v, bool))
+_array = _of(lambda v: isinstance(v, list))
+_nonneg = _of(_non_negative)
+_num = _of(_number)
+
+#: every keyword the 2020-12 metaschema (with its vocabularies) constrains -> its check;
+#: other keys are unconstrained there
+_KEYWORDS: dict[str, _Check] = {
+    # core
+    "$id": _id, "$schema": _uri, "$ref": _uri_ref, "$anchor": _anchor, "$dynamicRef": _uri_ref,
+    "$dynamicAnchor": _anchor, "$vocabulary": _vocabulary, "$comment": _string, "$defs": _schema_map,
+    # applicator
+    "prefixItems": _schema_array, "items": _schema, "contains": _schema, "additionalProperties": _schema,
+    "properties": _schema_map, "patternProperties": _schema_map, "dependentSchemas": _schema_map,
+    "propertyNames": _schema, "if": _schema, "then": _schema, "else": _schema, "allOf": _schema_array,
+    "anyOf": _schema_array, "oneOf": _schema_array, "not": _schema,
+    # unevaluated
+    "unevaluatedItems": _schema, "unevaluatedProperties": _schema,
+    # validation
+    "type": _of(_type), "enum": _array, "multipleOf": _of(lambda v: _number(v) and v > 0),
+    "maximum": _num, "exclusiveMaximum": _num, "minimum": _num, "exclusiveMinimum": _num,
+    "maxLength": _nonneg, "minLength": _nonneg, "pattern": _string, "maxItems": _nonneg, "minItems": _nonneg,
+    "uniqueItems": _boolean, "maxContains": _nonneg, "minContains": _nonneg, "maxProperties": _nonneg,
+    "minProperties": _nonneg, "required": _of(_string_array), "dependentRequired": _dependent_required,
+    # meta-data, format-annotation, content
+    "title": _string, "description": _string, "deprecated": _boolean, "readOnly": _boolean,
+    "writeOnly": _boolean, "examples": _array, "format": _string, "contentEncoding": _string,
+    "contentMediaType": _string, "contentSchema": _schema,
+    # the metaschema's own properties (earlier drafts' keywords)
+    "definitions": _schema_map, "dependencies": _dependencies, "$recursiveAnchor": _anchor,
+    "$recursiveRef": _uri_ref,
+}
+
+
+def valid_2020_12(schema: Any, fc: Any) -> bool:
+    """Whether ``schema`` is valid against the 2020-12 metaschema with format checker
+    ``fc`` (see the module docstring: ``False`` may also mean "not sure")."""
+    stack = [schema]
+    keywords = _KEYWORDS
+    while stack:
+        s = stack.pop()
+        if isinstance(s, bool):
+            continue
+        if not isinstance(s, dict):
+            return False
+        for k, v in s.items():
+            check = keywords.get(k)
+            if check is not None and not check(v, stack, fc):
+                return False
+    return True

@@ -1,0 +1,123 @@
+"""The fast 2020-12 metaschema check agrees with ``jsonschema``'s metaschema validator:
+on every schema of the official suite, on JSONSchemaBench schemas, on hand-written invalid
+values of every keyword, and on generated schemas (hypothesis).  Agreement is checked both
+ways (a ``False`` that jsonschema would accept only costs time, but is still a bug here)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from decoding.errors import SchemaError
+from decoding.frontends.jsonschema.check import _meta_validator, check_metaschema
+from decoding.frontends.jsonschema.metacheck import _KEYWORDS, valid_2020_12
+
+SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "corpora"
+SUITE = SHARED / "json-schema-test-suite" / "draft2020-12"
+BENCH = SHARED / "jsonschemabench"
+V = _meta_validator(jsonschema.Draft202012Validator)
+FC = V.format_checker
+
+
+def _reference(schema) -> bool:
+    return next(iter(V.iter_errors(schema)), None) is None
+
+
+def _suite_schemas() -> list:
+    out = []
+    for f in sorted(SUITE.glob("*.json")):
+        for g in json.loads(f.read_text(encoding="utf-8")):
+            out.append(g["schema"])
+    return out
+
+
+def _bench_schemas(per_split: int = 80) -> list:
+    out = []
+    for d in sorted(BENCH.iterdir()):
+        files = sorted(d.glob("*.json"))
+        step = max(1, len(files) // per_split)
+        for f in files[::step][:per_split]:
+            s = json.loads(f.read_text(encoding="utf-8"))["schema"]
+            if not (isinstance(s, dict) and isinstance(s.get("$schema"), str) and "2020-12" not in s["$schema"]):
+                out.append(s)
+    return out
+
+
+def test_suite_schemas_agree():
+    schemas = _suite_schemas()
+    assert len(schemas) >= 380
+    bad = [s for s in schemas if valid_2020_12(s, FC) != _reference(s)]
+    assert not bad, bad[:3]
+    assert sum(not _reference(s) for s in schemas) == 0  # the suite's schemas are all valid ...
+
+
+def test_bench_schemas_agree():
+    schemas = _bench_schemas()
+    assert len(schemas) >= 250
+    bad = [s for s in schemas if valid_2020_12(s, FC) != _reference(s)]
+    assert not bad, [json.dumps(s)[:200] for s in bad[:3]]
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "strin"}, {"type": []}, {"type": ["string", "string"]}, {"type": ["string", 1]}, {"type": 3},
+    {"minLength": -1}, {"minLength": 1.5}, {"minLength": True}, {"minLength": "1"}, {"maxItems": -0.5},
+    {"multipleOf": 0}, {"multipleOf": -2}, {"multipleOf": True}, {"minimum": "0"}, {"maximum": None},
+    {"exclusiveMinimum": False}, {"required": "a"}, {"required": ["a", "a"]}, {"required": [1]},
+    {"dependentRequired": {"a": "b"}}, {"dependentRequired": []}, {"enum": {}}, {"examples": "x"},
+    {"properties": []}, {"properties": {"a": 1}}, {"properties": {"a": {"type": "x"}}},
+    {"items": [{}]}, {"items": 1}, {"prefixItems": []}, {"prefixItems": {}}, {"allOf": []}, {"anyOf": [1]},
+    {"oneOf": {}}, {"not": "x"}, {"if": []}, {"$defs": {"a": {"minimum": "x"}}}, {"definitions": {"a": 2}},
+    {"dependencies": {"a": 1}}, {"dependencies": {"a": ["b", "b"]}}, {"dependencies": {"a": {"type": 5}}},
+    {"$id": "a#b"}, {"$id": 1}, {"$anchor": "1a"}, {"$anchor": "a b"}, {"$dynamicAnchor": ""},
+    {"$recursiveAnchor": True}, {"$ref": 1}, {"$dynamicRef": None}, {"$recursiveRef": []}, {"$comment": 1},
+    {"$vocabulary": []}, {"$vocabulary": {"https://x": 1}}, {"title": 1}, {"description": []},
+    {"deprecated": "yes"}, {"readOnly": 1}, {"uniqueItems": 0}, {"format": 1}, {"contentEncoding": 1},
+    {"contentSchema": 1}, {"unevaluatedProperties": []}, {"patternProperties": {"^a": 1}},
+    {"propertyNames": "x"}, {"dependentSchemas": {"a": []}}, {"contains": 2}, {"additionalProperties": "no"},
+    [], 1, "schema", None, {"allOf": [{"anyOf": [{"properties": {"x": {"minItems": -1}}}]}]},
+])
+def test_invalid_values_rejected_by_both(schema):
+    assert not _reference(schema)
+    assert not valid_2020_12(schema, FC)
+    with pytest.raises(SchemaError):
+        check_metaschema(schema)
+
+
+@pytest.mark.parametrize("schema", [
+    True, False, {}, {"type": "integer", "minimum": 1.0, "maxLength": 3.0}, {"$anchor": "a\n"},
+    {"$id": "https://x/y#"}, {"type": ["string", "null"]}, {"x-unknown": {"type": "bad"}},
+    {"dependencies": {"a": ["b"], "c": {"type": "string"}, "d": True}}, {"minContains": 0},
+    {"enum": [1, 1]}, {"const": {"type": 1}}, {"default": [1]}, {"examples": []},
+    {"$vocabulary": {"https://json-schema.org/draft/2020-12/vocab/core": True}},
+    {"items": False, "prefixItems": [True, {}]}, {"multipleOf": 0.5}, {"maximum": 10 ** 40},
+])
+def test_valid_values_accepted_by_both(schema):
+    assert _reference(schema)
+    assert valid_2020_12(schema, FC)
+    check_metaschema(schema)
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.floats(-2, 2, allow_nan=False, allow_infinity=False)
+    | st.sampled_from(["", "a", "a#b", "string", "integer", "1a", "x y", "#/a"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["a", "b", "type", "$ref"]), inner,
+                                                                max_size=3),
+    max_leaves=8)
+_keyword_values = st.dictionaries(st.sampled_from(sorted(_KEYWORDS) + ["x-other"]), _json, max_size=4)
+_schemas = st.recursive(_keyword_values | st.booleans(),
+                        lambda inner: st.dictionaries(st.sampled_from(sorted(_KEYWORDS)),
+                                                      inner | st.lists(inner, max_size=2)
+                                                      | st.dictionaries(st.sampled_from(["p", "q"]), inner,
+                                                                        max_size=2), max_size=3),
+                        max_leaves=10)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_schemas)
+def test_generated_schemas_agree(schema):
+    assert valid_2020_12(schema, FC) == _reference(schema)
