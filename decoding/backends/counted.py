@@ -139,6 +139,7 @@ def rewrite_products(grammar: Grammar, k: int, *, limits: Limits | None = None
     loops: list[Loop] = []
     products: dict[str, DFA] = {}
     units: dict[Node, tuple[frozenset, Dfa] | None] = {}
+    sizes: tuple[dict, list] = ({}, [])  # _small_item's estimates, one per subtree
 
     def unit_first(item: Node) -> tuple[frozenset, Dfa] | None:
         if item not in units:
@@ -161,7 +162,7 @@ def rewrite_products(grammar: Grammar, k: int, *, limits: Limits | None = None
         big_need = lo > kk + 1
         big_room = hi is not None and hi - lo > kk + 1
         if not (big_need or big_room) or marked or (in_product and big_need):
-            if not marked and (hi is None or hi >= SMALL_AS_LEAF) and _small_item(item):
+            if not marked and (hi is None or hi >= SMALL_AS_LEAF) and _small_item(item, sizes):
                 found = unit_first(item)  # the same language with a few NFA states per copy
                 if found is not None:
                     return Repeat(found[1], lo, hi), False
@@ -214,15 +215,16 @@ def rewrite_products(grammar: Grammar, k: int, *, limits: Limits | None = None
     return Grammar(grammar.start, rules, grammar.max_depth), tuple(loops), products
 
 
-def _small_item(item: Node) -> bool:
+def _small_item(item: Node, memo: tuple[dict, list] | None = None) -> bool:
     """Whether a small repetition's ``item`` is worth trying as a unit leaf: not already a
-    leaf, no Ref (a rule's size is unknown here), and a few NFA states."""
-    from decoding.ir import Ref, walk
-    from decoding.ir.size import node_size
+    leaf, no Ref (a rule's size is unknown here), and a few NFA states.  ``memo``: estimates
+    shared by the calls of one rewrite (each subtree estimated once)."""
+    from decoding.ir.size import _node_estimate
 
     if isinstance(item, (Dfa, ByteSet, Lit)):
         return False
-    return not any(isinstance(x, Ref) for x in walk(item)) and node_size(item) <= MAX_UNIT_STATES
+    e = _node_estimate(item, False, *(memo or (None, None)))
+    return not e.refs and e.states <= MAX_UNIT_STATES
 
 
 def _unit(item: Node, grammar: Grammar, limits: Limits | None) -> tuple[frozenset, Dfa] | None:

@@ -141,6 +141,7 @@ class Grammar:
     rules: tuple[tuple[str, Node], ...]
     max_depth: int = DEFAULT_MAX_DEPTH
     _by_name: dict = field(default=None, init=False, repr=False, compare=False, hash=False)  # type: ignore[assignment]
+    _specials: tuple = field(default=(), init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         names = [n for n, _ in self.rules]
@@ -150,15 +151,28 @@ class Grammar:
         table = dict(self.rules)
         if self.start not in table:
             raise GrammarError(f"start rule '{self.start}' is not defined")
+        # one walk per rule: undefined refs (reported first), Inter/Diff operands, specials
+        undefined: GrammarError | None = None
+        irregular: tuple[str, Node] | None = None
+        specials: dict[str, None] = {}
         for name, node in self.rules:
-            for ref in _refs(node):
-                if ref not in table:
-                    raise GrammarError(f"rule '{name}' refers to undefined rule '{ref}'")
-        for name, node in self.rules:
-            check_regular(node, f"rule '{name}'")
+            for n in walk(node):
+                if isinstance(n, Ref):
+                    if undefined is None and n.name not in table:
+                        undefined = GrammarError(f"rule '{name}' refers to undefined rule '{n.name}'")
+                elif isinstance(n, Special):
+                    specials.setdefault(n.text)
+                elif isinstance(n, (Inter, Diff)) and irregular is None:
+                    irregular = (name, n)
+        if undefined is not None:
+            raise undefined
+        if irregular is not None:
+            for name, node in self.rules:  # the first offending rule, as check_regular names it
+                check_regular(node, f"rule '{name}'")
         if self.max_depth < 1:
             raise GrammarError(f"grammar {self.start!r}: max_depth must be at least 1, not {self.max_depth}")
         object.__setattr__(self, "_by_name", table)
+        object.__setattr__(self, "_specials", tuple(specials))
 
     @classmethod
     def single(cls, node: Node, *, max_depth: int = DEFAULT_MAX_DEPTH) -> "Grammar":
@@ -173,13 +187,9 @@ class Grammar:
         return [n for n, _ in self.rules]
 
     def specials(self) -> list[str]:
-        """Texts of all :class:`Special` nodes, in first-seen order."""
-        out: list[str] = []
-        for _, node in self.rules:
-            for n in walk(node):
-                if isinstance(n, Special) and n.text not in out:
-                    out.append(n.text)
-        return out
+        """Texts of all :class:`Special` nodes, in first-seen order (found when the grammar
+        was built)."""
+        return list(self._specials)
 
 
 def walk(node: Node) -> Iterable[Node]:

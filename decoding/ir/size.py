@@ -197,19 +197,22 @@ def _combine(n: Node, kids: list[Estimate], counted: bool = False) -> Estimate:
             first = _ALL
             for k in kids:
                 first &= k.first
-            return Estimate(states, max(k.lo for k in kids), min(his) if his else None, work, False, first)
-        return Estimate(states, e.lo, e.hi, work, False, e.first)
+            return Estimate(states, max(k.lo for k in kids), min(his) if his else None, work, False, first,
+                            any(k.refs for k in kids))
+        return Estimate(states, e.lo, e.hi, work, False, e.first, any(k.refs for k in kids))
     return _SPECIAL
 
 
 def _fold(root: Node, ref: Callable[[Ref], Estimate | None], memo: dict[int, Estimate],
           enter: Callable[[Ref], Node | None], leave: Callable[[Ref, Estimate], Estimate],
-          cacheable: Callable[[], bool], counted: bool = False) -> Estimate:
+          cacheable: Callable[[], bool], counted: bool = False, keep: list | None = None) -> Estimate:
     """Post-order evaluation of ``root`` with an explicit stack.
 
     ``ref(r)`` gives a Ref's estimate when known; otherwise ``enter(r)`` returns the rule
     body to evaluate (or None: counts as zero) and ``leave(r, body)`` turns the body's
-    estimate into the Ref's.  ``memo`` caches non-Ref nodes while ``cacheable()``."""
+    estimate into the Ref's.  ``memo`` caches non-Ref nodes while ``cacheable()``; a memo
+    that outlives this call must come with ``keep``, which holds every memoized node (so
+    no id is reused by another node while the memo lives)."""
     out: list[Estimate] = []
     # frames: (node, number of children already pushed) / ("ref", Ref)
     stack: list[tuple[object, int]] = [(root, -1)]
@@ -227,6 +230,8 @@ def _fold(root: Node, ref: Callable[[Ref], Estimate | None], memo: dict[int, Est
             est = _combine(node, kids, counted)  # type: ignore[arg-type]
             if cacheable():
                 memo[id(node)] = est
+                if keep is not None:
+                    keep.append(node)
             out.append(est)
             continue
         n: Node = node  # type: ignore[assignment]
@@ -250,6 +255,8 @@ def _fold(root: Node, ref: Callable[[Ref], Estimate | None], memo: dict[int, Est
         if not kids_n:
             est = _combine(n, [])
             memo[id(n)] = est
+            if keep is not None:
+                keep.append(n)
             out.append(est)
             continue
         marks.append(len(out))
@@ -259,8 +266,15 @@ def _fold(root: Node, ref: Callable[[Ref], Estimate | None], memo: dict[int, Est
     return out[-1]
 
 
-def _node_estimate(node: Node, counted: bool = False) -> Estimate:
-    return _fold(node, lambda r: _ONE, {}, lambda r: None, lambda r, e: e, lambda: True, counted)
+def _node_estimate(node: Node, counted: bool = False, memo: dict[int, Estimate] | None = None,
+                   keep: list | None = None) -> Estimate:
+    """One rule's estimate, Refs as one symbol.  ``memo``/``keep`` (see :func:`_fold`) may be
+    shared by calls with the same ``counted``: a node's estimate here depends on it alone."""
+    if memo is None:
+        memo, keep = {}, None
+    elif keep is None:
+        raise ValueError("_node_estimate: a shared memo needs its keep list")
+    return _fold(node, lambda r: _ONE, memo, lambda r: None, lambda r, e: e, lambda: True, counted, keep)
 
 
 def node_size(node: Node, *, counted: bool = False) -> int:

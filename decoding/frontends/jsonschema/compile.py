@@ -45,7 +45,10 @@ def _estimate(node: Node, counted: bool, memo: dict | None = None):
         return _node_estimate(node, counted)
     hit = memo.get((id(node), counted))
     if hit is None:
-        hit = (node, _node_estimate(node, counted))
+        shared = memo.get(("fold", counted))  # subtrees estimated once per compile
+        if shared is None:
+            shared = memo[("fold", counted)] = ({}, [])
+        hit = (node, _node_estimate(node, counted, shared[0], shared[1]))
         memo[(id(node), counted)] = hit
     return hit[1]
 
