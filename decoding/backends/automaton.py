@@ -49,7 +49,7 @@ import numpy as np
 
 from decoding import _native
 from decoding.errors import GrammarError, LimitError
-from decoding.ir import ByteSet, Choice, Dfa, Diff, Grammar, Inter, Lit, Node, Ref, Repeat, Seq, Special, map_leaves
+from decoding.ir import ByteSet, Choice, Dfa, Diff, Grammar, Inter, Lit, Node, Ref, Repeat, Seq, Special, map_leaves, walk
 from decoding.ir import literals as _literals
 from decoding.ir.productive import check_productive
 from decoding.ir.size import check_size, estimate_size, node_size
@@ -161,7 +161,7 @@ class _NFA:
     (the subset construction does not depend on it)."""
     __slots__ = ("n", "eps_src", "eps_tgt", "e_src", "e_lo", "e_hi", "e_tgt", "sp_src", "sp_k", "sp_tgt",
                  "max_states", "grammar", "special_ids", "depth", "rules", "max_nesting", "deadline", "regular",
-                 "max_dfa", "leaves")
+                 "max_dfa", "leaves", "frags", "safe", "node_safe", "peak")
 
     def __init__(self, grammar: Grammar, special_ids: dict[str, int], max_states: int, *,
                  max_nesting: int = DEFAULT_LIMITS.max_nesting,
@@ -180,6 +180,10 @@ class _NFA:
         self.regular: dict[int, tuple[Node, _Leaf | None]] = {}  # id(Inter/Diff) -> its DFA's edges
         self.leaves: dict[int, tuple[Node, _Leaf]] = {}  # id(Dfa) -> its edges
         self.max_dfa = DEFAULT_MAX_STATES
+        self.frags: dict[object, _Frag | None] = {}  # replayable fragments (see _replayed)
+        self.safe: frozenset[str] | None = None  # rules whose expansion never meets a recursive rule
+        self.node_safe: dict[int, tuple[Node, bool]] = {}
+        self.peak = 0  # the most rules inlined at once while recording
 
     def _too_many(self) -> LimitError:
         return LimitError(f"rule '{self.rules[-1]}': grammar expands to more than "
@@ -298,21 +302,23 @@ class _NFA:
         if tp is Repeat:
             lo, hi = node.min, node.max  # type: ignore[union-attr]
             item = node.item  # type: ignore[union-attr]
+            copies = lo + (1 if hi is None else hi - lo)
+            key = ("item", id(item)) if copies >= 2 and self._is_safe(item) else None
             for _ in range(lo):
-                e = self.build(item, s)
+                e = self._replayed(key, item, s)
                 if e is None:
                     return None
                 s = e
             if hi is None:
                 a = self.new()
                 self.eps(s, a)
-                e = self.build(item, a)
+                e = self._replayed(key, item, a)
                 if e is not None:
                     self.eps(e, a)
                 return a
             ends = [s]
             for _ in range(hi - lo):
-                e = self.build(item, s)
+                e = self._replayed(key, item, s)
                 if e is None:
                     break
                 ends.append(e)
@@ -333,8 +339,12 @@ class _NFA:
                                  f"'{self.rules[-1]}')")
             self.depth[node.name] = d + 1
             self.rules.append(node.name)
+            if len(self.rules) > self.peak:
+                self.peak = len(self.rules)
             try:
-                return self.build(self.grammar.rule(node.name), s)
+                body = self.grammar.rule(node.name)  # type: ignore[union-attr]
+                key = ("ref", node.name) if self._rule_safe(node.name) else None  # type: ignore[union-attr]
+                return self._replayed(key, body, s)
             finally:
                 self.rules.pop()
                 self.depth[node.name] = d
@@ -360,6 +370,49 @@ class _NFA:
                 self.regular[id(node)] = hit
             return None if hit[1] is None else self.embed(hit[1], s)
         raise GrammarError(f"not an IR node: {node!r}")
+
+    # ------------------------------------------------------------------ replayed fragments
+    # A node built from state ``s`` adds consecutive new states n0..n0+k-1 and edges between
+    # ``s`` and them only.  When its language cannot depend on where it is built (no Ref that
+    # can reach a recursive rule: depths never bind), a second build from ``s2`` is the first
+    # one's arrays with ``s`` -> ``s2`` and ``x`` -> ``x - n0 + n0'`` -- the same states, edges
+    # and edge order as building it again, so the NFA is identical, only built faster.
+    # ``max_nesting`` is still enforced: a fragment records how many rules deep it went.
+
+    def _rule_safe(self, name: str) -> bool:
+        if self.safe is None:
+            self.safe = _acyclic_rules(self.grammar)
+        return name in self.safe
+
+    def _is_safe(self, node: Node) -> bool:
+        hit = self.node_safe.get(id(node))
+        if hit is None:
+            ok = all(self._rule_safe(x.name) for x in walk(node) if isinstance(x, Ref))
+            hit = (node, ok)
+            self.node_safe[id(node)] = hit
+        return hit[1]
+
+    def _replayed(self, key: object, node: Node, s: int) -> int | None:
+        """``self.build(node, s)``, replaying the fragment recorded under ``key`` when there
+        is one (``key`` None: always built)."""
+        if key is None:
+            return self.build(node, s)
+        frag = self.frags.get(key, _UNSEEN)
+        if frag is _UNSEEN:
+            m = (self.n, len(self.eps_src), len(self.e_src), len(self.sp_src))
+            peak, depth0 = self.peak, len(self.rules)
+            self.peak = depth0
+            try:
+                e = self.build(node, s)
+            finally:
+                nest = self.peak - depth0
+                self.peak = max(peak, self.peak)
+            k = self.n - m[0]
+            self.frags[key] = _Frag.take(self, m, s, e, nest) if k >= _FRAG_MIN else None
+            return e
+        if frag is None or len(self.rules) + frag.nest > self.max_nesting or self.n + frag.k > self.max_states:
+            return self.build(node, s)  # small, or a limit is crossed inside: built (and refused) as is
+        return frag.replay(self, s)
 
     def embed(self, leaf: "_Leaf", s: int) -> int:
         """The automaton ``leaf`` added from ``s`` (an epsilon edge to its state 0, one from
@@ -447,6 +500,77 @@ class _Leaf:
         si, ri = np.nonzero(t >= 0)
         return _Leaf(dfa.n_states, si.astype(np.int32), r_lo[ri].astype(np.uint8), r_hi[ri].astype(np.uint8),
                      t[si, ri].astype(np.int32), np.nonzero(dfa.accepting)[0].astype(np.int32))
+
+
+_UNSEEN = object()
+#: fragments of fewer NFA states are rebuilt, not replayed (a replay costs a few numpy calls)
+_FRAG_MIN = 24
+
+
+@dataclass(frozen=True, eq=False)
+class _Frag:
+    """What building one node added to an :class:`_NFA`: ``k`` states from ``n0``, its edges
+    (state numbers as built from entry state ``s``), the end state (or None: empty language)
+    and ``nest``, the most rules it inlined below its own level."""
+    s: int
+    n0: int
+    k: int
+    end: int | None
+    nest: int
+    eps: tuple[np.ndarray, np.ndarray]
+    byte: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+    spec: tuple[np.ndarray, np.ndarray, np.ndarray]
+
+    @staticmethod
+    def take(nfa: "_NFA", m: tuple[int, int, int, int], s: int, end: int | None, nest: int) -> "_Frag":
+        def cut(a: array, i: int, dt: type) -> np.ndarray:
+            return np.frombuffer(a, dtype=dt)[i:].copy()
+        return _Frag(s, m[0], nfa.n - m[0], end, nest,
+                     (cut(nfa.eps_src, m[1], np.int32), cut(nfa.eps_tgt, m[1], np.int32)),
+                     (cut(nfa.e_src, m[2], np.int32), cut(nfa.e_lo, m[2], np.uint8),
+                      cut(nfa.e_hi, m[2], np.uint8), cut(nfa.e_tgt, m[2], np.int32)),
+                     (cut(nfa.sp_src, m[3], np.int32), cut(nfa.sp_k, m[3], np.int32),
+                      cut(nfa.sp_tgt, m[3], np.int32)))
+
+    def replay(self, nfa: "_NFA", s: int) -> int | None:
+        n0 = nfa.alloc(self.k)  # the limit and the deadline, as the build would check them
+        shift = n0 - self.n0
+
+        def moved(a: np.ndarray) -> bytes:
+            return np.where(a == self.s, s, a + shift).astype(np.int32).tobytes()
+        nfa.eps_src.frombytes(moved(self.eps[0]))
+        nfa.eps_tgt.frombytes(moved(self.eps[1]))
+        nfa.e_src.frombytes(moved(self.byte[0]))
+        nfa.e_lo.frombytes(self.byte[1].tobytes())
+        nfa.e_hi.frombytes(self.byte[2].tobytes())
+        nfa.e_tgt.frombytes(moved(self.byte[3]))
+        nfa.sp_src.frombytes(moved(self.spec[0]))
+        nfa.sp_k.frombytes(self.spec[1].tobytes())
+        nfa.sp_tgt.frombytes(moved(self.spec[2]))
+        if self.end is None:
+            return None
+        return s if self.end == self.s else self.end + shift
+
+
+def _acyclic_rules(g: Grammar) -> frozenset[str]:
+    """Rules from which no rule on a cycle of references (a recursive rule) is reachable."""
+    refs = {name: {x.name for x in walk(node) if isinstance(x, Ref)} for name, node in g.rules}
+    back: dict[str, set[str]] = {name: set() for name in refs}
+    for a, bs in refs.items():
+        for b in bs:
+            back[b].add(a)
+    # a rule is on a cycle iff it reaches itself: peel rules with no outgoing refs left (Kahn)
+    out = {a: len(bs) for a, bs in refs.items()}
+    todo = [a for a, k in out.items() if k == 0]
+    done: set[str] = set()
+    while todo:
+        b = todo.pop()
+        done.add(b)
+        for a in back[b]:
+            out[a] -= 1
+            if out[a] == 0:
+                todo.append(a)
+    return frozenset(done)  # the rest reach a cycle (or are on one)
 
 
 class _NFARef:
