@@ -146,8 +146,22 @@ def rewrite_products(grammar: Grammar, k: int, *, limits: Limits | None = None
             units[item] = _unit(item, grammar, limits)
         return units[item]
 
+    rewritten: dict[tuple[int, int, bool], Node] = {}  # unmarked results by subtree (grammar nodes stay alive)
+
     def go(n: Node, kk: int, in_product: bool) -> tuple[Node, bool]:
-        """(``n`` rewritten with window ``kk``, whether it now holds a marker)."""
+        """(``n`` rewritten with window ``kk``, whether it now holds a marker).  A subtree
+        shared by several parents is rewritten once when the result holds no marker (a
+        marked result is rebuilt: each occurrence of a counted loop gets its own counter)."""
+        key = (id(n), kk, in_product)
+        hit = rewritten.get(key)
+        if hit is not None:
+            return hit, False
+        out = _go(n, kk, in_product)
+        if not out[1]:
+            rewritten[key] = out[0]
+        return out
+
+    def _go(n: Node, kk: int, in_product: bool) -> tuple[Node, bool]:
         if isinstance(n, (Seq, Choice)):
             done = [go(x, kk, in_product) for x in n.items]
             items = tuple(x for x, _ in done)
