@@ -136,6 +136,8 @@ def rewrite_products(grammar: Grammar, k: int, *, limits: Limits | None = None
                      ) -> tuple[Grammar, tuple[Loop, ...], dict[str, DFA]]:
     """:func:`rewrite`, and the product automata (with marker columns) of the ``Inter``/``Diff``
     nodes counted, by the placeholder special that stands for each in the grammar."""
+    if not _has_big_repeat(grammar, k):
+        return grammar, (), {}  # nothing to count: the walk below would find no loop
     loops: list[Loop] = []
     products: dict[str, DFA] = {}
     units: dict[Node, tuple[frozenset, Dfa] | None] = {}
@@ -227,6 +229,19 @@ def rewrite_products(grammar: Grammar, k: int, *, limits: Limits | None = None
     if not loops:
         return grammar, (), {}
     return Grammar(grammar.start, rules, grammar.max_depth), tuple(loops), products
+
+
+def _has_big_repeat(grammar: Grammar, k: int) -> bool:
+    """Whether some repetition of ``grammar`` (anywhere, Inter/Diff operands included) has a
+    need or room part above ``k + 1`` units: the only kind :func:`rewrite_products` counts
+    (its product windows are larger than ``k``, never smaller)."""
+    from decoding.ir import walk
+
+    for _, node in grammar.rules:
+        for n in walk(node):
+            if isinstance(n, Repeat) and (n.min > k + 1 or (n.max is not None and n.max - n.min > k + 1)):
+                return True
+    return False
 
 
 def _small_item(item: Node, memo: tuple[dict, list] | None = None) -> bool:
