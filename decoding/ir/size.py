@@ -44,6 +44,10 @@ from decoding.limits import DEFAULT_LIMITS, Limits
 #: token of the shared vocabularies, 128 bytes)
 COUNTED_WINDOW = 129
 
+#: memoize Ref-free subtrees inside rules too (their estimate cannot depend on the rules
+#: around them); False: only outside every rule, as before (tests compare the two)
+CACHE_REF_FREE = True
+
 __all__ = ["COUNTED_WINDOW", "estimate_size", "node_size", "node_work", "estimate_work", "check_size", "is_sep_loop", "Estimate"]
 
 
@@ -210,10 +214,16 @@ def _fold(root: Node, ref: Callable[[Ref], Estimate | None], memo: dict[int, Est
 
     ``ref(r)`` gives a Ref's estimate when known; otherwise ``enter(r)`` returns the rule
     body to evaluate (or None: counts as zero) and ``leave(r, body)`` turns the body's
-    estimate into the Ref's.  ``memo`` caches non-Ref nodes while ``cacheable()``; a memo
+    estimate into the Ref's.  ``memo`` caches non-Ref nodes while ``cacheable()``, and
+    Ref-free subtrees always (``CACHE_REF_FREE``: their estimate is the same wherever they
+    are inlined); a memo
     that outlives this call must come with ``keep``, which holds every memoized node (so
     no id is reused by another node while the memo lives)."""
     out: list[Estimate] = []
+    # per entry of ``out``: whether its subtree holds a Ref (its estimate may depend on the
+    # rules being inlined around it); a Ref-free subtree is memoized even inside a rule
+    dep: list[bool] = []
+    with_refs: set[int] = set()  # memoized nodes (this call) whose subtree holds a Ref
     # frames: (node, number of children already pushed) / ("ref", Ref)
     stack: list[tuple[object, int]] = [(root, -1)]
     marks: list[int] = []
@@ -221,22 +231,30 @@ def _fold(root: Node, ref: Callable[[Ref], Estimate | None], memo: dict[int, Est
         node, state = stack.pop()
         if state == -2:  # leaving a Ref whose body was evaluated
             body = out.pop()
+            dep.pop()
             out.append(leave(node, body))  # type: ignore[arg-type]
+            dep.append(True)
             continue
         if state == -3:  # combining a composite node
             base = marks.pop()
             kids = out[base:]
             del out[base:]
+            d = any(dep[base:])
+            del dep[base:]
             est = _combine(node, kids, counted)  # type: ignore[arg-type]
-            if cacheable():
+            if (not d and CACHE_REF_FREE) or cacheable():
                 memo[id(node)] = est
+                if d:
+                    with_refs.add(id(node))
                 if keep is not None:
                     keep.append(node)
             out.append(est)
+            dep.append(d)
             continue
         n: Node = node  # type: ignore[assignment]
         if isinstance(n, Ref):
             known = ref(n)
+            dep.append(True)
             if known is not None:
                 out.append(known)
                 continue
@@ -244,12 +262,14 @@ def _fold(root: Node, ref: Callable[[Ref], Estimate | None], memo: dict[int, Est
             if body is None:
                 out.append(_ZERO)
                 continue
+            dep.pop()
             stack.append((n, -2))
             stack.append((body, -1))
             continue
         hit = memo.get(id(n))
         if hit is not None:
             out.append(hit)
+            dep.append(id(n) in with_refs)
             continue
         kids_n = _children(n)
         if not kids_n:
@@ -258,6 +278,7 @@ def _fold(root: Node, ref: Callable[[Ref], Estimate | None], memo: dict[int, Est
             if keep is not None:
                 keep.append(n)
             out.append(est)
+            dep.append(False)
             continue
         marks.append(len(out))
         stack.append((n, -3))
