@@ -26,9 +26,9 @@ import hashlib
 import json
 from typing import Any
 
-from decoding.ir.nodes import Grammar, to_data
+from decoding.ir.nodes import ByteSet, Choice, Diff, Grammar, Inter, Lit, Node, Repeat, Seq, _node_to_data, to_data
 
-__all__ = ["canonical_text", "grammar_digest", "grammar_key", "source_key"]
+__all__ = ["canonical_text", "canonical_ir_text", "grammar_digest", "grammar_key", "source_key"]
 
 
 def canonical_text(obj: Any) -> str:
@@ -41,8 +41,62 @@ def _sha(text: str) -> str:
 
 
 def grammar_digest(grammar: Grammar) -> str:
-    """sha256 of the canonical IR of ``grammar``."""
-    return _sha(canonical_text(to_data(grammar)))
+    """sha256 of the canonical IR of ``grammar``: ``canonical_text(to_data(grammar))``,
+    written by :func:`canonical_ir_text` (the same text, each shared subtree written once)."""
+    return _sha(canonical_ir_text(grammar))
+
+
+def _dumps(x: Any) -> str:
+    return json.dumps(x, ensure_ascii=False, separators=(",", ":"))
+
+
+def canonical_ir_text(grammar: Grammar) -> str:
+    """``canonical_text(to_data(grammar))``, built bottom-up with the text of every distinct
+    node object made once (the IR is a DAG: JSON Schema refs and shared fragments make
+    ``to_data`` expand the same subtree many times).  Iterative: no recursion limit."""
+    memo: dict[int, str] = {}
+    keep: list[Node] = []  # memo keys stay valid: no node is freed while memo lives
+    for _, root in grammar.rules:
+        stack: list[tuple[Node, bool]] = [(root, False)]
+        while stack:
+            n, ready = stack.pop()
+            if id(n) in memo:
+                continue
+            kids = _kids(n)
+            if not ready and kids:
+                stack.append((n, True))
+                stack.extend((k, False) for k in kids if id(k) not in memo)
+                continue
+            memo[id(n)] = _node_text(n, memo)
+            keep.append(n)
+    rules = ",".join(f"[{_dumps(name)},{memo[id(node)]}]" for name, node in grammar.rules)
+    return f'{{"max_depth":{_dumps(grammar.max_depth)},"rules":[{rules}],"start":{_dumps(grammar.start)}}}'
+
+
+def _kids(n: Node) -> tuple:
+    if isinstance(n, (Seq, Choice, Inter)):
+        return n.items
+    if isinstance(n, Repeat):
+        return (n.item,)
+    if isinstance(n, Diff):
+        return (n.base, n.minus)
+    return ()
+
+
+def _node_text(n: Node, memo: dict[int, str]) -> str:
+    """The canonical JSON text of ``_node_to_data(n)``; children's texts are in ``memo``."""
+    if isinstance(n, Lit):
+        return f'["lit","{n.data.hex()}"]'
+    if isinstance(n, ByteSet):
+        return '["bytes",[' + ",".join(f"[{a},{b}]" for a, b in n.ranges) + "]]"
+    if isinstance(n, (Seq, Choice, Inter)):
+        tag = "seq" if isinstance(n, Seq) else "choice" if isinstance(n, Choice) else "inter"
+        return f'["{tag}",[' + ",".join(memo[id(x)] for x in n.items) + "]]"
+    if isinstance(n, Repeat):
+        return f'["repeat",{memo[id(n.item)]},{_dumps(n.min)},{_dumps(n.max)}]'
+    if isinstance(n, Diff):
+        return f'["diff",{memo[id(n.base)]},{memo[id(n.minus)]}]'
+    return canonical_text(_node_to_data(n))  # Ref, Special, Dfa: leaves, as to_data writes them
 
 
 def grammar_key(grammar: Grammar | str, fingerprint: str, *, version: int,
