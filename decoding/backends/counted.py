@@ -503,6 +503,23 @@ def _compile_products(g: Grammar, products: dict[str, DFA], *, literal: Sequence
 
 # ----------------------------------------------------------------------------- compiled form
 
+class _Rows:
+    """``a[s]`` as a Python list, converted on first use (a step reads a few rows of a table
+    that may have 100,000 states; converting it all cost ~80 ms per large Snowplow schema)."""
+
+    __slots__ = ("a", "rows")
+
+    def __init__(self, a: np.ndarray) -> None:
+        self.a = a
+        self.rows: dict[int, list[int]] = {}
+
+    def __getitem__(self, s: int) -> list[int]:
+        r = self.rows.get(s)
+        if r is None:
+            r = self.rows[s] = self.a[s].tolist()
+        return r
+
+
 @dataclass(eq=False)
 class CountedGrammar:
     """A grammar with counted middles, for one tokenizer; satisfies
@@ -519,7 +536,7 @@ class CountedGrammar:
         d = self.dfa
         self.vocab = self.inner.vocab
         self.special_token_ids = self.inner.special_token_ids
-        self._trans = d.trans[:, :d.n_classes].astype(np.int64).tolist()
+        self._trans = _Rows(d.trans[:, :d.n_classes])  # rows as lists, made when a step first reads them
         self._bc = d.byte_class.astype(np.int64).tolist()
         self._acc = self.inner.dfa.accepting.tolist()  # a prefix's end accepts if <en> leads to acceptance
         n = d.n_states
