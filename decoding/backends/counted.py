@@ -231,6 +231,24 @@ def rewrite_products(grammar: Grammar, k: int, *, limits: Limits | None = None
     return Grammar(grammar.start, rules, grammar.max_depth), tuple(loops), products
 
 
+def _with_start(grammar: Grammar, name: str, item: Node) -> Grammar:
+    """The grammar whose start rule ``name`` is ``item``, with the rules of ``grammar`` that
+    ``item`` reaches (only those: a Grammar walks every rule it holds when built)."""
+    from decoding.ir import Ref, walk
+
+    need: list[str] = []
+    seen: set[str] = set()
+    todo = [item]
+    while todo:
+        for x in walk(todo.pop()):
+            if isinstance(x, Ref) and x.name not in seen:
+                seen.add(x.name)
+                need.append(x.name)
+                todo.append(grammar.rule(x.name))
+    keep = tuple((n, grammar.rule(n)) for n in need)
+    return Grammar(name, keep + ((name, item),), grammar.max_depth)
+
+
 def _has_big_repeat(grammar: Grammar, k: int) -> bool:
     """Whether some repetition of ``grammar`` (anywhere, Inter/Diff operands included) has a
     need or room part above ``k + 1`` units: the only kind :func:`rewrite_products` counts
@@ -266,8 +284,7 @@ def _unit(item: Node, grammar: Grammar, limits: Limits | None) -> tuple[frozense
         return None  # (a Dfa leaf is regular and holds no special: built like any byte node)
     name = "\x00unit"
     try:
-        d = compile_dfa(Grammar(name, grammar.rules + ((name, item),), grammar.max_depth),
-                        max_states=MAX_UNIT_STATES, limits=limits)
+        d = compile_dfa(_with_start(grammar, name, item), max_states=MAX_UNIT_STATES, limits=limits)
     except (LimitError, GrammarError):
         return None
     if (d.trans[:, d.n_classes:] >= 0).any() or d.accepting[0]:  # a special in the unit, or empty
@@ -934,7 +951,7 @@ def compile_counted(grammar: Grammar, vocab: Vocab, *, limits: Limits | None = N
     if products:
         d = _compile_products(g2, products, literal=literal, max_states=max_states, limits=lim)
     else:
-        d = compile_dfa(g2, max_states=max_states, literal_specials=literal, limits=limits)
+        d = compile_dfa(g2, max_states=max_states, literal_specials=literal, limits=lim, size_checked=True)
     d = d.prune(vocab.single_byte_tokens())
     return _assemble(d, loops, vocab, grammar_key=grammar_key, meta=meta, max_masks=max_masks)
 
