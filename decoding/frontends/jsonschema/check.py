@@ -11,7 +11,9 @@ compiler may assume well-typed keyword values:
    default 2020-12) with ``jsonschema``: the best error becomes a :class:`SchemaError` whose
    ``pointer`` is the location of the offending value (``/properties/a/minLength``) and
    whose ``keyword`` is the keyword it belongs to.  Formats are asserted as ``check_schema``
-   does (``uri`` for ``$schema`` ...), except ``regex`` (pass 3);
+   does (``uri`` for ``$schema`` ...), except ``regex`` (pass 3).  Draft 2020-12 schemas
+   first go through :mod:`~decoding.frontends.jsonschema.metacheck` (the same verdict in
+   one walk, about 200x faster); jsonschema runs when that walk is not sure;
 3. every ``pattern`` and ``patternProperties`` name compiles with Python's ``re``, which
    the compiler uses to match property names: any failure (``re.error``, an
    ``OverflowError`` for ``x{99999999999}``, too deep) is a :class:`SchemaError` there.
