@@ -25,10 +25,9 @@ from decoding.backends.select import compile_grammar
 from decoding.errors import GrammarError
 from decoding.frontends.jsonschema import compile_schema
 from decoding.ir import Diff, Grammar, Inter, choice, lit, rep, seq
-from decoding.runtime.matcher import Matcher
 from decoding.testing import random_walk
 from test_contract import _check_state, _visited_states
-from test_counted import A_C, TINY, _words
+from test_counted import A_C, TINY, _words, same_walks
 
 Q = lit('"')
 CH = choice(A_C, lit(","))
@@ -98,29 +97,10 @@ def test_same_language_as_the_unrolled_dfa(name):
     assert [cg.accepts(w) for w in words] == [oracle.accepts(w) for w in words]
 
 
-def _same_walks(cg, oracle, seed: int, walks: int = 60) -> int:
-    """Walks under ``cg``'s mask comparing every step with ``oracle``; walks that finished."""
-    rng = np.random.default_rng(seed)
-    finished = 0
-    for _ in range(walks):
-        a, b = Matcher(cg), Matcher(oracle)
-        for _ in range(120):
-            ids = a.allowed_ids()
-            assert np.array_equal(ids, b.allowed_ids()), (bytes(a.state), a.state)
-            assert a.is_accepting() == b.is_accepting()
-            assert a.forced_bytes() == b.forced_bytes()
-            t = int(ids[rng.integers(len(ids))])
-            assert a.advance(t) and b.advance(t)
-            if a.finished:
-                finished += 1
-                break
-    return finished
-
-
 @pytest.mark.parametrize("name", list(GRAMMARS))
 def test_same_masks_as_the_unrolled_dfa_along_random_walks(name):
     cg, oracle = _pair(name)
-    assert _same_walks(cg, oracle, seed=6) >= 10
+    assert same_walks(cg, oracle, seed=6) >= 10
 
 
 @pytest.mark.parametrize("name", list(GRAMMARS))
@@ -159,7 +139,7 @@ def test_without_the_check_that_product_would_give_wrong_masks(monkeypatch):
     cg = compile_grammar(MULTIPLES, TINY, backend="counted")
     oracle = compile_grammar(MULTIPLES, TINY, backend="dfa")
     with pytest.raises(AssertionError):
-        _same_walks(cg, oracle, seed=8, walks=200)
+        same_walks(cg, oracle, seed=8, walks=200)
 
 
 # ----------------------------------------------------------------------------- real vocabulary

@@ -32,9 +32,9 @@ from decoding.frontends.jsonschema import compile_schema
 from decoding.ir import Dfa, Grammar, Repeat, byteset, choice, lit, rep, seq, walk
 from decoding.ir.literals import literal_set
 from decoding.limits import DEFAULT_LIMITS
-from decoding.runtime.matcher import Matcher
 from decoding.testing import random_walk
 from decoding.vocab import Vocab
+from test_counted import same_walks
 from evals.conformance import run
 
 TINY = Vocab.from_bytes([b"", *[bytes([c]) for c in b'"abc,[]0123x'], b"ab", b"abc", b"cc", b",1", b'a"',
@@ -141,21 +141,7 @@ def test_fixed_strings(name, text, ok):
 @pytest.mark.parametrize("name", list(GRAMMARS))
 def test_same_masks_as_the_unrolled_dfa_along_random_walks(name):
     cg, oracle = _pair(name)
-    rng = np.random.default_rng(2)
-    finished = 0
-    for _ in range(60):
-        a, b = Matcher(cg), Matcher(oracle)
-        for _ in range(120):
-            ids = a.allowed_ids()
-            assert np.array_equal(ids, b.allowed_ids()), (bytes(a.state), a.state)
-            assert a.is_accepting() == b.is_accepting()
-            assert a.forced_bytes() == b.forced_bytes()
-            t = int(ids[rng.integers(len(ids))])
-            assert a.advance(t) and b.advance(t)
-            if a.finished:
-                finished += 1
-                break
-    assert finished >= 10
+    assert same_walks(cg, oracle, seed=2) >= 10
 
 
 @pytest.mark.parametrize("name", list(GRAMMARS))

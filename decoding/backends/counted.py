@@ -234,17 +234,9 @@ def rewrite_products(grammar: Grammar, k: int, *, limits: Limits | None = None
 def _with_start(grammar: Grammar, name: str, item: Node) -> Grammar:
     """The grammar whose start rule ``name`` is ``item``, with the rules of ``grammar`` that
     ``item`` reaches (only those: a Grammar walks every rule it holds when built)."""
-    from decoding.ir import Ref, walk
+    from decoding.ir import reachable_rules
 
-    need: list[str] = []
-    seen: set[str] = set()
-    todo = [item]
-    while todo:
-        for x in walk(todo.pop()):
-            if isinstance(x, Ref) and x.name not in seen:
-                seen.add(x.name)
-                need.append(x.name)
-                todo.append(grammar.rule(x.name))
+    need = reachable_rules(item, grammar.rule)
     keep = tuple((n, grammar.rule(n)) for n in need)
     return Grammar(name, keep + ((name, item),), grammar.max_depth)
 

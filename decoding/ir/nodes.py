@@ -34,7 +34,7 @@ from decoding.errors import GrammarError
 __all__ = [
     "Lit", "ByteSet", "Seq", "Choice", "Repeat", "Ref", "Special", "Inter", "Diff", "Dfa", "Node", "Grammar",
     "EMPTY", "NOTHING", "lit", "seq", "choice", "opt", "star", "plus", "rep",
-    "byteset", "char_class", "any_char", "normalize_ranges", "complement_ranges", "map_leaves", "to_data",
+    "byteset", "char_class", "any_char", "normalize_ranges", "complement_ranges", "map_leaves", "reachable_rules", "to_data",
     "from_data", "walk", "nullable", "DEFAULT_MAX_DEPTH", "MAX_CP", "inter", "diff", "check_regular",
 ]
 
@@ -276,6 +276,21 @@ def nullable(node: Node, ref: "Callable[[str], bool] | None" = None) -> bool:
     if isinstance(node, Dfa):
         return 0 in node.accept
     return False
+
+
+def reachable_rules(root: Node, rule: "Callable[[str], Node]") -> list[str]:
+    """Names of the rules ``root`` reaches through Refs (``rule(name)`` gives a body), in
+    the order they are first found.  Iterative."""
+    found: list[str] = []
+    seen: set[str] = set()
+    todo = [root]
+    while todo:
+        for n in walk(todo.pop()):
+            if isinstance(n, Ref) and n.name not in seen:
+                seen.add(n.name)
+                found.append(n.name)
+                todo.append(rule(n.name))
+    return found
 
 
 def _refs(node: Node) -> Iterable[str]:

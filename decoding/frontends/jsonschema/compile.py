@@ -21,7 +21,7 @@ import contextlib
 from typing import Iterator
 
 from decoding.ir import (DEFAULT_MAX_DEPTH, EMPTY, MAX_CP, NOTHING, Choice, Grammar, Node, Ref, Repeat, Seq,
-                         byteset, choice, diff, inter, walk,
+                         byteset, choice, diff, inter, reachable_rules, walk,
                          lit, opt, rep, seq, star)
 from decoding.limits import DEFAULT_LIMITS, Limits
 from decoding.frontends.jsonschema.check import check_schema, load_schema_text
@@ -1799,13 +1799,7 @@ def _registry(registry: Any) -> Any:
 
 def _reachable(root: Node, rules: dict[str, Node]) -> dict[str, Node]:
     """The rules reachable from ``root`` (in their creation order)."""
-    seen: set[str] = set()
-    todo = [root]
-    while todo:
-        for n in walk(todo.pop()):
-            if isinstance(n, Ref) and n.name not in seen:
-                seen.add(n.name)
-                todo.append(rules[n.name])
+    seen = set(reachable_rules(root, rules.__getitem__))
     return {k: v for k, v in rules.items() if k in seen}
 
 
