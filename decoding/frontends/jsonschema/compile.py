@@ -363,18 +363,32 @@ class _Compiler:
             err = first
         rest = {k: v for k, v in s.items() if k not in ("not", "if", "then", "else")}
         parts: list[Node] = []
+        # a part that cannot be built exactly: what is complemented is over-approximated
+        # (Logic.over: avoiding a superset of the valid values is sound), what is
+        # intersected is the generation grammar (a subset of the valid values)
         try:
             if "not" in s:
                 u = self.logic.universe(BOOLEAN_DEPTH)
                 inner, p, neg = peel_not(s["not"], pointer_join(ptr, "not"))
-                e = self.logic.exact(inner, p, BOOLEAN_DEPTH)
-                parts.append(diff(u, e) if neg else e)
+                if neg:
+                    try:
+                        e = self.logic.exact(inner, p, BOOLEAN_DEPTH)
+                    except SchemaError:
+                        e = self.logic.over(inner, p, BOOLEAN_DEPTH)
+                    parts.append(diff(u, e))
+                else:
+                    parts.append(self.logic.exact(inner, p, BOOLEAN_DEPTH))
             if "if" in s and ("then" in s or "else" in s):
-                e_if = self.logic.exact(s["if"], pointer_join(ptr, "if"), BOOLEAN_DEPTH)
+                ip = pointer_join(ptr, "if")
                 u = self.logic.universe(BOOLEAN_DEPTH)
                 th = self.inlined(self.node(s.get("then", True), pointer_join(ptr, "then")), ptr, "then")
                 el = self.inlined(self.node(s.get("else", True), pointer_join(ptr, "else")), ptr, "else")
-                parts.append(choice(inter(e_if, th), inter(diff(u, e_if), el)))
+                try:
+                    e_if = o_if = self.logic.exact(s["if"], ip, BOOLEAN_DEPTH)
+                except SchemaError:
+                    e_if = self.inlined(self.node(s["if"], ip), ip, None)  # generated: valid
+                    o_if = self.logic.over(s["if"], ip, BOOLEAN_DEPTH)
+                parts.append(choice(inter(e_if, th), inter(diff(u, o_if), el)))
         except SchemaError:
             raise err from None
         if set(rest) & SEMANTIC:
@@ -674,10 +688,18 @@ class _Compiler:
     def exactly_one(self, branches: list, ptr: str, err: SchemaError) -> Node:
         """``oneOf`` whose branches may overlap: branch i's generation language, within the
         universe U(BOOLEAN_DEPTH), minus the exact languages of the others (exact only
-        within U: ``97523.0`` is outside it, so it is never generated)."""
+        within U: ``97523.0`` is outside it, so it is never generated).  A branch whose
+        exact language cannot be built (a ``format``: the checker's exact language is not
+        a regex here) is avoided by its over-approximation (``Logic.over``): sound, and
+        the other branches generate a little less."""
         try:
-            exact = [self.logic.exact(b, pointer_join(ptr, "oneOf", i), BOOLEAN_DEPTH)
-                     for i, b in enumerate(branches)]
+            exact = []
+            for i, b in enumerate(branches):
+                bp = pointer_join(ptr, "oneOf", i)
+                try:
+                    exact.append(self.logic.exact(b, bp, BOOLEAN_DEPTH))
+                except SchemaError:
+                    exact.append(self.logic.over(b, bp, BOOLEAN_DEPTH))
             alts = []
             for i, b in enumerate(branches):
                 bp = pointer_join(ptr, "oneOf", i)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-__all__ = ["FORMATS", "FORMAT_HINTS", "CHECKED_FORMATS", "format_regex", "check_format"]
+__all__ = ["FORMATS", "FORMAT_HINTS", "CHECKED_FORMATS", "FORMAT_SUPERSETS", "format_regex", "format_superset",
+           "check_format"]
 
 _YEAR = r"(?:[1-9][0-9]{3}|0[1-9][0-9]{2}|00[1-9][0-9]|000[1-9])"
 _LEAP = r"(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[2468][048]|[13579][26]|0[48])00)"
@@ -87,6 +88,37 @@ CHECKED_FORMATS = frozenset(FORMATS) | frozenset({
     "idn-email", "idn-hostname", "iri", "iri-reference", "uri-reference", "uri-template",
     "json-pointer", "relative-json-pointer", "regex", "color", "host-name", "ip-address",
 })
+
+
+# Supersets of what ``jsonschema``'s format checkers (jsonschema 4.x with its ``format``
+# extra) accept, as anchored regexes over characters: every string a checker accepts
+# matches, many it rejects match too.  They over-approximate a format where a language
+# must be *avoided* (the other branches of an overlapping ``oneOf``, the inside of a
+# ``not``): avoiding the superset is sound.  ``[\s\S]`` is any character (the checkers'
+# ``$`` also matches before a final newline).  A checked format without an entry here
+# is over-approximated by every string.  Sources: ``jsonschema/_format.py``,
+# ``rfc3339_validator`` (ASCII digits; the checker upper-cases first, and no character
+# upper-cases to an ASCII digit, ``-`` or ``:``), ``rfc3986_validator`` (ASCII scheme),
+# ``uuid.UUID`` with the checker's hyphen positions, ``ipaddress`` (ASCII digits only).
+_ANY = r"[\s\S]"
+FORMAT_SUPERSETS: dict[str, str] = {
+    "date-time": rf"[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}{_ANY}*",
+    "date": rf"{_ANY}{{4}}-{_ANY}{{2}}-{_ANY}{{2}}",
+    "time": rf"[0-9]{{2}}:[0-9]{{2}}:[0-9]{{2}}{_ANY}*",
+    "uuid": rf"{_ANY}{{8}}-{_ANY}{{4}}-{_ANY}{{4}}-{_ANY}{{4}}-{_ANY}+",
+    "email": rf"{_ANY}*@{_ANY}*",
+    "idn-email": rf"{_ANY}*@{_ANY}*",
+    "uri": rf"[A-Za-z][A-Za-z0-9+.-]*:{_ANY}*",
+    "ipv4": r"[0-9.]+",
+    "ipv6": r"[0-9A-Fa-f:.]+",
+    "duration": rf"[+-]?[Pp]{_ANY}*",
+}
+
+
+def format_superset(name: str) -> str | None:
+    """Anchored regex of a superset of the strings ``jsonschema``'s checker accepts for
+    ``name``; None when every string must be assumed valid (no entry)."""
+    return FORMAT_SUPERSETS.get(name)
 
 
 def format_regex(name: str) -> str | None:

@@ -26,6 +26,15 @@ guarantee (the validator sees the last value only); canonical instances never ha
 ``d`` is :data:`BOOLEAN_DEPTH` where a complement is taken: values under ``not``, the
 ``else`` side of ``if``, the non-matching items of ``contains`` nest at most that deep
 (a documented subset of the valid instances).
+
+Where only a language to *avoid* is needed (the other branches of an overlapping
+``oneOf``, the inside of a ``not``), :meth:`Logic.over` gives ``O(S, d)``, a superset
+relative to ``U(d)``: every string of ``U(d)`` valid against ``S`` is in it.  It is
+``E(S, d)`` with what cannot be built exactly widened: a ``format`` by the superset of
+what the checker accepts (:data:`~decoding.frontends.jsonschema.formats.FORMAT_SUPERSETS`),
+``oneOf`` by ``anyOf``, ``if/then/else`` by ``then | else``, ``contains`` and
+``uniqueItems`` dropped, and any other subschema that raises by ``U(d)``.  Positions that
+are complemented inside it (a nested ``not``) are built exactly again.
 """
 
 from __future__ import annotations
@@ -35,7 +44,7 @@ from fractions import Fraction
 from typing import Any
 
 from decoding.errors import SchemaError
-from decoding.frontends.jsonschema.formats import format_regex
+from decoding.frontends.jsonschema.formats import format_regex, format_superset
 from decoding.frontends.jsonschema.jsonstr import any_json_char, json_char, quote, string_of
 from decoding.frontends.jsonschema.merge import TYPES, normalize
 from decoding.frontends.jsonschema.numbers import INTEGER, integer_range, number_range
@@ -192,6 +201,8 @@ class Logic:
         self.c = c
         self._u: dict[int, Node] = {}
         self._stack: list[tuple] = []
+        #: building O(S, d) (see the module docstring) rather than E(S, d)
+        self.widen = False
 
     # ------------------------------------------------------------------ the universe
     def universe(self, d: int) -> Node:
@@ -279,8 +290,35 @@ class Logic:
         return self.universe(d)
 
     # ------------------------------------------------------------------ exact languages
+    def over(self, s: Any, ptr: str, d: int) -> Node:
+        """``O(s, d)``: a superset of the valid strings of ``U(d)`` (module docstring).
+        Ref-free; never raises SchemaError for what it cannot build (it widens)."""
+        saved, self.widen = self.widen, True
+        try:
+            return self.exact(s, ptr, d)
+        finally:
+            self.widen = saved
+
+    def _exactly(self, s: Any, ptr: str, d: int) -> Node:
+        """``E(s, d)`` even inside :meth:`over` (a complemented position)."""
+        saved, self.widen = self.widen, False
+        try:
+            return self.exact(s, ptr, d)
+        finally:
+            self.widen = saved
+
     def exact(self, s: Any, ptr: str, d: int) -> Node:
-        """``E(s, d)``: see the module docstring.  Ref-free."""
+        """``E(s, d)``: see the module docstring (``O(s, d)`` inside :meth:`over`).  Ref-free."""
+        if not self.widen:
+            return self._exact_top(s, ptr, d)
+        try:
+            return self._exact_top(s, ptr, d)
+        except SchemaError:
+            if s is not True and not isinstance(s, (bool, dict)):
+                raise  # not a schema at all
+            return self.universe(d)  # widened: every value
+
+    def _exact_top(self, s: Any, ptr: str, d: int) -> Node:
         if s is True:
             return self.universe(d)
         if s is False or d < 0:
@@ -329,12 +367,15 @@ class Logic:
                                   for i, p in enumerate(s["anyOf"])]))
         if "oneOf" in s:
             es = [self.exact(p, pointer_join(ptr, "oneOf", i), d) for i, p in enumerate(s["oneOf"])]
-            parts.append(self.exactly_one(es))
+            parts.append(choice(*es) if self.widen else self.exactly_one(es))
         if "not" in s:
             inner, p, neg = peel_not(s["not"], pointer_join(ptr, "not"))
-            e = self.exact(inner, p, d)
+            e = self._exactly(inner, p, d) if neg else self.exact(inner, p, d)
             parts.append(diff(self.universe(d), e) if neg else e)
-        if "if" in s and ("then" in s or "else" in s):
+        if "if" in s and ("then" in s or "else" in s) and self.widen:
+            parts.append(choice(self.exact(s.get("then", True), pointer_join(ptr, "then"), d),
+                                self.exact(s.get("else", True), pointer_join(ptr, "else"), d)))
+        elif "if" in s and ("then" in s or "else" in s):
             ei = self.exact(s["if"], pointer_join(ptr, "if"), d)
             th = self.exact(s.get("then", True), pointer_join(ptr, "then"), d)
             el = self.exact(s.get("else", True), pointer_join(ptr, "else"), d)
@@ -375,7 +416,9 @@ class Logic:
             raise SchemaError(ptr, "enum", "must be an array")
         rest = {k: v for k, v in s.items() if k not in ("enum", "const") and k in _SEMANTIC}
         if "$ref" in str(rest):
-            raise SchemaError(ptr, "enum", "enum/const with references next to it is not supported here")
+            if not self.widen:
+                raise SchemaError(ptr, "enum", "enum/const with references next to it is not supported here")
+            rest = {}  # widened: every listed value
         v = jsonschema.Draft202012Validator(rest, format_checker=self.c.format_checker())
         alts = []
         for x in vals:
@@ -434,7 +477,11 @@ class Logic:
             except (PatternError, re.error) as e:
                 raise SchemaError(ptr, "pattern", str(e)) from None
         fmt = s.get("format")
-        if isinstance(fmt, str) and c.format_asserts():
+        if isinstance(fmt, str) and c.format_asserts() and self.widen:
+            sup = format_superset(fmt)  # None: every string may be valid
+            if sup is not None:
+                parts.append(string_of(rx_to_ir(parse_pattern(sup, anchored=True), json_char)))
+        elif isinstance(fmt, str) and c.format_asserts():
             src = format_regex(fmt)
             if src is None or not c.format_exact(fmt):
                 raise SchemaError(ptr, "format", f"format {fmt!r} cannot be complemented exactly")
@@ -465,7 +512,8 @@ class Logic:
         c = self.c
         if d <= 0:
             return NOTHING
-        if s.get("uniqueItems") is True and not (isinstance(s.get("maxItems"), int) and s["maxItems"] <= 1):
+        if s.get("uniqueItems") is True and not (isinstance(s.get("maxItems"), int) and s["maxItems"] <= 1) \
+                and not self.widen:  # widened: dropped
             raise SchemaError(ptr, "uniqueItems", "uniqueItems inside not/if/oneOf/contains is not supported")
         prefix = s.get("prefixItems", [])
         elems = [self.exact(p, pointer_join(ptr, "prefixItems", i), d - 1) for i, p in enumerate(prefix)]
@@ -473,7 +521,7 @@ class Logic:
         mn = int(s.get("minItems", 0))
         mx = None if s.get("maxItems") is None else int(s["maxItems"])
         parts = [seq(lit("["), c.ws, c.list_body(elems, tail, mn, mx), c.ws, lit("]"))]
-        if "contains" in s:
+        if "contains" in s and not self.widen:  # widened: dropped
             parts.append(self.contains(s, ptr, d))
         return inter(*parts)
 
