@@ -90,6 +90,9 @@ def _compile(schema):
     ({"type": "string", "not": {"format": "date-time"}}, ["hello", "2020-13", ""], ["2020-01-01T10:00:00Z"]),
     ({"type": "string", "if": {"format": "date"}, "then": {"maxLength": 10}, "else": {"minLength": 3}},
      ["2020-01-01", "abc"], ["ab", ""]),
+    # keywords with no exact language inside a `not`: dropped from what is avoided
+    ({"not": {"type": "array", "uniqueItems": True}}, [1, "a", None], [[1, 2], []]),
+    ({"not": {"type": "object", "dependentSchemas": {"a": {"required": ["b"]}}}}, [1, "x"], [{}, {"c": 1}]),
 ])
 def test_examples(schema, yes, no) -> None:
     cg = _compile(schema)

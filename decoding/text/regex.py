@@ -17,9 +17,11 @@ Supported: literals, ``.``, classes ``[...]``/``[^...]`` with ranges, escapes
 (``\\d \\w \\s \\D \\W \\S \\n \\t \\xHH \\uHHHH \\u{H..}``...), groups ``(...)``,
 ``(?:...)``, ``(?<name>...)``, alternation, quantifiers ``* + ? {n} {n,} {n,m}`` (lazy
 forms are the same language; a ``{`` that starts no quantifier is a literal, as in
-ECMA Annex B and Python), ``^`` at the start and ``$`` at the end of a top-level branch.
+ECMA Annex B and Python), ``^`` and ``$`` anywhere (``^$|^(a|$)``: an anchor inside a
+group is an assertion, eliminated by :func:`_anchor_forms`; inside a repetition only where
+the repetition can be unrolled or is unbounded).
 Rejected with :class:`PatternError` (pattern and offset): lookaround, backreferences,
-``\\b``, anchors elsewhere, flags, ``\\p{...}``.
+``\\b``, flags, ``\\p{...}``.
 
 Exactness: a JSON Schema pattern is validated by Python's ``re`` (jsonschema) but written
 for ECMA engines.  Where the two disagree, the grammar takes the *intersection*: positive
@@ -111,12 +113,23 @@ _ANY: Ranges = ((0, MAX_CP),)
 _SIMPLE_ESC = {"n": 10, "r": 13, "t": 9, "f": 12, "v": 11, "0": 0}
 
 
+class _InnerAnchor(Exception):
+    """An anchor that is not at the start/end of a top-level branch: parse again with
+    assertions (rare, so the common path keeps its simpler AST)."""
+
+
+#: most copies an anchored repetition is unrolled to (``(^a|b){0,3}``)
+MAX_ANCHOR_UNROLL = 16
+
+
 class _Parser:
-    def __init__(self, src: str, anchored: bool) -> None:
+    def __init__(self, src: str, anchored: bool, assertions: bool = False) -> None:
         self.s = src
         self.i = 0
         self.anchored = anchored
         self.depth = 0
+        #: every ``^``/``$`` is an assertion node (``Rx("bos")``/``Rx("eos")``)
+        self.assertions = assertions
 
     def err(self, reason: str, pos: int | None = None) -> PatternError:
         return PatternError(self.s, self.i if pos is None else pos, reason)
@@ -141,6 +154,8 @@ class _Parser:
         return Rx("alt", items=tuple(branches)) if len(branches) > 1 else branches[0]
 
     def branch(self, top: bool) -> Rx:
+        if self.assertions:
+            return self._assert_branch()
         items: list[Rx] = []
         anchored_start = anchored_end = False
         if top and self.peek() == "^":
@@ -155,9 +170,9 @@ class _Parser:
                     self.i += 1
                     anchored_end = True
                     break
-                raise self.err("'$' is only supported at the end of the pattern")
+                raise _InnerAnchor()
             if c == "^":
-                raise self.err("'^' is only supported at the start of the pattern")
+                raise _InnerAnchor()
             atom = self.atom()
             items.append(self.quant(atom))
         if top and not self.anchored:
@@ -168,6 +183,38 @@ class _Parser:
             parts = ([] if anchored_start else [anyr]) + [body] + ([] if anchored_end else [anyr])
             return Rx("seq", items=tuple(parts))
         return body
+
+    def _assert_branch(self) -> Rx:
+        items: list[Rx] = []
+        while True:
+            c = self.peek()
+            if c is None or c in "|)":
+                break
+            if c in "^$":
+                self.i += 1
+                items.append(Rx("bos" if c == "^" else "eos"))
+                if self.peek() in ("*", "+", "?", "{"):
+                    raise self.err("quantifier on an anchor")
+                continue
+            items.append(self.quant(self.atom()))
+        return Rx("seq", items=tuple(items))
+
+    def top_assertions(self) -> Rx:
+        """The pattern with its assertions eliminated: the union over the anchor forms of
+        ``prefix L suffix``, ``prefix``/``suffix`` being ``any*`` in search mode where the
+        form is not anchored on that side."""
+        body = self.top()
+        forms = _anchor_forms(body, self)
+        anyr = Rx("rep", items=(Rx("chars", _ANY),), lo=0, hi=None)
+        alts = []
+        for (s, e), lang in sorted(forms.items()):
+            if self.anchored:
+                alts.append(lang)
+            else:
+                alts.append(Rx("seq", items=tuple(([] if s else [anyr]) + [lang] + ([] if e else [anyr]))))
+        if not alts:
+            return Rx("chars", ())  # no string can match (``a^b``)
+        return alts[0] if len(alts) == 1 else Rx("alt", items=tuple(alts))
 
     def quant(self, atom: Rx) -> Rx:
         c = self.peek()
@@ -370,11 +417,90 @@ def _trim_open_ends(items: list[Rx], *, open_start: bool, open_end: bool) -> lis
     return items
 
 
+_EPS = Rx("seq", items=())
+_Forms = dict[tuple[bool, bool], Rx]
+
+
+def _nullable(rx: Rx) -> bool:
+    return length_range(rx)[0] == 0
+
+
+def _add(forms: _Forms, key: tuple[bool, bool], rx: Rx) -> None:
+    old = forms.get(key)
+    forms[key] = rx if old is None else Rx("alt", items=(old, rx))
+
+
+def _anchor_forms(rx: Rx, p: "_Parser") -> _Forms:
+    """``rx`` (with ``bos``/``eos`` assertions) as anchor-free languages keyed by
+    ``(needs start, needs end)``: a string of form ``(s, e)`` matches only where nothing
+    precedes it (``s``) / follows it (``e``) in the whole string.  Invariant: the union
+    over forms, each placed accordingly, is exactly the strings ``rx`` matches there."""
+    k = rx.kind
+    if k == "bos":
+        return {(True, False): _EPS}
+    if k == "eos":
+        return {(False, True): _EPS}
+    if k == "chars":
+        return {(False, False): rx}
+    if k == "alt":
+        out: _Forms = {}
+        for it in rx.items:
+            for key, lang in _anchor_forms(it, p).items():
+                _add(out, key, lang)
+        return out
+    if k == "seq":
+        acc: _Forms = {(False, False): _EPS}
+        for it in rx.items:
+            acc = _seq_forms(acc, _anchor_forms(it, p))
+        return acc
+    item = _anchor_forms(rx.items[0], p)
+    if set(item) == {(False, False)}:
+        return {(False, False): Rx("rep", items=(item[(False, False)],), lo=rx.lo, hi=rx.hi)}
+    # an anchored repetition: the copies that use an anchor can only be the first or the
+    # last non-empty ones, so X{lo,} is X^lo (X? X_ff* X?) and X{lo,hi} is unrolled
+    if rx.lo > MAX_ANCHOR_UNROLL or (rx.hi is not None and rx.hi > MAX_ANCHOR_UNROLL):
+        raise p.err(f"an anchor inside a repetition of more than {MAX_ANCHOR_UNROLL} copies")
+    opt = dict(item)
+    _add(opt, (False, False), _EPS)
+    acc = {(False, False): _EPS}
+    for _ in range(rx.lo):
+        acc = _seq_forms(acc, item)
+    if rx.hi is None:
+        ff = item.get((False, False))
+        middle = {(False, False): Rx("rep", items=(ff,), lo=0, hi=None) if ff is not None else _EPS}
+        for f in (opt, middle, opt):
+            acc = _seq_forms(acc, f)
+    else:
+        for _ in range(rx.hi - rx.lo):
+            acc = _seq_forms(acc, opt)
+    return acc
+
+
+def _seq_forms(a: _Forms, b: _Forms) -> _Forms:
+    out: _Forms = {}
+    for (sa, ea), la in a.items():
+        for (sb, eb), lb in b.items():
+            x, y = la, lb
+            if ea:  # nothing may follow a: b matches only the empty string
+                if not _nullable(y):
+                    continue
+                y = _EPS
+            if sb:  # nothing may precede b: a matches only the empty string
+                if not _nullable(x):
+                    continue
+                x = _EPS
+            _add(out, (sa or sb, ea or eb), Rx("seq", items=(x, y)))
+    return out
+
+
 @lru_cache(maxsize=2048)
 def parse_pattern(src: str, *, anchored: bool = False) -> Rx:
     """Parse ``src``.  Search mode (the default) makes the open sides explicit with
     ``any*``; anchored mode matches the whole string.  Raises :class:`PatternError`."""
-    return _Parser(src, anchored).top()
+    try:
+        return _Parser(src, anchored).top()
+    except _InnerAnchor:
+        return _Parser(src, anchored, assertions=True).top_assertions()
 
 
 def length_range(rx: Rx) -> tuple[int, int | None]:

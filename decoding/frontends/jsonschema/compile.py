@@ -375,6 +375,8 @@ class _Compiler:
                         e = self.logic.exact(inner, p, BOOLEAN_DEPTH)
                     except SchemaError:
                         e = self.logic.over(inner, p, BOOLEAN_DEPTH)
+                        if e is u:  # widened to every value: nothing left, say why
+                            raise
                     parts.append(diff(u, e))
                 else:
                     parts.append(self.logic.exact(inner, p, BOOLEAN_DEPTH))
@@ -1105,7 +1107,9 @@ class _Compiler:
             values = s["enum"]
             if not isinstance(values, list):
                 raise SchemaError(ptr, "enum", "must be an array")
-        rest = {k: v for k, v in s.items() if k not in ("enum", "const") and k not in ANNOTATIONS}
+        # the keywords that constrain the values (unknown ones, which may even hold "$ref"s,
+        # are annotations)
+        rest = {k: v for k, v in s.items() if k not in ("enum", "const") and k in SEMANTIC}
         keep = [v for v in values if self._value_ok(v, rest, ptr, kw)] if rest else values
         texts = _value_texts(keep, ptr, kw)
         if len(texts) > ENUM_AUTOMATON_ABOVE:

@@ -356,7 +356,9 @@ class Logic:
         for k in ("$recursiveRef", "unevaluatedProperties", "unevaluatedItems",
                   "dependentSchemas"):
             if k in s and not (k.startswith("uneval") and s[k] in (True, {})):
-                raise SchemaError(ptr, k, f"'{k}' inside not/if/oneOf/contains is not supported")
+                if not self.widen:
+                    raise SchemaError(ptr, k, f"'{k}' inside not/if/oneOf/contains is not supported")
+                s = {x: v for x, v in s.items() if x != k}  # widened: dropped
         s = normalize(s)
         parts: list[Node] = []
         if "allOf" in s:
