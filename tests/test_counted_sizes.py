@@ -27,7 +27,7 @@ from decoding.backends import counted
 from decoding.backends.automaton import DEFAULT_MAX_STATES
 from decoding.backends.counted import CountedGrammar, rewrite, window
 from decoding.backends.select import compile_grammar
-from decoding.errors import LimitError, SchemaError
+from decoding.errors import LimitError
 from decoding.frontends.jsonschema import compile_schema
 from decoding.ir import Dfa, Grammar, Repeat, byteset, choice, lit, rep, seq, walk
 from decoding.ir.literals import literal_set
@@ -204,12 +204,15 @@ def test_generation_mode_uses_the_library_max_states():
     assert run.max_states_for(run.BENCH_OPTIONS) == run.max_states_for(None) == run.MAX_STATES
 
 
-def test_decimal_multiple_of_is_a_located_error():
-    """``multipleOf: 0.01`` (Snowplow sp_34) is not a binary fraction: a located SchemaError,
-    not a LimitError (jsonschema itself judges 0.07 not a multiple of 0.01 in floats)."""
-    with pytest.raises(SchemaError) as e:
-        compile_schema({"type": "object", "properties": {"revenue": {"type": "number", "multipleOf": 0.01}}})
-    assert e.value.pointer == "/properties/revenue" and "multipleOf" in str(e.value)
+def test_decimal_multiple_of_compiles():
+    """``multipleOf: 0.01`` (Snowplow sp_34) is exact decimal arithmetic (issue 15): it
+    compiles, and 0.07 is a multiple, as the project's validator says (jsonschema's float
+    division does not: tests/test_multiple_of_decimal.py)."""
+    from decoding.frontends.json_validator import validator
+    schema = {"type": "object", "properties": {"revenue": {"type": "number", "multipleOf": 0.01}}}
+    cg = compile_grammar(compile_schema(schema).grammar, get_vocab("llama-bpe"))
+    assert cg.accepts(b'{"revenue":0.07}') and not cg.accepts(b'{"revenue":0.071}')
+    assert validator(schema).is_valid({"revenue": 0.07})
     assert not jsonschema.Draft202012Validator({"multipleOf": 0.01}).is_valid(0.07)
 
 

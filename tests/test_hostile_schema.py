@@ -439,10 +439,12 @@ def test_not_chains_are_fast_and_located(n):
     {"type": "number", "minimum": 1e15, "maximum": 1e16, "multipleOf": 1.5},
 ])
 def test_multiple_of_a_fraction_above_15_integer_digits(schema):
+    from decoding.frontends.json_validator import validator
     _, out = _outputs(schema, n=20)
     assert out
+    v = validator(schema)
     for text in out:
-        jsonschema.validate(json.loads(text), schema)
+        assert v.is_valid(json.loads(text)), text
 
 
 def test_an_empty_generated_language_is_a_schema_error_at_the_root():

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from decoding.backends.select import compile_grammar
 from decoding.errors import DecodingError, LimitError, SchemaError
+from decoding.frontends.json_validator import validator as decimal_validator
 from decoding.frontends.jsonschema import canonicalize, compile_schema
 from decoding.testing import random_walk
 from decoding.vocab import Vocab
@@ -58,7 +59,7 @@ KEYWORDS = {
                                                     "patternProperties": {"^a": b}, "additionalProperties": c},
                                    leaf, leaf, leaf),
     "multipleOf": st.builds(lambda t, m, lo: {"type": t, "multipleOf": m, **({"minimum": lo} if lo is not None else {})},
-                            st.sampled_from(["integer", "number"]), st.sampled_from([2, 3, 7, 1.5, 0.25, 0.5]),
+                            st.sampled_from(["integer", "number"]), st.sampled_from([2, 3, 7, 1.5, 0.25, 0.5, 0.01, 0.3, 0.05, 2.5]),
                             st.one_of(st.none(), st.integers(-10, 10))),
     "dependentSchemas": st.builds(lambda a: {"type": "object", "dependentSchemas": {"a": a}}, leaf),
     "unevaluatedProperties": st.builds(lambda a, b, u: {"properties": {"a": a}, "allOf": [{"properties": {"b": b}}],
@@ -112,7 +113,7 @@ def _check(schema, instances, rng) -> int:
     except DecodingError as e:  # an empty language: jsonschema must agree on every instance
         assert "accepts no string" in str(e), e
         cg = None
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = decimal_validator(schema, cls=jsonschema.Draft202012Validator)  # decimal multipleOf
     for x in instances:
         ok = validator.is_valid(x)
         text = canonicalize(schema, x)
@@ -155,6 +156,8 @@ def test_keyword_differential(keyword, data) -> None:
     ({"type": "string", "pattern": "^a", "maxLength": 3, "minLength": 2}, ["ab", "abc"], ["a", "abcd", "ba"]),
     ({"allOf": [{"type": "string", "pattern": "a"}, {"pattern": "b"}]}, ["ab", "ba"], ["a", "b"]),
     ({"type": "number", "multipleOf": 1.5}, [0, 3, 4.5, -1.5], [1, 2.25, 0.5]),
+    ({"type": "number", "multipleOf": 0.01}, [0, 7, 0.07, 19.99, -0.5], [0.001, 0.075]),
+    ({"type": "number", "not": {"multipleOf": 0.01}}, [0.001, 0.075], [0, 0.07, 0.14]),
     ({"type": "object", "properties": {"ab": {"type": "integer"}}, "patternProperties": {"^a": {"minimum": 2}}},
      [{"ab": 2}, {"ax": 5}], [{"ab": 1}, {"ab": "x"}, {"ax": 1}]),
     ({"$id": "https://x.test/root", "$defs": {"i": {"$anchor": "int", "type": "integer"}},

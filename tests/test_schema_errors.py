@@ -20,7 +20,7 @@ ERRORS = [
     ({"type": "string", "format": "idn-hostname"}, "", "format"),
     ({"type": "string", "format": "uri-template"}, "", "format"),
     # issue 15: compiled by intersection/complement now, except where no exact language exists
-    ({"type": "number", "multipleOf": 0.1}, "", "multipleOf"),  # not a binary fraction
+    ({"type": "number", "multipleOf": 0.123456789}, "", "multipleOf"),  # over MAX_MULTIPLE_STATES
     # a `not` whose inside has no exact language is avoided by an over-approximation
     # (tests/test_format_overapprox.py); where that is every value, the exact error stays
     ({"not": {"type": "object", "patternProperties": {f"^{c}": {"type": "integer"} for c in "abcde"}}},

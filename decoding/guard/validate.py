@@ -10,7 +10,8 @@ after a DTD violation (one content-model violation per element, then that elemen
 model is no longer checked).
 
 JSON: ``json.loads`` for syntax, the ``jsonschema`` library (draft from ``$schema``,
-default 2020-12, with format checking) for the schema; schemas in the subset of
+default 2020-12, with format checking; ``multipleOf`` in exact decimal arithmetic, see
+:mod:`decoding.frontends.json_validator`) for the schema; schemas in the subset of
 ``json_fast`` are first checked by its exact compiled predicate, and jsonschema runs
 only to explain an invalid value.  ``date-time`` and ``time`` are
 checked by this module (jsonschema needs extra packages for them); other formats
@@ -39,6 +40,7 @@ import xml.parsers.expat as expat
 from typing import Any
 
 from decoding.errors import SchemaError
+from decoding.frontends.json_validator import validator_class
 from decoding.limits import DEFAULT_LIMITS, Limits
 from decoding.frontends.xml.model import DTD, AttributeDecl, ElementDecl
 from decoding.guard.content_model import ContentModel
@@ -681,11 +683,9 @@ def _compiled(schema: dict) -> tuple[Any, Any, Any]:
     hit = _VALIDATORS.get(id(schema))
     if hit is not None and hit[0] is schema:
         return hit
-    import jsonschema
-
     if _FC is None:
         _FC = _format_checker()
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    cls = validator_class(schema)  # the "$schema" draft, with the decimal multipleOf
     v = cls(schema, format_checker=_FC)
     entry = (schema, v, compile_fast(schema, cls, _FC))
     if len(_VALIDATORS) >= 64:

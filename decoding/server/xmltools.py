@@ -57,14 +57,14 @@ def _value(el: ET.Element, schema: Any) -> Any:
         return el.text or ""
     for key in ("anyOf", "oneOf"):
         if key in schema:
-            import jsonschema
+            from decoding.frontends.json_validator import validator
 
             for alt in schema[key]:
                 try:
                     v = _value(el, {**{k: w for k, w in schema.items() if k != key}, **alt})
                 except (ValueError, KeyError):
                     continue
-                if jsonschema.Draft202012Validator({**{k: w for k, w in schema.items() if k != key}, **alt}).is_valid(v):
+                if validator({**{k: w for k, w in schema.items() if k != key}, **alt}).is_valid(v):
                     return v
             raise ValueError(f"<{el.tag}> matches no alternative")
     text = el.text or ""

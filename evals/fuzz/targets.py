@@ -239,9 +239,9 @@ def _schema(payload: dict, phase, seed: int) -> Outcome:
     phase("oracle")
     try:
         import jsonschema
-        from jsonschema.validators import validator_for
-        cls = validator_for(schema, default=jsonschema.Draft202012Validator) if isinstance(schema, dict) \
-            else jsonschema.Draft202012Validator
+
+        from decoding.frontends.json_validator import validator_class
+        cls = validator_class(schema)  # the "$schema" draft; decimal multipleOf, as the grammars
         try:
             cls.check_schema(schema)
         except jsonschema.SchemaError as e:
@@ -450,8 +450,10 @@ def _guard(payload: dict, phase, seed: int) -> Outcome:  # noqa: ARG001
     try:
         if g.endswith(".json"):
             import jsonschema
-            err = next(iter(jsonschema.Draft202012Validator(_guard_schema(g)).iter_errors(json.loads(res.text))),
-                       None)
+
+            from decoding.frontends.json_validator import validator
+            err = next(iter(validator(_guard_schema(g), cls=jsonschema.Draft202012Validator)
+                            .iter_errors(json.loads(res.text))), None)
             if err is not None:
                 return Outcome("invalid", f"guard ok but jsonschema rejects ('{err.validator}')",
                                f"{res.text[:300]!r}: {err.message[:300]}", "oracle")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from decoding.frontends.json_validator import validator_class
 from decoding.frontends.jsonschema.jsonstr import dumps, quote
 from decoding.frontends.jsonschema.merge import json_equal
 
@@ -32,11 +33,9 @@ def canonicalize(schema: Any, instance: Any) -> str:
 
 class _Canon:
     def __init__(self, root: Any, comp: Any) -> None:
-        import jsonschema
         self.root = root
         self.comp = comp
-        cls = jsonschema.validators.validator_for(root if isinstance(root, dict) else {},
-                                                  default=jsonschema.Draft202012Validator)
+        cls = validator_class(root)  # decimal multipleOf, as the grammar (json_validator)
         self.validator = cls(root if isinstance(root, (dict, bool)) else {})
         self.legacy = bool(getattr(comp, "legacy", False))
         self.dumps = dumps

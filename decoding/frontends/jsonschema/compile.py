@@ -24,6 +24,7 @@ from decoding.ir import (DEFAULT_MAX_DEPTH, EMPTY, MAX_CP, NOTHING, Choice, Gram
                          byteset, choice, diff, inter, reachable_rules, walk,
                          lit, opt, rep, seq, star)
 from decoding.limits import DEFAULT_LIMITS, Limits
+from decoding.frontends.json_validator import exact_value, validator_class
 from decoding.frontends.jsonschema.check import check_schema, load_schema_text
 from decoding.frontends.jsonschema.formats import CHECKED_FORMATS, check_format, format_regex
 from decoding.frontends.jsonschema.jsonstr import any_json_char, dumps, encode_str, json_char, quote, string_of
@@ -283,10 +284,9 @@ class _Compiler:
         if isinstance(mo, bool) or not isinstance(mo, (int, float)) or mo <= 0:
             raise SchemaError(ptr, "multipleOf", "must be a positive number")
         try:
-            return multiple_of(Fraction(mo), integer)
+            return multiple_of(mo, integer)
         except ValueError as e:
-            raise SchemaError(ptr, "multipleOf", f"multipleOf {mo!r} is supported for integers and "
-                              f"exact binary fractions such as 0.5 or 1.5 ({e})") from None
+            raise SchemaError(ptr, "multipleOf", f"multipleOf {mo!r}: {e}") from None
 
     def contains_bounds(self, s: dict, ptr: str) -> tuple[int, int | None]:
         lo = s.get("minContains", 1)
@@ -1130,9 +1130,7 @@ class _Compiler:
                 _kind_of(v) == "integer" and ("number" in t if isinstance(t, list) else t == "number"))
         if "$ref" in json.dumps(rest):  # depth-bounded by check_schema
             raise SchemaError(ptr, kw, "enum/const combined with $ref siblings is not supported")
-        import jsonschema  # deferred: only needed for this rare case
-        cls = jsonschema.validators.validator_for(self.root if isinstance(self.root, dict) else {},
-                                                  default=jsonschema.Draft202012Validator)
+        cls = validator_class(self.root)  # the root's draft; decimal multipleOf (json_validator)
         if not cls(rest).is_valid(v):
             return False
         fmt = rest.get("format")
@@ -1202,7 +1200,8 @@ class _Compiler:
             return node
         if isinstance(mo, bool) or not isinstance(mo, (int, float)) or mo <= 0:
             raise SchemaError(ptr, "multipleOf", "must be a positive number")
-        if Fraction(mo) == 1 or (integer and Fraction(mo).numerator == 1):
+        m = exact_value(mo)  # the decimal written: 0.01 is 1/100 (json_validator)
+        if m == 1 or (integer and m.numerator == 1):
             return self._number(s, ptr, True)  # 1/n divides every integer
         return self.bounded(inter(node, self.multiple(mo, ptr, integer)), ptr, "multipleOf")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from decoding.frontends.json_validator import validator_class
 from decoding.frontends.jsonschema.formats import FORMAT_HINTS, check_format
 
 __all__ = ["validate_instance", "feedback"]
@@ -55,9 +56,7 @@ def _walk_formats(schema: Any, inst: Any, path: list, out: list[str], root: Any,
 def validate_instance(schema: Any, instance: Any) -> list[str]:
     """All problems with ``instance`` as short messages ``"<pointer>: <what is wrong>"``;
     an empty list means valid."""
-    import jsonschema
-    cls = jsonschema.validators.validator_for(schema if isinstance(schema, dict) else {},
-                                              default=jsonschema.Draft202012Validator)
+    cls = validator_class(schema)  # the draft of "$schema"; decimal multipleOf (json_validator)
     v = cls(schema, format_checker=cls.FORMAT_CHECKER)
     msgs: list[str] = []
     fmt_msgs: list[str] = []

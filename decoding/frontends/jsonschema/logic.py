@@ -39,11 +39,13 @@ are complemented inside it (a nested ``not``) are built exactly again.
 
 from __future__ import annotations
 
+import math
 import re
 from fractions import Fraction
 from typing import Any
 
 from decoding.errors import SchemaError
+from decoding.frontends.json_validator import exact_value, validator_class
 from decoding.frontends.jsonschema.formats import format_regex, format_superset
 from decoding.frontends.jsonschema.jsonstr import any_json_char, json_char, quote, string_of
 from decoding.frontends.jsonschema.merge import TYPES, normalize
@@ -106,42 +108,59 @@ def count_list(x: Node, y: Node, lo: int, hi: int | None, comma: Node) -> Node:
     return choice(*alts)
 
 
-def multiple_of(m: Fraction, integer_only: bool) -> Node:
+def multiple_of(m: int | float | Fraction, integer_only: bool) -> Node:
     """The spellings (canonical integers, and decimals ending in a non-zero digit, no
-    exponent) of the multiples of ``m`` that ``jsonschema`` accepts for sure, as a
-    remainder automaton (a :class:`~decoding.ir.Dfa` leaf).  ``m`` is an integer or an
-    exact binary fraction ``p / 2**e`` (a float such as 1.5 or 0.25): a decimal multiple
-    then has at most ``e`` fraction digits, and its digits are read modulo ``p * 5**e``
-    (the value times ``10**e``).  Decimal multiples of a non-integer ``m`` keep at most 15
-    integer digits, so the validator's float division is exact; integer multiples may be
-    longer (``n / m`` is then integral as a float whatever its rounding).  ``integer_only``: integers only.
-    Raises ValueError where ``m`` has no such form or the automaton would be too large."""
+    exponent) of the multiples of ``m`` in the specification's sense (the decimal value
+    divided by ``m`` is an integer: :mod:`decoding.frontends.json_validator`), as a
+    remainder automaton (a :class:`~decoding.ir.Dfa` leaf).  ``m`` is the number the
+    schema wrote: an ``int``, a ``float`` (the decimal of its ``repr``, so ``0.01`` is
+    1/100) or a decimal ``Fraction``.  With ``m = p / 10**k`` (``k`` least), a decimal is
+    a multiple iff it has at most ``k`` fraction digits and its digits, read as an integer
+    scaled by ``10**k``, are divisible by ``p``: the states are the remainders modulo
+    ``p`` times the digit positions.  Decimals (with a fraction part) keep at most
+    :data:`MAX_DEC_DIGITS` significant digits, so a validator that reads them as doubles
+    gets the same decimal back (``repr``); integers may be longer (``json`` reads them
+    exactly).  ``integer_only``: integers only (the multiples of ``p / gcd(p, 10**k)``).
+    Raises ValueError where ``m`` is not a positive decimal or the automaton would have
+    more than :data:`MAX_MULTIPLE_STATES` states."""
+    m = exact_value(m)
     if m <= 0:
         raise ValueError("multipleOf must be positive")
     p, q = m.numerator, m.denominator
-    e = 0
-    while q > 1:
-        if q % 2:
-            raise ValueError("not an integer or an exact binary fraction")
-        q //= 2
-        e += 1
-    if integer_only and e:
-        e = 0  # integers that are multiples of p / 2**e are the multiples of p (p odd)
-    mod = p * 5 ** e
-    max_int = None if e == 0 else 15
-    if mod * (e + 2) * (1 if max_int is None else max_int) > MAX_MULTIPLE_STATES:
-        raise ValueError(f"remainder automaton of about {mod * (e + 2)} states")
-    if e == 0 and mod == 1:
+    k = 0
+    while q % 10 == 0 or q % 2 == 0 or q % 5 == 0:
+        if q % 10 == 0:
+            q //= 10
+        elif q % 2 == 0:
+            q, p = q // 2, p * 5
+        else:
+            q, p = q // 5, p * 2
+        k += 1
+    if q != 1:
+        raise ValueError(f"{m} is not a decimal")
+    if integer_only:
+        p, k = p // math.gcd(p, 10 ** k), 0  # n * 10**k divisible by p
+    if k == 0 and p == 1:
         return INTEGER
+    too_large = ValueError(f"needs a remainder automaton of more than {MAX_MULTIPLE_STATES} states "
+                           f"(limit MAX_MULTIPLE_STATES; the digits are read modulo {p})")
+    if p > MAX_MULTIPLE_STATES:  # every remainder of an integer part is reachable
+        raise too_large
+    budget = MAX_DEC_DIGITS
     index: dict[tuple, int] = {}
     order: list[tuple] = []
 
     def sid(key: tuple) -> int:
         if key not in index:
+            if len(order) >= MAX_MULTIPLE_STATES:
+                raise too_large
             index[key] = len(order)
             order.append(key)
         return index[key]
 
+    # ("int", r, n): integer digits read, value mod p, n of them (k > 0 only; saturates at
+    # budget); ("frac", r, f, left, nz): f fraction digits, digits mod p, ``left`` more
+    # significant digits allowed (``budget`` while only zeros follow "0."), last one non-zero
     sid(("start",))
     edges: list[tuple[tuple[int, int, int], ...]] = []
     accept: list[int] = []
@@ -155,27 +174,28 @@ def multiple_of(m: Fraction, integer_only: bool) -> Node:
                 out.append((45, 45, sid(("neg",))))
             out.append((48, 48, sid(("zero",) if kind == "start" else ("negzero",))))
             for g in range(1, 10):
-                out.append((48 + g, 48 + g, sid(("int", g % mod, 1 if max_int else 0))))
+                out.append((48 + g, 48 + g, sid(("int", g % p, 1 if k else 0))))
         elif kind == "negzero":  # "-0" is no spelling; "-0.5" is
-            if e > 0:
-                out.append((46, 46, sid(("frac", 0, 0, False))))
+            if k > 0:
+                out.append((46, 46, sid(("frac", 0, 0, budget, False))))
         elif kind in ("zero", "int"):
             r = 0 if kind == "zero" else key[1]
-            if r * 10 ** e % mod == 0:
+            if r * 10 ** k % p == 0:
                 accept.append(i)
-            if kind == "int":  # the digit count saturates at max_int + 1
+            if kind == "int":
                 for g in range(10):
-                    out.append((48 + g, 48 + g, sid(("int", (r * 10 + g) % mod,
-                                                     min(key[2] + 1, max_int + 1) if max_int else 0))))
-            if e > 0 and (kind == "zero" or key[2] <= max_int):
-                out.append((46, 46, sid(("frac", r, 0, False))))
-        else:  # ("frac", r, k, last digit non-zero)
-            _, r, k, nz = key
-            if nz and r * 10 ** (e - k) % mod == 0:
+                    out.append((48 + g, 48 + g, sid(("int", (r * 10 + g) % p, min(key[2] + 1, budget) if k else 0))))
+            left = budget if kind == "zero" else budget - key[2]
+            if k > 0 and left > 0:
+                out.append((46, 46, sid(("frac", r, 0, left, False))))
+        else:
+            _, r, f, left, nz = key
+            if nz and r * 10 ** (k - f) % p == 0:
                 accept.append(i)
-            if k < e:
+            if f < min(k, 307) and left > 0:  # 1e-307 and above: normal doubles keep 15 digits
                 for g in range(10):
-                    out.append((48 + g, 48 + g, sid(("frac", (r * 10 + g) % mod, k + 1, g != 0))))
+                    used = left < budget or g != 0  # zeros right after "0." are not significant
+                    out.append((48 + g, 48 + g, sid(("frac", (r * 10 + g) % p, f + 1, left - used, g != 0))))
         edges.append(tuple(out))
         i += 1
     return Dfa(tuple(edges), tuple(sorted(accept)))
@@ -421,7 +441,7 @@ class Logic:
             if not self.widen:
                 raise SchemaError(ptr, "enum", "enum/const with references next to it is not supported here")
             rest = {}  # widened: every listed value
-        v = jsonschema.Draft202012Validator(rest, format_checker=self.c.format_checker())
+        v = validator_class(cls=jsonschema.Draft202012Validator)(rest, format_checker=self.c.format_checker())
         alts = []
         for x in vals:
             if v.is_valid(x) and ("const" not in s or "enum" not in s or x in s["enum"]):
