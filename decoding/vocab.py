@@ -5,7 +5,9 @@ Invariants
   SPM ``▁`` is a space, byte-fallback ``<0xXX>`` is that byte, GPT-2 byte-level BPE is
   decoded.  Control, unknown and unused tokens have ``b""`` and never match text.
 - ``special_ids`` maps the text of control / user-defined tokens to their id, for anchors.
-- ``eog_ids`` are the end-of-generation ids (``llama_vocab_is_eog``).
+- ``eog_ids`` are the end-of-generation ids (``llama_vocab_is_eog``); their ``token_bytes`` are
+  ``b""``: an end-of-generation token never spells text, so a mask allows it only where the
+  output may end.
 - ``fingerprint`` is a stable hex digest of all of the above plus the vocabulary type; two
   tokenizers with the same fingerprint produce the same masks.
 - A ``Vocab`` is immutable; tables derived from it are computed once (``cached_property``).
@@ -199,7 +201,9 @@ class Vocab:
             attrs[i] = a
             if llama_cpp.llama_vocab_is_eog(vocab, i):
                 eog.add(i)
-            if a & (_ATTR_CONTROL | _ATTR_UNKNOWN | _ATTR_UNUSED) or a == 0:
+            # an end-of-generation token never spells text, even one a GGUF marks as a
+            # user-defined token: masks allow it only where the output may end
+            if a & (_ATTR_CONTROL | _ATTR_UNKNOWN | _ATTR_UNUSED) or a == 0 or i in eog:
                 if a & _ATTR_CONTROL:
                     txt = llama_cpp.llama_vocab_get_text(vocab, i)
                     if txt:
@@ -228,10 +232,12 @@ class Vocab:
     @classmethod
     def from_bytes(cls, tokens: Sequence[bytes], *, eog_ids: Iterable[int] = (),
                    special: dict[str, int] | None = None, name: str = "hand-built") -> "Vocab":
-        """A hand-built vocabulary (tests).  ``special`` tokens must have ``b""`` bytes."""
-        toks = tuple(bytes(t) for t in tokens)
+        """A hand-built vocabulary (tests).  ``special`` tokens must have ``b""`` bytes; an
+        end-of-generation token's bytes (``b"</s>"``) are dropped: it never spells text."""
+        eog = frozenset(eog_ids)
+        toks = tuple(b"" if i in eog else bytes(t) for i, t in enumerate(tokens))
         attrs = np.array([_ATTR_CONTROL if not t else _ATTR_NORMAL for t in toks], dtype=np.int32)
-        return cls(toks, attrs, frozenset(eog_ids), dict(special or {}), 0, name)
+        return cls(toks, attrs, eog, dict(special or {}), 0, name)
 
 
 def _read_llama(llm: Any) -> "Vocab":

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from decoding.backends.select import compile_grammar
-from decoding.errors import DecodingError, LimitError, SchemaError
+from decoding.errors import DecodingError, GrammarError, LimitError, SchemaError
 from decoding.frontends.json_validator import validator as decimal_validator
 from decoding.frontends.jsonschema import canonicalize, compile_schema
 from decoding.testing import random_walk
@@ -125,8 +125,9 @@ def _check(schema, instances, rng) -> int:
         for _ in range(3):
             try:
                 w = random_walk(cg, rng, budget=48)
-            except DecodingError:
-                break  # no completion within the budget from the start: nothing to walk
+            except GrammarError as e:  # max_tokens below the shortest completion: nothing to walk
+                assert "too small" in str(e), e
+                break
             assert validator.is_valid(json.loads(w.text)), f"walk {w.text!r} invalid for {json.dumps(schema)}"
     return 1
 
