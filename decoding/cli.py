@@ -406,7 +406,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                        max_parallel_tool_calls=args.max_parallel_tool_calls,
                        tool_call_start=(args.tool_call_markers or (None, None))[0],
                        tool_call_end=(args.tool_call_markers or (None, None))[1],
-                       upstreams=tuple(args.upstream or ())))
+                       upstreams=tuple(args.upstream or ()), copy_bias=args.copy_bias))
     return 0
 
 
@@ -484,6 +484,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="tool calls per answer when a request has parallel_tool_calls true (the OpenAI default)")
     p.add_argument("--upstream", action="append", metavar="URL",
                    help="forward to this llama-server (repeatable; no model is loaded here): docs/scale-out.md")
+    p.add_argument("--copy-bias", type=float, nargs="?", const=2.0, default=0.0, metavar="NATS",
+                   help="default logit bonus for starting a value with a copy of the request's last user "
+                        "message (decoding.runtime.copy_bias; 2.0 when given without a value; a request's "
+                        "'copy_bias' overrides it; default 0: off)")
     p.add_argument("--tool-call-markers", nargs=2, metavar=("START", "END"),
                    help="tool-call delimiters (default: from the model's chat template, else <tool_call> </tool_call>)")
     p.set_defaults(fn=cmd_serve)

@@ -110,6 +110,30 @@ def test_json_schema_answers_validate(client):
         validator.validate(json.loads(ch.message.content))
 
 
+def test_copy_bias_reaches_the_processor_and_answers_stay_valid(client, monkeypatch):
+    """``"copy_bias": true``: the processor gets the last user message as its copy source
+    (decoding.runtime.copy_bias) and the answers still validate."""
+    import decoding.server.engine as engine
+    seen: list = []
+
+    class Spy(engine.GrammarLogitsProcessor):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, **kw)
+            seen.append(self.copy)
+
+    monkeypatch.setattr(engine, "GrammarLogitsProcessor", Spy)
+    validator = jsonschema.Draft202012Validator(WEATHER, format_checker=jsonschema.FormatChecker())
+    fmt = {"type": "json_schema", "json_schema": {"name": "get_weather", "schema": WEATHER, "strict": True}}
+    for bias, city in ((True, "Quito"), (False, "Oslo")):
+        r = _chat(client, f"What is the weather in {city} on 2025-06-01?", max_tokens=40, temperature=0,
+                  response_format=fmt, extra_body={"copy_bias": bias})
+        assert r.choices[0].finish_reason == "stop"
+        validator.validate(json.loads(r.choices[0].message.content))
+    assert seen[0] is not None and seen[0].source == "What is the weather in Quito on 2025-06-01?"
+    assert seen[0].bonus == 2.0
+    assert seen[1] is None
+
+
 def test_json_object(client):
     r = _chat(client, "Describe Paris as JSON.", max_tokens=40, seed=1, response_format={"type": "json_object"})
     assert isinstance(json.loads(r.choices[0].message.content), dict)

@@ -196,3 +196,47 @@ def test_xml_tool_calls_read_back_typed_arguments():
     assert content == "ok  done" and calls[0]["function"]["name"] == "add" and calls[0]["xml"] == doc
     assert _chat(tools=[TOOL], xml_tools=True).grammar.kind == "tool-xml-auto"
     assert _chat(tools=[TOOL], tool_choice="required", xml_tools=True).grammar.kind == "tool-xml-call"
+
+
+JSON_FMT = {"type": "json_schema", "json_schema": {"name": "w", "schema": {"type": "object"}}}
+
+
+@pytest.mark.parametrize("value,bonus", [(True, 2.0), (False, 0.0), (0.5, 0.5), (0, 0.0)])
+def test_copy_bias_request_field(value, bonus):
+    msgs = [{"role": "user", "content": "old"}, {"role": "assistant", "content": "x"},
+            {"role": "user", "content": [{"type": "text", "text": "Weather in Lima?"}]}]
+    r = parse_request({"messages": msgs, "response_format": JSON_FMT, "copy_bias": value}, chat=True, config=CFG)
+    assert r.copy_bias == bonus
+    assert r.copy_from == ("Weather in Lima?" if bonus else None)  # the last user message
+
+
+def test_copy_bias_default_from_config_and_for_completions():
+    from decoding.runtime.copy_bias import DEFAULT_BONUS
+    from decoding.server.protocol import COPY_BIAS_ON
+    assert COPY_BIAS_ON == DEFAULT_BONUS
+    cfg = ServerConfig(copy_bias=1.5)
+    r = parse_request({"messages": MSG, "response_format": JSON_FMT}, chat=True, config=cfg)
+    assert (r.copy_bias, r.copy_from) == (1.5, "hi")
+    r = parse_request({"messages": MSG}, chat=True, config=cfg)  # unconstrained: the default does not apply
+    assert (r.copy_bias, r.copy_from) == (0.0, None)
+    r = parse_request({"prompt": "Lima", "grammar": 'root ::= "a"', "copy_bias": True}, chat=False, config=CFG)
+    assert (r.copy_bias, r.copy_from) == (2.0, "Lima")
+
+
+@pytest.mark.parametrize("body,part", [
+    ({"copy_bias": True}, "constrained answers only"),
+    ({"copy_bias": "yes", "response_format": JSON_FMT}, "copy_bias: expected"),
+    ({"copy_bias": -1, "response_format": JSON_FMT}, "copy_bias: expected"),
+    ({"copy_bias": 11, "response_format": JSON_FMT}, "copy_bias: expected"),
+])
+def test_copy_bias_bad_requests(body, part):
+    e = _bad(part, **body)
+    assert e.param == "copy_bias"
+
+
+def test_copy_bias_config_checks():
+    with pytest.raises(UsageError, match="copy_bias"):
+        ServerConfig(copy_bias=-0.1)
+    with pytest.raises(UsageError, match="upstreams"):
+        ServerConfig(copy_bias=2.0, upstreams=("http://127.0.0.1:9",))
+    assert ServerConfig.from_json(ServerConfig(copy_bias=2.0).to_json()).copy_bias == 2.0

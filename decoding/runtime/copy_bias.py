@@ -83,9 +83,9 @@ def _eligible(b: bytes) -> bool:
 
 class CopyBias:
     """The copy starts of one request for one vocabulary (``ids``, sorted int64) and the
-    bonus to add at value starts."""
+    bonus to add at value starts; ``source`` is the request text they come from."""
 
-    __slots__ = ("ids", "bonus")
+    __slots__ = ("ids", "bonus", "source")
 
     def __init__(self, vocab: Vocab, source: str, bonus: float = DEFAULT_BONUS) -> None:
         if not isinstance(source, str):
@@ -101,6 +101,7 @@ class CopyBias:
                 ids.update(by_bytes.get(data[i:j], ()))
         self.ids = np.array(sorted(ids), dtype=np.int64)
         self.bonus = float(bonus)
+        self.source = source
 
     def apply(self, scores: np.ndarray, tail: bytes) -> bool:
         """Add the bonus to the copy starts in ``scores`` if ``tail`` is at a value start;

@@ -12,7 +12,10 @@ from dataclasses import asdict, dataclass, fields
 
 from decoding.errors import UsageError
 
-__all__ = ["ServerConfig", "CONFIG_ENV"]
+__all__ = ["ServerConfig", "CONFIG_ENV", "MAX_COPY_BIAS"]
+
+#: largest copy bias (nats) a config or a request may ask for
+MAX_COPY_BIAS = 10.0
 
 #: environment variable through which ``serve`` hands the config to uvicorn worker processes
 CONFIG_ENV = "DECODING_SERVER_CONFIG"
@@ -40,6 +43,7 @@ class ServerConfig:
     tool_call_start: str | None = None  # tool-call markers; None: from the model's chat template,
     tool_call_end: str | None = None    # else <tool_call> ... </tool_call> (decoding.server.toolmarkers)
     upstreams: tuple[str, ...] = ()  # llama-server URLs: forward there, load no model (decoding.server.upstream)
+    copy_bias: float = 0.0           # default logit bonus (nats) for copying the request into a value; 0: off
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "upstreams", tuple(self.upstreams))  # a JSON list after from_json
@@ -52,6 +56,13 @@ class ServerConfig:
         if (self.tool_call_start is None) != (self.tool_call_end is None) or \
                 self.tool_call_start == "" or self.tool_call_end == "":
             raise UsageError("ServerConfig.tool_call_start / tool_call_end: give both markers (non-empty) or neither")
+        if isinstance(self.copy_bias, bool) or not isinstance(self.copy_bias, (int, float)) or \
+                not 0 <= self.copy_bias <= MAX_COPY_BIAS:
+            raise UsageError(f"ServerConfig.copy_bias: expected a number of nats in [0, {MAX_COPY_BIAS}], "
+                             f"got {self.copy_bias!r}")
+        if self.copy_bias and self.upstreams:
+            raise UsageError("ServerConfig.copy_bias: not available with upstreams (llama-server applies "
+                             "the grammar there, not this process's logits processor)")
         if self.dtd_dir is not None and not os.path.isdir(self.dtd_dir):
             raise UsageError(f"ServerConfig.dtd_dir: {self.dtd_dir!r} is not a directory")
 

@@ -216,7 +216,9 @@ class Engine:
                                   seed=req.seed, stream=stream)
         procs: list = [probe]
         if con is not None:
-            timed = _Timed(GrammarLogitsProcessor(con.compiled, max_tokens=req.max_tokens), req.fail_after_tokens)
+            copy = dict(copy_from=req.copy_from, copy_bonus=req.copy_bias) if req.copy_bias and req.copy_from else {}
+            timed = _Timed(GrammarLogitsProcessor(con.compiled, max_tokens=req.max_tokens, **copy),
+                           req.fail_after_tokens)
             procs.insert(0, timed)
         elif req.stop:
             kw["stop"] = req.stop

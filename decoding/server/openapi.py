@@ -33,6 +33,8 @@ _COMMON = {
     "root": {"type": "string"},
     "dtd_options": {"type": "object"},
     "failsafe": {"type": "boolean"},
+    "copy_bias": {"anyOf": [{"type": "boolean"}, {"type": "number", "minimum": 0, "maximum": 10}],
+                  "description": "logit bonus (nats; true: 2) for copying the request into a value (extension)"},
 }
 
 CHAT_BODY = {"type": "object", "required": ["messages"], "properties": {

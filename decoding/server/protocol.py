@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from decoding.server.config import ServerConfig
+from decoding.server.config import MAX_COPY_BIAS, ServerConfig
 from decoding.server.errors import APIError
 
 __all__ = ["GenRequest", "GrammarSpec", "ToolSpec", "parse_request", "message_text", "DTD_OPTIONS"]
@@ -67,6 +67,39 @@ class GenRequest:
     tools: tuple[ToolSpec, ...] = ()
     tool_choice: Any = "auto"
     fail_after_tokens: int | None = None
+    #: logit bonus (nats) for starting a free value with a copy of ``copy_from`` (0: off;
+    #: decoding.runtime.copy_bias): the last user message, or the completion prompt
+    copy_bias: float = 0.0
+    copy_from: str | None = None
+
+
+#: the bonus of ``"copy_bias": true`` (decoding.runtime.copy_bias.DEFAULT_BONUS)
+COPY_BIAS_ON = 2.0
+
+
+def _copy_bias(body: dict, config: ServerConfig, constrained: bool) -> float:
+    """The request's ``copy_bias`` (true, false or nats in [0, MAX_COPY_BIAS]; absent: the
+    server's default), refused where no grammar constrains the answer."""
+    v = body.get("copy_bias")
+    if v is None:
+        return float(config.copy_bias) if constrained else 0.0
+    if isinstance(v, bool):
+        v = COPY_BIAS_ON if v else 0.0
+    elif not isinstance(v, (int, float)) or not 0 <= v <= MAX_COPY_BIAS:
+        raise _bad(f"copy_bias: expected true, false or a number of nats in [0, {MAX_COPY_BIAS:g}]", "copy_bias")
+    if v and not constrained:
+        raise _bad("copy_bias: applies to constrained answers only (response_format json_schema/json_object, "
+                   "grammar, dtd, or tools with tool_choice != 'none')", "copy_bias")
+    if v and config.upstreams:
+        raise _bad("copy_bias: not available when this server forwards to llama-server upstreams", "copy_bias")
+    return float(v)
+
+
+def _last_user_text(body: dict) -> str | None:
+    for m in reversed(body.get("messages") or []):
+        if isinstance(m, dict) and m.get("role") == "user":
+            return message_text(m.get("content"), "messages[].content")
+    return None
 
 
 def _bad(msg: str, param: str | None = None) -> APIError:
@@ -277,6 +310,8 @@ def parse_request(body: Any, *, chat: bool, config: ServerConfig) -> GenRequest:
     grammar = _grammar(body, tools, tool_choice, config.max_parallel_tool_calls if parallel else 1)
     if grammar is not None and stop:
         raise _bad("stop: not supported together with a grammar constraint (it would cut the structure)", "stop")
+    copy_bias = _copy_bias(body, config, grammar is not None)
+    copy_from = (_last_user_text(body) if chat else prompt) if copy_bias else None
     fail_after = None
     if config.test_hooks and body.get("x_fail_after_tokens") is not None:
         fail_after = _num(body, "x_fail_after_tokens", None, 0, 1 << 30, integer=True)
@@ -285,4 +320,5 @@ def parse_request(body: Any, *, chat: bool, config: ServerConfig) -> GenRequest:
                       top_p=_num(body, "top_p", 1.0, 0.0, 1.0),
                       seed=_num(body, "seed", None, -(1 << 63), (1 << 63) - 1, integer=True),
                       stop=stop or None, stream=stream, include_usage=bool(so.get("include_usage")),
-                      grammar=grammar, tools=tools, tool_choice=tool_choice, fail_after_tokens=fail_after)
+                      grammar=grammar, tools=tools, tool_choice=tool_choice, fail_after_tokens=fail_after,
+                      copy_bias=copy_bias, copy_from=copy_from)
