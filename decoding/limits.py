@@ -33,8 +33,17 @@ class Limits:
     # -- compiling a grammar (front-end IR -> automaton)
     #: estimated NFA states of one grammar before any automaton is built
     max_nfa_states: int = 2_000_000
-    #: DFA states of one explicit automaton
+    #: DFA states of one explicit automaton, counted after minimisation (the automaton that
+    #: is kept: its table is ``(byte classes + specials) x 4`` bytes a state).  The subset
+    #: construction before it may make up to
+    #: :data:`~decoding.backends.automaton.SUBSET_STATES_FACTOR` (8) times as many states,
+    #: within ``max_subset_bytes``
     max_dfa_states: int = 200_000
+    #: bytes one subset construction may hold before minimisation: its transition table
+    #: (``(byte classes + specials) x 4`` bytes a state) and its sets of NFA states.  The
+    #: memory bound of a compile: the peak is about twice this (the table, then its pruned and
+    #: minimised copies), plus the vocabulary's
+    max_subset_bytes: int = 256 * 2**20
     #: wall-clock seconds for one compile (checked between construction steps)
     max_compile_seconds: float = 8.0
     #: estimated subset-construction work of one grammar (:func:`decoding.ir.size.estimate_work`:

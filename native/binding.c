@@ -253,6 +253,7 @@ static PyObject *dfa_error(int rc, const char *what) {
     switch (rc) {
     case GD_DFA_NOMEM: return PyErr_NoMemory();
     case GD_DFA_LIMIT: return PyErr_Format(PyExc_OverflowError, "%s: more than max_states states", what);
+    case GD_DFA_BYTES: return PyErr_Format(PyExc_OverflowError, "%s: more than max_bytes bytes", what);
     case GD_DFA_TIMEOUT: return PyErr_Format(PyExc_TimeoutError, "%s: time budget spent", what);
     default: return PyErr_Format(PyExc_ValueError, "%s: arrays out of range", what);
     }
@@ -263,8 +264,9 @@ static PyObject *py_nfa_determinize(PyObject *self, PyObject *args) {
     PyObject *o[4];
     int start, end, nsym, max_states;
     double budget;
-    if (!PyArg_ParseTuple(args, "OOOOiiiid", &o[0], &o[1], &o[2], &o[3], &start, &end, &nsym, &max_states,
-                          &budget))
+    unsigned long long max_bytes = 0; /* optional: 0 is no bound */
+    if (!PyArg_ParseTuple(args, "OOOOiiiid|K", &o[0], &o[1], &o[2], &o[3], &start, &end, &nsym, &max_states,
+                          &budget, &max_bytes))
         return NULL;
     const char *const names[4] = {"eps_off", "eps_tgt", "mv_off", "mv"};
     Py_buffer b[4];
@@ -284,7 +286,8 @@ static PyObject *py_nfa_determinize(PyObject *self, PyObject *args) {
         gd_dfa_table t;
         int rc;
         Py_BEGIN_ALLOW_THREADS /* re-entrant (no global state); buffers stay held */
-        rc = gd_nfa_determinize((int32_t)n, eo, b[1].buf, mo, b[3].buf, start, end, nsym, max_states, budget, &t);
+        rc = gd_nfa_determinize((int32_t)n, eo, b[1].buf, mo, b[3].buf, start, end, nsym, max_states, (size_t)max_bytes,
+                                budget, &t);
         Py_END_ALLOW_THREADS
         if (rc != GD_DFA_OK) {
             dfa_error(rc, "nfa_determinize");
@@ -303,8 +306,9 @@ static PyObject *py_nfa_determinize_coo(PyObject *self, PyObject *args) {
     PyObject *o[9];
     int n, start, end, n_specials, max_states;
     double budget;
-    if (!PyArg_ParseTuple(args, "iiiOOOOOOOOOiid", &n, &start, &end, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
-                          &o[6], &o[7], &o[8], &n_specials, &max_states, &budget))
+    unsigned long long max_bytes = 0; /* optional: 0 is no bound */
+    if (!PyArg_ParseTuple(args, "iiiOOOOOOOOOiid|K", &n, &start, &end, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
+                          &o[6], &o[7], &o[8], &n_specials, &max_states, &budget, &max_bytes))
         return NULL;
     const char *const names[9] = {"eps_src", "eps_tgt", "e_src", "e_lo", "e_hi", "e_tgt", "sp_src", "sp_sym", "sp_tgt"};
     const char fmts[9] = {'i', 'i', 'i', 'B', 'B', 'i', 'i', 'i', 'i'};
@@ -326,7 +330,7 @@ static PyObject *py_nfa_determinize_coo(PyObject *self, PyObject *args) {
         Py_BEGIN_ALLOW_THREADS /* re-entrant (no global state); buffers stay held */
         rc = gd_nfa_determinize_coo(n, start, end, (size_t)b[0].shape[0], b[0].buf, b[1].buf, (size_t)b[2].shape[0],
                                     b[2].buf, b[3].buf, b[4].buf, b[5].buf, (size_t)b[6].shape[0], b[6].buf, b[7].buf,
-                                    b[8].buf, n_specials, max_states, budget, bc, &ncls, &t);
+                                    b[8].buf, n_specials, max_states, (size_t)max_bytes, budget, bc, &ncls, &t);
         Py_END_ALLOW_THREADS
         if (rc != GD_DFA_OK) {
             dfa_error(rc, "nfa_determinize_coo");
@@ -537,13 +541,13 @@ static PyMethodDef methods[] = {
     {"trie_walk", py_trie_walk, METH_VARARGS,
      "trie_walk(trie, classes_u8[256], table_i32_or_i16, ncols, state, mask_out_u32, next_state_i32=None) -> allowed count. Releases the GIL."},
     {"nfa_determinize", py_nfa_determinize, METH_VARARGS,
-     "nfa_determinize(eps_off, eps_tgt, mv_off, mv, start, end, nsym, max_states, budget_s) -> "
-     "(trans_i32_bytes, accepting_u8_bytes). OverflowError past max_states, TimeoutError past the budget. "
-     "Releases the GIL."},
+     "nfa_determinize(eps_off, eps_tgt, mv_off, mv, start, end, nsym, max_states, budget_s, max_bytes=0) -> "
+     "(trans_i32_bytes, accepting_u8_bytes). OverflowError past max_states or max_bytes (0: none; the message "
+     "names which), TimeoutError past the budget. Releases the GIL."},
     {"nfa_determinize_coo", py_nfa_determinize_coo, METH_VARARGS,
      "nfa_determinize_coo(n, start, end, eps_src, eps_tgt, e_src, e_lo_u8, e_hi_u8, e_tgt, sp_src, sp_sym, sp_tgt, "
-     "n_specials, max_states, budget_s) -> (byte_class_u16_bytes, n_classes, trans_i32_bytes, accepting_u8_bytes). "
-     "Releases the GIL."},
+     "n_specials, max_states, budget_s, max_bytes=0) -> (byte_class_u16_bytes, n_classes, trans_i32_bytes, "
+     "accepting_u8_bytes). Errors as nfa_determinize. Releases the GIL."},
     {"dfa_bfs", py_dfa_bfs, METH_VARARGS,
      "dfa_bfs(table_i32, nsym, col_ok_u8_or_None, node_ok_u8_or_None, reverse, sources_i32, dist_out_i32) -> "
      "states reached (dist_out[s]: distance, -1 unreachable). Releases the GIL."},

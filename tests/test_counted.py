@@ -46,6 +46,13 @@ GRAMMARS = {  # name: (grammar, number of counted loops)
     "special_after": (Grammar.single(seq(rep(A_C, 0, 15), Special("<|end|>"), lit("x"))), 1),
     "two_strings": (Grammar.single(seq(lit('"'), rep(A_C, 0, 9), lit('","'), rep(A_C, 6, 30), lit('"'))), 3),
     "ambiguous_unit": (Grammar.single(seq(lit('"'), rep(choice(lit("a"), lit("ab"), lit("b")), 0, 12), lit('"'))), 0),
+    # equal repetitions (distinct objects) share one loop: the same string in two branches
+    # (Snowplow sp_334: anyOf branches with the same "message"), then in sequence
+    "same_in_two_branches": (Grammar.single(choice(seq(lit('["'), rep(A_C, 0, 20), lit('"]')),
+                                                   seq(lit('["'), rep(A_C, 0, 20), lit('"x')))), 1),
+    "same_need_in_two_branches": (Grammar.single(choice(seq(lit("["), rep(A_C, 12, 12), lit("]")),
+                                                        seq(lit("["), rep(A_C, 12, 12), lit("x"), rep(A_C, 0, 2)))), 1),
+    "same_in_sequence": (Grammar.single(seq(lit('"'), rep(A_C, 0, 20), lit('","'), rep(A_C, 0, 20), lit('"'))), 1),
 }
 
 
@@ -73,6 +80,19 @@ def test_nothing_to_count_is_a_grammar_error():
         compile_grammar(GRAMMARS["ambiguous_unit"][0], TINY, backend="counted")
     with pytest.raises(GrammarError, match="no repetition it can count"):
         compile_grammar(Grammar.single(rep(A_C, 0, 5)), TINY, backend="counted")  # 5 <= K + 1
+
+
+def test_a_shared_loop_entered_at_different_offsets_is_not_counted():
+    """``"a" R | R "b"`` with R one loop: after "a" one branch has not started R and the other
+    has counted one unit; the counter cannot be both, so the counted form is refused (the
+    same check as for two loops entered from one state) and "auto" stays exact."""
+    g = Grammar.single(choice(seq(lit("a"), rep(A_C, 0, 20)), seq(rep(A_C, 0, 20), lit("x"))))
+    assert len(rewrite(g, window(TINY))[1]) == 1
+    with pytest.raises(GrammarError, match="no repetition it can count"):
+        compile_grammar(g, TINY, backend="counted")
+    cg, oracle = compile_grammar(g, TINY), compile_grammar(g, TINY, backend="dfa")
+    words = _words(g, 40, seed=4)
+    assert [cg.accepts(w) for w in words] == [oracle.accepts(w) for w in words]
 
 
 def test_auto_counts_only_what_is_large_unrolled():

@@ -169,20 +169,18 @@ def test_gbnf_rule_chain():
 
 @pytest.mark.parametrize("text, limit", [
     ('root ::= ("a"{0,100}){0,100}', "max_compile_work"),
-    ('root ::= item\nitem ::= ("a" | "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb" | "cc"){0,2000}', "max_compile_work"),
+    # an item that parses several ways ("ab" or "a" "b"): over 9 s and 256 MB at 2000 copies
+    ('root ::= item\nitem ::= ("a" | "ab" | "b"){0,2000}', "max_compile_work"),
     ('root ::= ("a"{2000}){2000}', "max_nfa_states"),
 ], ids=["rep-of-rep", "rep-of-variable-length", "nfa-states"])
 @pytest.mark.parametrize("backend", ["auto", "dfa", "pushdown"])
 def test_gbnf_blowups_are_refused_up_front(text, limit, backend):
     g = parse_gbnf(text)
-    if backend == "auto" and "rep-of-rep" not in text and "{0,100}){0,100}" not in text:
+    if backend == "auto" and "2000}){2000}" in text:
         # "auto" counts these repetitions (decoding.backends.counted): compiled, exact
         cg, err = _timed(lambda: compile_grammar(g, BYTES, backend=backend), budget=2.0)
         assert err is None and cg.backend == "counted", err
-        if "2000}){2000}" in text:
-            assert cg.accepts(b"a" * 4_000_000) and not cg.accepts(b"a" * 3_999_999)
-        else:
-            assert cg.accepts(b"a" * 1999 + b"cc") and not cg.accepts(b"a" * 2000 + b"cc")
+        assert cg.accepts(b"a" * 4_000_000) and not cg.accepts(b"a" * 3_999_999)
         return
     _, err = _timed(lambda: compile_grammar(g, BYTES, backend=backend), budget=0.5)
     assert isinstance(err, LimitError) and limit in str(err) and "rule '" in str(err), err

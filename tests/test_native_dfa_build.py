@@ -172,7 +172,7 @@ def _limit_message(g: Grammar, monkeypatch, pure: bool, **kw) -> str:
     return str(ei.value)
 
 
-@pytest.mark.parametrize("max_states", [1, 2, 5, 9])
+@pytest.mark.parametrize("max_states", [1, 2, 5, 8])
 def test_max_states_is_the_same_limit_error(max_states, monkeypatch):
     g = GRAMMARS["enum"]
     py = _limit_message(g, monkeypatch, True, max_states=max_states)
@@ -180,6 +180,36 @@ def test_max_states_is_the_same_limit_error(max_states, monkeypatch):
     assert c == py
     assert f"automaton exceeds max_states={max_states} DFA states (limit max_dfa_states)" in c
     assert c.startswith("grammar 'root': ")
+
+
+def test_max_states_counts_the_minimal_dfa(monkeypatch):
+    """``max_states`` bounds the minimal DFA: "repeat_choice" determinises to 85 states and
+    minimises to 25, so it compiles with max_states=25 and not 24; the subset construction
+    may make SUBSET_STATES_FACTOR (8) times max_states (80 is too few for max_states=10)."""
+    g = GRAMMARS["repeat_choice"]
+    assert A.SUBSET_STATES_FACTOR == 8
+    for pure in (True, False):
+        assert _compile(g, monkeypatch, pure, max_states=25).n_states == 25
+    over = _limit_message(g, monkeypatch, False, max_states=24)
+    assert over == _limit_message(g, monkeypatch, True, max_states=24)
+    assert "automaton exceeds max_states=24 DFA states (limit max_dfa_states): its minimal DFA has 25" in over
+    sub = _limit_message(g, monkeypatch, False, max_states=10)
+    assert sub == _limit_message(g, monkeypatch, True, max_states=10)
+    assert "automaton exceeds max_states=10 DFA states (limit max_dfa_states): its subset construction " \
+           "made more than 80 states (8 x max_states) before minimisation" in sub
+
+
+@pytest.mark.parametrize("pure", [True, False])
+def test_max_subset_bytes_bounds_the_subset_construction(pure, monkeypatch):
+    """The memory bound: the subset construction's table and sets (``_subset_bytes``)."""
+    g = GRAMMARS["repeat_choice"]
+    dfa = _compile(g, monkeypatch, pure)
+    table = A._subset_bytes(85, dfa.trans.shape[1], 85, 0)  # the table alone, sets not counted
+    with pytest.raises(LimitError) as e:
+        _compile(g, monkeypatch, pure, limits=replace(DEFAULT_LIMITS, max_subset_bytes=table))
+    assert e.value.limit == "max_subset_bytes" and f"max_subset_bytes={table} bytes" in str(e.value)
+    big = replace(DEFAULT_LIMITS, max_subset_bytes=100 * table)
+    assert np.array_equal(_compile(g, monkeypatch, pure, limits=big).trans, dfa.trans)
 
 
 def test_max_states_of_an_intersection_operand(monkeypatch):

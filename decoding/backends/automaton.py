@@ -21,8 +21,10 @@ pushdown back-end, whose per-rule automata are built here too.
 Limits (:class:`decoding.limits.Limits`, checked by :func:`compile_dfa`): the IR is
 estimated first (:func:`decoding.ir.size.check_size`: ``max_nfa_states`` and
 ``max_compile_work``), refs are inlined at most ``max_nesting`` deep, the NFA stops at
-``max_nfa_states``, the DFA at ``max_dfa_states`` (or ``max_states``), and the NFA build,
-the subset construction and the minimisation check a ``max_compile_seconds`` deadline.
+``max_nfa_states``, the subset construction at ``max_subset_bytes`` (its table and sets: the
+memory bound) or ``SUBSET_STATES_FACTOR`` times ``max_dfa_states`` (or ``max_states``), the
+minimal DFA must have at most ``max_dfa_states`` states (:func:`_minimal_dfa`), and the NFA
+build, the subset construction and the minimisation check a ``max_compile_seconds`` deadline.
 Each is a :class:`~decoding.errors.LimitError` naming the rule (when known) and the limit;
 never a ``RecursionError``.
 
@@ -60,6 +62,12 @@ __all__ = ["DFA", "NFAMatcher", "compile_dfa", "regular_dfa", "state_dtype", "es
            "DEFAULT_MAX_STATES"]
 
 DEFAULT_MAX_STATES = DEFAULT_LIMITS.max_dfa_states
+#: the subset construction of an automaton whose minimal DFA may have ``max_states`` states
+#: may make up to this many times as many states before minimisation (and at most
+#: ``Limits.max_subset_bytes`` bytes: the memory bound).  Snowplow's counted objects
+#: determinise to 2-4 times their minimal DFA (sp_261: 239,342 -> 120,914 states; sp_172:
+#: 216,507 -> 54,927); a caller's small cap (a counted unit's 4,096) still stops early
+SUBSET_STATES_FACTOR = 8
 _DEFAULT_MAX_NFA = DEFAULT_LIMITS.max_nfa_states
 
 
@@ -858,8 +866,38 @@ def compile_dfa(grammar: Grammar, *, max_states: int | None = None,
     if end is None:
         raise GrammarError(f"grammar '{grammar.start}' accepts no string "
                            f"(recursion deeper than max_depth={grammar.max_depth}?)")
-    dfa = _determinize(nfa, start, end, specials, deadline, max_states, f"grammar '{grammar.start}'")
-    return _minimize(_prune(dfa, None), deadline)
+    dfa = _minimal_dfa(nfa, start, end, specials, deadline, max_states, f"grammar '{grammar.start}'",
+                       lim.max_subset_bytes)
+    assert dfa is not None
+    return dfa
+
+
+def _minimal_dfa(nfa: "_NFA | _NFARef", start: int, end: int, specials: tuple[str, ...], deadline: _Deadline,
+                 max_states: int, what: str, max_bytes: int, *, empty_ok: bool = False) -> DFA | None:
+    """The minimal, pruned DFA of ``nfa``: the subset construction (at most
+    ``SUBSET_STATES_FACTOR * max_states`` states and ``max_bytes`` bytes), pruned and
+    minimised, then at most ``max_states`` states, else LimitError.  ``empty_ok``: None for
+    the empty language (else pruning raises GrammarError).  Each step drops the table of
+    the step before, so at most two tables are alive at once."""
+    sub = max(1, max_states) * SUBSET_STATES_FACTOR
+    try:
+        dfa = _determinize(nfa, start, end, specials, deadline, sub, what, max_bytes)
+    except LimitError as e:
+        if e.limit == "max_subset_bytes" or f"max_states={sub} " not in str(e):
+            raise
+        raise LimitError(f"{what}: automaton exceeds max_states={max_states} DFA states (limit "
+                         f"max_dfa_states): its subset construction made more than {sub} states "
+                         f"({SUBSET_STATES_FACTOR} x max_states) before minimisation; simplify the "
+                         "grammar or raise the limit", limit="max_dfa_states", value=max_states) from None
+    if empty_ok and not _reaches_accept(dfa):
+        return None
+    dfa = _prune(dfa, None)
+    dfa = _minimize(dfa, deadline)
+    if dfa.n_states > max_states:
+        raise LimitError(f"{what}: automaton exceeds max_states={max_states} DFA states (limit "
+                         f"max_dfa_states): its minimal DFA has {dfa.n_states}; simplify the grammar or "
+                         "raise the limit", limit="max_dfa_states", value=max_states)
+    return dfa
 
 
 def _pure_python_dfa() -> bool:
@@ -916,27 +954,47 @@ def _deadline_passed(deadline: "_Deadline | None", step: str) -> LimitError:
                       f"{step}); simplify the grammar or raise the limit")
 
 
+def _subset_bytes(n_states: int, nsym: int, n_sets: int, n_items: int) -> int:
+    """Bytes a subset construction holds (``gd_subset_bytes`` in ``native/src/dfa_build.c``):
+    its transition table (4 bytes a cell, one cell per byte class and special), a byte of
+    acceptance per state, and its sets of NFA states (4 bytes an entry, 28 a set)."""
+    return 4 * n_states * nsym + n_states + 4 * n_items + 28 * n_sets
+
+
+def _too_many_bytes(what: str, max_bytes: int) -> LimitError:
+    return LimitError(f"{what}: the subset construction exceeds max_subset_bytes={max_bytes} bytes "
+                      "(limit max_subset_bytes); simplify the grammar or raise the limit",
+                      limit="max_subset_bytes", value=max_bytes)
+
+
 def _determinize(nfa: "_NFA | _NFARef", start: int, end: int, specials: tuple[str, ...], deadline: _Deadline,
-                 max_states: int, what: str) -> DFA:
+                 max_states: int, what: str, max_bytes: int = 0) -> DFA:
     """Subset construction of ``nfa`` from ``start`` (accepting where ``end`` is reached), in
     C from the builder's flat edge lists (``native/src/dfa_build.c``, which also makes the
     byte classes; the GIL is released): the same DFA, state numbering included, as
-    :func:`_determinize_py`, which ``GD_PURE_PYTHON_DFA=1`` or a :class:`_NFARef` selects."""
+    :func:`_determinize_py`, which ``GD_PURE_PYTHON_DFA=1`` or a :class:`_NFARef` selects.
+    At most ``max_states`` states and ``max_bytes`` bytes (:func:`_subset_bytes`; 0: no
+    bound), else LimitError.  The result is not minimised: see :func:`_minimal_dfa`."""
     if _pure_python_dfa() or isinstance(nfa, _NFARef):
-        return _determinize_py(nfa, start, end, specials, deadline, max_states, what)
+        return _determinize_py(nfa, start, end, specials, deadline, max_states, what, max_bytes)
     step = "the subset construction"
     if deadline is not None:
         deadline.check(step)
     failed: type[Exception] | None = None
+    bytes_hit = False
     try:
         bcb, ncls, tb, ab = _native.nfa_determinize_coo(
             nfa.n, start, end, nfa.eps_src, nfa.eps_tgt, nfa.e_src, nfa.e_lo, nfa.e_hi, nfa.e_tgt,
-            nfa.sp_src, nfa.sp_k, nfa.sp_tgt, len(specials), min(max_states, 2**31 - 1), _budget(deadline))
-    except (OverflowError, TimeoutError) as e:  # past max_states / past the deadline
+            nfa.sp_src, nfa.sp_k, nfa.sp_tgt, len(specials), min(max_states, 2**31 - 1), _budget(deadline),
+            max(0, int(max_bytes)))
+    except (OverflowError, TimeoutError) as e:  # past max_states or max_bytes / past the deadline
         failed = type(e)
+        bytes_hit = "max_bytes" in str(e)
     if failed is TimeoutError:
         raise _deadline_passed(deadline, step)
     if failed is OverflowError:
+        if bytes_hit:
+            raise _too_many_bytes(what, max_bytes)
         raise LimitError(f"{what}: automaton exceeds max_states={max_states} DFA states (limit "
                          "max_dfa_states); simplify the grammar or raise the limit")
     trans = np.frombuffer(tb, dtype=np.int32).reshape(len(ab), ncls + len(specials))
@@ -947,7 +1005,7 @@ def _determinize(nfa: "_NFA | _NFARef", start: int, end: int, specials: tuple[st
 
 
 def _determinize_py(nfa: "_NFA | _NFARef", start: int, end: int, specials: tuple[str, ...], deadline: _Deadline,
-                    max_states: int, what: str) -> DFA:
+                    max_states: int, what: str, max_bytes: int = 0) -> DFA:
     """Subset construction of ``nfa`` from ``start`` (accepting where ``end`` is reached), in
     Python: the reference of the native :func:`_determinize`.  States are numbered in BFS
     order, the symbols of a state in increasing order."""
@@ -988,6 +1046,8 @@ def _determinize_py(nfa: "_NFA | _NFARef", start: int, end: int, specials: tuple
         return res
 
     s0 = closure([start])
+    n_items = len(s0)  # entries of the states' sets and of the move-target sets (as in C)
+    n_moved = 0  # move-target sets seen
     index = {s0: 0}
     order = [s0]
     rows: list[list[int]] = []
@@ -1011,6 +1071,10 @@ def _determinize_py(nfa: "_NFA | _NFARef", start: int, end: int, specials: tuple
                     raise LimitError(f"{what}: automaton exceeds max_states="
                                      f"{max_states} DFA states (limit max_dfa_states); simplify "
                                      "the grammar or raise the limit")
+                n_items += len(tgt) + len(by_sym[c])
+                n_moved += 1
+                if max_bytes and _subset_bytes(j + 1, nsym, j + 1 + n_moved, n_items) > max_bytes:
+                    raise _too_many_bytes(what, max_bytes)
                 index[tgt] = j
                 order.append(tgt)
             row[c] = j
@@ -1022,7 +1086,8 @@ def _determinize_py(nfa: "_NFA | _NFARef", start: int, end: int, specials: tuple
     return dfa
 
 
-def _operand_dfa(node: Node, max_states: int, max_nfa: int, deadline: _Deadline, where: str) -> DFA | None:
+def _operand_dfa(node: Node, max_states: int, max_nfa: int, deadline: _Deadline, where: str,
+                 max_bytes: int = DEFAULT_LIMITS.max_subset_bytes) -> DFA | None:
     """Minimal DFA of a Ref-free, Special-free node, or None for the empty language."""
     g = Grammar("operand", (("operand", node),))
     nfa = _new_nfa(g, {}, max_nfa, deadline=deadline)
@@ -1032,10 +1097,7 @@ def _operand_dfa(node: Node, max_states: int, max_nfa: int, deadline: _Deadline,
     end = nfa.build(node, start)
     if end is None:
         return None
-    dfa = _determinize(nfa, start, end, (), deadline, max_states, where)
-    if not _reaches_accept(dfa):
-        return None
-    return _minimize(_prune(dfa, None), deadline)
+    return _minimal_dfa(nfa, start, end, (), deadline, max_states, where, max_bytes, empty_ok=True)
 
 
 def _reaches_accept(dfa: DFA) -> bool:
@@ -1213,7 +1275,10 @@ def _prune(dfa: DFA, usable_bytes: Sequence[bool] | None) -> DFA:
     if k == 0:
         raise GrammarError("grammar accepts no string that this vocabulary can spell"
                            if usable_bytes is not None else "grammar accepts no string")
-    t = out[:k * nsym].reshape(k, nsym).astype(state_dtype(k))
+    dt = state_dtype(k)
+    # a copy only when it shrinks the table (states pruned, or int16): one table less at the peak
+    t = out[:k * nsym].reshape(k, nsym).astype(dt, copy=k < n or dt != np.int32)
+    del out
     t.setflags(write=False)
     a = acc[:k].astype(bool)
     a.setflags(write=False)
@@ -1322,7 +1387,11 @@ def _minimize(dfa: DFA, deadline: _Deadline | None = None) -> DFA:
     # blocks are numbered by their first state: that state represents the block
     reps = np.unique(block, return_index=True)[1]
     t = trans[reps]
-    t = np.where(t >= 0, block[np.maximum(t, 0)], -1).astype(state_dtype(nblocks))
+    dead = t < 0
+    np.maximum(t, 0, out=t)
+    t = block.astype(state_dtype(nblocks))[t]  # (few temporaries: this table may be large)
+    t[dead] = -1
+    del dead
     t.setflags(write=False)
     acc = dfa.accepting[reps].copy()
     acc.setflags(write=False)

@@ -87,8 +87,10 @@ MAX_UNIT_STATES = 4096
 #: of IR, so the counted grammar's NFA, its estimate and its build are smaller
 SMALL_AS_LEAF = 8
 #: the counted form is tried only when its estimate (NFA states) is at most this; larger
-#: grammars go to the other back-ends at once
-COUNTED_AT_MOST = 300_000
+#: grammars go to the other back-ends at once.  (Snowplow sp_172, 25 counted strings of up to
+#: 8192 characters: estimated 305,522, built in 1.2 s to 54,927 states; a counted form too
+#: large to build stops at ``Limits.max_subset_bytes``, about 1 s)
+COUNTED_AT_MOST = 400_000
 #: explicit units added after ``K`` in a product's loop, tried in order (see the module
 #: docstring: the other operand may need a few units to finish)
 PRODUCT_EXTRA = (0, 16)
@@ -149,6 +151,13 @@ def rewrite_products(grammar: Grammar, k: int, *, limits: Limits | None = None
         return units[item]
 
     rewritten: dict[tuple[int, int, bool], Node] = {}  # unmarked results by subtree (grammar nodes stay alive)
+    # counted results by repetition (equal, not only identical: the same string schema in two
+    # anyOf branches): equal repetitions share one loop, as one rule called from two places
+    # does.  Exact: a marker symbol kills every NFA thread that cannot read it, so the threads
+    # in one DFA state all took the loop's last ``<en>`` together and have counted the same
+    # units (two loops entered from one state would be refused by _assemble instead).  Not
+    # inside a product, whose loops are numbered and discarded per try
+    same: dict[tuple[Node, int], Node] = {}
 
     def go(n: Node, kk: int, in_product: bool) -> tuple[Node, bool]:
         """(``n`` rewritten with window ``kk``, whether it now holds a marker).  A subtree
@@ -183,6 +192,8 @@ def rewrite_products(grammar: Grammar, k: int, *, limits: Limits | None = None
                 if found is not None:
                     return Repeat(found[1], lo, hi), False
             return (n if item is n.item else Repeat(item, lo, hi)), marked
+        if not in_product and (n, kk) in same:
+            return same[(n, kk)], True
         found = unit_first(item)
         if found is None:
             return (n if item is n.item else Repeat(item, lo, hi)), False
@@ -202,7 +213,10 @@ def rewrite_products(grammar: Grammar, k: int, *, limits: Limits | None = None
             parts += [Special(lp.en), Repeat(item, 0, None), Choice((Seq((Special(lp.tp), Repeat(item, 0, kk))), EMPTY))]
         elif hi > lo:
             parts.append(Repeat(item, 0, hi - lo))
-        return Seq(tuple(parts)), True
+        out = Seq(tuple(parts))
+        if not in_product:
+            same[(n, kk)] = out
+        return out, True
 
     def product(n: Inter | Diff) -> tuple[Node, bool]:
         """A placeholder for ``n``'s counted product automaton, or ``n`` when none passes."""
@@ -506,8 +520,10 @@ def _compile_products(g: Grammar, products: dict[str, DFA], *, literal: Sequence
     end = nfa.build_start(start)
     if end is None:
         raise GrammarError(f"grammar '{g.start}' accepts no string")
-    dfa = _automaton._determinize(nfa, start, end, specials, deadline, nfa.max_dfa, f"grammar '{g.start}'")
-    return _automaton._minimize(_automaton._prune(dfa, None), deadline)
+    dfa = _automaton._minimal_dfa(nfa, start, end, specials, deadline, nfa.max_dfa, f"grammar '{g.start}'",
+                                  limits.max_subset_bytes)
+    assert dfa is not None
+    return dfa
 
 
 # ----------------------------------------------------------------------------- compiled form
@@ -924,20 +940,26 @@ def _first_bytes(vocab: Vocab) -> np.ndarray:
 
 def compile_counted(grammar: Grammar, vocab: Vocab, *, limits: Limits | None = None, grammar_key: str = "",
                     meta: dict | None = None, max_masks: int = DEFAULT_MAX_MASKS,
-                    max_states: int | None = None) -> CountedGrammar | None:
+                    max_states: int | None = None, why: list[str] | None = None) -> CountedGrammar | None:
     """The counted form of ``grammar`` for ``vocab``, or None when no loop qualifies (the
-    caller compiles ``grammar`` as it is)."""
+    caller compiles ``grammar`` as it is); then ``why`` (if given) gets the reason."""
     lim = limits or DEFAULT_LIMITS
+    why = [] if why is None else why
     g2, loops, products = rewrite_products(grammar, window(vocab), limits=lim)
     if not loops:
+        why.append(f"no repetition above {window(vocab) + 1} units with unambiguous units")
         return None
     from decoding.ir.size import check_size
 
     try:
-        if check_size(g2, lim).states + sum(p.n_states for p in products.values()) > COUNTED_AT_MOST:
-            return None  # still large counted: the pushdown back-end's case
-    except LimitError:
+        est = check_size(g2, lim).states + sum(p.n_states for p in products.values())
+    except LimitError as e:
+        why.append(f"{len(loops)} loops counted, then {e}")
         return None
+    if est > COUNTED_AT_MOST:
+        why.append(f"{len(loops)} loops counted, still about {est} NFA states (tried up to COUNTED_AT_MOST="
+                   f"{COUNTED_AT_MOST})")
+        return None  # still large counted: the pushdown back-end's case
     markers = {t for lp in loops for t in (lp.en, lp.tp)}
     literal = [t for t in g2.specials() if t not in markers and t not in products and vocab.special_token(t) is None]
     if products:
@@ -945,7 +967,11 @@ def compile_counted(grammar: Grammar, vocab: Vocab, *, limits: Limits | None = N
     else:
         d = compile_dfa(g2, max_states=max_states, literal_specials=literal, limits=lim, size_checked=True)
     d = d.prune(vocab.single_byte_tokens())
-    return _assemble(d, loops, vocab, grammar_key=grammar_key, meta=meta, max_masks=max_masks)
+    cg = _assemble(d, loops, vocab, grammar_key=grammar_key, meta=meta, max_masks=max_masks)
+    if cg is None:
+        why.append(f"{len(loops)} loops counted, but the counted automaton lets two counters overlap or a "
+                   "unit end ambiguously")
+    return cg
 
 
 def _assemble(d: DFA, loops: Sequence[Loop], vocab: Vocab, *, grammar_key: str, meta: dict | None,

@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from decoding.backends.automaton import DEFAULT_MAX_STATES
 from decoding.backends.contract import CompiledGrammar
-from decoding.backends.counted import compile_counted, window
+from decoding.backends.counted import compile_counted
 from decoding.backends.dfa.index import compile_dfa_grammar
 from decoding.backends.masks import DEFAULT_MAX_MASKS
 from decoding.backends.pushdown.index import compile_grammar_pushdown
@@ -62,12 +62,13 @@ def compile_grammar(grammar: Grammar, vocab: Vocab, *, max_states: int = DEFAULT
     lim = DEFAULT_LIMITS if limits is None else limits
     t0 = time.monotonic()
     if backend == "counted":
+        why: list[str] = []
         cg = compile_counted(grammar, vocab, limits=lim, grammar_key=grammar_key,
-                             meta=dict(meta or {}, backend="counted"), max_masks=max_masks, max_states=max_states)
+                             meta=dict(meta or {}, backend="counted"), max_masks=max_masks, max_states=max_states,
+                             why=why)
         if cg is None:
             raise GrammarError(f"grammar '{grammar.start}': the counted back-end found no repetition it can "
-                               f"count (none above {window(vocab) + 1} units with unambiguous units, or the "
-                               "counted automaton is too large or lets two counters overlap)")
+                               f"count ({'; '.join(why) or 'none'})")
         return cg.precompute() if eager else cg
     if backend == "auto":
         try:

@@ -80,7 +80,8 @@ size_t gd_trie_walk16(const gd_trie *trie, const uint8_t *classes, const int16_t
  * every path.  `budget_s` is a cooperative time budget in seconds, read against the
  * monotonic clock every few tens of thousands of work units (NaN or >= 1e18: none;
  * <= 0: already spent).  Results follow decoding/backends/automaton.py exactly. */
-enum { GD_DFA_OK = 0, GD_DFA_NOMEM = -1, GD_DFA_LIMIT = -2, GD_DFA_TIMEOUT = -3, GD_DFA_INVALID = -4 };
+enum { GD_DFA_OK = 0, GD_DFA_NOMEM = -1, GD_DFA_LIMIT = -2, GD_DFA_TIMEOUT = -3, GD_DFA_INVALID = -4,
+       GD_DFA_BYTES = -5 };
 
 /* A DFA table owned by the core: trans is int32[n_states * nsym] (-1 = no transition),
  * accepting uint8[n_states].  Release with gd_dfa_table_free. */
@@ -97,12 +98,17 @@ typedef struct {
  * sorted set of NFA states of an epsilon closure that have a move or are `end`; it accepts
  * iff it holds `end`.  States are numbered in BFS order from the closure of `start`
  * (state 0), a state's symbols in increasing order.  Returns GD_DFA_OK and fills `out`;
- * GD_DFA_LIMIT when more than max_states states would be made, GD_DFA_TIMEOUT when the
- * budget is spent, GD_DFA_NOMEM, or GD_DFA_INVALID for out-of-range arrays (`out` is then
- * empty). */
+ * GD_DFA_LIMIT when more than max_states states would be made, GD_DFA_BYTES when the
+ * construction would hold more than max_bytes bytes (0: no bound; see gd_subset_bytes),
+ * GD_DFA_TIMEOUT when the budget is spent, GD_DFA_NOMEM, or GD_DFA_INVALID for
+ * out-of-range arrays (`out` is then empty). */
 int gd_nfa_determinize(int32_t n_nfa, const int32_t *eps_off, const int32_t *eps_tgt, const int32_t *mv_off,
                        const int32_t *mv, int32_t start, int32_t end, int32_t nsym, int32_t max_states,
-                       double budget_s, gd_dfa_table *out);
+                       size_t max_bytes, double budget_s, gd_dfa_table *out);
+/* The bytes a subset construction holds with n_states DFA states of nsym symbols, n_sets
+ * NFA-state sets (the states' closures and the move-target cache) of n_items entries in
+ * all: the transition table (4 bytes a cell) plus the sets (4 bytes an entry, 28 a set). */
+size_t gd_subset_bytes(size_t n_states, size_t nsym, size_t n_sets, size_t n_items);
 void gd_dfa_table_free(gd_dfa_table *t);
 
 /* The same subset construction from flat edge lists, as the Python NFA builder emits them
@@ -116,7 +122,8 @@ int gd_nfa_determinize_coo(int32_t n_nfa, int32_t start, int32_t end, size_t n_e
                            const int32_t *eps_tgt, size_t n_edges, const int32_t *e_src, const uint8_t *e_lo,
                            const uint8_t *e_hi, const int32_t *e_tgt, size_t n_spec, const int32_t *sp_src,
                            const int32_t *sp_sym, const int32_t *sp_tgt, int32_t n_specials, int32_t max_states,
-                           double budget_s, uint16_t *byte_class, int32_t *n_classes, gd_dfa_table *out);
+                           size_t max_bytes, double budget_s, uint16_t *byte_class, int32_t *n_classes,
+                           gd_dfa_table *out);
 
 /* Breadth-first distances over the DFA trans (int32[n * nsym], -1 = no transition) from the
  * states sources[0..n_sources): dist[s] (int32[n]) is the fewest transitions from a source

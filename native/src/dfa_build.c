@@ -237,6 +237,7 @@ typedef struct {
     int32_t n;
     const int32_t *eps_off, *eps_tgt, *mv_off, *mv;
     int32_t end, nsym, max_states;
+    size_t max_bytes; /* 0: no bound */
     /* scratch */
     uint32_t *seen;   /* [n] closure stamp */
     uint32_t stamp;
@@ -305,6 +306,9 @@ static int32_t det_state(det *d, size_t k) {
     if (j >= 0) return j;
     size_t ns = d->states.n;
     if (ns >= (size_t)d->max_states) return GD_DFA_LIMIT;
+    if (d->max_bytes && gd_subset_bytes(ns + 1, (size_t)d->nsym, d->states.n + d->cache.n + 1,
+                                        d->states.len + d->cache.len + k) > d->max_bytes)
+        return GD_DFA_BYTES;
     if (ns + 1 > d->trans_rows) {
         size_t rows = d->trans_rows;
         int32_t *t = grow(d->trans, &rows, ns + 1, sizeof(int32_t) * (size_t)d->nsym);
@@ -339,9 +343,14 @@ static int nfa_valid(int32_t n, const int32_t *eps_off, const int32_t *eps_tgt, 
     return 1;
 }
 
+size_t gd_subset_bytes(size_t n_states, size_t nsym, size_t n_sets, size_t n_items) {
+    /* a set: its entries, its offset and hash (8 + 8), its value (4), two hash slots (8) */
+    return 4 * n_states * nsym + n_states + 4 * n_items + 28 * n_sets;
+}
+
 int gd_nfa_determinize(int32_t n_nfa, const int32_t *eps_off, const int32_t *eps_tgt, const int32_t *mv_off,
                        const int32_t *mv, int32_t start, int32_t end, int32_t nsym, int32_t max_states,
-                       double budget_s, gd_dfa_table *out) {
+                       size_t max_bytes, double budget_s, gd_dfa_table *out) {
     memset(out, 0, sizeof *out);
     if (max_states < 1) max_states = 1; /* the start state is always made */
     if (!nfa_valid(n_nfa, eps_off, eps_tgt, mv_off, mv, start, end, nsym)) return GD_DFA_INVALID;
@@ -355,6 +364,7 @@ int gd_nfa_determinize(int32_t n_nfa, const int32_t *eps_off, const int32_t *eps
     d.end = end;
     d.nsym = nsym;
     d.max_states = max_states;
+    d.max_bytes = max_bytes;
     deadline_init(&d.dl, budget_s);
     int rc = GD_DFA_NOMEM;
     d.seen = calloc((size_t)n_nfa, sizeof(uint32_t));
@@ -456,7 +466,8 @@ int gd_nfa_determinize_coo(int32_t n_nfa, int32_t start, int32_t end, size_t n_e
                            const int32_t *eps_tgt, size_t n_edges, const int32_t *e_src, const uint8_t *e_lo,
                            const uint8_t *e_hi, const int32_t *e_tgt, size_t n_spec, const int32_t *sp_src,
                            const int32_t *sp_sym, const int32_t *sp_tgt, int32_t n_specials, int32_t max_states,
-                           double budget_s, uint16_t *byte_class, int32_t *n_classes, gd_dfa_table *out) {
+                           size_t max_bytes, double budget_s, uint16_t *byte_class, int32_t *n_classes,
+                           gd_dfa_table *out) {
     memset(out, 0, sizeof *out);
     *n_classes = 0;
     if (n_nfa <= 0 || n_nfa == INT32_MAX || n_specials < 0 || start < 0 || start >= n_nfa || end < 0 ||
@@ -526,7 +537,7 @@ int gd_nfa_determinize_coo(int32_t n_nfa, int32_t start, int32_t end, size_t n_e
     }
     free(pos);
     pos = NULL;
-    rc = gd_nfa_determinize(n_nfa, eps_off, et, mv_off, mv, start, end, nsym, max_states, budget_s, out);
+    rc = gd_nfa_determinize(n_nfa, eps_off, et, mv_off, mv, start, end, nsym, max_states, max_bytes, budget_s, out);
     if (rc == GD_DFA_OK) *n_classes = ncls;
 done:
     free(eps_off);

@@ -38,7 +38,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from decoding import _native
-from decoding.backends.automaton import DFA, _prune, compile_dfa
+from decoding.backends.automaton import DFA, _bfs, _prune, compile_dfa
 from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN
 from decoding.backends.masks import DEFAULT_MAX_MASKS, MaskTable, mask_ids
 from decoding.backends.tables import vocab_tables
@@ -78,6 +78,15 @@ class Pushdown:
     @property
     def n_states(self) -> int:
         return sum(d.n_states for d in self.dfas)
+
+
+def _check_deadline(deadline: float | None, lim: Limits, start: str, step: str) -> None:
+    """LimitError once ``deadline`` (monotonic seconds; None: none) has passed: the work
+    after the rules' automata (linear in their states, but in Python) counts too."""
+    if deadline is not None and time.monotonic() > deadline:
+        raise LimitError(f"grammar '{start}': compiling took longer than max_compile_seconds="
+                         f"{lim.max_compile_seconds:g} (during {step}, after every rule's automaton)",
+                         limit="max_compile_seconds", value=lim.max_compile_seconds)
 
 
 def compile_pushdown(grammar: Grammar, *, literal_specials: Iterable[str] = (),
@@ -138,19 +147,11 @@ def compile_pushdown(grammar: Grammar, *, literal_specials: Iterable[str] = (),
             d = raw[k]
             if d is None or k in productive:
                 continue
-            cols = [c for c in range(d.trans.shape[1])
-                    if c < d.n_classes or callee(d, c - d.n_classes) in productive
-                    or callee(d, c - d.n_classes) < 0]
-            seen_s = {0}
-            todo = [0]
-            while todo:
-                s = todo.pop()
-                for c in cols:
-                    t = int(d.trans[s, c])
-                    if t >= 0 and t not in seen_s:
-                        seen_s.add(t)
-                        todo.append(t)
-            if any(d.accepting[s] for s in seen_s):
+            _check_deadline(deadline, lim, grammar.start, "the productive rules")
+            col_ok = np.array([c < d.n_classes or callee(d, c - d.n_classes) in productive
+                               or callee(d, c - d.n_classes) < 0 for c in range(d.trans.shape[1])], dtype=bool)
+            # states reached from the start over those columns (a native breadth-first search)
+            if (d.accepting & (_bfs(d.trans, np.zeros(1, dtype=np.int32), col_ok=col_ok) >= 0)).any():
                 productive.add(k)
                 changed = True
     for k, d in enumerate(raw):
@@ -203,8 +204,10 @@ def compile_pushdown(grammar: Grammar, *, literal_specials: Iterable[str] = (),
 class _Tables:
     """Python-level step tables and the FIRST/FOLLOW exit sets of a :class:`Pushdown`."""
 
-    def __init__(self, pd: Pushdown) -> None:
+    def __init__(self, pd: Pushdown, deadline: float | None = None, limits: Limits | None = None) -> None:
         self.pd = pd
+        self._deadline = deadline
+        self._limits = DEFAULT_LIMITS if limits is None else limits
         R = len(pd.dfas)
         self.bc = [d.byte_class.astype(np.int64).tolist() for d in pd.dfas]
         self.tr = [d.trans[:, :d.n_classes].astype(np.int64).tolist() for d in pd.dfas]
@@ -213,6 +216,7 @@ class _Tables:
         self.calls: list[list[tuple[tuple[int, int], ...]]] = []
         self.specs: list[list[dict[int, int]]] = []
         for r, d in enumerate(pd.dfas):
+            self._check("the step tables")
             cr, sr = [], []
             for s in range(d.n_states):
                 cs, ss = [], {}
@@ -236,6 +240,7 @@ class _Tables:
         self.rev_b: list[list[list[int]]] = []
         self.rev_c: list[list[list[tuple[int, int]]]] = []
         for r in range(R):
+            self._check("the reverse edges")
             n = len(self.fin[r])
             rb: list[list[int]] = [[] for _ in range(n)]
             rc: list[list[tuple[int, int]]] = [[] for _ in range(n)]
@@ -291,17 +296,23 @@ class _Tables:
                             todo.append(caller)
         return mb
 
+    def _check(self, step: str) -> None:
+        _check_deadline(self._deadline, self._limits, self.pd.names[0] if self.pd.names else "", step)
+
     def _exit_sets(self) -> None:
         R = len(self.pd.dfas)
         direct = []
         for r in range(R):
-            full = self.full[r]
-            direct.append([int(sum(1 << b for b in np.nonzero(full[s] >= 0)[0].tolist()))
-                           for s in range(full.shape[0])])
+            self._check("the exit sets")
+            # per state, the bytes it has a move on as an int (bit b for byte b), from the
+            # table's rows packed to four 64-bit words
+            words = np.packbits(self.full[r] >= 0, axis=1, bitorder="little").view("<u8").tolist()
+            direct.append([w0 | w1 << 64 | w2 << 128 | w3 << 192 for w0, w1, w2, w3 in words])
         null = [list(f) for f in self.fin]
         changed = True
         while changed:
             changed = False
+            self._check("the exit sets")
             for r in range(R - 1, -1, -1):  # callees first (see compile_pushdown)
                 for s, cs in enumerate(self.calls[r]):
                     if not null[r][s] and any(null[x][0] and null[r][t] for x, t in cs):
@@ -311,6 +322,7 @@ class _Tables:
         changed = True
         while changed:
             changed = False
+            self._check("the exit sets")
             for r in range(R - 1, -1, -1):
                 for s, cs in enumerate(self.calls[r]):
                     v = first[r][s]
@@ -369,10 +381,15 @@ class CompiledPushdown:
     meta: dict = field(default_factory=dict)
     max_configs: int = 1_000_000
     max_masks: int = DEFAULT_MAX_MASKS
+    #: building the tables stops with LimitError past this (monotonic seconds; None: never),
+    #: naming ``limits.max_compile_seconds``; both are dropped once built
+    deadline: float | None = field(default=None, repr=False)
+    limits: Limits | None = field(default=None, repr=False)
     _t: _Tables = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._t = _Tables(self.pushdown)
+        self._t = _Tables(self.pushdown, self.deadline, self.limits)
+        self.deadline = self.limits = None
         self._lock = threading.RLock()
         self._configs: list[Config] = []
         self._config_id: dict[Config, int] = {}
@@ -797,11 +814,14 @@ def compile_grammar_pushdown(grammar: Grammar, vocab: Vocab, *, grammar_key: str
     """Compile ``grammar`` for ``vocab`` with the pushdown back-end (specials that are one
     control/user-defined token of the vocabulary are matched as that token).  ``eager``
     computes the start configuration's mask now."""
+    lim = DEFAULT_LIMITS if limits is None else limits
+    deadline = time.monotonic() + lim.max_compile_seconds  # the rules and the tables
     specials = grammar.specials()
     literal = [t for t in specials if vocab.special_token(t) is None]
     pd = compile_pushdown(grammar, literal_specials=literal, usable_bytes=vocab.single_byte_tokens(),
                           limits=limits)
     ids = tuple(int(vocab.special_token(t)) for t in pd.specials)  # type: ignore[arg-type]
-    cp = CompiledPushdown(pd, vocab, ids, grammar_key=grammar_key, meta=dict(meta or {}), max_masks=max_masks)
+    cp = CompiledPushdown(pd, vocab, ids, grammar_key=grammar_key, meta=dict(meta or {}), max_masks=max_masks,
+                          deadline=deadline, limits=lim)
     return cp.precompute() if eager else cp
 
