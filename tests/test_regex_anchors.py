@@ -1,4 +1,6 @@
-"""``^`` and ``$`` anywhere in a pattern (JSON Schema ``pattern``: ``^$|^(a|$)``, found in
+"""Assertions in patterns: ``^`` and ``$`` anywhere, and top-level lookaheads.
+
+``^`` and ``$`` anywhere in a pattern (JSON Schema ``pattern``: ``^$|^(a|$)``, found in
 JSONSchemaBench): anchors inside groups and alternations are assertions, eliminated into
 anchor-free languages (decoding.text.regex._anchor_forms).  Oracle: Python's ``re``
 (``search`` in search mode, ``fullmatch`` in anchored mode) on every string of up to 5
@@ -58,3 +60,37 @@ def test_refused_anchor_forms_are_located(pattern: str, pos: int) -> None:
     with pytest.raises(PatternError) as e:
         regex_ir(pattern, json_char)
     assert e.value.pos == pos, str(e.value)
+
+
+LOOKAHEADS = [r"^(?=.*[0-9])(?=.*[a-z]).{3,}$", r"(?=ab)a", r"a(?!b)", r"^(?!ab).*$", r"(?=.*c)b", r"x|(?=a)ab",
+              r"^(?=a)", r"(?!a)$", r"(?!c)(?=a|b)."]
+LOOK_STRINGS = ["".join(p) for n in range(6) for p in itertools.product("abc1", repeat=n)]
+
+
+@pytest.mark.parametrize("anchored", [False, True])
+@pytest.mark.parametrize("pattern", LOOKAHEADS)
+def test_top_level_lookaheads_are_exact(pattern: str, anchored: bool) -> None:
+    """``(?=X)`` / ``(?!X)`` in a top-level branch: intersection / difference with
+    ``X any*`` at that position (the password rule of real schemas)."""
+    acc = _accepts(pattern, anchored)
+    match = re.fullmatch if anchored else re.search
+    wrong = [s for s in LOOK_STRINGS if acc(s) != (match(pattern, s) is not None)]
+    assert not wrong, wrong[:5]
+
+
+@pytest.mark.parametrize("pattern,pos", [("(?<=a)b", 1), ("(a(?=b))", 3), ("(?=a)*", 5)])
+def test_lookbehind_and_nested_lookaheads_are_refused(pattern: str, pos: int) -> None:
+    with pytest.raises(PatternError) as e:
+        regex_ir(pattern, json_char)
+    assert e.value.pos == pos, str(e.value)
+
+
+@pytest.mark.parametrize("value,ok", [("abcdefg1", True), ("1abcdefghijk", True), ("abcdefgh", False),
+                                      ("12345678", False), ("abc1", False), ("abcdefghijk12", False)])
+def test_password_rule_in_a_schema(value: str, ok: bool) -> None:
+    import json
+
+    from decoding.frontends.jsonschema import compile_schema
+    schema = {"type": "string", "pattern": "^(?=.*[0-9])(?=.*[a-z]).{8,}$", "maxLength": 12}
+    dfa = compile_dfa(compile_schema(schema).grammar)
+    assert dfa.accepts(json.dumps(value).encode()) is ok

@@ -26,7 +26,7 @@ ERRORS = [
     ({"not": {"type": "object", "patternProperties": {f"^{c}": {"type": "integer"} for c in "abcde"}}},
      "/not", "patternProperties"),
     ({"type": "array", "contains": {"type": "integer"}, "uniqueItems": True}, "", "uniqueItems"),
-    ({"type": "string", "pattern": "(?=a)b"}, "", "pattern"),
+    ({"type": "string", "pattern": "(?<=a)b"}, "", "pattern"),
     ({"type": "string", "pattern": "(a)\\1"}, "", "pattern"),
     ({"type": "string", "pattern": "a\\bb"}, "", "pattern"),
     ({"$ref": "https://example.com/s.json"}, "/$ref", "$ref"),

@@ -188,7 +188,7 @@ def test_anchored_text_pattern(pattern, yes, no):
     assert not any(dfa.accepts(s.encode()) for s in no)
 
 
-@pytest.mark.parametrize("pattern", ["(a", "a{3,2}", "*a", "a**?", "(?=a)", r"\b", "^*"])
+@pytest.mark.parametrize("pattern", ["(a", "a{3,2}", "*a", "a**?", "(?<=a)", r"\b", "^*"])
 def test_text_pattern_errors(small, pattern):
     """A bad text pattern is a DTDError at the element's declaration, naming the offset."""
     with pytest.raises(DTDError) as e:

@@ -20,7 +20,10 @@ forms are the same language; a ``{`` that starts no quantifier is a literal, as 
 ECMA Annex B and Python), ``^`` and ``$`` anywhere (``^$|^(a|$)``: an anchor inside a
 group is an assertion, eliminated by :func:`_anchor_forms`; inside a repetition only where
 the repetition can be unrolled or is unbounded).
-Rejected with :class:`PatternError` (pattern and offset): lookaround, backreferences,
+Lookaheads ``(?=X)`` / ``(?!X)`` in a top-level branch are exact, by intersection and
+difference (:func:`_with_lookaheads`).
+Rejected with :class:`PatternError` (pattern and offset): lookbehind, lookaheads inside
+groups, backreferences,
 ``\\b``, flags, ``\\p{...}``.
 
 Exactness: a JSON Schema pattern is validated by Python's ``re`` (jsonschema) but written
@@ -42,8 +45,8 @@ from typing import Callable
 
 from decoding.errors import PatternError
 from decoding.limits import DEFAULT_LIMITS
-from decoding.ir import (EMPTY, MAX_CP, Node, choice, complement_ranges, normalize_ranges, rep, seq,
-                         star)
+from decoding.ir import (EMPTY, MAX_CP, Node, choice, complement_ranges, diff, inter, normalize_ranges, rep,
+                         seq, star)
 
 __all__ = ["PatternError", "Rx", "Encoder", "parse_pattern", "rx_to_ir", "regex_ir",
            "length_range"]
@@ -60,7 +63,8 @@ Encoder = Callable[[Ranges], Node]
 
 @dataclass(frozen=True, slots=True)
 class Rx:
-    """Character-level regex AST: kind in {'chars','seq','alt','rep'}."""
+    """Character-level regex AST: kind in {'chars','seq','alt','rep','inter','diff'}
+    (``inter``/``diff``: a top-level lookahead, see :func:`_with_lookaheads`)."""
     kind: str
     ranges: Ranges = ()
     items: tuple["Rx", ...] = ()
@@ -173,8 +177,14 @@ class _Parser:
                 raise _InnerAnchor()
             if c == "^":
                 raise _InnerAnchor()
+            if top and self.s.startswith(("(?=", "(?!"), self.i):
+                items.append(self._lookahead())
+                continue
             atom = self.atom()
             items.append(self.quant(atom))
+        if any(x.kind == "look" for x in items):
+            return _with_lookaheads(items, open_start=top and not self.anchored and not anchored_start,
+                                   open_end=top and not self.anchored and not anchored_end)
         if top and not self.anchored:
             items = _trim_open_ends(items, open_start=not anchored_start, open_end=not anchored_end)
         body = Rx("seq", items=tuple(items))
@@ -183,6 +193,23 @@ class _Parser:
             parts = ([] if anchored_start else [anyr]) + [body] + ([] if anchored_end else [anyr])
             return Rx("seq", items=tuple(parts))
         return body
+
+    def _lookahead(self) -> Rx:
+        """``(?=X)`` / ``(?!X)`` in a top-level branch: a ``look`` marker (``lo`` 1: positive)."""
+        start = self.i
+        positive = self.s[self.i + 2] == "="
+        self.i += 3
+        self.depth += 1
+        if self.depth > MAX_GROUP_NESTING:
+            raise self.err(f"groups nested more than {MAX_GROUP_NESTING} deep (limit max_nesting)", start)
+        inner = self.alt()
+        if self.peek() != ")":
+            raise self.err("missing ')'", start)
+        self.i += 1
+        self.depth -= 1
+        if self.peek() in ("*", "+", "?") or (self.peek() == "{" and self._is_braces()):
+            raise self.err("quantifier on a lookahead")
+        return Rx("look", items=(inner,), lo=1 if positive else 0)
 
     def _assert_branch(self) -> Rx:
         items: list[Rx] = []
@@ -399,6 +426,24 @@ class _Parser:
         return r, r
 
 
+def _with_lookaheads(items: list[Rx], *, open_start: bool, open_end: bool) -> Rx:
+    """A branch with lookaheads at its top level, as intersections: a lookahead ``(?=X)``
+    holds where the rest of the *whole string* starts with a match of ``X``, so reading the
+    branch from the right, ``S`` (what may follow the position, the open end's ``any*``
+    included) becomes ``S ∩ X any*`` (``(?!X)``: ``S ∖ X any*``).  Exact: the password
+    rule ``^(?=.*[0-9])(?=.*[a-z]).{8,}$`` is ``(.*[0-9].*) ∩ (.*[a-z].*) ∩ .{8,}``."""
+    anyr = Rx("rep", items=(Rx("chars", _ANY),), lo=0, hi=None)
+    full = ([anyr] if open_start else []) + items + ([anyr] if open_end else [])
+    tail = Rx("seq", items=())
+    for it in reversed(full):
+        if it.kind == "look":
+            ahead = Rx("seq", items=(it.items[0], anyr))
+            tail = Rx("inter" if it.lo else "diff", items=(tail, ahead))
+        else:
+            tail = Rx("seq", items=(it, tail))
+    return tail
+
+
 def _trim_open_ends(items: list[Rx], *, open_start: bool, open_end: bool) -> list[Rx]:
     """A search-mode branch with its repetitions at an open (unanchored) end cut to their
     minimum: ``any* A X{m,n} any*`` is ``any* A X{m} any*`` (the ``any*`` absorbs the extra
@@ -514,6 +559,12 @@ def length_range(rx: Rx) -> tuple[int, int | None]:
             lo += a
             hi = None if hi is None or b is None else hi + b
         return lo, hi
+    if rx.kind == "inter":
+        rs = [length_range(it) for it in rx.items]
+        his = [r[1] for r in rs if r[1] is not None]
+        return max(r[0] for r in rs), (min(his) if his else None)
+    if rx.kind == "diff":
+        return length_range(rx.items[0])
     if rx.kind == "alt":
         rs = [length_range(it) for it in rx.items]
         return min(r[0] for r in rs), (None if any(r[1] is None for r in rs) else max(r[1] for r in rs))
@@ -529,6 +580,10 @@ def rx_to_ir(rx: Rx, encode: Encoder) -> Node:
         return seq(*(rx_to_ir(x, encode) for x in rx.items)) if rx.items else EMPTY
     if rx.kind == "alt":
         return choice(*(rx_to_ir(x, encode) for x in rx.items))
+    if rx.kind == "inter":
+        return inter(*(rx_to_ir(x, encode) for x in rx.items))
+    if rx.kind == "diff":
+        return diff(rx_to_ir(rx.items[0], encode), rx_to_ir(rx.items[1], encode))
     item = rx_to_ir(rx.items[0], encode)
     if rx.lo == 0 and rx.hi is None:
         return star(item)
