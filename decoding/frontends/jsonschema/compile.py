@@ -149,6 +149,9 @@ class _Compiler:
         self._free: dict[int, Node] = {}
         self._inline_refs: list[tuple] = []
         self._keep: list[Any] = []
+        #: id of an anyOf/oneOf branch (kept alive in _keep) -> the bare {"$ref": ...} it was
+        #: dereferenced from, compiled as that reference (see any_one_of)
+        self._ref_branch: dict[int, Any] = {}
         dialect = root.get("$schema", "") if isinstance(root, dict) else ""
         self.legacy = isinstance(dialect, str) and ("draft-04" in dialect or "draft-03" in dialect)
         self.logic = Logic(self)
@@ -659,8 +662,13 @@ class _Compiler:
             raise SchemaError(ptr, kw, "must be a non-empty array")
         rest = {k: v for k, v in s.items() if k != kw}
         merged = []
+        # a branch that is only a reference is compiled as that reference (a rule: recursion
+        # is cut at max_depth), not as the schema it was dereferenced to for the analysis
+        # below (a recursive element, "children": {"oneOf": [..., {"$ref": "#/element"}]},
+        # would otherwise be inlined into itself without end)
         for i, b in enumerate(branches):
             bp = pointer_join(ptr, kw, i)
+            raw = b
             try:
                 b = self._deref(b, bp)
             except SchemaError:
@@ -673,6 +681,9 @@ class _Compiler:
                 merged.append(merge(rest, b if b is not True else {}, bp) if rest else b)
             except SchemaError:  # no merged schema: the branch is an allOf (by intersection)
                 merged.append({"allOf": [rest, b]})
+            if isinstance(raw, dict) and isinstance(b, dict) and b is not raw and \
+                    not (set(raw) - {"$ref"}) & SEMANTIC and not set(rest) & SEMANTIC:
+                self._ref_branch[id(merged[-1])] = raw
         self._keep.append(merged)
         if kw == "oneOf" and self.unsat(s, ptr) is not None:
             return NOTHING  # provably no instance: the empty language is exact
@@ -683,8 +694,8 @@ class _Compiler:
                 self._check_disjoint(merged, ptr, original)
             except SchemaError as e:
                 return self.exactly_one(original, ptr, e)
-        alts = [self.hoist(self.node(m, pointer_join(ptr, kw, i)), pointer_join(ptr, kw, i))
-                for i, m in enumerate(merged)]
+        alts = [self.hoist(self.node(self._ref_branch.get(id(m), m), pointer_join(ptr, kw, i)),
+                           pointer_join(ptr, kw, i)) for i, m in enumerate(merged)]
         return choice(*[a for a in alts if a != NOTHING]) if any(a != NOTHING for a in alts) else NOTHING
 
     def exactly_one(self, branches: list, ptr: str, err: SchemaError) -> Node:
@@ -706,7 +717,7 @@ class _Compiler:
             for i, b in enumerate(branches):
                 bp = pointer_join(ptr, "oneOf", i)
                 others = [x for j, x in enumerate(exact) if j != i and x != NOTHING]
-                mine = self.inlined(self.node(b, bp), bp, None)
+                mine = self.inlined(self.node(self._ref_branch.get(id(b), b), bp), bp, None)
                 if others:  # the others' exact languages decide only within the universe
                     mine = diff(inter(mine, self.logic.universe(BOOLEAN_DEPTH)), choice(*others))
                 alts.append(mine)
