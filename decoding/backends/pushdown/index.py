@@ -94,7 +94,10 @@ def compile_pushdown(grammar: Grammar, *, literal_specials: Iterable[str] = (),
                      max_rule_states: int = 200_000, limits: Limits | None = None) -> Pushdown:
     """Compile ``grammar`` to per-rule DFAs with calls.  ``usable_bytes``: prune bytes no
     single token spells (as :meth:`DFA.prune`).  Raises GrammarError if the start rule
-    accepts nothing."""
+    accepts nothing, LimitError when the rules' automata together have more than
+    ``limits.max_dfa_states`` states (the memory bound of one explicit DFA: the tables built
+    from them hold a few Python objects per state; Snowplow sp_137's 525,405 states took
+    1.1 GB) or past ``limits.max_compile_seconds``."""
     lit = set(literal_specials)
     lim = DEFAULT_LIMITS if limits is None else limits
     deadline = time.monotonic() + lim.max_compile_seconds  # one budget for all rules
@@ -102,6 +105,7 @@ def compile_pushdown(grammar: Grammar, *, literal_specials: Iterable[str] = (),
     order = [grammar.start]
     index = {grammar.start: 0}
     raw: list[DFA | None] = []
+    total = 0  # states of the rules' automata so far: at most max_dfa_states, like one DFA
     i = 0
     while i < len(order):
         name = order[i]
@@ -127,6 +131,12 @@ def compile_pushdown(grammar: Grammar, *, literal_specials: Iterable[str] = (),
             d = None
         raw.append(d)
         if d is not None:
+            total += d.n_states
+            if total > lim.max_dfa_states:
+                raise LimitError(f"rule '{name}': the rules' automata have more than max_dfa_states="
+                                 f"{lim.max_dfa_states} states together ({i} of the grammar's rules done; "
+                                 "limit max_dfa_states); simplify the grammar or raise the limit",
+                                 limit="max_dfa_states", value=lim.max_dfa_states)
             for sp in d.specials:
                 if sp.startswith(CALL) and sp[len(CALL):] not in index:
                     index[sp[len(CALL):]] = len(order)
@@ -210,7 +220,9 @@ class _Tables:
         self._limits = DEFAULT_LIMITS if limits is None else limits
         R = len(pd.dfas)
         self.bc = [d.byte_class.astype(np.int64).tolist() for d in pd.dfas]
-        self.tr = [d.trans[:, :d.n_classes].astype(np.int64).tolist() for d in pd.dfas]
+        # byte moves as arrays (a list of Python ints per state cost ~40 bytes a cell: 1.1 GB
+        # for Snowplow sp_137's 525,405 states)
+        self.tr = [np.ascontiguousarray(d.trans[:, :d.n_classes], dtype=np.int32) for d in pd.dfas]
         self.fin = [d.accepting.tolist() for d in pd.dfas]
         self.full = [np.ascontiguousarray(d.full_table(), dtype=np.int32) for d in pd.dfas]
         self.calls: list[list[tuple[tuple[int, int], ...]]] = []
@@ -244,10 +256,13 @@ class _Tables:
             n = len(self.fin[r])
             rb: list[list[int]] = [[] for _ in range(n)]
             rc: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+            # the states with a byte move to each state, each once, in increasing order
+            tr = self.tr[r]
+            src, col = np.nonzero(tr >= 0)
+            pairs = np.unique(tr[src, col].astype(np.int64) * n + src)
+            for tt, s in zip((pairs // n).tolist(), (pairs % n).tolist()):
+                rb[tt].append(s)
             for s in range(n):
-                for tt in set(self.tr[r][s]):
-                    if tt >= 0:
-                        rb[tt].append(s)
                 for x, tt in self.calls[r][s]:
                     rc[tt].append((s, x))
             self.rev_b.append(rb)
@@ -521,7 +536,7 @@ class CompiledPushdown:
         out = set()
         for st in self._closure(cfg):
             r, s, ck = st[-1]
-            nt = t.tr[r][s][t.bc[r][b]]
+            nt = int(t.tr[r][s, t.bc[r][b]])
             if nt >= 0 and self._ok(r, nt, ck):
                 out.add(st[:-1] + ((r, nt, ck),))
         res = frozenset(out)
