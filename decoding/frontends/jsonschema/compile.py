@@ -48,10 +48,37 @@ def _estimate(node: Node, counted: bool, memo: dict | None = None):
     if hit is None:
         shared = memo.get(("fold", counted))  # subtrees estimated once per compile
         if shared is None:
-            shared = memo[("fold", counted)] = ({}, [])
+            shared = memo[("fold", counted)] = _seeded_fold(counted)
         hit = (node, _node_estimate(node, counted, shared[0], shared[1]))
         memo[(id(node), counted)] = hit
     return hit[1]
+
+
+#: per ``counted``: the subtree memo and keep list of the nodes :func:`_seeded_fold` seeds
+_SEEDS: dict[bool, tuple[dict, list]] = {}
+
+
+def _seeded_fold(counted: bool) -> tuple[dict, list]:
+    """A fresh subtree memo and keep list for one compile's estimates (see
+    :func:`decoding.ir.size._fold`), holding the estimates of the nodes nearly every
+    compile reaches: a JSON string character (:func:`any_json_char`), :data:`INTEGER`,
+    :data:`NUMBER` and their subtrees, computed once per process and ``counted``.
+
+    Sound across compiles whatever their options or registries: with Refs as one symbol an
+    estimate depends on the node and ``counted`` alone (``size._node_estimate``), these
+    nodes hold no Ref, and the seed's keep list holds them for the life of the process, so
+    no id in the memo ever names another node."""
+    seed = _SEEDS.get(counted)
+    if seed is None:
+        from decoding.ir.size import _node_estimate
+
+        memo: dict = {}
+        keep: list = []
+        for node in (any_json_char(), INTEGER, NUMBER):
+            _node_estimate(node, counted, memo, keep)
+        seed = _SEEDS[counted] = (memo, keep)
+    return dict(seed[0]), []
+
 
 __all__ = ["SchemaGrammar", "compile_schema", "DEFAULT_MAX_DEPTH", "DEFAULT_MAX_WS",
            "DEFAULT_FREE_DEPTH", "DEFAULT_MAX_NFA", "EXTRA_PROPERTIES", "FORMAT_MODES", "UNTYPED"]
@@ -1842,37 +1869,41 @@ def _reachable(root: Node, rules: dict[str, Node]) -> dict[str, Node]:
 def _unproductive(root: Node, rules: dict[str, Node]) -> str | None:
     """None if ``root`` derives some string; else the name of a reachable rule that derives
     none (a reference cycle with no way out, like ``{"$ref": "#"}``).  Least fixpoint of the
-    productive rules; each node is evaluated bottom-up with an explicit stack."""
+    productive rules; each node is evaluated bottom-up with an explicit stack.  ``good``
+    only grows, so a node found productive stays so: those are remembered across the
+    passes (by id: the nodes are alive in ``rules``), the others are evaluated again."""
     good: set[str] = set()
+    true: set[int] = set()  # ids of the nodes found productive
 
     def productive(node: Node) -> bool:
-        memo: dict[int, bool] = {}
+        false: set[int] = set()  # this pass's unproductive nodes (``good`` fixed meanwhile)
         stack: list[tuple[Node, bool]] = [(node, False)]
         while stack:
             n, done = stack.pop()
-            if id(n) in memo:
+            if id(n) in true or id(n) in false:
                 continue
             if isinstance(n, Ref):
-                memo[id(n)] = n.name in good
+                ok = n.name in good
             elif isinstance(n, (Seq, Choice)):
                 if not done:
                     stack.append((n, True))
-                    stack.extend((x, False) for x in n.items if id(x) not in memo)
+                    stack.extend((x, False) for x in n.items if id(x) not in true and id(x) not in false)
                     continue
-                vals = [memo[id(x)] for x in n.items]
-                memo[id(n)] = all(vals) if isinstance(n, Seq) else any(vals)
+                ok = all(id(x) in true for x in n.items) if isinstance(n, Seq) else \
+                    any(id(x) in true for x in n.items)
             elif isinstance(n, Repeat):
                 if n.min == 0:
-                    memo[id(n)] = True
+                    ok = True
                 elif not done:
                     stack.append((n, True))
                     stack.append((n.item, False))
                     continue
                 else:
-                    memo[id(n)] = memo[id(n.item)]
+                    ok = id(n.item) in true
             else:
-                memo[id(n)] = True  # Lit, ByteSet, Special
-        return memo[id(node)]
+                ok = True  # Lit, ByteSet, Special
+            (true if ok else false).add(id(n))
+        return id(node) in true
 
     changed = True
     while changed:
@@ -1903,22 +1934,27 @@ def _check_rules(g: Grammar, c: _Compiler) -> None:
     """Each rule within ``max_nfa`` states and ``max_compile_work``; all distinct rules
     together (the pushdown back-end builds each) within ``max_nfa_states`` and
     ``max_compile_work``.  Located at the rule's (or the largest rule's) subschema."""
-    seen: dict[Node, tuple[int, int, str]] = {}
+    seen: list[tuple[int, int, str]] = []  # (states, work, name) of each distinct body
+    alike: dict[tuple[int, int], list[Node]] = {}  # distinct bodies by (states, work)
     for name, node in g.rules:
-        if node in seen:
-            continue
         est = _estimate(node, True, c._estimates)
         states, work = est.states, est.work
-        seen[node] = (states, work, name)
+        # equal bodies have equal estimates: only those are compared (hashing a body
+        # would walk it whole)
+        bodies = alike.setdefault((states, work), [])
+        if any(b is node or b == node for b in bodies):
+            continue
+        bodies.append(node)
+        seen.append((states, work, name))
         if states > c.max_nfa:
             raise _limit(_rule_pointer(name), f"rule '{name}' expands to about {states} automaton states",
                          "max_nfa", c.max_nfa, states)
         if work > c.limits.max_compile_work:
             raise _limit(_rule_pointer(name), f"rule '{name}' costs about {work} steps to determinise",
                          "max_compile_work", c.limits.max_compile_work, work)
-    total_states = sum(v[0] for v in seen.values())
-    total_work = sum(v[1] for v in seen.values())
-    biggest = _rule_pointer(max(seen.values(), key=lambda v: (v[1], v[0]))[2])
+    total_states = sum(v[0] for v in seen)
+    total_work = sum(v[1] for v in seen)
+    biggest = _rule_pointer(max(seen, key=lambda v: (v[1], v[0]))[2])
     if total_states > c.limits.max_nfa_states:
         raise _limit(biggest, f"the schema's {len(seen)} rules expand to about {total_states} automaton "
                      "states in total (the largest is here)", "max_nfa_states", c.limits.max_nfa_states,

@@ -1,0 +1,204 @@
+"""The JSON Schema front-end's fast paths give what the slow paths give (issue 14):
+
+- size estimates seeded with the per-process estimates of the nodes every compile reaches
+  (``compile._seeded_fold``) against an empty memo per compile;
+- ``_check_rules`` comparing only rule bodies with equal estimates against deduplicating
+  them by hash (the same LimitErrors, also under small limits);
+- ``_unproductive`` remembering productive nodes across its passes against evaluating
+  every rule afresh in each pass.
+
+Compared on hand-written schemas (large bounds, cycles, duplicate definitions, failures)
+and real ones: the same IR (canonical text), dropped/ignored lists, or the same exception
+(type, pointer, keyword, limit, message)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+import decoding.frontends.jsonschema.compile as C
+from decoding.frontends.jsonschema import compile_schema
+from decoding.ir import Choice, Grammar, Node, Ref, Repeat, Seq
+from decoding.ir.key import canonical_ir_text
+from decoding.limits import DEFAULT_LIMITS
+
+from conftest import CORPORA
+
+HAND = {
+    "string": {"type": "string"},
+    "long_string": {"type": "string", "minLength": 300, "maxLength": 5000},
+    "numbers": {"type": "object", "properties": {"i": {"type": "integer", "minimum": 3, "maximum": 1234},
+                                                 "n": {"type": "number"}, "k": {"type": "integer"}},
+                "required": ["i"]},
+    "big_array": {"type": "array", "items": {"type": "string", "maxLength": 3}, "minItems": 2, "maxItems": 1000},
+    "free": {"type": "object", "additionalProperties": True, "properties": {"a": {}}},
+    "extras": {"type": "object", "properties": {"a": {"type": "string"}},
+               "additionalProperties": {"type": "integer"}},
+    "same_definitions": {"type": "object", "properties": {"a": {"$ref": "#/$defs/x"}, "b": {"$ref": "#/$defs/y"},
+                                                          "c": {"$ref": "#/$defs/x"}},
+                         "$defs": {"x": {"type": "object", "properties": {"s": {"type": "string"}}},
+                                   "y": {"type": "object", "properties": {"s": {"type": "string"}}}}},
+    "recursive": {"$defs": {"node": {"type": "object", "properties": {
+        "v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}},
+        "$ref": "#/$defs/node"},
+    "no_exit_cycle": {"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"type": "object", "properties": {
+        "x": {"$ref": "#/$defs/a"}}, "required": ["x"]}}, "type": "object",
+        "properties": {"r": {"$ref": "#/$defs/a"}}, "required": ["r"]},
+    "self": {"$ref": "#"},
+    "enum_big": {"enum": [f"value_{i}" for i in range(300)]},
+    "pattern": {"type": "string", "pattern": "^[a-z]{2,40}[0-9]*$", "maxLength": 20},
+    "unsat": {"type": "integer", "minimum": 5, "maximum": 1},
+    "bad_pattern": {"type": "string", "pattern": "(?<=a)b"},
+}
+
+
+def _corpus(per_split: int = 8) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for split in ("Glaiveai2K", "Github_easy", "Kubernetes", "Snowplow"):
+        files = sorted((CORPORA / "jsonschemabench" / split).glob("*.json"))
+        for f in files[::max(1, len(files) // per_split)][:per_split]:
+            out[f"{split}/{f.stem}"] = json.loads(f.read_text(encoding="utf-8"))["schema"]
+    return out
+
+
+SCHEMAS = {**HAND, **_corpus()}
+
+
+def _outcome(schema: object, **kw) -> tuple:
+    try:
+        g = compile_schema(schema, **kw)
+    except Exception as e:  # noqa: BLE001 - the error is the outcome compared
+        return ("error", type(e).__name__, getattr(e, "pointer", None), getattr(e, "keyword", None),
+                getattr(e, "limit", None), str(e))
+    return ("ok", canonical_ir_text(g.grammar), g.dropped, g.ignored)
+
+
+# ------------------------------------------------------------------ the slow paths
+
+def _check_rules_by_hash(g: Grammar, c) -> None:
+    """``_check_rules`` as it was: distinct bodies found by hashing."""
+    seen: dict[Node, tuple[int, int, str]] = {}
+    for name, node in g.rules:
+        if node in seen:
+            continue
+        est = C._estimate(node, True, c._estimates)
+        seen[node] = (est.states, est.work, name)
+        if est.states > c.max_nfa:
+            raise C._limit(C._rule_pointer(name), f"rule '{name}' expands to about {est.states} automaton states",
+                           "max_nfa", c.max_nfa, est.states)
+        if est.work > c.limits.max_compile_work:
+            raise C._limit(C._rule_pointer(name), f"rule '{name}' costs about {est.work} steps to determinise",
+                           "max_compile_work", c.limits.max_compile_work, est.work)
+    total_states = sum(v[0] for v in seen.values())
+    total_work = sum(v[1] for v in seen.values())
+    biggest = C._rule_pointer(max(seen.values(), key=lambda v: (v[1], v[0]))[2])
+    if total_states > c.limits.max_nfa_states:
+        raise C._limit(biggest, f"the schema's {len(seen)} rules expand to about {total_states} automaton "
+                       "states in total (the largest is here)", "max_nfa_states", c.limits.max_nfa_states,
+                       total_states)
+    if total_work > c.limits.max_compile_work:
+        raise C._limit(biggest, f"the schema's {len(seen)} rules cost about {total_work} steps to "
+                       "determinise in total (the largest is here)", "max_compile_work",
+                       c.limits.max_compile_work, total_work)
+
+
+def _unproductive_afresh(root: Node, rules: dict[str, Node]) -> str | None:
+    """``_unproductive`` as it was: every pass evaluates each rule with a fresh memo."""
+    good: set[str] = set()
+
+    def productive(node: Node) -> bool:
+        memo: dict[int, bool] = {}
+        stack: list[tuple[Node, bool]] = [(node, False)]
+        while stack:
+            n, done = stack.pop()
+            if id(n) in memo:
+                continue
+            if isinstance(n, Ref):
+                memo[id(n)] = n.name in good
+            elif isinstance(n, (Seq, Choice)):
+                if not done:
+                    stack.append((n, True))
+                    stack.extend((x, False) for x in n.items if id(x) not in memo)
+                    continue
+                vals = [memo[id(x)] for x in n.items]
+                memo[id(n)] = all(vals) if isinstance(n, Seq) else any(vals)
+            elif isinstance(n, Repeat):
+                if n.min == 0:
+                    memo[id(n)] = True
+                elif not done:
+                    stack.append((n, True))
+                    stack.append((n.item, False))
+                    continue
+                else:
+                    memo[id(n)] = memo[id(n.item)]
+            else:
+                memo[id(n)] = True
+        return memo[id(node)]
+
+    changed = True
+    while changed:
+        changed = False
+        for name, body in rules.items():
+            if name not in good and productive(body):
+                good.add(name)
+                changed = True
+    if productive(root):
+        return None
+    bad = [n for n in rules if n not in good]
+    return bad[0] if bad else ""
+
+
+def _slow(m: pytest.MonkeyPatch) -> None:
+    m.setattr(C, "_seeded_fold", lambda counted: ({}, []))
+    m.setattr(C, "_check_rules", _check_rules_by_hash)
+    m.setattr(C, "_unproductive", _unproductive_afresh)
+
+
+# ------------------------------------------------------------------ tests
+
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_same_outcome_as_slow_paths(name, monkeypatch):
+    schema = SCHEMAS[name]
+    new = _outcome(schema)
+    with monkeypatch.context() as m:
+        _slow(m)
+        old = _outcome(schema)
+    assert new == old
+    assert _outcome(schema) == new  # the seed is not disturbed by a compile without it
+
+
+SMALL = [dict(max_nfa=50), dict(max_nfa=400), dict(limits=dataclasses.replace(DEFAULT_LIMITS, max_nfa_states=300)),
+         dict(limits=dataclasses.replace(DEFAULT_LIMITS, max_compile_work=2_000))]
+
+
+@pytest.mark.parametrize("kw", SMALL, ids=["max_nfa50", "max_nfa400", "max_nfa_states300", "work2000"])
+@pytest.mark.parametrize("name", sorted(HAND) + sorted(SCHEMAS)[::6])
+def test_same_limit_errors_as_slow_paths(name, kw, monkeypatch):
+    schema = SCHEMAS[name]
+    new = _outcome(schema, **kw)
+    with monkeypatch.context() as m:
+        _slow(m)
+        old = _outcome(schema, **kw)
+    assert new == old
+
+
+def test_some_limits_hit():
+    """The small limits above do fail some schemas at a rule (the comparison means something)."""
+    hits = {o[4] for n in HAND for kw in SMALL if (o := _outcome(SCHEMAS[n], **kw))[0] == "error"}
+    assert {"max_nfa", "max_nfa_states", "max_compile_work"} <= hits
+
+
+def test_unproductive_on_hand_grammars():
+    """Cycles without exit, found in a later pass, and a productive grammar: the same answer."""
+    a, b, c = Ref("a"), Ref("b"), Ref("c")
+    from decoding.ir import lit, rep, seq, choice
+    cases = [
+        (seq(a, b), {"a": seq(lit("x"), b), "b": choice(seq(c, lit("y")), lit("z")), "c": seq(a, lit("q"))}),
+        (a, {"a": seq(lit("("), a, lit(")"))}),
+        (choice(a, lit("k")), {"a": rep(a, 1, 3)}),
+        (seq(c, a), {"c": seq(b, b), "b": seq(a, lit("1")), "a": choice(lit("0"), seq(c, lit("2")))}),
+    ]
+    for root, rules in cases:
+        assert C._unproductive(root, rules) == _unproductive_afresh(root, rules)
