@@ -155,8 +155,12 @@ class Grammar:
         undefined: GrammarError | None = None
         irregular: tuple[str, Node] | None = None
         specials: dict[str, None] = {}
+        # one walk over all the rules (a subtree shared by rules is visited once): the first
+        # undefined ref, the first Inter/Diff and the specials' order are what rule-by-rule
+        # walks find, since what a skipped subtree holds was found where it was first seen
+        seen: set[int] = set()
         for name, node in self.rules:
-            for n in walk(node):
+            for n in walk(node, seen):
                 if isinstance(n, Ref):
                     if undefined is None and n.name not in table:
                         undefined = GrammarError(f"rule '{name}' refers to undefined rule '{n.name}'")
@@ -192,12 +196,16 @@ class Grammar:
         return list(self._specials)
 
 
-def walk(node: Node) -> Iterable[Node]:
+def walk(node: Node, seen: set[int] | None = None) -> Iterable[Node]:
     """Pre-order iteration over ``node`` and its children (not following refs).  A subtree
     shared by several parents (the same object) is visited once, so IR that shares
-    subtrees heavily is walked in time linear in its distinct nodes."""
+    subtrees heavily is walked in time linear in its distinct nodes.  ``seen``: ids of
+    nodes already visited, skipped with their subtrees and updated; shared by the walks of
+    several rules, a subtree they share (a JSON string character) is visited once in all.
+    The caller keeps those nodes alive while the set is in use (ids are not reused)."""
     stack = [node]
-    seen: set[int] = set()
+    if seen is None:
+        seen = set()
     while stack:
         n = stack.pop()
         if id(n) in seen:
@@ -283,9 +291,14 @@ def reachable_rules(root: Node, rule: "Callable[[str], Node]") -> list[str]:
     the order they are first found.  Iterative."""
     found: list[str] = []
     seen: set[str] = set()
+    # nodes walked: one walk for all the bodies, a subtree they share is visited once (the
+    # bodies are kept alive in ``walked`` while ids name them)
+    visited: set[int] = set()
+    walked: list[Node] = []
     todo = [root]
     while todo:
-        for n in walk(todo.pop()):
+        walked.append(todo.pop())
+        for n in walk(walked[-1], visited):
             if isinstance(n, Ref) and n.name not in seen:
                 seen.add(n.name)
                 found.append(n.name)
