@@ -370,6 +370,32 @@ def test_random_dfa_tables(n, nsym, seed):
     _assert_same(A._minimize_py(dfa), A._minimize(dfa))
 
 
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)
+@given(st.integers(1, 25), st.integers(1, 6), st.integers(0, 2**32 - 1), st.integers(1, 4))
+def test_random_dfa_tables_with_duplicated_parts(n, nsym, seed, copies):
+    """A table plus copies of it (the same sub-automaton reached several ways, as the subset
+    construction makes for Snowplow's optional properties): the native minimisation merges
+    identical rows first, then refines; the same partition and numbering as the reference."""
+    rng = np.random.default_rng(seed)
+    base = rng.integers(-1, n, size=(n, nsym), dtype=np.int32)
+    base[rng.random((n, nsym)) < rng.random()] = -1
+    acc0 = rng.random(n) < rng.random()
+    parts, accs = [], []
+    for k in range(copies):
+        t = np.where(base >= 0, base + k * n, -1)
+        out = rng.random((n, nsym)) < 0.1  # a few edges into another copy
+        t = np.where(out & (base >= 0), base + int(rng.integers(0, copies)) * n, t)
+        parts.append(t)
+        accs.append(acc0)
+    trans = np.concatenate(parts).astype(np.int32)
+    order = rng.permutation(len(trans))  # copies interleaved
+    inv = np.argsort(order)
+    trans = np.where(trans[order] >= 0, inv[np.maximum(trans[order], 0)], -1).astype(np.int32)
+    acc = np.concatenate(accs)[order]
+    dfa = A.DFA(np.zeros(256, dtype=np.uint16), trans, acc, (), nsym)
+    _assert_same(A._minimize_py(dfa), A._minimize(dfa))
+
+
 def test_large_enum_matches():
     """A few thousand alternatives: many states, a wide start state."""
     g = Grammar.single(choice(*(lit(f"item_{i:05d}_value") for i in range(2000))))

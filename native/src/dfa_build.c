@@ -750,54 +750,229 @@ static void part_split(partition *p) {
     }
 }
 
+static int32_t uf_find(int32_t *f, int32_t x) {
+    while (f[x] != x) {
+        f[x] = f[f[x]];
+        x = f[x];
+    }
+    return x;
+}
+
+/* Hash of state s's row with every target replaced by its representative, and acceptance. */
+static uint64_t row_hash(const int32_t *trans, size_t nsym, const uint8_t *accepting, int32_t *f, int32_t s) {
+    const int32_t *row = trans + (size_t)s * nsym;
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)(accepting[s] != 0);
+    for (size_t c = 0; c < nsym; c++) {
+        int32_t x = row[c];
+        h ^= (uint64_t)(uint32_t)(x >= 0 ? uf_find(f, x) : -1) + c;
+        h *= 0xBF58476D1CE4E5B9ull;
+        h ^= h >> 31;
+    }
+    h ^= h >> 29;
+    h *= 0x94D049BB133111EBull;
+    return h ^ (h >> 32);
+}
+
+static int rows_equal(const int32_t *trans, size_t nsym, const uint8_t *accepting, int32_t *f, int32_t a, int32_t b) {
+    if ((accepting[a] != 0) != (accepting[b] != 0)) return 0;
+    const int32_t *ra = trans + (size_t)a * nsym, *rb = trans + (size_t)b * nsym;
+    for (size_t c = 0; c < nsym; c++) {
+        int32_t x = ra[c], y = rb[c];
+        if ((x >= 0) != (y >= 0)) return 0;
+        if (x >= 0 && uf_find(f, x) != uf_find(f, y)) return 0;
+    }
+    return 1;
+}
+
+/* Merges states whose rows (targets up to merging) and acceptance are identical, until none
+ * are: f[s] (union-find) ends at a representative equivalent to s.  A worklist re-examines
+ * the predecessors of each merged state, so duplicated acyclic parts of a subset
+ * construction (the same sub-automaton reached two ways, Snowplow's optional properties)
+ * merge bottom-up in time linear in the transitions; what is left is for the partition
+ * refinement.  GD_DFA_OK, GD_DFA_NOMEM or GD_DFA_TIMEOUT. */
+static int premerge(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *accepting, size_t m,
+                    int32_t *f, deadline *dl) {
+    size_t nn = (size_t)n, ns = (size_t)nsym;
+    int rc = GD_DFA_NOMEM;
+    int32_t *off = calloc(nn + 1, sizeof(int32_t)), *pred = malloc(sizeof(int32_t) * (m ? m : 1));
+    int32_t *stack = malloc(sizeof(int32_t) * nn);
+    uint8_t *inq = malloc(nn);
+    size_t cap = 1024;
+    while (cap < 2 * nn) cap *= 2;
+    uint64_t *th = malloc(sizeof(uint64_t) * cap);
+    int32_t *ts = malloc(sizeof(int32_t) * cap);
+    size_t used = 0;
+    if (!off || !pred || !stack || !inq || !th || !ts) goto done;
+    for (size_t i = 0; i < cap; i++) ts[i] = -1;
+    for (size_t s = 0; s < nn; s++)
+        for (size_t c = 0; c < ns; c++) {
+            int32_t t = trans[s * ns + c];
+            if (t >= 0) off[t + 1]++;
+        }
+    for (size_t q = 0; q < nn; q++) off[q + 1] += off[q];
+    {
+        int32_t *pos = malloc(sizeof(int32_t) * nn);
+        if (!pos) goto done;
+        memcpy(pos, off, sizeof(int32_t) * nn);
+        for (size_t s = 0; s < nn; s++)
+            for (size_t c = 0; c < ns; c++) {
+                int32_t t = trans[s * ns + c];
+                if (t >= 0) pred[pos[t]++] = (int32_t)s;
+            }
+        free(pos);
+    }
+    size_t sp = 0;
+    for (size_t s = nn; s > 0; s--) { /* popped in increasing order: state 0 first */
+        f[s - 1] = (int32_t)(s - 1);
+        stack[sp++] = (int32_t)(s - 1);
+        inq[s - 1] = 1;
+    }
+    /* a row is read once per state and once per merge of one of its targets (at most n + m
+     * reads); at most 17 n of them, so a dense table whose merges push many predecessors
+     * costs at most 17 passes over the table (the merges made stand; the refinement does
+     * the rest) */
+    size_t budget = nn + (m < 16 * nn ? m : 16 * nn), work = 0;
+    while (sp && work++ < budget) {
+        int32_t s = stack[--sp];
+        inq[s] = 0;
+        if (deadline_passed(dl, ns)) {
+            rc = GD_DFA_TIMEOUT;
+            goto done;
+        }
+        if (f[s] != s) continue;
+        uint64_t h = row_hash(trans, ns, accepting, f, s);
+        size_t mask = cap - 1, slot = (size_t)h & mask;
+        int32_t r = -1;
+        for (; ts[slot] >= 0; slot = (slot + 1) & mask) {
+            int32_t x = ts[slot];
+            if (th[slot] == h && x != s && f[x] == x && rows_equal(trans, ns, accepting, f, x, s)) {
+                r = x;
+                break;
+            }
+        }
+        if (r < 0) { /* a new row: remember it (stale entries stay, never matched wrongly) */
+            if (2 * (used + 1) > cap) {
+                size_t cap2 = 2 * cap;
+                uint64_t *th2 = malloc(sizeof(uint64_t) * cap2);
+                int32_t *ts2 = malloc(sizeof(int32_t) * cap2);
+                if (!th2 || !ts2) {
+                    free(th2);
+                    free(ts2);
+                    goto done;
+                }
+                for (size_t i = 0; i < cap2; i++) ts2[i] = -1;
+                for (size_t i = 0; i < cap; i++)
+                    if (ts[i] >= 0) {
+                        size_t j = (size_t)th[i] & (cap2 - 1);
+                        while (ts2[j] >= 0) j = (j + 1) & (cap2 - 1);
+                        ts2[j] = ts[i];
+                        th2[j] = th[i];
+                    }
+                free(th);
+                free(ts);
+                th = th2;
+                ts = ts2;
+                cap = cap2;
+                mask = cap - 1;
+                slot = (size_t)h & mask;
+                while (ts[slot] >= 0) slot = (slot + 1) & mask;
+            }
+            ts[slot] = s;
+            th[slot] = h;
+            used++;
+            continue;
+        }
+        /* s merges into r (the smaller index represents the class) */
+        int32_t lo = r < s ? r : s, hi = r < s ? s : r;
+        f[hi] = lo;
+        if (hi == r) { /* r's table entry now stands for a merged state: s takes its place */
+            ts[slot] = lo;
+        }
+        for (int32_t j = off[hi]; j < off[hi + 1]; j++) {
+            int32_t p = pred[j];
+            if (f[p] == p && !inq[p]) {
+                inq[p] = 1;
+                stack[sp++] = p;
+            }
+        }
+    }
+    rc = GD_DFA_OK;
+done:
+    free(off);
+    free(pred);
+    free(stack);
+    free(inq);
+    free(th);
+    free(ts);
+    return rc;
+}
+
 int gd_dfa_minimize(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *accepting, double budget_s,
                     int32_t *block) {
     if (n <= 0 || nsym <= 0) return n == 0 && nsym > 0 ? 0 : GD_DFA_INVALID;
-    size_t nn = (size_t)n, ncell = nn * (size_t)nsym, m = 0;
+    size_t n0 = (size_t)n, ncell = n0 * (size_t)nsym, m0 = 0;
     for (size_t i = 0; i < ncell; i++) {
         if (trans[i] < -1 || trans[i] >= n) return GD_DFA_INVALID;
-        m += trans[i] >= 0;
+        m0 += trans[i] >= 0;
     }
-    if (m > (size_t)INT32_MAX) return GD_DFA_INVALID;
+    if (m0 > (size_t)INT32_MAX) return GD_DFA_INVALID;
     deadline dl;
     deadline_init(&dl, budget_s);
     int rc = GD_DFA_NOMEM;
     partition B, C;
     memset(&B, 0, sizeof B);
     memset(&C, 0, sizeof C);
-    int32_t *T = malloc(sizeof(int32_t) * (m ? m : 1));      /* tail of transition t */
-    int32_t *H = malloc(sizeof(int32_t) * (m ? m : 1));      /* head */
-    int32_t *A = malloc(sizeof(int32_t) * (m ? m : 1));      /* transitions by head */
-    int32_t *Fh = calloc(nn + 1, sizeof(int32_t));           /* A[Fh[q]..Fh[q+1]): into q */
-    int32_t *lab = calloc((size_t)nsym + 1, sizeof(int32_t)); /* start of each symbol */
-    if (!T || !H || !A || !Fh || !lab) goto done;
-    if (part_init(&B, nn) < 0 || part_init(&C, m) < 0) goto done;
+    int32_t *T = NULL, *H = NULL, *A = NULL, *Fh = NULL, *lab = NULL;
+    /* first merge the states with identical rows (premerge); the partition refinement then
+     * works on the classes: qid[s] is the class of state s, reps[q] the first state of class q */
+    int32_t *f = malloc(sizeof(int32_t) * n0), *qid = malloc(sizeof(int32_t) * n0);
+    int32_t *reps = malloc(sizeof(int32_t) * n0);
+    if (!f || !qid || !reps) goto done;
     if (deadline_passed(&dl, 0)) {
         rc = GD_DFA_TIMEOUT;
         goto done;
     }
-    /* transitions numbered by symbol, then by tail (counting sort) */
-    for (size_t s = 0; s < nn; s++)
-        for (int32_t c = 0; c < nsym; c++) lab[c + 1] += trans[s * (size_t)nsym + (size_t)c] >= 0;
+    rc = premerge(trans, n, nsym, accepting, m0, f, &dl);
+    if (rc != GD_DFA_OK) goto done;
+    rc = GD_DFA_NOMEM;
+    size_t nn = 0, m = 0;
+    for (size_t s = 0; s < n0; s++)
+        if (uf_find(f, (int32_t)s) == (int32_t)s) {
+            qid[s] = (int32_t)nn;
+            reps[nn++] = (int32_t)s;
+        }
+    for (size_t s = 0; s < n0; s++) qid[s] = qid[uf_find(f, (int32_t)s)];
+    for (size_t q = 0; q < nn; q++)
+        for (int32_t c = 0; c < nsym; c++) m += trans[(size_t)reps[q] * (size_t)nsym + (size_t)c] >= 0;
+    T = malloc(sizeof(int32_t) * (m ? m : 1));      /* tail of transition t */
+    H = malloc(sizeof(int32_t) * (m ? m : 1));      /* head */
+    A = malloc(sizeof(int32_t) * (m ? m : 1));      /* transitions by head */
+    Fh = calloc(nn + 1, sizeof(int32_t));           /* A[Fh[q]..Fh[q+1]): into q */
+    lab = calloc((size_t)nsym + 1, sizeof(int32_t)); /* start of each symbol */
+    if (!T || !H || !A || !Fh || !lab) goto done;
+    if (part_init(&B, nn) < 0 || part_init(&C, m) < 0) goto done;
+    /* transitions (of the classes) numbered by symbol, then by tail (counting sort) */
+    for (size_t q = 0; q < nn; q++)
+        for (int32_t c = 0; c < nsym; c++) lab[c + 1] += trans[(size_t)reps[q] * (size_t)nsym + (size_t)c] >= 0;
     for (int32_t c = 0; c < nsym; c++) lab[c + 1] += lab[c];
     {
         int32_t *pos = malloc(sizeof(int32_t) * (size_t)nsym);
         if (!pos) goto done;
         memcpy(pos, lab, sizeof(int32_t) * (size_t)nsym);
-        for (size_t s = 0; s < nn; s++)
+        for (size_t q = 0; q < nn; q++)
             for (int32_t c = 0; c < nsym; c++) {
-                int32_t t = trans[s * (size_t)nsym + (size_t)c];
+                int32_t t = trans[(size_t)reps[q] * (size_t)nsym + (size_t)c];
                 if (t >= 0) {
                     int32_t e = pos[c]++;
-                    T[e] = (int32_t)s;
-                    H[e] = t;
+                    T[e] = (int32_t)q;
+                    H[e] = qid[t];
                 }
             }
         free(pos);
     }
     /* initial blocks: accepting / not accepting */
-    for (size_t s = 0; s < nn; s++)
-        if (accepting[s]) part_mark(&B, (int32_t)s);
+    for (size_t q = 0; q < nn; q++)
+        if (accepting[reps[q]]) part_mark(&B, (int32_t)q);
     part_split(&B);
     /* initial cords: one per symbol that has transitions (C.E is the identity) */
     if (m) {
@@ -849,19 +1024,22 @@ int gd_dfa_minimize(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t
             }
         }
     }
-    /* blocks numbered by their first state */
+    /* blocks numbered by their first state (of the DFA given, through its class) */
     {
-        int32_t *id = Fh; /* reuse: B.z <= n entries */
+        int32_t *id = Fh; /* reuse: B.z <= nn entries */
         for (size_t i = 0; i < B.z; i++) id[i] = -1;
         int32_t nb = 0;
-        for (size_t s = 0; s < nn; s++) {
-            int32_t x = B.S[s];
+        for (size_t s = 0; s < n0; s++) {
+            int32_t x = B.S[qid[s]];
             if (id[x] < 0) id[x] = nb++;
             block[s] = id[x];
         }
         rc = nb;
     }
 done:
+    free(f);
+    free(qid);
+    free(reps);
     free(T);
     free(H);
     free(A);
