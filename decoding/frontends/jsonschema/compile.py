@@ -206,17 +206,35 @@ class _Compiler:
         except (referencing.exceptions.CannotDetermineSpecification, TypeError, ValueError) as e:
             raise SchemaError("", None, f"registry: {e}") from None
         self._res_of: dict[int, Any] = {}
-        self._ptr_of: dict[int, str] = {}
-        stack: list[tuple[Any, str]] = [(self.root, "")]
-        while stack:
-            x, p = stack.pop()
-            if isinstance(x, dict):
-                self._ptr_of.setdefault(id(x), p)
-                stack.extend((v, pointer_join(p, k)) for k, v in x.items()
-                             if k not in ("enum", "const", "examples", "default"))
-            elif isinstance(x, list):
-                stack.extend((v, pointer_join(p, i)) for i, v in enumerate(x))
-        self._dynamic = "$dynamicRef" in json.dumps(self.root) or registry is not None
+        self._ptr_of: dict[int, str] | None = None  # see _pointer_of
+        self._dynamic: bool | None = True if registry is not None else None  # see _dynamic_scopes
+
+    def _pointer_of(self, target: Any, default: str) -> str:
+        """The place of ``target`` (an object inside the root schema, by identity) in the
+        root schema, else ``default``.  The table (the first place a depth-first walk finds,
+        not entering enum/const/examples/default values) is built on the first reference
+        resolved: a schema without references never walks.  The root is not changed while
+        compiling, so the table is the same whenever it is built."""
+        if self._ptr_of is None:
+            self._ptr_of = {}
+            stack: list[tuple[Any, str]] = [(self.root, "")]
+            while stack:
+                x, p = stack.pop()
+                if isinstance(x, dict):
+                    self._ptr_of.setdefault(id(x), p)
+                    stack.extend((v, pointer_join(p, k)) for k, v in x.items()
+                                 if k not in ("enum", "const", "examples", "default"))
+                elif isinstance(x, list):
+                    stack.extend((v, pointer_join(p, i)) for i, v in enumerate(x))
+        return self._ptr_of.get(id(target), default)
+
+    def _dynamic_scopes(self) -> bool:
+        """Whether reference targets are told apart by their dynamic scope: with a registry,
+        or when the schema's text holds ``$dynamicRef`` anywhere (found on the first
+        reference: a schema without references never serializes)."""
+        if self._dynamic is None:
+            self._dynamic = "$dynamicRef" in json.dumps(self.root)
+        return self._dynamic
 
     def resolve(self, ref: Any, at: str) -> tuple[str, Any]:
         """(pointer, subschema) of a ``$ref``/``$dynamicRef`` value found at ``at``, in
@@ -243,14 +261,14 @@ class _Compiler:
                 return resolve_ref(self.root, ref, at)[0], target
             except SchemaError:
                 return site, target
-        return self._ptr_of.get(id(target), site), target
+        return self._pointer_of(target, site), target
 
     def ref_key(self, target: Any) -> tuple:
         """Identity of a reference target in its scope: the same subschema reached in a
         different dynamic scope may resolve its ``$dynamicRef`` differently."""
         res = self._res_of.get(id(target), self._resolver)
         dyn: tuple = ()
-        if self._dynamic:
+        if self._dynamic_scopes():
             dyn = tuple(dict.fromkeys(u for u, _ in res.dynamic_scope()))
         return (id(target), res._base_uri, dyn)
 
