@@ -93,3 +93,36 @@ def test_grammar_irregular_operand():
     d = diff(star(lit("a")), Ref("b"))
     with pytest.raises(GrammarError):
         Grammar("r", (("r", seq(d, lit("!"))), ("x", d), ("b", lit("a"))))
+
+
+def _choice_hashing_all_leaves(*items: Node) -> Node:
+    """``choice`` as it was: Inter/Diff alternatives deduplicated by hashing."""
+    from decoding.ir import Choice, Repeat, Seq
+    flat: list[Node] = []
+    leaves: set[Node] = set()
+    nested: list[Node] = []
+    for it in items:
+        for x in (it.items if isinstance(it, Choice) else (it,)):
+            if isinstance(x, (Seq, Choice, Repeat)):
+                if x in nested:
+                    continue
+                nested.append(x)
+            elif x in leaves:
+                continue
+            else:
+                leaves.add(x)
+            flat.append(x)
+    return flat[0] if len(flat) == 1 else Choice(tuple(flat))
+
+
+def test_choice_compares_inter_diff_alternatives():
+    """Inter/Diff alternatives are compared, not hashed (a hash walks the whole operation):
+    the same alternatives are kept, in the same order."""
+    from decoding.ir import inter
+    a = star(lit("a"))
+    d1, d2 = diff(a, lit("aa")), diff(star(lit("a")), lit("aa"))  # equal, distinct objects
+    i1 = inter(a, star(choice(lit("a"), lit("b"))))
+    cases = [(d1, d2), (d1, i1, d2, i1, lit("x")), (choice(d1, lit("y")), d2, i1), (i1,), (d1, diff(a, lit("a")))]
+    for items in cases:
+        assert choice(*items) == _choice_hashing_all_leaves(*items)
+    assert choice(d1, d2) is d1

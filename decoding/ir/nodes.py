@@ -346,7 +346,7 @@ def choice(*items: Node) -> Node:
     for it in items:
         its = it.items if isinstance(it, Choice) else (it,)
         for x in its:
-            if isinstance(x, (Seq, Choice, Repeat)):
+            if isinstance(x, (Seq, Choice, Repeat, Inter, Diff)):
                 if x in nested:
                     continue
                 nested.append(x)
