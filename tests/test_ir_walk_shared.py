@@ -126,3 +126,12 @@ def test_choice_compares_inter_diff_alternatives():
     for items in cases:
         assert choice(*items) == _choice_hashing_all_leaves(*items)
     assert choice(d1, d2) is d1
+
+
+@pytest.mark.parametrize("g", HAND + _grammars()[::3])
+def test_reachable_rules_skips_ref_free(g):
+    """Nodes named Ref-free are not walked; the names found are the same."""
+    ref_free = [id(n) for _, body in g.rules for n in walk(body)
+                if not any(isinstance(x, Ref) for x in walk(n))]
+    root = g.rule(g.start)
+    assert reachable_rules(root, g.rule, ref_free) == reachable_rules(root, g.rule)

@@ -1,11 +1,12 @@
 """The JSON Schema front-end's fast paths give what the slow paths give (issue 14):
 
 - size estimates seeded with the per-process estimates of the nodes every compile reaches
-  (``compile._seeded_fold``) against an empty memo per compile;
+  (``compile._constants``, ``_seeded_fold``) against an empty memo per compile;
+- ``_reachable`` not walking those nodes against walking them;
 - ``_check_rules`` comparing only rule bodies with equal estimates against deduplicating
   them by hash (the same LimitErrors, also under small limits);
-- ``_unproductive`` remembering productive nodes across its passes against evaluating
-  every rule afresh in each pass.
+- ``_unproductive`` remembering productive nodes across its passes (and knowing the
+  constant nodes' from the start) against evaluating every rule afresh in each pass.
 
 Compared on hand-written schemas (large bounds, cycles, duplicate definitions, failures)
 and real ones: the same IR (canonical text), dropped/ignored lists, or the same exception
@@ -20,7 +21,7 @@ import pytest
 
 import decoding.frontends.jsonschema.compile as C
 from decoding.frontends.jsonschema import compile_schema
-from decoding.ir import Choice, Grammar, Node, Ref, Repeat, Seq
+from decoding.ir import Choice, Grammar, Node, Ref, Repeat, Seq, reachable_rules
 from decoding.ir.key import canonical_ir_text
 from decoding.limits import DEFAULT_LIMITS
 
@@ -150,8 +151,15 @@ def _unproductive_afresh(root: Node, rules: dict[str, Node]) -> str | None:
     return bad[0] if bad else ""
 
 
+def _reachable_walking_all(root: Node, rules: dict[str, Node]) -> dict[str, Node]:
+    """``_reachable`` walking the constant nodes too."""
+    seen = set(reachable_rules(root, rules.__getitem__))
+    return {k: v for k, v in rules.items() if k in seen}
+
+
 def _slow(m: pytest.MonkeyPatch) -> None:
     m.setattr(C, "_seeded_fold", lambda counted: ({}, []))
+    m.setattr(C, "_reachable", _reachable_walking_all)
     m.setattr(C, "_check_rules", _check_rules_by_hash)
     m.setattr(C, "_unproductive", _unproductive_afresh)
 
@@ -202,3 +210,17 @@ def test_unproductive_on_hand_grammars():
     ]
     for root, rules in cases:
         assert C._unproductive(root, rules) == _unproductive_afresh(root, rules)
+
+
+def test_constants():
+    """The constant nodes hold no Ref, derive some string, and their seeded estimates
+    are the estimates of a fresh memo."""
+    from decoding.ir import walk
+    from decoding.ir.size import _node_estimate
+    k = C._constants()
+    inside = [n for r in k.nodes for n in walk(r)]
+    assert k.ids == frozenset(map(id, inside)) and not any(isinstance(n, Ref) for n in inside)
+    assert k.productive <= k.ids and all(id(r) in k.productive for r in k.nodes)
+    for counted in (False, True):
+        for r in k.nodes:
+            assert k.estimates[counted][id(r)] == _node_estimate(r, counted)

@@ -286,14 +286,15 @@ def nullable(node: Node, ref: "Callable[[str], bool] | None" = None) -> bool:
     return False
 
 
-def reachable_rules(root: Node, rule: "Callable[[str], Node]") -> list[str]:
+def reachable_rules(root: Node, rule: "Callable[[str], Node]", ref_free: "Iterable[int]" = ()) -> list[str]:
     """Names of the rules ``root`` reaches through Refs (``rule(name)`` gives a body), in
-    the order they are first found.  Iterative."""
+    the order they are first found.  Iterative.  ``ref_free``: ids of nodes known to hold
+    no Ref (kept alive by the caller), not walked."""
     found: list[str] = []
     seen: set[str] = set()
     # nodes walked: one walk for all the bodies, a subtree they share is visited once (the
     # bodies are kept alive in ``walked`` while ids name them)
-    visited: set[int] = set()
+    visited: set[int] = set(ref_free)
     walked: list[Node] = []
     todo = [root]
     while todo:

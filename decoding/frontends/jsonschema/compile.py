@@ -54,30 +54,54 @@ def _estimate(node: Node, counted: bool, memo: dict | None = None):
     return hit[1]
 
 
-#: per ``counted``: the subtree memo and keep list of the nodes :func:`_seeded_fold` seeds
-_SEEDS: dict[bool, tuple[dict, list]] = {}
+@dataclass(frozen=True)
+class _Constants:
+    """The nodes nearly every compile reaches: a JSON string character
+    (:func:`any_json_char`), :data:`INTEGER` and :data:`NUMBER`, with what the passes over
+    a grammar learn of them once per process: ``ids`` (every node of their subtrees, none
+    a Ref), ``productive`` (the ids of those that derive some string) and ``estimates``
+    (per ``counted``, the subtree memo of :func:`decoding.ir.size._fold`).
+
+    Sound across compiles whatever their options or registries: these facts depend on the
+    nodes alone (with Refs as one symbol, an estimate depends on the node and ``counted``
+    alone, ``size._node_estimate``), and ``nodes`` holds the nodes for the life of the
+    process, so no id here ever names another node."""
+    nodes: tuple[Node, ...]
+    ids: frozenset[int]
+    productive: frozenset[int]
+    estimates: dict[bool, dict]
+
+
+_CONSTANTS: list[_Constants] = []
+
+
+def _constants() -> _Constants:
+    """The :class:`_Constants` of this process (built on first use)."""
+    if not _CONSTANTS:
+        from decoding.ir.size import _node_estimate
+
+        nodes = (any_json_char(), INTEGER, NUMBER)
+        inside = [n for r in nodes for n in walk(r)]
+        if any(isinstance(n, Ref) for n in inside):
+            raise AssertionError("the shared constant nodes must hold no Ref")
+        productive: set[int] = set()
+        for r in nodes:
+            _productive(r, set(), productive)
+        estimates: dict[bool, dict] = {}
+        for counted in (False, True):
+            memo: dict = {}
+            keep: list = []
+            for r in nodes:
+                _node_estimate(r, counted, memo, keep)
+            estimates[counted] = memo
+        _CONSTANTS.append(_Constants(nodes, frozenset(map(id, inside)), frozenset(productive), estimates))
+    return _CONSTANTS[0]
 
 
 def _seeded_fold(counted: bool) -> tuple[dict, list]:
     """A fresh subtree memo and keep list for one compile's estimates (see
-    :func:`decoding.ir.size._fold`), holding the estimates of the nodes nearly every
-    compile reaches: a JSON string character (:func:`any_json_char`), :data:`INTEGER`,
-    :data:`NUMBER` and their subtrees, computed once per process and ``counted``.
-
-    Sound across compiles whatever their options or registries: with Refs as one symbol an
-    estimate depends on the node and ``counted`` alone (``size._node_estimate``), these
-    nodes hold no Ref, and the seed's keep list holds them for the life of the process, so
-    no id in the memo ever names another node."""
-    seed = _SEEDS.get(counted)
-    if seed is None:
-        from decoding.ir.size import _node_estimate
-
-        memo: dict = {}
-        keep: list = []
-        for node in (any_json_char(), INTEGER, NUMBER):
-            _node_estimate(node, counted, memo, keep)
-        seed = _SEEDS[counted] = (memo, keep)
-    return dict(seed[0]), []
+    :func:`decoding.ir.size._fold`), holding the estimates of :func:`_constants`'s nodes."""
+    return dict(_constants().estimates[counted]), []
 
 
 __all__ = ["SchemaGrammar", "compile_schema", "DEFAULT_MAX_DEPTH", "DEFAULT_MAX_WS",
@@ -1879,58 +1903,63 @@ def _registry(registry: Any) -> Any:
 
 
 def _reachable(root: Node, rules: dict[str, Node]) -> dict[str, Node]:
-    """The rules reachable from ``root`` (in their creation order)."""
-    seen = set(reachable_rules(root, rules.__getitem__))
+    """The rules reachable from ``root`` (in their creation order).  The constant nodes
+    (:func:`_constants`: no Ref inside) are not walked."""
+    seen = set(reachable_rules(root, rules.__getitem__, _constants().ids))
     return {k: v for k, v in rules.items() if k in seen}
+
+
+def _productive(node: Node, good: set[str], true: set[int]) -> bool:
+    """Whether ``node`` derives some string when the rules in ``good`` do (Refs to the
+    others derive none), evaluated bottom-up with an explicit stack.  ``true``: ids of
+    nodes known productive (not evaluated again), updated with those found; the caller
+    keeps the nodes alive while it holds the set."""
+    false: set[int] = set()  # unproductive with this ``good``
+    stack: list[tuple[Node, bool]] = [(node, False)]
+    while stack:
+        n, done = stack.pop()
+        if id(n) in true or id(n) in false:
+            continue
+        if isinstance(n, Ref):
+            ok = n.name in good
+        elif isinstance(n, (Seq, Choice)):
+            if not done:
+                stack.append((n, True))
+                stack.extend((x, False) for x in n.items if id(x) not in true and id(x) not in false)
+                continue
+            ok = all(id(x) in true for x in n.items) if isinstance(n, Seq) else \
+                any(id(x) in true for x in n.items)
+        elif isinstance(n, Repeat):
+            if n.min == 0:
+                ok = True
+            elif not done:
+                stack.append((n, True))
+                stack.append((n.item, False))
+                continue
+            else:
+                ok = id(n.item) in true
+        else:
+            ok = True  # Lit, ByteSet, Special
+        (true if ok else false).add(id(n))
+    return id(node) in true
 
 
 def _unproductive(root: Node, rules: dict[str, Node]) -> str | None:
     """None if ``root`` derives some string; else the name of a reachable rule that derives
     none (a reference cycle with no way out, like ``{"$ref": "#"}``).  Least fixpoint of the
-    productive rules; each node is evaluated bottom-up with an explicit stack.  ``good``
-    only grows, so a node found productive stays so: those are remembered across the
-    passes (by id: the nodes are alive in ``rules``), the others are evaluated again."""
+    productive rules (:func:`_productive`).  ``good`` only grows, so a node found
+    productive stays so: those are remembered across the passes (by id: the nodes are alive
+    in ``rules``), starting from the constant nodes' (:func:`_constants`)."""
     good: set[str] = set()
-    true: set[int] = set()  # ids of the nodes found productive
-
-    def productive(node: Node) -> bool:
-        false: set[int] = set()  # this pass's unproductive nodes (``good`` fixed meanwhile)
-        stack: list[tuple[Node, bool]] = [(node, False)]
-        while stack:
-            n, done = stack.pop()
-            if id(n) in true or id(n) in false:
-                continue
-            if isinstance(n, Ref):
-                ok = n.name in good
-            elif isinstance(n, (Seq, Choice)):
-                if not done:
-                    stack.append((n, True))
-                    stack.extend((x, False) for x in n.items if id(x) not in true and id(x) not in false)
-                    continue
-                ok = all(id(x) in true for x in n.items) if isinstance(n, Seq) else \
-                    any(id(x) in true for x in n.items)
-            elif isinstance(n, Repeat):
-                if n.min == 0:
-                    ok = True
-                elif not done:
-                    stack.append((n, True))
-                    stack.append((n.item, False))
-                    continue
-                else:
-                    ok = id(n.item) in true
-            else:
-                ok = True  # Lit, ByteSet, Special
-            (true if ok else false).add(id(n))
-        return id(node) in true
-
+    true = set(_constants().productive)
     changed = True
     while changed:
         changed = False
         for name, body in rules.items():
-            if name not in good and productive(body):
+            if name not in good and _productive(body, good, true):
                 good.add(name)
                 changed = True
-    if productive(root):
+    if _productive(root, good, true):
         return None
     bad = [n for n in rules if n not in good]
     return bad[0] if bad else ""
