@@ -3,6 +3,8 @@
 - size estimates seeded with the per-process estimates of the nodes every compile reaches
   (``compile._constants``, ``_seeded_fold``) against an empty memo per compile;
 - ``_reachable`` not walking those nodes against walking them;
+- ``hoist`` reading the counted estimate where no repetition is beyond the counted window
+  (``_window_free``) against always estimating with ``counted=False``;
 - ``_check_rules`` comparing only rule bodies with equal estimates against deduplicating
   them by hash (the same LimitErrors, also under small limits);
 - ``_unproductive`` remembering productive nodes across its passes (and knowing the
@@ -159,6 +161,7 @@ def _reachable_walking_all(root: Node, rules: dict[str, Node]) -> dict[str, Node
 
 def _slow(m: pytest.MonkeyPatch) -> None:
     m.setattr(C, "_seeded_fold", lambda counted: ({}, []))
+    m.setattr(C, "_window_free", lambda node, memo: False)  # hoist estimates counted=False
     m.setattr(C, "_reachable", _reachable_walking_all)
     m.setattr(C, "_check_rules", _check_rules_by_hash)
     m.setattr(C, "_unproductive", _unproductive_afresh)
@@ -224,3 +227,32 @@ def test_constants():
     for counted in (False, True):
         for r in k.nodes:
             assert k.estimates[counted][id(r)] == _node_estimate(r, counted)
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMAS)[::2] + ["long_string", "big_array", "enum_big"])
+def test_window_free_nodes_estimate_alike(name):
+    """Where ``_window_free`` holds, the counted and uncounted estimates agree (the reason
+    hoist may read either); on every node of the grammar."""
+    from decoding.ir import walk
+    from decoding.ir.size import _node_estimate
+    try:
+        g = compile_schema(SCHEMAS[name]).grammar
+    except Exception:  # noqa: BLE001 - nothing to look at
+        return
+    memo: dict = {}
+    free = 0
+    for _, body in g.rules:
+        for n in walk(body):
+            if C._window_free(n, memo):
+                free += 1
+                assert _node_estimate(n, True) == _node_estimate(n, False)
+    assert free
+
+
+def test_window_free_sees_large_repetitions():
+    from decoding.ir import lit, rep, seq
+    from decoding.ir.size import COUNTED_WINDOW
+    w = COUNTED_WINDOW + 1
+    inside = seq(lit("a"), rep(lit("b"), 0, w + 1))
+    assert not C._window_free(inside, {}) and not C._window_free(rep(lit("b"), w + 1, None), {})
+    assert C._window_free(seq(lit("a"), rep(lit("b"), 3, w + 3)), {})
