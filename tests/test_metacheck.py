@@ -121,3 +121,64 @@ _schemas = st.recursive(_keyword_values | st.booleans(),
 @given(_schemas)
 def test_generated_schemas_agree(schema):
     assert valid_2020_12(schema, FC) == _reference(schema)
+
+
+# ------------------------------------------------------------------ draft-04
+from decoding.frontends.jsonschema.metacheck import _D4_KEYWORDS, valid_draft4  # noqa: E402
+
+V4 = _meta_validator(jsonschema.Draft4Validator)
+
+
+def _reference4(schema) -> bool:
+    return next(iter(V4.iter_errors(schema)), None) is None
+
+
+def _bench_draft4() -> list:
+    out = []
+    files = sorted((BENCH / "Github_easy").glob("*.json"))
+    for f in files[::3]:
+        s = json.loads(f.read_text(encoding="utf-8"))["schema"]
+        if isinstance(s, dict) and isinstance(s.get("$schema"), str) and "draft-04" in s["$schema"]:
+            out.append(s)
+    return out
+
+
+def test_draft4_bench_schemas_agree():
+    schemas = _bench_draft4()
+    assert len(schemas) >= 300
+    bad = [s for s in schemas if valid_draft4(s, V4.format_checker) != _reference4(s)]
+    assert not bad, [json.dumps(s)[:200] for s in bad[:3]]
+
+
+@pytest.mark.parametrize("schema", [
+    True, False, {}, {"type": "integer"}, {"type": []}, {"type": ["string", "string"]}, {"type": "strin"},
+    {"minLength": 1.0}, {"minLength": -1}, {"minLength": True}, {"maxItems": 3}, {"multipleOf": 0},
+    {"multipleOf": 0.5}, {"maximum": 1, "exclusiveMaximum": True}, {"exclusiveMaximum": True},
+    {"exclusiveMinimum": False}, {"exclusiveMinimum": 1, "minimum": 0}, {"required": []}, {"required": ["a"]},
+    {"required": ["a", "a"]}, {"enum": []}, {"enum": [1, 1.0]}, {"enum": [1, True]}, {"enum": [{"a": 1}, {"a": 1}]},
+    {"enum": [[1], [True]]}, {"items": True}, {"items": []}, {"items": [{}]}, {"items": {}}, {"items": [True]},
+    {"additionalItems": False}, {"additionalProperties": True}, {"additionalProperties": {"type": 1}},
+    {"additionalProperties": 1}, {"properties": {"a": True}}, {"properties": {"a": {}}},
+    {"dependencies": {"a": []}}, {"dependencies": {"a": ["b"]}}, {"dependencies": {"a": True}},
+    {"dependencies": {"a": {"type": "x"}}}, {"allOf": []}, {"anyOf": [{}]}, {"not": True}, {"not": {}},
+    {"id": 1}, {"$schema": 1}, {"format": "nope"}, {"pattern": "("}, {"definitions": {"a": False}},
+    {"uniqueItems": 1}, {"$ref": 1}, {"x": {"type": 5}}, {"const": 1, "if": 2}, [], 1, None,
+    {"allOf": [{"anyOf": [{"properties": {"x": {"minItems": -1}}}]}]},
+])
+def test_draft4_hand_values_agree(schema):
+    assert valid_draft4(schema, V4.format_checker) == _reference4(schema)
+
+
+_schemas4 = st.recursive(st.dictionaries(st.sampled_from(sorted(_D4_KEYWORDS) + ["x-other"]), _json, max_size=4)
+                         | st.booleans(),
+                         lambda inner: st.dictionaries(st.sampled_from(sorted(_D4_KEYWORDS)),
+                                                       inner | st.lists(inner, max_size=2)
+                                                       | st.dictionaries(st.sampled_from(["p", "q"]), inner,
+                                                                         max_size=2), max_size=3),
+                         max_leaves=10)
+
+
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_schemas4)
+def test_draft4_generated_schemas_agree(schema):
+    assert valid_draft4(schema, V4.format_checker) == _reference4(schema)

@@ -35,7 +35,7 @@ import warnings
 from typing import Any, Iterator
 
 from decoding.errors import LimitError, SchemaError
-from decoding.frontends.jsonschema.metacheck import valid_2020_12
+from decoding.frontends.jsonschema.metacheck import valid_2020_12, valid_draft4
 from decoding.frontends.jsonschema.refs import pointer_join
 from decoding.limits import DEFAULT_LIMITS, Limits
 
@@ -214,6 +214,8 @@ def check_metaschema(schema: Any) -> None:
     validator = _meta_validator(cls)
     if cls is jsonschema.Draft202012Validator and valid_2020_12(schema, validator.format_checker):
         return  # known valid: the same verdict as jsonschema's, ~30x faster (metacheck.py)
+    if cls is jsonschema.Draft4Validator and valid_draft4(schema, validator.format_checker):
+        return  # the same for draft-04 (most of Github_easy)
     old = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old, 20000))  # metaschema validation recurses per nesting level
     try:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-__all__ = ["valid_2020_12"]
+__all__ = ["valid_2020_12", "valid_draft4"]
 
 _SIMPLE = frozenset({"array", "boolean", "integer", "null", "number", "object", "string"})
 _ANCHOR = re.compile(r"^[A-Za-z_][-A-Za-z0-9._]*$")
@@ -166,4 +166,90 @@ def valid_2020_12(schema: Any, fc: Any) -> bool:
             check = keywords.get(k)
             if check is not None and not check(v, stack, fc):
                 return False
+    return True
+
+
+# ------------------------------------------------------------------ draft-04
+# The draft-04 metaschema differs: a subschema is an object (booleans only where
+# additionalItems/additionalProperties allow them), an integer is an int (1.0 is not one),
+# arrays of schemas, ``required``, ``enum`` and ``type`` lists are non-empty, the boolean
+# exclusive bounds need their bound (its "dependencies"), and no format is checked.
+
+def _d4_integer(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _d4_string_array(v: Any) -> bool:
+    return _string_array(v) and len(v) >= 1
+
+
+def _d4_type(v: Any) -> bool:
+    return _type(v)  # the same simple types; a list is non-empty and unique there too
+
+
+def _d4_bool_or_schema(v: Any, stack: list, fc: Any) -> bool:
+    if not isinstance(v, bool):
+        stack.append(v)  # anything but an object fails when popped
+    return True
+
+
+def _d4_items(v: Any, stack: list, fc: Any) -> bool:
+    if isinstance(v, list):  # anyOf [schema, schemaArray]: a list can only be the array
+        return _schema_array(v, stack, fc)
+    stack.append(v)
+    return True
+
+
+def _d4_dependencies(v: Any, stack: list, fc: Any) -> bool:
+    if not isinstance(v, dict):
+        return False
+    for d in v.values():
+        if isinstance(d, list):
+            if not _d4_string_array(d):
+                return False
+        else:
+            stack.append(d)  # a schema (an object: anything else fails when popped)
+    return True
+
+
+def _d4_enum(v: Any) -> bool:
+    from jsonschema._utils import uniq  # jsonschema's own uniqueItems equality (1 == 1.0, not True)
+
+    return isinstance(v, list) and len(v) >= 1 and uniq(v)
+
+
+_d4_nonneg = _of(lambda v: _d4_integer(v) and v >= 0)
+
+#: every keyword the draft-04 metaschema constrains -> its check
+_D4_KEYWORDS: dict[str, _Check] = {
+    "id": _string, "$schema": _string, "title": _string, "description": _string, "format": _string,
+    "pattern": _string,  # format "regex": not checked here (check.py's check_regexes is)
+    "multipleOf": _of(lambda v: _number(v) and v > 0), "maximum": _num, "minimum": _num,
+    "exclusiveMaximum": _boolean, "exclusiveMinimum": _boolean,
+    "maxLength": _d4_nonneg, "minLength": _d4_nonneg, "maxItems": _d4_nonneg, "minItems": _d4_nonneg,
+    "maxProperties": _d4_nonneg, "minProperties": _d4_nonneg, "uniqueItems": _boolean,
+    "additionalItems": _d4_bool_or_schema, "additionalProperties": _d4_bool_or_schema, "items": _d4_items,
+    "required": _of(_d4_string_array), "definitions": _schema_map, "properties": _schema_map,
+    "patternProperties": _schema_map, "dependencies": _d4_dependencies, "enum": _of(_d4_enum),
+    "type": _of(_d4_type), "allOf": _schema_array, "anyOf": _schema_array, "oneOf": _schema_array,
+    "not": _schema,
+}
+
+
+def valid_draft4(schema: Any, fc: Any) -> bool:
+    """Whether ``schema`` is valid against the draft-04 metaschema (the module docstring's
+    contract, for ``jsonschema``'s Draft 4 metaschema validator; its format checker ``fc``
+    has nothing to check there)."""
+    stack = [schema]
+    keywords = _D4_KEYWORDS
+    while stack:
+        s = stack.pop()
+        if not isinstance(s, dict):
+            return False
+        for k, v in s.items():
+            check = keywords.get(k)
+            if check is not None and not check(v, stack, fc):
+                return False
+        if ("exclusiveMaximum" in s and "maximum" not in s) or ("exclusiveMinimum" in s and "minimum" not in s):
+            return False
     return True
