@@ -1,4 +1,5 @@
-"""A fast yes/no check of a schema against the draft 2020-12 metaschema.
+"""A fast yes/no check of a schema against the draft 2020-12 metaschema (and the draft-04
+one: :func:`valid_draft4`, same contract for ``jsonschema``'s Draft 4 validator).
 
 ``jsonschema`` validates a large schema against the 2020-12 metaschema in about 10 ms
 (Kubernetes schemas, median), mostly in its generic machinery (``$dynamicRef`` lookups,
