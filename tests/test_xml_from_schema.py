@@ -85,7 +85,7 @@ def test_options():
     ({"type": "object", "properties": {"a": {"$ref": "http://x/y"}}}, "/properties/a", "$ref"),
     ({"type": "object", "required": ["z"]}, "", "required"),
     ({"type": "object", "properties": {"a": {"type": "array"}}}, "/properties/a", "items"),
-    ({"type": "object", "properties": {"a": {"type": "string", "pattern": "(?=x)"}}}, "/properties/a", "pattern"),
+    ({"type": "object", "properties": {"a": {"type": "string", "pattern": "(?<=x)"}}}, "/properties/a", "pattern"),
 ])
 def test_schema_errors(schema, pointer, keyword):
     with pytest.raises(SchemaError) as e:
