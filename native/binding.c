@@ -469,6 +469,46 @@ static PyObject *py_dfa_minimize(PyObject *self, PyObject *args) {
     return ret;
 }
 
+static PyObject *py_dfa_product(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[6];
+    int nsa, nsb, b_start, keep_b_dead, diff, max_states;
+    double budget;
+    if (!PyArg_ParseTuple(args, "OiOOiOOOippid", &o[0], &nsa, &o[1], &o[2], &nsb, &o[3], &o[4], &o[5], &b_start,
+                          &keep_b_dead, &diff, &max_states, &budget))
+        return NULL;
+    const char *const names[6] = {"table_a", "accepting_a", "table_b", "accepting_b", "class_a", "class_b"};
+    const char fmts[6] = {'i', 'B', 'i', 'B', 'i', 'i'};
+    Py_buffer b[6];
+    for (int i = 0; i < 6; i++)
+        if (get_buf(o[i], &b[i], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, names[i], fmts[i], fmts[i] == 'B' ? 1 : 4) < 0) {
+            while (i--) PyBuffer_Release(&b[i]);
+            return NULL;
+        }
+    PyObject *ret = NULL;
+    const Py_ssize_t na = b[1].shape[0], nb = b[3].shape[0], ncls = b[4].shape[0];
+    if (nsa <= 0 || na > INT32_MAX || b[0].shape[0] != na * nsa || (nb > 0 && (nsb <= 0 || b[2].shape[0] != nb * nsb)) ||
+        b[5].shape[0] != ncls || ncls > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "dfa_product: tables, accepting arrays and classes do not fit");
+    } else {
+        gd_dfa_table t;
+        int rc;
+        Py_BEGIN_ALLOW_THREADS /* re-entrant (no global state); buffers stay held */
+        rc = gd_dfa_product(b[0].buf, (int32_t)na, nsa, b[1].buf, b[2].buf, (int32_t)nb, nsb, b[3].buf, b[4].buf,
+                            b[5].buf, (int32_t)ncls, b_start, keep_b_dead, diff, max_states, budget, &t);
+        Py_END_ALLOW_THREADS
+        if (rc != GD_DFA_OK) {
+            dfa_error(rc, "dfa_product");
+        } else {
+            ret = Py_BuildValue("(y#y#)", (const char *)t.trans, (Py_ssize_t)t.n_states * t.nsym * 4,
+                                (const char *)t.accepting, (Py_ssize_t)t.n_states);
+            gd_dfa_table_free(&t);
+        }
+    }
+    for (int i = 0; i < 6; i++) PyBuffer_Release(&b[i]);
+    return ret;
+}
+
 static PyObject *py_literal_dfa(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *oblob, *ooff;
@@ -554,6 +594,9 @@ static PyMethodDef methods[] = {
     {"dfa_prune", py_dfa_prune, METH_VARARGS,
      "dfa_prune(table_i32, nsym, accepting_u8, col_ok_u8_or_None, out_table_i32, out_accepting_u8) -> states kept "
      "(0: the start state is dead). Releases the GIL."},
+    {"dfa_product", py_dfa_product, METH_VARARGS,
+     "dfa_product(table_a_i32, nsym_a, accepting_a_u8, table_b_i32, nsym_b, accepting_b_u8, class_a_i32, "
+     "class_b_i32, b_start, keep_b_dead, diff, max_states, budget_s) -> (table bytes, accepting bytes)"},
     {"dfa_minimize", py_dfa_minimize, METH_VARARGS,
      "dfa_minimize(table_i32, nsym, accepting_u8, block_out_i32, budget_s) -> number of blocks "
      "(block_out[s]: block of s, numbered by first state). TimeoutError past the budget. Releases the GIL."},

@@ -153,6 +153,20 @@ int gd_dfa_prune(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *a
 int gd_dfa_minimize(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *accepting, double budget_s,
                     int32_t *block);
 
+/* Product of two DFAs over a shared alphabet of ncls classes: class c reads column ca[c] of
+ * a (int32[na * nsa]) and cb[c] of b (int32[nb * nsb]; nb = 0: b is the empty language).
+ * States are pairs (x, y) numbered in BFS order from (0, b_start) (b_start -1: b dead), a
+ * state's classes in increasing order; a move where a has none is -1, and one where b has
+ * none is -1 too unless keep_b_dead (then y = -1, dead, from there on).  A pair accepts iff
+ * a accepts x and b accepts y (diff: and b does not accept y).  As decoding/backends/
+ * automaton.py `_product` (same numbering).  Returns GD_DFA_OK and fills `out` (nsym =
+ * ncls), GD_DFA_LIMIT past max_states states, GD_DFA_TIMEOUT, GD_DFA_NOMEM or
+ * GD_DFA_INVALID. */
+int gd_dfa_product(const int32_t *ta, int32_t na, int32_t nsa, const uint8_t *acc_a, const int32_t *tb, int32_t nb,
+                   int32_t nsb, const uint8_t *acc_b, const int32_t *ca, const int32_t *cb, int32_t ncls,
+                   int32_t b_start, int keep_b_dead, int diff, int32_t max_states, double budget_s,
+                   gd_dfa_table *out);
+
 /* The minimal acyclic DFA of the n_words byte strings blob[offsets[i] .. offsets[i+1])
  * (offsets[0] = 0), which must be strictly increasing in bytewise order (a prefix before
  * its extensions): `n_states` states numbered in BFS order from the start (state 0), the

@@ -1049,3 +1049,126 @@ done:
     part_free(&C);
     return rc;
 }
+
+/* ------------------------------------------------------------------------- product */
+
+static uint64_t pair_hash(uint64_t k) {
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdULL;
+    k ^= k >> 33;
+    return k;
+}
+
+/* Doubles the pair map (keys/vals, capacity *cap, a power of two). 0, or -1 on allocation failure. */
+static int rehash_pairs(uint64_t **keys, int32_t **vals, size_t *cap) {
+    size_t nc = *cap * 2;
+    uint64_t *nk = calloc(nc, sizeof *nk);
+    int32_t *nv = malloc(nc * sizeof *nv);
+    if (!nk || !nv) {
+        free(nk);
+        free(nv);
+        return -1;
+    }
+    for (size_t i = 0; i < *cap; i++) {
+        if (!(*keys)[i]) continue;
+        size_t at = pair_hash((*keys)[i]) & (nc - 1);
+        while (nk[at]) at = (at + 1) & (nc - 1);
+        nk[at] = (*keys)[i];
+        nv[at] = (*vals)[i];
+    }
+    free(*keys);
+    free(*vals);
+    *keys = nk;
+    *vals = nv;
+    *cap = nc;
+    return 0;
+}
+
+int gd_dfa_product(const int32_t *ta, int32_t na, int32_t nsa, const uint8_t *acc_a, const int32_t *tb, int32_t nb,
+                   int32_t nsb, const uint8_t *acc_b, const int32_t *ca, const int32_t *cb, int32_t ncls,
+                   int32_t b_start, int keep_b_dead, int diff, int32_t max_states, double budget_s,
+                   gd_dfa_table *out) {
+    memset(out, 0, sizeof *out);
+    if (na <= 0 || nsa <= 0 || nb < 0 || (nb > 0 && nsb <= 0) || ncls <= 0 || max_states <= 0 || b_start >= nb ||
+        b_start < -1)
+        return GD_DFA_INVALID;
+    for (int32_t c = 0; c < ncls; c++)
+        if (ca[c] < 0 || ca[c] >= nsa || (nb > 0 && (cb[c] < 0 || cb[c] >= nsb))) return GD_DFA_INVALID;
+    deadline dl;
+    deadline_init(&dl, budget_s);
+    size_t mcap = 1024; /* open addressing: keys (x << 32 | y + 1) + 1, 0 = empty */
+    uint64_t *keys = calloc(mcap, sizeof *keys);
+    int32_t *vals = malloc(mcap * sizeof *vals);
+    int32_t *ox = NULL, *oy = NULL, *trans = NULL;
+    uint8_t *acc = NULL;
+    size_t ocap = 0, ocap2 = 0, tcap = 0, acap = 0, n = 0, used = 0;
+    int rc = GD_DFA_NOMEM;
+    if (!keys || !vals) goto done;
+#define PUT_PAIR(X, Y, J)                                                                     \
+    do {                                                                                      \
+        uint64_t key_ = (((uint64_t)(uint32_t)(X) << 32) | (uint32_t)((Y) + 1)) + 1;          \
+        size_t at_ = pair_hash(key_) & (mcap - 1);                                            \
+        while (keys[at_] && keys[at_] != key_) at_ = (at_ + 1) & (mcap - 1);                  \
+        if (keys[at_]) {                                                                      \
+            (J) = vals[at_];                                                                  \
+        } else {                                                                              \
+            if (n >= (size_t)max_states) { rc = GD_DFA_LIMIT; goto done; }                    \
+            int32_t *nx_ = grow(ox, &ocap, n + 1, sizeof *ox);                                \
+            if (!nx_) goto done;                                                              \
+            ox = nx_;                                                                         \
+            int32_t *ny_ = grow(oy, &ocap2, n + 1, sizeof *oy);                               \
+            if (!ny_) goto done;                                                              \
+            oy = ny_;                                                                         \
+            ox[n] = (X);                                                                      \
+            oy[n] = (Y);                                                                      \
+            keys[at_] = key_;                                                                 \
+            vals[at_] = (int32_t)n;                                                           \
+            (J) = (int32_t)n++;                                                               \
+            if (++used * 2 > mcap && rehash_pairs(&keys, &vals, &mcap) < 0) goto done;       \
+        }                                                                                     \
+    } while (0)
+    int32_t j0;
+    PUT_PAIR(0, b_start, j0);
+    (void)j0;
+    for (size_t i = 0; i < n; i++) {
+        if (deadline_passed(&dl, (size_t)ncls)) { rc = GD_DFA_TIMEOUT; goto done; }
+        int32_t *nt = grow(trans, &tcap, (i + 1) * (size_t)ncls, sizeof *trans);
+        if (!nt) goto done;
+        trans = nt;
+        uint8_t *na_ = grow(acc, &acap, i + 1, 1);
+        if (!na_) goto done;
+        acc = na_;
+        const int32_t x = ox[i], y = oy[i];
+        const int32_t *rx = ta + (size_t)x * (size_t)nsa;
+        const int32_t *ry = y >= 0 ? tb + (size_t)y * (size_t)nsb : NULL;
+        for (int32_t c = 0; c < ncls; c++) {
+            int32_t to = -1;
+            const int32_t nx = rx[ca[c]];
+            if (nx >= na) { rc = GD_DFA_INVALID; goto done; }
+            if (nx >= 0) {
+                const int32_t ny = ry ? ry[cb[c]] : -1;
+                if (ny >= nb) { rc = GD_DFA_INVALID; goto done; }
+                if (ny >= 0 || keep_b_dead) PUT_PAIR(nx, ny, to);
+            }
+            trans[i * (size_t)ncls + (size_t)c] = to;
+        }
+        const int in_b = y >= 0 && acc_b[y];
+        acc[i] = (uint8_t)(acc_a[x] && (diff ? !in_b : in_b));
+    }
+#undef PUT_PAIR
+    out->trans = trans;
+    out->accepting = acc;
+    out->n_states = (int32_t)n;
+    out->nsym = ncls;
+    trans = NULL;
+    acc = NULL;
+    rc = GD_DFA_OK;
+done:
+    free(keys);
+    free(vals);
+    free(ox);
+    free(oy);
+    free(trans);
+    free(acc);
+    return rc;
+}
