@@ -31,7 +31,7 @@ CHECKED = sorted(f for f in GENERATION_SUBSETS if f in CHECKER.checkers)
 def test_subset_strings_pass_the_checker(name: str) -> None:
     bad: list[str] = []
 
-    @settings(max_examples=200, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=100, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
     @given(st.from_regex(re.compile(GENERATION_SUBSETS[name]), fullmatch=True))
     def draw(x: str) -> None:
         if not CHECKER.conforms(x, name):
