@@ -141,3 +141,17 @@ def test_sound_with_formats_asserted(schema) -> None:
             assert "too small" in str(e), e
             break
         assert v.is_valid(json.loads(w.text)), f"walk {w.text!r} invalid for {json.dumps(schema)}"
+
+
+def test_a_format_the_installed_checker_skips_is_every_string(monkeypatch) -> None:
+    """Without a checker for ``date-time`` (its package is a test extra), every string is a
+    valid date-time, so an overlapping branch must avoid every string: "ab" matches both
+    branches then and is rejected; with the checker it is valid and accepted."""
+    from decoding.frontends.jsonschema import compile as C
+    schema = {"oneOf": [{"type": "string", "format": "date-time"}, {"type": "string", "maxLength": 3}]}
+    assert _compile(schema).accepts(b'"ab"')
+    bare = jsonschema.FormatChecker(formats=())
+    monkeypatch.setattr(C._Compiler, "format_checker", lambda self: bare)
+    cg = _compile(schema)
+    assert not cg.accepts(b'"ab"') and cg.accepts(b'"2020-01-01T10:00:00Z"')
+    assert not jsonschema.Draft202012Validator(schema, format_checker=bare).is_valid("ab")

@@ -500,7 +500,9 @@ class Logic:
                 raise SchemaError(ptr, "pattern", str(e)) from None
         fmt = s.get("format")
         if isinstance(fmt, str) and c.format_asserts() and self.widen:
-            sup = format_superset(fmt)  # None: every string may be valid
+            # a format the installed checker does not check is valid for every string
+            checked = fmt in getattr(c.format_checker(), "checkers", ())
+            sup = format_superset(fmt) if checked else None  # None: every string may be valid
             if sup is not None:
                 parts.append(string_of(rx_to_ir(parse_pattern(sup, anchored=True), json_char)))
         elif isinstance(fmt, str) and c.format_asserts():
