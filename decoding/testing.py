@@ -23,11 +23,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from decoding.backends.contract import CompiledGrammar
-from decoding.errors import DecodingError
+from decoding.errors import DecodingError, GrammarError
 from decoding.runtime.budget import BudgetMatcher
 from decoding.runtime.matcher import Matcher
 
-__all__ = ["WalkResult", "random_walk"]
+__all__ = ["WalkResult", "random_walk", "budgeted_walks"]
 
 
 @dataclass(frozen=True)
@@ -75,3 +75,15 @@ def random_walk(compiled: CompiledGrammar, rng: np.random.Generator, *, max_step
             raise DecodingError(f"random_walk: {len(toks)} tokens exceed the budget of {budget}")
         out += vocab.token_bytes[t] or specials.get(t, "").encode()
     return WalkResult(tuple(toks), bytes(out), False)
+
+
+def budgeted_walks(compiled: CompiledGrammar, rng: np.random.Generator, n: int, budget: int) -> list[WalkResult]:
+    """``n`` random walks (:func:`random_walk`) under a budget of ``budget`` text tokens, or
+    none when the grammar cannot be completed within that budget from its start (the
+    budget's GrammarError).  Every other failure of a walk raises."""
+    try:
+        BudgetMatcher(compiled, budget)
+    except GrammarError:
+        return []
+    return [random_walk(compiled, rng, budget=budget) for _ in range(n)]
+

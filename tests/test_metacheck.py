@@ -108,13 +108,19 @@ _json = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["a", "b", "type", "$ref"]), inner,
                                                                 max_size=3),
     max_leaves=8)
-_keyword_values = st.dictionaries(st.sampled_from(sorted(_KEYWORDS) + ["x-other"]), _json, max_size=4)
-_schemas = st.recursive(_keyword_values | st.booleans(),
-                        lambda inner: st.dictionaries(st.sampled_from(sorted(_KEYWORDS)),
+def _schemas_of(keywords: dict) -> st.SearchStrategy:
+    """Random schema-like data over ``keywords``: keyword values are random JSON, nested
+    values are schemas, lists of them or maps of them."""
+    values = st.dictionaries(st.sampled_from(sorted(keywords) + ["x-other"]), _json, max_size=4)
+    return st.recursive(values | st.booleans(),
+                        lambda inner: st.dictionaries(st.sampled_from(sorted(keywords)),
                                                       inner | st.lists(inner, max_size=2)
                                                       | st.dictionaries(st.sampled_from(["p", "q"]), inner,
                                                                         max_size=2), max_size=3),
                         max_leaves=10)
+
+
+_schemas = _schemas_of(_KEYWORDS)
 
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -169,13 +175,7 @@ def test_draft4_hand_values_agree(schema):
     assert valid_draft4(schema, V4.format_checker) == _reference4(schema)
 
 
-_schemas4 = st.recursive(st.dictionaries(st.sampled_from(sorted(_D4_KEYWORDS) + ["x-other"]), _json, max_size=4)
-                         | st.booleans(),
-                         lambda inner: st.dictionaries(st.sampled_from(sorted(_D4_KEYWORDS)),
-                                                       inner | st.lists(inner, max_size=2)
-                                                       | st.dictionaries(st.sampled_from(["p", "q"]), inner,
-                                                                         max_size=2), max_size=3),
-                         max_leaves=10)
+_schemas4 = _schemas_of(_D4_KEYWORDS)
 
 
 @settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])

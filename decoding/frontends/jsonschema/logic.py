@@ -313,15 +313,14 @@ class Logic:
     def over(self, s: Any, ptr: str, d: int) -> Node:
         """``O(s, d)``: a superset of the valid strings of ``U(d)`` (module docstring).
         Ref-free; never raises SchemaError for what it cannot build (it widens)."""
-        saved, self.widen = self.widen, True
-        try:
-            return self.exact(s, ptr, d)
-        finally:
-            self.widen = saved
+        return self._with_widen(True, s, ptr, d)
 
     def _exactly(self, s: Any, ptr: str, d: int) -> Node:
         """``E(s, d)`` even inside :meth:`over` (a complemented position)."""
-        saved, self.widen = self.widen, False
+        return self._with_widen(False, s, ptr, d)
+
+    def _with_widen(self, widen: bool, s: Any, ptr: str, d: int) -> Node:
+        saved, self.widen = self.widen, widen
         try:
             return self.exact(s, ptr, d)
         finally:

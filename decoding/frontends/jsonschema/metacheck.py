@@ -155,11 +155,16 @@ _KEYWORDS: dict[str, _Check] = {
 def valid_2020_12(schema: Any, fc: Any) -> bool:
     """Whether ``schema`` is valid against the 2020-12 metaschema with format checker
     ``fc`` (see the module docstring: ``False`` may also mean "not sure")."""
+    return _walk(schema, _KEYWORDS, fc, booleans=True)
+
+
+def _walk(schema: Any, keywords: dict, fc: Any, *, booleans: bool, extra: Any = None) -> bool:
+    """Every subschema (pushed on the stack by the keyword checks) is an object, or a
+    boolean where ``booleans``, whose keywords pass ``keywords`` and which passes ``extra``."""
     stack = [schema]
-    keywords = _KEYWORDS
     while stack:
         s = stack.pop()
-        if isinstance(s, bool):
+        if booleans and isinstance(s, bool):
             continue
         if not isinstance(s, dict):
             return False
@@ -167,6 +172,8 @@ def valid_2020_12(schema: Any, fc: Any) -> bool:
             check = keywords.get(k)
             if check is not None and not check(v, stack, fc):
                 return False
+        if extra is not None and not extra(s):
+            return False
     return True
 
 
@@ -241,16 +248,9 @@ def valid_draft4(schema: Any, fc: Any) -> bool:
     """Whether ``schema`` is valid against the draft-04 metaschema (the module docstring's
     contract, for ``jsonschema``'s Draft 4 metaschema validator; its format checker ``fc``
     has nothing to check there)."""
-    stack = [schema]
-    keywords = _D4_KEYWORDS
-    while stack:
-        s = stack.pop()
-        if not isinstance(s, dict):
-            return False
-        for k, v in s.items():
-            check = keywords.get(k)
-            if check is not None and not check(v, stack, fc):
-                return False
-        if ("exclusiveMaximum" in s and "maximum" not in s) or ("exclusiveMinimum" in s and "minimum" not in s):
-            return False
-    return True
+    return _walk(schema, _D4_KEYWORDS, fc, booleans=False, extra=_d4_exclusive_ok)
+
+
+def _d4_exclusive_ok(s: dict) -> bool:
+    """Draft-04's exclusiveMaximum/exclusiveMinimum need their maximum/minimum."""
+    return not (("exclusiveMaximum" in s and "maximum" not in s) or ("exclusiveMinimum" in s and "minimum" not in s))
