@@ -49,6 +49,15 @@ def dfa_minimize(table: np.ndarray, nsym: int, accepting: np.ndarray, block: np.
     """Minimisation of a flat int32 table (-1: no transition) with uint8 ``accepting``:
     writes each state's block into ``block`` (int32, blocks numbered by first state) and
     returns the number of blocks.  TimeoutError once ``budget_s`` is spent.  Releases the GIL."""
+def dfa_trim(table: np.ndarray, nsym: int, accepting: np.ndarray,
+             col_ok: np.ndarray | None) -> tuple[int, bytes | None, bytes | None]:
+    """``dfa_prune`` that makes its result: (states kept, int32 table bytes, uint8 accepting
+    bytes); the tables are None when none or every state is kept.  Releases the GIL."""
+def dfa_minimize_table(table: np.ndarray, nsym: int, accepting: np.ndarray,
+                       budget_s: float) -> tuple[int, bytes | None, bytes | None]:
+    """``dfa_minimize`` and the quotient: (blocks, int32 table bytes, uint8 accepting bytes)
+    of the minimal DFA, the tables None when the DFA is already minimal.  TimeoutError once
+    ``budget_s`` is spent.  Releases the GIL."""
 def literal_dfa(blob: Any, offsets: np.ndarray) -> tuple[bytes, bytes, bytes, bytes]:
     """Minimal acyclic DFA of the words ``blob[offsets[i]:offsets[i+1]]`` (uint8 blob, int64
     offsets, ``offsets[0] == 0``; the words strictly increasing bytewise): (int32 ``off`` of

@@ -570,6 +570,130 @@ static PyObject *py_set_impl(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* dfa_trim / dfa_minimize_table: the trimming and the minimisation with their result table
+ * made here, and not made when nothing changes (the caller keeps its table). */
+static PyObject *py_dfa_trim(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *otab, *oacc, *ocol;
+    int nsym;
+    if (!PyArg_ParseTuple(args, "OiOO", &otab, &nsym, &oacc, &ocol)) return NULL;
+    Py_buffer tab, acc, col;
+    int has_col = ocol != Py_None;
+    if (get_buf(otab, &tab, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "table", 'i', 4) < 0) return NULL;
+    if (get_buf(oacc, &acc, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "accepting", 'B', 1) < 0) {
+        PyBuffer_Release(&tab);
+        return NULL;
+    }
+    if (has_col && get_buf(ocol, &col, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "col_ok", 'B', 1) < 0) {
+        PyBuffer_Release(&tab);
+        PyBuffer_Release(&acc);
+        return NULL;
+    }
+    Py_ssize_t n = acc.shape[0];
+    PyObject *ret = NULL;
+    int32_t *newnum = NULL;
+    if (nsym <= 0 || n < 1 || n > INT32_MAX || tab.shape[0] != n * nsym || (has_col && col.shape[0] != nsym)) {
+        PyErr_Format(PyExc_ValueError, "dfa_trim: table of %zd entries, %zd states, nsym %d, or col_ok of the "
+                     "wrong length", tab.shape[0], n, nsym);
+        goto out;
+    }
+    newnum = PyMem_RawMalloc(sizeof(int32_t) * (size_t)n);
+    if (!newnum) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = gd_dfa_prune_map(tab.buf, (int32_t)n, nsym, acc.buf, has_col ? col.buf : NULL, newnum);
+    Py_END_ALLOW_THREADS
+    if (rc < 0) {
+        dfa_error(rc, "dfa_trim");
+        goto out;
+    }
+    if (rc == 0 || rc == n) {
+        ret = Py_BuildValue("(iOO)", rc, Py_None, Py_None);
+        goto out;
+    }
+    PyObject *tb = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)rc * nsym * 4);
+    PyObject *ab = tb ? PyBytes_FromStringAndSize(NULL, rc) : NULL;
+    if (!ab) {
+        Py_XDECREF(tb);
+        goto out;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    gd_dfa_prune_apply(tab.buf, (int32_t)n, nsym, acc.buf, newnum, (int32_t *)PyBytes_AS_STRING(tb),
+                       (uint8_t *)PyBytes_AS_STRING(ab));
+    Py_END_ALLOW_THREADS
+    ret = Py_BuildValue("(iNN)", rc, tb, ab);
+out:
+    PyMem_RawFree(newnum);
+    PyBuffer_Release(&tab);
+    PyBuffer_Release(&acc);
+    if (has_col) PyBuffer_Release(&col);
+    return ret;
+}
+
+static PyObject *py_dfa_minimize_table(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *otab, *oacc;
+    int nsym;
+    double budget;
+    if (!PyArg_ParseTuple(args, "OiOd", &otab, &nsym, &oacc, &budget)) return NULL;
+    Py_buffer tab, acc;
+    if (get_buf(otab, &tab, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "table", 'i', 4) < 0) return NULL;
+    if (get_buf(oacc, &acc, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "accepting", 'B', 1) < 0) {
+        PyBuffer_Release(&tab);
+        return NULL;
+    }
+    Py_ssize_t n = acc.shape[0];
+    PyObject *ret = NULL;
+    int32_t *block = NULL;
+    if (nsym <= 0 || n < 1 || n > INT32_MAX || tab.shape[0] != n * nsym) {
+        PyErr_Format(PyExc_ValueError, "dfa_minimize_table: table of %zd entries, %zd states, nsym %d",
+                     tab.shape[0], n, nsym);
+        goto out;
+    }
+    block = PyMem_RawMalloc(sizeof(int32_t) * (size_t)n);
+    if (!block) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = gd_dfa_minimize(tab.buf, (int32_t)n, nsym, acc.buf, budget, block);
+    Py_END_ALLOW_THREADS
+    if (rc < 0) {
+        dfa_error(rc, "dfa_minimize_table");
+        goto out;
+    }
+    if (rc == n) {
+        ret = Py_BuildValue("(iOO)", rc, Py_None, Py_None);
+        goto out;
+    }
+    PyObject *tb = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)rc * nsym * 4);
+    PyObject *ab = tb ? PyBytes_FromStringAndSize(NULL, rc) : NULL;
+    if (!ab) {
+        Py_XDECREF(tb);
+        goto out;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    rc = gd_dfa_quotient(tab.buf, (int32_t)n, nsym, acc.buf, block, rc, (int32_t *)PyBytes_AS_STRING(tb),
+                         (uint8_t *)PyBytes_AS_STRING(ab));
+    Py_END_ALLOW_THREADS
+    if (rc < 0) {
+        Py_DECREF(tb);
+        Py_DECREF(ab);
+        dfa_error(rc, "dfa_minimize_table");
+        goto out;
+    }
+    ret = Py_BuildValue("(iNN)", rc, tb, ab);
+out:
+    PyMem_RawFree(block);
+    PyBuffer_Release(&tab);
+    PyBuffer_Release(&acc);
+    return ret;
+}
+
 static PyMethodDef methods[] = {
     {"mask_and", py_mask_and, METH_VARARGS, "mask_and(dst, a, b): dst = a & b over uint32 words."},
     {"mask_or", py_mask_or, METH_VARARGS, "mask_or(dst, a, b): dst = a | b over uint32 words."},
@@ -603,6 +727,13 @@ static PyMethodDef methods[] = {
     {"literal_dfa", py_literal_dfa, METH_VARARGS,
      "literal_dfa(blob_u8, offsets_i64) -> (off_i32_bytes, lab_u8_bytes, tgt_i32_bytes, final_u8_bytes): minimal DFA "
      "of the strictly increasing words blob[offsets[i]:offsets[i+1]], states in BFS order. Releases the GIL."},
+    {"dfa_trim", py_dfa_trim, METH_VARARGS,
+     "dfa_trim(table_i32, nsym, accepting_u8, col_ok_u8_or_None) -> (states kept, table_i32_bytes, accepting_u8_bytes); "
+     "the tables are None when none or every state is kept (as dfa_prune). Releases the GIL."},
+    {"dfa_minimize_table", py_dfa_minimize_table, METH_VARARGS,
+     "dfa_minimize_table(table_i32, nsym, accepting_u8, budget_s) -> (blocks, table_i32_bytes, accepting_u8_bytes): "
+     "the minimal DFA (as dfa_minimize, its block of state s is the row block[s]); the tables are None when "
+     "already minimal. TimeoutError past the budget. Releases the GIL."},
     {"impl", py_impl, METH_NOARGS, "Name of the active kernel implementation."},
     {"impl_supported", py_impl_supported, METH_VARARGS, "impl_supported(name) -> bool."},
     {"set_impl", py_set_impl, METH_VARARGS, "set_impl(name): force scalar|sse2|avx2|avx512|neon."},

@@ -308,7 +308,8 @@ def test_malformed_arrays_are_rejected():
 def test_pure_python_switch(monkeypatch):
     def boom(*_a):
         raise AssertionError("native code called")
-    for name in ("nfa_determinize", "nfa_determinize_coo", "dfa_minimize", "dfa_prune", "dfa_bfs"):
+    for name in ("nfa_determinize", "nfa_determinize_coo", "dfa_minimize", "dfa_prune", "dfa_bfs", "dfa_trim",
+                 "dfa_minimize_table"):
         monkeypatch.setattr(_native, name, boom)
     monkeypatch.setenv("GD_PURE_PYTHON_DFA", "1")
     assert A.compile_dfa(GRAMMARS["star"]).accepts(b"abc12z")
@@ -412,3 +413,58 @@ def test_large_enum_matches():
     m = A._minimize(pruned, dl)
     _assert_same(A._minimize_py(pruned, dl), m)
     assert m.accepts(b"item_01999_value") and not m.accepts(b"item_02000_value")
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)
+@given(st.integers(1, 30), st.integers(1, 5), st.integers(0, 2**32 - 1), st.booleans())
+def test_random_dfa_tables_trim(n, nsym, seed, usable):
+    """``_prune`` (``dfa_trim``: the table made only when a state is dropped, else the input
+    kept) against the reference on any table, and with some byte classes unusable."""
+    rng = np.random.default_rng(seed)
+    trans = rng.integers(-1, n, size=(n, nsym), dtype=np.int32)
+    trans[rng.random((n, nsym)) < rng.random()] = -1
+    acc = rng.random(n) < rng.random()
+    bc = (np.arange(256) % nsym).astype(np.uint16)
+    dfa = A.DFA(bc, trans, acc, (), nsym)
+    ub = (rng.random(256) < 0.7).tolist() if usable else None
+    try:
+        ref = A._prune_py(dfa, ub)
+    except GrammarError as e:
+        with pytest.raises(GrammarError, match="^" + __import__("re").escape(str(e)) + "$"):
+            A._prune(dfa, ub)
+        return
+    got = A._prune(dfa, ub)
+    _assert_same(ref, got)
+    assert got.trans.dtype == A.state_dtype(got.n_states) and got.accepting.dtype == bool
+    assert not got.trans.flags.writeable and not got.accepting.flags.writeable
+    if ref.n_states == n:  # nothing dropped: the same table, trimmed again to itself
+        _assert_same(got, A._prune(got, ub))
+
+
+def test_trim_and_minimize_table_bindings():
+    """The result-making bindings: None when nothing changes, errors as their siblings."""
+    t = np.array([1, -1, -1, 0, -1, -1], dtype=np.int32)  # 3 states, nsym 2: 0 -a-> 1 -b-> 0
+    k, tb, ab = _native.dfa_trim(t, 2, np.array([0, 1, 0], dtype=np.uint8), None)
+    assert k == 2 and np.frombuffer(tb, dtype=np.int32).tolist() == [1, -1, -1, 0] and list(ab) == [0, 1]
+    assert _native.dfa_trim(t, 2, np.array([0, 0, 1], dtype=np.uint8), None) == (0, None, None)
+    assert _native.dfa_trim(t[:4], 2, np.array([0, 1], dtype=np.uint8), None) == (2, None, None)
+    with pytest.raises(ValueError):
+        _native.dfa_trim(t, 2, np.array([0, 1], dtype=np.uint8), None)  # table not n * nsym
+    with pytest.raises(ValueError):
+        _native.dfa_trim(t, 2, np.array([0, 1, 0], dtype=np.uint8), np.ones(3, dtype=np.uint8))
+    with pytest.raises(ValueError):  # a target beyond the table
+        _native.dfa_trim(np.array([3, -1, -1, 0, -1, -1], dtype=np.int32), 2, np.array([0, 1, 0], dtype=np.uint8),
+                         None)
+    with pytest.raises(TypeError):
+        _native.dfa_trim(t.astype(np.int64), 2, np.array([0, 1, 0], dtype=np.uint8), None)
+    acc = np.array([0, 1, 1], dtype=np.uint8)
+    two = np.array([1, 2, -1, -1, -1, -1], dtype=np.int32)  # 1 and 2: the same accepting sink
+    k, tb, ab = _native.dfa_minimize_table(two, 2, acc, 1.0)
+    assert k == 2 and np.frombuffer(tb, dtype=np.int32).tolist() == [1, 1, -1, -1] and list(ab) == [0, 1]
+    assert _native.dfa_minimize_table(np.array([1, -1, -1, -1], dtype=np.int32), 2, acc[:2], 1.0) == (2, None, None)
+    with pytest.raises(ValueError):
+        _native.dfa_minimize_table(np.array([3, -1, -1, 0, -1, -1], dtype=np.int32), 2, acc, 1.0)
+    with pytest.raises(ValueError):
+        _native.dfa_minimize_table(two[:5], 2, acc, 1.0)
+    with pytest.raises(TimeoutError):
+        _native.dfa_minimize_table(two, 2, acc, -1.0)

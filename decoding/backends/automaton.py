@@ -1309,20 +1309,25 @@ def _prune(dfa: DFA, usable_bytes: Sequence[bool] | None) -> DFA:
         col_ok = np.zeros(nsym, dtype=np.uint8)
         col_ok[dfa.n_classes:] = 1
         col_ok[dfa.byte_class[ub]] = 1
-    out = np.empty(n * nsym, dtype=np.int32)
-    acc = np.empty(n, dtype=np.uint8)
-    k = _native.dfa_prune(np.ascontiguousarray(dfa.trans, dtype=np.int32).reshape(-1), nsym,
-                          np.ascontiguousarray(dfa.accepting, dtype=np.uint8), col_ok, out, acc)
+    k, tb, ab = _native.dfa_trim(np.ascontiguousarray(dfa.trans, dtype=np.int32).reshape(-1), nsym,
+                                 np.ascontiguousarray(dfa.accepting, dtype=np.uint8), col_ok)
     if k == 0:
         raise GrammarError("grammar accepts no string that this vocabulary can spell"
                            if usable_bytes is not None else "grammar accepts no string")
     dt = state_dtype(k)
-    # a copy only when it shrinks the table (states pruned, or int16): one table less at the peak
-    t = out[:k * nsym].reshape(k, nsym).astype(dt, copy=k < n or dt != np.int32)
-    del out
-    t.setflags(write=False)
-    a = acc[:k].astype(bool)
-    a.setflags(write=False)
+    if tb is None:  # every state kept: the table as it is (no copy unless its dtype changes)
+        t = dfa.trans if dfa.trans.dtype == dt else dfa.trans.astype(dt)
+        a = dfa.accepting if dfa.accepting.dtype == bool else dfa.accepting.astype(bool)
+    else:
+        t = np.frombuffer(tb, dtype=np.int32).reshape(k, nsym)
+        if dt != np.int32:
+            t = t.astype(dt)
+        a = np.frombuffer(ab, dtype=np.uint8).astype(bool)
+        del tb, ab
+    if t.flags.writeable:
+        t.setflags(write=False)
+    if a.flags.writeable:
+        a.setflags(write=False)
     bc = dfa.byte_class.copy()
     bc.setflags(write=False)
     return DFA(bc, t, a, dfa.specials, dfa.n_classes)
@@ -1414,27 +1419,25 @@ def _minimize(dfa: DFA, deadline: _Deadline | None = None) -> DFA:
         deadline.check(step)
     n = dfa.n_states
     trans = dfa.trans
-    block = np.empty(n, dtype=np.int32)
     try:
-        nblocks = _native.dfa_minimize(np.ascontiguousarray(trans, dtype=np.int32).reshape(-1),
-                                       trans.shape[1], np.ascontiguousarray(dfa.accepting, dtype=np.uint8),
-                                       block, _budget(deadline))
+        # the quotient is made in C too: the row of each block's first state, targets mapped
+        nblocks, tb, ab = _native.dfa_minimize_table(np.ascontiguousarray(trans, dtype=np.int32).reshape(-1),
+                                                     trans.shape[1],
+                                                     np.ascontiguousarray(dfa.accepting, dtype=np.uint8),
+                                                     _budget(deadline))
     except TimeoutError:
-        nblocks = -1
+        nblocks, tb, ab = -1, None, None
     if nblocks < 0:
         raise _deadline_passed(deadline, step)
-    if nblocks == n:
+    if tb is None:  # already minimal
         return dfa
-    # blocks are numbered by their first state: that state represents the block
-    reps = np.unique(block, return_index=True)[1]
-    t = trans[reps]
-    dead = t < 0
-    np.maximum(t, 0, out=t)
-    t = block.astype(state_dtype(nblocks))[t]  # (few temporaries: this table may be large)
-    t[dead] = -1
-    del dead
-    t.setflags(write=False)
-    acc = dfa.accepting[reps].copy()
+    t = np.frombuffer(tb, dtype=np.int32).reshape(nblocks, trans.shape[1])
+    if state_dtype(nblocks) != np.int32:
+        t = t.astype(state_dtype(nblocks))
+    del tb
+    if t.flags.writeable:
+        t.setflags(write=False)
+    acc = np.frombuffer(ab, dtype=np.uint8).astype(bool)
     acc.setflags(write=False)
     return DFA(dfa.byte_class, t, acc, dfa.specials, dfa.n_classes)
 

@@ -138,9 +138,16 @@ int gd_dfa_bfs(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *col
  * from state 0 over live states (any column).  Kept states are renumbered in their old
  * order into out_trans (int32[n * nsym] room; -1 for a transition to a dropped state) and
  * out_accepting (uint8[n] room).  Returns the number kept, 0 if state 0 is not live, or
- * GD_DFA_NOMEM / GD_DFA_INVALID. */
+ * GD_DFA_NOMEM / GD_DFA_INVALID.  It is gd_dfa_prune_map then gd_dfa_prune_apply: the first
+ * writes the new number of each state (newnum, int32[n]: -1 if dropped) and returns the
+ * number kept (or 0 / an error, as above), the second writes the kept table (when the
+ * number kept is n the result is the input and a caller may skip it). */
 int gd_dfa_prune(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *accepting, const uint8_t *col_ok,
                  int32_t *out_trans, uint8_t *out_accepting);
+int gd_dfa_prune_map(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *accepting, const uint8_t *col_ok,
+                     int32_t *newnum);
+void gd_dfa_prune_apply(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *accepting,
+                        const int32_t *newnum, int32_t *out_trans, uint8_t *out_accepting);
 
 /* Minimisation of the DFA trans (int32[n * nsym], -1 = no transition; a missing transition
  * is its own class, distinct from every state) with accepting (uint8[n]): the coarsest
@@ -152,6 +159,13 @@ int gd_dfa_prune(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *a
  * then Valmari's partition refinement runs on what is left: 1.32 -> 1.0 s there. */
 int gd_dfa_minimize(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *accepting, double budget_s,
                     int32_t *block);
+
+/* The quotient of the DFA trans (int32[n * nsym]) by block (int32[n], numbered by their first
+ * state, as gd_dfa_minimize writes it; nblocks blocks): the row of block b is the row of its
+ * first state with every target t replaced by block[t], into out_trans (int32[nblocks *
+ * nsym]) and out_accepting (uint8[nblocks]).  Returns nblocks or GD_DFA_INVALID. */
+int gd_dfa_quotient(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *accepting, const int32_t *block,
+                    int32_t nblocks, int32_t *out_trans, uint8_t *out_accepting);
 
 /* Product of two DFAs over a shared alphabet of ncls classes: class c reads column ca[c] of
  * a (int32[na * nsa]) and cb[c] of b (int32[nb * nsb]; nb = 0: b is the empty language).

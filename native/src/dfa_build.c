@@ -633,15 +633,15 @@ int gd_dfa_bfs(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *col
     return (int)tail;
 }
 
-int gd_dfa_prune(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *accepting, const uint8_t *col_ok,
-                 int32_t *out_trans, uint8_t *out_accepting) {
+int gd_dfa_prune_map(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *accepting, const uint8_t *col_ok,
+                     int32_t *newnum) {
     if (n <= 0 || nsym <= 0) return GD_DFA_INVALID;
-    size_t nn = (size_t)n, ns = (size_t)nsym;
+    size_t nn = (size_t)n;
     int rc = GD_DFA_NOMEM;
-    int32_t *live = malloc(sizeof(int32_t) * nn), *reach = malloc(sizeof(int32_t) * nn);
+    int32_t *live = malloc(sizeof(int32_t) * nn);
     int32_t *src = malloc(sizeof(int32_t) * nn);
     uint8_t *ok = malloc(nn);
-    if (!live || !reach || !src || !ok) goto done;
+    if (!live || !src || !ok) goto done;
     size_t na = 0;
     for (size_t s = 0; s < nn; s++)
         if (accepting[s]) src[na++] = (int32_t)s;
@@ -653,25 +653,41 @@ int gd_dfa_prune(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *a
     }
     for (size_t s = 0; s < nn; s++) ok[s] = live[s] >= 0;
     src[0] = 0;
-    rc = gd_dfa_bfs(trans, n, nsym, NULL, ok, 0, src, 1, reach);
+    rc = gd_dfa_bfs(trans, n, nsym, NULL, ok, 0, src, 1, newnum);
     if (rc < 0) goto done;
-    /* new numbers in the old order; a kept state's live targets are kept (reached through it) */
+    /* new numbers in the old order */
     int32_t k = 0;
-    for (size_t s = 0; s < nn; s++) reach[s] = reach[s] >= 0 ? k++ : -1;
-    for (size_t s = 0; s < nn; s++) {
-        int32_t i = reach[s];
-        if (i < 0) continue;
-        const int32_t *row = trans + s * ns;
-        int32_t *o = out_trans + (size_t)i * ns;
-        for (size_t c = 0; c < ns; c++) o[c] = row[c] >= 0 ? reach[row[c]] : -1;
-        out_accepting[i] = accepting[s] ? 1 : 0;
-    }
+    for (size_t s = 0; s < nn; s++) newnum[s] = newnum[s] >= 0 ? k++ : -1;
     rc = k;
 done:
     free(live);
-    free(reach);
     free(src);
     free(ok);
+    return rc;
+}
+
+void gd_dfa_prune_apply(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *accepting,
+                        const int32_t *newnum, int32_t *out_trans, uint8_t *out_accepting) {
+    size_t nn = (size_t)n, ns = (size_t)nsym;
+    /* a kept state's live targets are kept (reached through it) */
+    for (size_t s = 0; s < nn; s++) {
+        int32_t i = newnum[s];
+        if (i < 0) continue;
+        const int32_t *row = trans + s * ns;
+        int32_t *o = out_trans + (size_t)i * ns;
+        for (size_t c = 0; c < ns; c++) o[c] = row[c] >= 0 ? newnum[row[c]] : -1;
+        out_accepting[i] = accepting[s] ? 1 : 0;
+    }
+}
+
+int gd_dfa_prune(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *accepting, const uint8_t *col_ok,
+                 int32_t *out_trans, uint8_t *out_accepting) {
+    if (n <= 0 || nsym <= 0) return GD_DFA_INVALID;
+    int32_t *newnum = malloc(sizeof(int32_t) * (size_t)n);
+    if (!newnum) return GD_DFA_NOMEM;
+    int rc = gd_dfa_prune_map(trans, n, nsym, accepting, col_ok, newnum);
+    if (rc > 0) gd_dfa_prune_apply(trans, n, nsym, accepting, newnum, out_trans, out_accepting);
+    free(newnum);
     return rc;
 }
 
@@ -1048,6 +1064,29 @@ done:
     part_free(&B);
     part_free(&C);
     return rc;
+}
+
+int gd_dfa_quotient(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *accepting, const int32_t *block,
+                    int32_t nblocks, int32_t *out_trans, uint8_t *out_accepting) {
+    if (n <= 0 || nsym <= 0 || nblocks <= 0 || nblocks > n) return GD_DFA_INVALID;
+    size_t nn = (size_t)n, ns = (size_t)nsym;
+    /* the first state of each block represents it; blocks must be numbered by first state */
+    int32_t next = 0;
+    for (size_t s = 0; s < nn; s++) {
+        int32_t b = block[s];
+        if (b < 0 || b > next || b >= nblocks) return GD_DFA_INVALID;
+        if (b < next) continue;
+        next++;
+        const int32_t *row = trans + s * ns;
+        int32_t *o = out_trans + (size_t)b * ns;
+        for (size_t c = 0; c < ns; c++) {
+            int32_t t = row[c];
+            if (t < -1 || t >= n) return GD_DFA_INVALID;
+            o[c] = t >= 0 ? block[t] : -1;
+        }
+        out_accepting[b] = accepting[s] ? 1 : 0;
+    }
+    return next == nblocks ? nblocks : GD_DFA_INVALID;
 }
 
 /* ------------------------------------------------------------------------- product */
