@@ -248,6 +248,68 @@ static PyObject *py_trie_walk(PyObject *self, PyObject *args) {
     return PyLong_FromSize_t(allowed);
 }
 
+/* plain_chain(row_off_i32, pair_cls_u8, pair_next_i16, table_i32_or_i16, ncols, state, max_len) */
+static PyObject *py_plain_chain(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *oro, *ocls, *onext, *otab;
+    Py_ssize_t ncols;
+    int state;
+    unsigned int max_len;
+    if (!PyArg_ParseTuple(args, "OOOOniI", &oro, &ocls, &onext, &otab, &ncols, &state, &max_len)) return NULL;
+    Py_buffer ro, cls, nx, tab;
+    if (get_buf(oro, &ro, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "row_off", 'i', 4) < 0) return NULL;
+    if (get_buf(ocls, &cls, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "pair_cls", 'B', 1) < 0) {
+        PyBuffer_Release(&ro);
+        return NULL;
+    }
+    if (get_buf(onext, &nx, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "pair_next", 'h', 2) < 0) {
+        PyBuffer_Release(&ro);
+        PyBuffer_Release(&cls);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(otab, &tab, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        PyBuffer_Release(&ro);
+        PyBuffer_Release(&cls);
+        PyBuffer_Release(&nx);
+        return NULL;
+    }
+    const char *bad = NULL;
+    {
+        char f = fmt_char(tab.format);
+        if (!(tab.ndim == 1 && ((tab.itemsize == 4 && fmt_ok(f, 'i')) || (tab.itemsize == 2 && f == 'h'))))
+            bad = "table: expected a 1-D int32 or int16 array";
+    }
+    const int32_t *r = ro.buf;
+    const uint8_t *c = cls.buf;
+    const int16_t *n = nx.buf;
+    Py_ssize_t rows = ro.shape[0] - 1, pairs = cls.shape[0];
+    Py_ssize_t nstates = (!bad && ncols > 0) ? tab.shape[0] / ncols : 0;
+    if (!bad && (ncols <= 0 || tab.shape[0] % ncols != 0)) bad = "table: length is not a multiple of ncols";
+    if (!bad && (rows < 1 || nx.shape[0] != pairs || r[0] != 0 || r[rows] != pairs))
+        bad = "row_off/pairs: row_off must run from 0 to the number of pairs";
+    for (Py_ssize_t p = 0; !bad && p < rows; p++)
+        if (r[p + 1] < r[p]) bad = "row_off: not non-decreasing";
+    for (Py_ssize_t j = 0; !bad && j < pairs; j++)
+        if (c[j] >= ncols || n[j] < 0 || n[j] >= rows) bad = "pairs: class not below ncols or next state out of range";
+    if (!bad && (state < 0 || state >= nstates)) bad = "state out of range";
+    int64_t k = 0;
+    if (!bad) {
+        Py_BEGIN_ALLOW_THREADS
+        if (tab.itemsize == 2)
+            k = gd_plain_chain16(r, c, n, tab.buf, (size_t)ncols, (size_t)nstates, state, max_len);
+        else
+            k = gd_plain_chain(r, c, n, tab.buf, (size_t)ncols, (size_t)nstates, state, max_len);
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&ro);
+    PyBuffer_Release(&cls);
+    PyBuffer_Release(&nx);
+    PyBuffer_Release(&tab);
+    if (bad) return PyErr_Format(PyExc_ValueError, "plain_chain: %s", bad);
+    if (k == GD_PLAIN_NOMEM) return PyErr_NoMemory();
+    return PyLong_FromLongLong((long long)k);
+}
+
 /* GD_DFA_* error code -> Python exception (the caller words LimitError from these). */
 static PyObject *dfa_error(int rc, const char *what) {
     switch (rc) {
@@ -704,6 +766,9 @@ static PyMethodDef methods[] = {
     {"trie_info", py_trie_info, METH_VARARGS, "trie_info(trie) -> (nodes, bytes)."},
     {"trie_walk", py_trie_walk, METH_VARARGS,
      "trie_walk(trie, classes_u8[256], table_i32_or_i16, ncols, state, mask_out_u32, next_state_i32=None) -> allowed count. Releases the GIL."},
+    {"plain_chain", py_plain_chain, METH_VARARGS,
+     "plain_chain(row_off_i32, pair_cls_u8, pair_next_i16, table_i32_or_i16, ncols, state, max_len) -> uniform "
+     "plain-text steps from state (>= 0), -2 mixed (or longer than max_len), -3 unbounded. Releases the GIL."},
     {"nfa_determinize", py_nfa_determinize, METH_VARARGS,
      "nfa_determinize(eps_off, eps_tgt, mv_off, mv, start, end, nsym, max_states, budget_s, max_bytes=0) -> "
      "(trans_i32_bytes, accepting_u8_bytes). OverflowError past max_states or max_bytes (0: none; the message "

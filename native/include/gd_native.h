@@ -75,6 +75,30 @@ size_t gd_trie_walk(const gd_trie *trie, const uint8_t *classes, const int32_t *
 size_t gd_trie_walk16(const gd_trie *trie, const uint8_t *classes, const int16_t *table, size_t ncols,
                       int32_t state, uint32_t *mask, size_t nwords, int32_t *next_state);
 
+/* ---- plain-text chains (src/textloop.c; see decoding/backends/dfa/textloop.py) ----------
+ * A plain-text profile's character DFA is given per character state p as the distinct pairs
+ * j in [row_off[p], row_off[p+1]): (pair_cls[j], the grammar DFA's byte class of a byte the
+ * character state allows; pair_next[j], the character state after it, 0 = character done).
+ * gd_plain_step: the grammar state every plain character leads to from `state` (a uniform
+ * step), GD_PLAIN_NONE if no plain character is allowed, GD_PLAIN_MIXED otherwise (some
+ * characters lead elsewhere or die part-way; also when the product has more than 1024 pairs).
+ * gd_plain_chain: the number of uniform steps from `state` before a state that allows no
+ * plain character; GD_PLAIN_UNBOUNDED if the chain revisits a state, GD_PLAIN_MIXED if a step
+ * is mixed or the chain is longer than `max_len`, GD_PLAIN_NOMEM.  `table` as for the trie
+ * walk (n_states * ncols, -1 = none, every entry < n_states). */
+#define GD_PLAIN_NONE (-1)
+#define GD_PLAIN_MIXED (-2)
+#define GD_PLAIN_UNBOUNDED (-3)
+#define GD_PLAIN_NOMEM (-4)
+int32_t gd_plain_step(const int32_t *row_off, const uint8_t *pair_cls, const int16_t *pair_next,
+                      const int32_t *table, size_t ncols, int32_t state);
+int32_t gd_plain_step16(const int32_t *row_off, const uint8_t *pair_cls, const int16_t *pair_next,
+                        const int16_t *table, size_t ncols, int32_t state);
+int64_t gd_plain_chain(const int32_t *row_off, const uint8_t *pair_cls, const int16_t *pair_next,
+                       const int32_t *table, size_t ncols, size_t n_states, int32_t state, uint32_t max_len);
+int64_t gd_plain_chain16(const int32_t *row_off, const uint8_t *pair_cls, const int16_t *pair_next,
+                         const int16_t *table, size_t ncols, size_t n_states, int32_t state, uint32_t max_len);
+
 /* ---- grammar automata: subset construction and minimisation (src/dfa_build.c) -----------
  * Both are re-entrant (the binding releases the GIL) and free everything they allocate on
  * every path.  `budget_s` is a cooperative time budget in seconds, read against the

@@ -27,9 +27,9 @@ from typing import Sequence
 import numpy as np
 
 from decoding import _native
-from decoding.backends.automaton import DFA, DEFAULT_MAX_STATES, compile_dfa
+from decoding.backends.automaton import DFA, DEFAULT_MAX_STATES, _pure_python_dfa, compile_dfa
 from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN
-from decoding.backends.dfa.textloop import UNBOUNDED, plain_step
+from decoding.backends.dfa.textloop import char_pairs, plain_chain, plain_chain_py
 from decoding.backends.masks import DEFAULT_MAX_MASKS, MaskTable
 from decoding.backends.tables import PROFILES, vocab_tables
 from decoding.errors import LimitError, VocabError
@@ -104,7 +104,8 @@ class DFAGrammar:
         self._special_col = {tid: d.n_classes + k for k, tid in enumerate(self.special_token_ids)}
         self._eog = np.array(sorted(self.vocab.eog_ids), dtype=np.int64)
         self._loop_profiles = tuple(PROFILES)  # the plain-text shortcuts tried (tests clear it)
-        self._plain_steps: dict[str, dict[int, int | None]] = {}
+        self._plain_steps: dict[str, dict[int, int | None]] = {}  # (the Python reference's memo)
+        self._char_pairs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
     @classmethod
     def from_precomputed(cls, dfa: DFA, vocab: Vocab, special_token_ids: Sequence[int],
@@ -343,26 +344,17 @@ class DFAGrammar:
 
     def _plain_chain(self, name: str, state: int) -> int | None:
         """Plain characters consumable from ``state`` along uniform steps (UNBOUNDED if the
-        chain cycles), or None if some step is not uniform."""
-        steps = self._plain_steps.setdefault(name, {})
-        char_dfa = vocab_tables(self.vocab).profile(name).char_dfa
-        chain: list[int] = []
-        s = state
-        while True:
-            if s in chain:
-                return UNBOUNDED
-            nxt = steps.get(s, -2)
-            if nxt == -2:
-                nxt = plain_step(char_dfa, self.dfa.byte_class, self._table, s)
-                steps[s] = nxt
-            if nxt is None:
-                return None
-            if nxt == -1:
-                return len(chain)
-            chain.append(s)
-            s = nxt
-            if len(chain) > 4096:
-                return None
+        chain cycles), or None if some step is not uniform (native; the Python reference
+        :func:`~decoding.backends.dfa.textloop.plain_chain_py` with ``GD_PURE_PYTHON_DFA=1``)."""
+        if _pure_python_dfa():
+            char_dfa = vocab_tables(self.vocab).profile(name).char_dfa
+            return plain_chain_py(char_dfa, self.dfa.byte_class, self._table, state,
+                                  self._plain_steps.setdefault(name, {}))
+        pairs = self._char_pairs.get(name)
+        if pairs is None:
+            pairs = self._char_pairs[name] = char_pairs(vocab_tables(self.vocab).profile(name).char_dfa,
+                                                        self.dfa.byte_class)
+        return plain_chain(pairs, self._table, state)
 
 
 def compile_dfa_grammar(grammar: Grammar, vocab: Vocab, *, max_states: int = DEFAULT_MAX_STATES,

@@ -11,16 +11,22 @@ from ``s`` allows ``k`` plain characters (``k`` infinite when the chain cycles, 
 unbounded string body), then exactly the plain tokens of at most ``k`` characters are
 allowed, so ``mask(s) = plain_upto(k) | walk(other_trie, s)``.  Bounded strings
 (``maxLength``) are chains of length ``k``; other states get the full trie walk.
+
+The chain is computed natively (``_native.plain_chain``, over the profile's character
+automaton compressed to the grammar's byte classes by :func:`char_pairs`); :func:`plain_step`
+and :func:`plain_chain_py` are the Python reference it is tested against.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["plain_step", "UNBOUNDED"]
+__all__ = ["plain_step", "plain_chain_py", "plain_chain", "char_pairs", "UNBOUNDED", "MAX_CHAIN"]
 
 #: chain length of a state on a cycle of uniform steps
 UNBOUNDED = 1 << 30
+#: longest chain followed; a longer one counts as not uniform (the full trie walk is exact)
+MAX_CHAIN = 4096
 
 
 def plain_step(char_dfa: np.ndarray, byte_class: np.ndarray, trans: np.ndarray, state: int) -> int | None:
@@ -52,3 +58,63 @@ def plain_step(char_dfa: np.ndarray, byte_class: np.ndarray, trans: np.ndarray, 
                 seen.add((pp, dd))
                 todo.append((pp, dd))
     return target
+
+
+def plain_chain_py(char_dfa: np.ndarray, byte_class: np.ndarray, trans: np.ndarray, state: int,
+                   steps: dict[int, int | None] | None = None) -> int | None:
+    """Plain characters consumable from ``state`` along uniform steps (UNBOUNDED if the chain
+    cycles), or None if some step is not uniform or the chain is longer than MAX_CHAIN.
+    ``steps`` memoizes :func:`plain_step` per state."""
+    steps = {} if steps is None else steps
+    chain: list[int] = []
+    on_chain: set[int] = set()
+    s = state
+    while True:
+        if s in on_chain:
+            return UNBOUNDED
+        nxt = steps.get(s, -2)
+        if nxt == -2:
+            nxt = plain_step(char_dfa, byte_class, trans, s)
+            steps[s] = nxt
+        if nxt is None:
+            return None
+        if nxt == -1:
+            return len(chain)
+        chain.append(s)
+        on_chain.add(s)
+        s = nxt
+        if len(chain) > MAX_CHAIN:
+            return None
+
+
+def char_pairs(char_dfa: np.ndarray, byte_class: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``char_dfa`` compressed to the byte classes of one grammar automaton: for character
+    state ``p`` the distinct (class, next character state) pairs of the bytes it allows are
+    ``pair_cls[j], pair_next[j]`` for ``j`` in ``row_off[p]:row_off[p+1]`` (the native
+    chain's input; same steps as :func:`plain_step` over bytes)."""
+    bc = np.asarray(byte_class, dtype=np.int64)
+    if bc.size and int(bc.max()) > 255:
+        raise ValueError("char_pairs: more than 256 byte classes")
+    row_off = [0]
+    cls: list[np.ndarray] = []
+    nxt: list[np.ndarray] = []
+    for p in range(char_dfa.shape[0]):
+        row = char_dfa[p].astype(np.int64)
+        ok = np.nonzero(row >= 0)[0]
+        pairs = np.unique(bc[ok] * 256 + row[ok])
+        cls.append(pairs // 256)
+        nxt.append(pairs % 256)
+        row_off.append(row_off[-1] + len(pairs))
+    return (np.array(row_off, dtype=np.int32), np.concatenate(cls).astype(np.uint8),
+            np.concatenate(nxt).astype(np.int16))
+
+
+def plain_chain(pairs: tuple[np.ndarray, np.ndarray, np.ndarray], table: np.ndarray, state: int) -> int | None:
+    """:func:`plain_chain_py` natively: ``pairs`` from :func:`char_pairs` for the automaton
+    whose ``table`` (n_states x columns, byte classes first; int32 or int16) is given."""
+    from decoding import _native
+
+    k = _native.plain_chain(pairs[0], pairs[1], pairs[2], table.reshape(-1), table.shape[1], state, MAX_CHAIN)
+    if k == -3:
+        return UNBOUNDED
+    return None if k < 0 else int(k)

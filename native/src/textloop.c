@@ -1,0 +1,76 @@
+/* Plain-text chains of a byte DFA (the native side of decoding/backends/dfa/textloop.py).
+ *
+ * A plain-text profile is a small character DFA over bytes (state 0 = between characters,
+ * a character is complete when it returns to 0).  Given for each of its states the distinct
+ * (byte class of the grammar DFA, next character state) pairs, a step from grammar state s
+ * explores the product (character state, grammar state) from (0, s):
+ *   - every plain character must lead to one and the same grammar state s' (a uniform step),
+ *   - no plain byte may be dead part-way (else the step is mixed),
+ *   - if no plain character is allowed at all from s, the chain ends there.
+ * The chain length of s is the number of uniform steps before a state that allows no plain
+ * character; a chain that revisits a state is unbounded.
+ */
+#include "gd_native.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define GD_PLAIN_SEEN_MAX 1024 /* product pairs explored by one step; beyond it: mixed */
+
+#define GD_DEFINE_PLAIN(STEP, CHAIN, T)                                                            \
+    int32_t STEP(const int32_t *row_off, const uint8_t *pair_cls, const int16_t *pair_next,       \
+                 const T *table, size_t ncols, int32_t state) {                                    \
+        int32_t seen_p[GD_PLAIN_SEEN_MAX], seen_d[GD_PLAIN_SEEN_MAX];                              \
+        int32_t n_seen = 1, target = -1, k, j;                                                     \
+        seen_p[0] = 0;                                                                             \
+        seen_d[0] = state;                                                                         \
+        /* the explored pairs double as the work list: pairs [k, n_seen) are pending */            \
+        for (k = 0; k < n_seen; k++) {                                                             \
+            int32_t p = seen_p[k], d = seen_d[k];                                                  \
+            const T *row = table + (size_t)d * ncols;                                              \
+            int32_t lo = row_off[p], hi = row_off[p + 1], dead = 0;                                \
+            for (j = lo; j < hi; j++)                                                              \
+                if (row[pair_cls[j]] < 0) dead++;                                                  \
+            if (dead) return (k == 0 && dead == hi - lo) ? GD_PLAIN_NONE : GD_PLAIN_MIXED;         \
+            for (j = lo; j < hi; j++) {                                                            \
+                int32_t dn = (int32_t)row[pair_cls[j]], pn = pair_next[j], m;                      \
+                if (pn == 0) {                                                                     \
+                    if (target >= 0 && target != dn) return GD_PLAIN_MIXED;                       \
+                    target = dn;                                                                   \
+                    continue;                                                                      \
+                }                                                                                  \
+                for (m = 0; m < n_seen; m++)                                                       \
+                    if (seen_p[m] == pn && seen_d[m] == dn) break;                                 \
+                if (m < n_seen) continue;                                                          \
+                if (n_seen == GD_PLAIN_SEEN_MAX) return GD_PLAIN_MIXED;                            \
+                seen_p[n_seen] = pn;                                                               \
+                seen_d[n_seen] = dn;                                                               \
+                n_seen++;                                                                          \
+            }                                                                                      \
+        }                                                                                          \
+        return target; /* -1 (GD_PLAIN_NONE) when no character completes */                       \
+    }                                                                                              \
+                                                                                                   \
+    int64_t CHAIN(const int32_t *row_off, const uint8_t *pair_cls, const int16_t *pair_next,      \
+                  const T *table, size_t ncols, size_t n_states, int32_t state, uint32_t max_len) { \
+        uint32_t *visited = calloc((n_states + 31) / 32, sizeof(uint32_t));                        \
+        int64_t len = 0;                                                                           \
+        int32_t s = state;                                                                         \
+        if (!visited) return GD_PLAIN_NOMEM;                                                       \
+        for (;;) {                                                                                 \
+            int32_t nxt;                                                                           \
+            if (visited[s >> 5] & (1u << (s & 31))) { len = GD_PLAIN_UNBOUNDED; break; }           \
+            nxt = STEP(row_off, pair_cls, pair_next, table, ncols, s);                             \
+            if (nxt == GD_PLAIN_MIXED) { len = GD_PLAIN_MIXED; break; }                            \
+            if (nxt == GD_PLAIN_NONE) break;                                                       \
+            visited[s >> 5] |= 1u << (s & 31);                                                     \
+            len++;                                                                                 \
+            s = nxt;                                                                               \
+            if (len > (int64_t)max_len) { len = GD_PLAIN_MIXED; break; }                           \
+        }                                                                                          \
+        free(visited);                                                                             \
+        return len;                                                                                \
+    }
+
+GD_DEFINE_PLAIN(gd_plain_step, gd_plain_chain, int32_t)
+GD_DEFINE_PLAIN(gd_plain_step16, gd_plain_chain16, int16_t)
