@@ -24,7 +24,7 @@ from decoding.backends.masks import DEFAULT_MAX_MASKS
 from decoding.backends.pushdown.index import compile_grammar_pushdown
 from decoding.errors import GrammarError, LimitError
 from decoding.ir import Grammar
-from decoding.ir.size import check_size
+from decoding.ir.size import check_size, release_estimates
 from decoding.limits import DEFAULT_LIMITS, Limits
 from decoding.vocab import Vocab
 
@@ -59,6 +59,15 @@ def compile_grammar(grammar: Grammar, vocab: Vocab, *, max_states: int = DEFAULT
     large); the other back-ends get what is left of ``max_compile_seconds``."""
     if backend not in BACKENDS:
         raise GrammarError(f"compile_grammar: backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+    try:
+        return _compile_grammar(grammar, vocab, max_states=max_states, eager=eager, grammar_key=grammar_key,
+                                meta=meta, backend=backend, max_masks=max_masks, limits=limits)
+    finally:  # the front-end's estimates (decoding.ir.size.attach_estimates) are not needed after
+        release_estimates(grammar)
+
+
+def _compile_grammar(grammar: Grammar, vocab: Vocab, *, max_states: int, eager: bool, grammar_key: str,
+                     meta: dict | None, backend: str, max_masks: int, limits: Limits | None) -> CompiledGrammar:
     lim = DEFAULT_LIMITS if limits is None else limits
     t0 = time.monotonic()
     if backend == "counted":

@@ -26,7 +26,8 @@ import hashlib
 import json
 from typing import Any
 
-from decoding.ir.nodes import ByteSet, Choice, Diff, Grammar, Inter, Lit, Node, Repeat, Seq, _node_to_data, to_data
+from decoding.ir.nodes import (ByteSet, Choice, Diff, Grammar, Inter, Lit, Node, Repeat, Seq, _node_to_data, plain_nodes,
+                               to_data)
 
 __all__ = ["canonical_text", "canonical_ir_text", "grammar_digest", "grammar_key", "source_key"]
 
@@ -54,7 +55,7 @@ def canonical_ir_text(grammar: Grammar) -> str:
     """``canonical_text(to_data(grammar))``, built bottom-up with the text of every distinct
     node object made once (the IR is a DAG: JSON Schema refs and shared fragments make
     ``to_data`` expand the same subtree many times).  Iterative: no recursion limit."""
-    memo: dict[int, str] = {}
+    memo = _plain_texts()  # (a fresh copy: the registered plain nodes' texts, made once)
     keep: list[Node] = []  # memo keys stay valid: no node is freed while memo lives
     for _, root in grammar.rules:
         stack: list[tuple[Node, bool]] = [(root, False)]
@@ -71,6 +72,21 @@ def canonical_ir_text(grammar: Grammar) -> str:
             keep.append(n)
     rules = ",".join(f"[{_dumps(name)},{memo[id(node)]}]" for name, node in grammar.rules)
     return f'{{"max_depth":{_dumps(grammar.max_depth)},"rules":[{rules}],"start":{_dumps(grammar.start)}}}'
+
+
+#: canonical text of each registered plain node (:func:`decoding.ir.nodes.register_plain`,
+#: kept alive for the life of the process), by id
+_PLAIN_TEXT: dict[int, str] = {}
+
+
+def _plain_texts() -> dict[int, str]:
+    """A copy of :data:`_PLAIN_TEXT`, first completed with the nodes registered since."""
+    nodes = plain_nodes()
+    if len(_PLAIN_TEXT) < len(nodes):
+        for n in list(nodes):  # every node after its subtree's
+            if id(n) not in _PLAIN_TEXT:
+                _PLAIN_TEXT[id(n)] = _node_text(n, _PLAIN_TEXT)
+    return dict(_PLAIN_TEXT)
 
 
 def _kids(n: Node) -> tuple:

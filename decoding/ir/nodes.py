@@ -36,6 +36,7 @@ __all__ = [
     "EMPTY", "NOTHING", "lit", "seq", "choice", "opt", "star", "plus", "rep",
     "byteset", "char_class", "any_char", "normalize_ranges", "complement_ranges", "map_leaves", "reachable_rules", "to_data",
     "from_data", "walk", "nullable", "DEFAULT_MAX_DEPTH", "MAX_CP", "inter", "diff", "check_regular",
+    "register_plain", "plain_ids", "plain_nodes",
 ]
 
 #: Default recursion bound of every front-end (JSON Schema ``$ref`` cycles, DTD elements
@@ -142,6 +143,7 @@ class Grammar:
     max_depth: int = DEFAULT_MAX_DEPTH
     _by_name: dict = field(default=None, init=False, repr=False, compare=False, hash=False)  # type: ignore[assignment]
     _specials: tuple = field(default=(), init=False, repr=False, compare=False, hash=False)
+    _rule_refs: dict = field(default=None, init=False, repr=False, compare=False, hash=False)  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
         names = [n for n, _ in self.rules]
@@ -158,7 +160,8 @@ class Grammar:
         # one walk over all the rules (a subtree shared by rules is visited once): the first
         # undefined ref, the first Inter/Diff and the specials' order are what rule-by-rule
         # walks find, since what a skipped subtree holds was found where it was first seen
-        seen: set[int] = set()
+        # (the registered plain nodes hold none of these: skipped, see :func:`register_plain`)
+        seen: set[int] = set(_PLAIN_IDS)
         for name, node in self.rules:
             for n in walk(node, seen):
                 if isinstance(n, Ref):
@@ -186,6 +189,23 @@ class Grammar:
     def rule(self, name: str) -> Node:
         return self._by_name[name]
 
+    def rule_refs(self, name: str) -> tuple[str, ...]:
+        """Names of the rules the body of rule ``name`` refers to, in first-occurrence
+        order (a pre-order walk; registered plain nodes hold no Ref and are not walked).
+        Computed once per rule and grammar."""
+        memo = self._rule_refs
+        if memo is None:
+            memo = {}
+            object.__setattr__(self, "_rule_refs", memo)
+        hit = memo.get(name)
+        if hit is None:
+            out: dict[str, None] = {}
+            for n in walk(self._by_name[name], set(_PLAIN_IDS)):
+                if isinstance(n, Ref):
+                    out.setdefault(n.name)
+            hit = memo[name] = tuple(out)
+        return hit
+
     @property
     def names(self) -> list[str]:
         return [n for n, _ in self.rules]
@@ -194,6 +214,70 @@ class Grammar:
         """Texts of all :class:`Special` nodes, in first-seen order (found when the grammar
         was built)."""
         return list(self._specials)
+
+
+#: ids of the registered plain nodes (:func:`register_plain`) and the nodes themselves,
+#: kept alive for the life of the process so that no id here ever names another node
+_PLAIN_IDS: set[int] = set()
+_PLAIN_KEEP: list[Node] = []
+
+
+def register_plain(node: Node) -> None:
+    """Register ``node`` and every node of its subtree as *plain*: constant IR that many
+    grammars of the process share (a JSON string character, a JSON number), holding no
+    Ref, Special, Inter, Diff or Dfa, every node of it deriving some string.  The passes over
+    a grammar (its check when built, :func:`decoding.ir.productive.productive_rules`,
+    :func:`decoding.ir.key.canonical_ir_text`) then learn what they need of those nodes once
+    per process instead of walking them in every grammar; what they compute is unchanged.
+    The nodes are kept alive for the life of the process.  GrammarError if ``node`` is not
+    plain."""
+    inside: list[Node] = []  # post-order: every node after its subtree's
+    done: set[int] = set()
+    stack: list[tuple[Node, bool]] = [(node, False)]
+    while stack:
+        n, ready = stack.pop()
+        if id(n) in done:
+            continue
+        kids = n.items if isinstance(n, (Seq, Choice, Inter)) else (n.item,) if isinstance(n, Repeat) \
+            else (n.base, n.minus) if isinstance(n, Diff) else ()
+        if ready or not kids:
+            done.add(id(n))
+            inside.append(n)
+            continue
+        stack.append((n, True))
+        stack.extend((k, False) for k in reversed(kids))
+    derives: dict[int, bool] = {}
+    for n in inside:
+        if isinstance(n, (Ref, Special, Inter, Diff, Dfa)):
+            raise GrammarError(f"register_plain: a {type(n).__name__} is no plain node")
+        if isinstance(n, Seq):
+            ok = all(derives[id(x)] for x in n.items)
+        elif isinstance(n, Choice):
+            ok = any(derives[id(x)] for x in n.items)
+        elif isinstance(n, Repeat):
+            ok = n.min == 0 or (derives[id(n.item)] and (n.max is None or n.max >= n.min))
+        elif isinstance(n, ByteSet):
+            ok = bool(n.ranges)
+        else:
+            ok = isinstance(n, Lit)
+        if not ok:
+            raise GrammarError("register_plain: a node of the subtree derives no string")
+        derives[id(n)] = ok
+    for n in inside:
+        if id(n) not in _PLAIN_IDS:
+            _PLAIN_KEEP.append(n)
+            _PLAIN_IDS.add(id(n))
+
+
+def plain_ids() -> set[int]:
+    """The ids of the registered plain nodes (:func:`register_plain`; read only)."""
+    return _PLAIN_IDS
+
+
+def plain_nodes() -> list[Node]:
+    """The registered plain nodes (:func:`register_plain`; read only), in registration
+    order, every node after its subtree's."""
+    return _PLAIN_KEEP
 
 
 def walk(node: Node, seen: set[int] | None = None) -> Iterable[Node]:

@@ -17,28 +17,19 @@ Invariants
 from __future__ import annotations
 
 from decoding.errors import GrammarError
-from decoding.ir.nodes import ByteSet, Choice, Dfa, Diff, Grammar, Inter, Lit, Node, Ref, Repeat, Seq, Special
+from decoding.ir.nodes import ByteSet, Choice, Dfa, Diff, Grammar, Inter, Lit, Node, Ref, Repeat, Seq, Special, plain_ids
 
 __all__ = ["productive_rules", "find_empty", "check_productive"]
 
 
-def _refs(node: Node) -> list[str]:
-    """Names of the rules ``node`` refers to, first occurrence order."""
-    out: dict[str, None] = {}
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, Ref):
-            out.setdefault(n.name)
-        elif isinstance(n, (Seq, Choice)):
-            stack.extend(reversed(n.items))
-        elif isinstance(n, Repeat):
-            stack.append(n.item)
-    return list(out)
-
-
-def _derives(node: Node, ok: set[str]) -> bool:
-    """Whether ``node`` matches some string using only rules in ``ok``."""
+def _derives(node: Node, ok: set[str], true: set[int] | None = None) -> bool:
+    """Whether ``node`` matches some string using only rules in ``ok``.  ``true``: ids of
+    nodes known to (a set that only grows while ``ok`` does; updated with the sequences and
+    choices found to, the caller keeps them alive); registered plain nodes
+    (:func:`decoding.ir.nodes.register_plain`) always do."""
+    plain = plain_ids()
+    if true is None:
+        true = set()
     out: list[bool] = []
     stack: list[tuple[Node, bool]] = [(node, False)]
     while stack:
@@ -47,7 +38,12 @@ def _derives(node: Node, ok: set[str]) -> bool:
             k = len(n.items)  # type: ignore[union-attr]
             vals = out[len(out) - k:]
             del out[len(out) - k:]
-            out.append(all(vals) if isinstance(n, Seq) else any(vals))
+            v = all(vals) if isinstance(n, Seq) else any(vals)
+            if v:
+                true.add(id(n))
+            out.append(v)
+        elif id(n) in plain or id(n) in true:
+            out.append(True)
         elif isinstance(n, (Lit, Special, Inter, Diff, Dfa)):
             out.append(True)  # Inter/Diff: emptiness needs their automaton (the back-end's prune)
         elif isinstance(n, ByteSet):
@@ -77,7 +73,7 @@ def _reachable_postorder(g: Grammar) -> tuple[list[str], dict[str, list[str]]]:
     order: list[str] = []
     seen = {g.start}
     stack: list[tuple[str, int]] = [(g.start, 0)]
-    refs[g.start] = _refs(g.rule(g.start))
+    refs[g.start] = list(g.rule_refs(g.start))
     while stack:
         name, i = stack.pop()
         kids = refs[name]
@@ -86,7 +82,7 @@ def _reachable_postorder(g: Grammar) -> tuple[list[str], dict[str, list[str]]]:
             k = kids[i]
             if k not in seen:
                 seen.add(k)
-                refs[k] = _refs(g.rule(k))
+                refs[k] = list(g.rule_refs(k))
                 stack.append((k, 0))
         else:
             order.append(name)
@@ -101,12 +97,13 @@ def productive_rules(g: Grammar) -> set[str]:
         for k in refs[n]:
             callers[k].append(n)
     ok: set[str] = set()
+    true: set[int] = set()  # nodes found to derive a string (``ok`` only grows: they still do)
     todo = list(reversed(order))  # popped from the end: callees first
     queued = set(order)
     while todo:
         n = todo.pop()
         queued.discard(n)
-        if n in ok or not _derives(g.rule(n), ok):
+        if n in ok or not _derives(g.rule(n), ok, true):
             continue
         ok.add(n)
         for c in callers[n]:
@@ -127,7 +124,7 @@ def find_empty(g: Grammar) -> tuple[str, str] | None:
     on_path = {g.start: 0}
     while True:
         cur = path[-1]
-        blocking = [k for k in _refs(g.rule(cur)) if k not in ok]
+        blocking = [k for k in g.rule_refs(cur) if k not in ok]
         if not blocking:
             reason = "accepts no string"
             break

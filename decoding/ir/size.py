@@ -37,7 +37,8 @@ Invariants
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import weakref
+from dataclasses import dataclass, field
 from typing import Callable
 
 from decoding.errors import LimitError
@@ -52,7 +53,8 @@ COUNTED_WINDOW = 129
 #: around them); False: only outside every rule, as before (tests compare the two)
 CACHE_REF_FREE = True
 
-__all__ = ["COUNTED_WINDOW", "estimate_size", "node_size", "node_work", "estimate_work", "check_size", "is_sep_loop", "Estimate"]
+__all__ = ["COUNTED_WINDOW", "estimate_size", "node_size", "node_work", "estimate_work", "check_size", "is_sep_loop", "Estimate",
+           "attach_estimates", "release_estimates"]
 
 
 def is_sep_loop(x: Node, r: Node) -> bool:
@@ -85,6 +87,10 @@ class Estimate:
     #: edges).  Then ``item{m,n}`` is decoded as it is read: one copy's states per DFA state.
     #: False when unknown
     pf: bool = False
+    #: a repetition inside was estimated counted (``counted=True`` and countable, see
+    #: :func:`_counted_copies`); when False the estimate is the same with ``counted=False``.
+    #: Not compared: it says how the estimate was made, not what it is
+    cut: bool = field(default=False, compare=False)
 
 
 _ALL = (1 << 257) - 1
@@ -168,7 +174,7 @@ def _combine(n: Node, kids: list[Estimate], counted: bool = False) -> Estimate:
         return Estimate(states, sum(e.lo for e in kids),
                         None if None in his else sum(his),  # type: ignore[arg-type]
                         sum(e.work for e in kids), any(e.amb for e in kids), first, any(e.refs for e in kids),
-                        all(e.pf for e in kids))
+                        all(e.pf for e in kids), any(e.cut for e in kids))
     if isinstance(n, Choice):
         if not kids:
             return Estimate(2, 0, 0, 0, False, 0, pf=True)
@@ -192,7 +198,8 @@ def _combine(n: Node, kids: list[Estimate], counted: bool = False) -> Estimate:
             heads_differ and all(e.lo > 0 and e.first != _ALL for e in kids)))
         return Estimate(2 + sum(e.states + 1 for e in kids), min(e.lo for e in kids),
                         None if None in his else max(his),  # type: ignore[type-var]
-                        sum(e.work for e in kids), amb, first, any(e.refs for e in kids), pf)
+                        sum(e.work for e in kids), amb, first, any(e.refs for e in kids), pf,
+                        any(e.cut for e in kids))
     if isinstance(n, Repeat):
         e = kids[0]
         copies = n.min + (1 if n.max is None else n.max - n.min)
@@ -217,7 +224,7 @@ def _combine(n: Node, kids: list[Estimate], counted: bool = False) -> Estimate:
             else:
                 work += states * states // max(1, e.states) * (copies if e.amb and cc is None else 1)
         return Estimate(states, e.lo * n.min, hi, work, e.amb, e.first if n.max != 0 else 0, e.refs,
-                        e.pf and (n.min == n.max or n.max == 0))
+                        e.pf and (n.min == n.max or n.max == 0), e.cut or cc is not None)
     if isinstance(n, ByteSet):
         return Estimate(1, 1, 1, 0, False, _byte_mask(n.ranges), pf=True)
     if isinstance(n, Dfa):
@@ -240,14 +247,16 @@ def _combine(n: Node, kids: list[Estimate], counted: bool = False) -> Estimate:
                 first &= k.first
             # a subset of a prefix code is one
             return Estimate(states, max(k.lo for k in kids), min(his) if his else None, work, False, first,
-                            any(k.refs for k in kids), any(k.pf for k in kids))
-        return Estimate(states, e.lo, e.hi, work, False, e.first, any(k.refs for k in kids), e.pf)
+                            any(k.refs for k in kids), any(k.pf for k in kids), any(k.cut for k in kids))
+        return Estimate(states, e.lo, e.hi, work, False, e.first, any(k.refs for k in kids), e.pf,
+                        any(k.cut for k in kids))
     return _SPECIAL
 
 
 def _fold(root: Node, ref: Callable[[Ref], Estimate | None], memo: dict[int, Estimate],
           enter: Callable[[Ref], Node | None], leave: Callable[[Ref, Estimate], Estimate],
-          cacheable: Callable[[], bool], counted: bool = False, keep: list | None = None) -> Estimate:
+          cacheable: Callable[[], bool], counted: bool = False, keep: list | None = None,
+          seed: Callable[[int], Estimate | None] | None = None) -> Estimate:
     """Post-order evaluation of ``root`` with an explicit stack.
 
     ``ref(r)`` gives a Ref's estimate when known; otherwise ``enter(r)`` returns the rule
@@ -256,7 +265,9 @@ def _fold(root: Node, ref: Callable[[Ref], Estimate | None], memo: dict[int, Est
     Ref-free subtrees always (``CACHE_REF_FREE``: their estimate is the same wherever they
     are inlined); a memo
     that outlives this call must come with ``keep``, which holds every memoized node (so
-    no id is reused by another node while the memo lives)."""
+    no id is reused by another node while the memo lives).  ``seed(id)`` gives the estimate
+    of a Ref-free node made earlier (the same with this ``counted``) or None, looked up
+    after ``memo``."""
     out: list[Estimate] = []
     # per entry of ``out``: whether its subtree holds a Ref (its estimate may depend on the
     # rules being inlined around it); a Ref-free subtree is memoized even inside a rule
@@ -309,6 +320,12 @@ def _fold(root: Node, ref: Callable[[Ref], Estimate | None], memo: dict[int, Est
             out.append(hit)
             dep.append(id(n) in with_refs)
             continue
+        if seed is not None:
+            hit = seed(id(n))
+            if hit is not None:  # (Ref-free where Refs are inlined)
+                out.append(hit)
+                dep.append(False)
+                continue
         kids_n = _children(n)
         if not kids_n:
             est = _combine(n, [])
@@ -351,9 +368,11 @@ def node_work(node: Node, *, counted: bool = False) -> int:
 class _Inline:
     """Refs expanded; a rule referred to from inside itself counts ``max_depth`` times."""
 
-    def __init__(self, g: Grammar, counted: bool = False) -> None:
+    def __init__(self, g: Grammar, counted: bool = False,
+                 seed: Callable[[int], Estimate | None] | None = None) -> None:
         self.g = g
         self.counted = counted
+        self.seed = seed
         self.memo: dict[int, Estimate] = {}
         self.rule: dict[str, Estimate] = {}
         self.active: list[str] = []
@@ -386,7 +405,7 @@ class _Inline:
     def run(self) -> Estimate:
         start = self.g.start
         est = _fold(self.g.rule(start), self.ref, self.memo, self.enter, self.leave,
-                    lambda: not self.active_set, self.counted)
+                    lambda: not self.active_set, self.counted, seed=self.seed)
         self.done.append((start, est))
         return est
 
@@ -409,6 +428,54 @@ def estimate_work(g: Grammar, *, inline: bool = True) -> int:
     return _Inline(g).run().work
 
 
+#: subtree estimates a front-end made of a grammar's nodes (:func:`attach_estimates`), by
+#: ``id`` of the grammar: (weak reference to it, memos by ``counted``, what keeps their nodes)
+_ATTACHED: dict[int, tuple[weakref.ref, dict[bool, dict[int, Estimate]], object]] = {}
+
+
+def attach_estimates(g: Grammar, memos: dict[bool, dict[int, Estimate]], keep: object) -> None:
+    """Let :func:`check_size` of ``g`` reuse the estimates a front-end made while building it:
+    ``memos[counted]`` maps node ids to their estimates with Refs as one symbol
+    (:func:`_node_estimate`'s memo with that ``counted``); ``keep`` holds every node they
+    name alive (so no id names another node while they are attached).  The estimates of the
+    Ref-free nodes are the same wherever the nodes are (inlined or not), and one made with
+    ``counted=True`` is the uncounted one where no repetition in it was counted
+    (``Estimate.cut``): what check_size computes is unchanged, only walks fewer nodes.
+    Held until :func:`release_estimates` or until ``g`` is freed."""
+    key = id(g)
+    ref = weakref.ref(g, lambda _r, key=key: _ATTACHED.pop(key, None))
+    _ATTACHED[key] = (ref, memos, keep)
+
+
+def release_estimates(g: Grammar) -> None:
+    """Drop what :func:`attach_estimates` attached to ``g`` (nothing if none)."""
+    hit = _ATTACHED.get(id(g))
+    if hit is not None and hit[0]() is g:
+        _ATTACHED.pop(id(g), None)
+
+
+def _attached(g: Grammar, counted: bool, inline: bool) -> Callable[[int], Estimate | None] | None:
+    """The seed (see :func:`_fold`) of ``g``'s attached estimates for ``counted``: with
+    ``inline``, only those of Ref-free nodes; None when none is attached."""
+    hit = _ATTACHED.get(id(g))
+    if hit is None or hit[0]() is not g:
+        return None
+    same = hit[1].get(counted)
+    other = None if counted else hit[1].get(True)  # counted estimates where nothing was counted
+    keep = hit[2]
+
+    def seed(i: int) -> Estimate | None:
+        e = same.get(i) if same is not None else None
+        if e is not None and not (inline and e.refs):
+            return e
+        e = other.get(i) if other is not None else None
+        if e is not None and not (inline and e.refs) and not e.cut:
+            return e
+        return None
+    seed.keep = keep  # type: ignore[attr-defined]  # (the nodes stay alive while it is used)
+    return seed
+
+
 def check_size(g: Grammar, limits: Limits = DEFAULT_LIMITS, *, inline: bool = True,
                where: str = "", counted: bool = False) -> Estimate:
     """Raise :class:`LimitError` when ``g`` is estimated above ``limits.max_nfa_states``
@@ -419,12 +486,18 @@ def check_size(g: Grammar, limits: Limits = DEFAULT_LIMITS, *, inline: bool = Tr
     refused 16 JSONSchemaBench schemas that compile in 3-6 s).  ``where``
     prefixes the message (a source name).  Returns the whole grammar's estimate."""
     prefix = f"{where}: " if where else ""
+    seed = _attached(g, counted, inline)
     if inline:
-        ev = _Inline(g, counted)
+        ev = _Inline(g, counted, seed)
         total = ev.run()
         rules = ev.done
+    elif seed is not None:
+        memo: dict[int, Estimate] = {}  # (a node's estimate with Refs as one symbol: the same in every rule)
+        rules = [(name, _fold(node, lambda r: _ONE, memo, lambda r: None, lambda r, e: e, lambda: True, counted,
+                              None, seed)) for name, node in g.rules]
     else:
         rules = [(name, _node_estimate(node, counted)) for name, node in g.rules]
+    if not inline:
         total = max((e for _, e in rules), key=lambda e: e.states)
     for name, e in rules:
         if e.states > limits.max_nfa_states:

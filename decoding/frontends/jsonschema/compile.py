@@ -21,7 +21,7 @@ import contextlib
 from typing import Iterator
 
 from decoding.ir import (DEFAULT_MAX_DEPTH, EMPTY, MAX_CP, NOTHING, Choice, Diff, Grammar, Inter, Node, Ref, Repeat, Seq,
-                         byteset, choice, diff, inter, reachable_rules, walk,
+                         byteset, choice, diff, inter, reachable_rules, register_plain, walk,
                          lit, opt, rep, seq, star)
 from decoding.limits import DEFAULT_LIMITS, Limits
 from decoding.frontends.json_validator import exact_value, validator_class
@@ -114,6 +114,8 @@ def _constants() -> _Constants:
         inside = [n for r in nodes for n in walk(r)]
         if any(isinstance(n, Ref) for n in inside):
             raise AssertionError("the shared constant nodes must hold no Ref")
+        for r in nodes:  # the IR passes (grammar check, productive rules, key) learn them once
+            register_plain(r)
         productive: set[int] = set()
         for r in nodes:
             _productive(r, set(), productive)
@@ -1914,6 +1916,7 @@ def compile_schema(schema: dict | bool | str, *, whitespace: Literal["compact", 
                               "never reaches a schema with a finite instance")
         g = Grammar("root", (("root", root),) + tuple(rules.items()), max_depth)
         _check_rules(g, c)
+        _attach_estimates(g, c)
     except RecursionError:  # not expected within max_nesting: a backstop, located at the root
         raise _limit("", "schema too deeply nested to compile", "max_nesting", limits.max_nesting,
                      None) from None
@@ -2050,6 +2053,23 @@ def _check_rules(g: Grammar, c: _Compiler) -> None:
         raise _limit(biggest, f"the schema's {len(seen)} rules cost about {total_work} steps to "
                      "determinise in total (the largest is here)", "max_compile_work",
                      c.limits.max_compile_work, total_work)
+
+
+def _attach_estimates(g: Grammar, c: _Compiler) -> None:
+    """Attach the subtree estimates this compile made (:func:`_estimate`'s memos, which
+    :func:`_check_rules` completed for every rule) to ``g`` for the back-end selection's
+    :func:`decoding.ir.size.check_size` (:func:`decoding.ir.size.attach_estimates`)."""
+    from decoding.ir.size import attach_estimates
+
+    memos: dict[bool, dict] = {}
+    keep: list = []
+    for counted in (False, True):
+        shared = c._estimates.get(("fold", counted))
+        if shared is not None:
+            memos[counted] = shared[0]
+            keep.append(shared[1])
+    if memos:
+        attach_estimates(g, memos, keep)
 
 
 def _located(e: SchemaError | LimitError, schema: Any) -> SchemaError | LimitError:

@@ -1,0 +1,272 @@
+"""The compile pipeline's shared facts give what computing afresh gives (issue 14):
+
+- :func:`decoding.ir.size.check_size` reusing the JSON Schema front-end's subtree estimates
+  (``attach_estimates``) against estimating the grammar afresh: the same estimate and the
+  same LimitError (rule, limit, message), inline or rule by rule, counted or not, also under
+  limits small enough to fail; the estimates are released by the back-end selection;
+- the registered plain nodes (``register_plain``: the front-end's JSON string character,
+  integer and number) skipped by the grammar check, by ``productive_rules``/``find_empty``
+  and written once by ``canonical_ir_text``: the same specials and errors, the same
+  productive rules and blame, the same text as ``canonical_text(to_data(g))``;
+- ``Grammar.rule_refs`` against a walk of the rule body.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+import decoding.ir.size as S
+from decoding.errors import GrammarError, LimitError
+from decoding.frontends.jsonschema import compile_schema
+from decoding.frontends.jsonschema.jsonstr import any_json_char
+from decoding.frontends.jsonschema.numbers import INTEGER, NUMBER
+from decoding.ir import (Diff, Grammar, Inter, Ref, Special, byteset, choice, lit, plain_ids, register_plain, rep, seq,
+                         star, walk)
+from decoding.ir.key import canonical_ir_text, canonical_text
+from decoding.ir.nodes import Choice, Repeat, Seq, to_data
+from decoding.ir.productive import find_empty, productive_rules
+from decoding.limits import DEFAULT_LIMITS
+
+from conftest import CORPORA
+
+HAND_SCHEMAS = {
+    "string": {"type": "string"},
+    "long_string": {"type": "string", "minLength": 300, "maxLength": 5000},
+    "numbers": {"type": "object", "properties": {"i": {"type": "integer", "minimum": 3, "maximum": 1234},
+                                                 "n": {"type": "number"}, "k": {"type": "integer"}},
+                "required": ["i"]},
+    "big_array": {"type": "array", "items": {"type": "string", "maxLength": 3}, "minItems": 2, "maxItems": 1000},
+    "counted_strings": {"type": "object", "properties": {"a": {"type": "string", "maxLength": 2000},
+                                                         "b": {"type": "array", "maxItems": 400,
+                                                               "items": {"type": "integer"}}}},
+    "recursive": {"$defs": {"node": {"type": "object", "properties": {
+        "v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}},
+        "$ref": "#/$defs/node"},
+    "mutual": {"$defs": {"a": {"type": "object", "properties": {"b": {"$ref": "#/$defs/b"}, "s": {"type": "string"}}},
+                         "b": {"type": "array", "items": {"$ref": "#/$defs/a"}, "maxItems": 3}},
+               "$ref": "#/$defs/a"},
+    "same_definitions": {"type": "object", "properties": {"a": {"$ref": "#/$defs/x"}, "b": {"$ref": "#/$defs/y"},
+                                                          "c": {"$ref": "#/$defs/x"}},
+                         "$defs": {"x": {"type": "object", "properties": {"s": {"type": "string"}}},
+                                   "y": {"type": "object", "properties": {"s": {"type": "string"}}}}},
+    "enum_big": {"enum": [f"value_{i}" for i in range(300)]},
+    "pattern": {"type": "string", "pattern": "^[a-z]{2,40}[0-9]*$", "maxLength": 20},
+    "not": {"type": "string", "not": {"enum": ["a", "b"]}},
+}
+
+
+def _corpus(per_split: int = 10) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for split in ("Glaiveai2K", "Github_easy", "Kubernetes", "Snowplow"):
+        files = sorted((CORPORA / "jsonschemabench" / split).glob("*.json"))
+        for f in files[3::max(1, len(files) // per_split)][:per_split]:
+            out[f"{split}/{f.stem}"] = json.loads(f.read_text(encoding="utf-8"))["schema"]
+    return out
+
+
+SCHEMAS = {**HAND_SCHEMAS, **_corpus()}
+
+
+def _grammar(schema: object) -> Grammar | None:
+    try:
+        return compile_schema(schema).grammar
+    except Exception:  # noqa: BLE001 - schemas the front-end refuses have no grammar to check
+        return None
+
+
+def _size(g: Grammar, limits, **kw) -> tuple:
+    try:
+        e = S.check_size(g, limits, **kw)
+    except LimitError as err:
+        return ("error", str(err), err.limit, err.value)
+    return ("ok", dataclasses.astuple(e))
+
+
+def _afresh(g: Grammar) -> Grammar:
+    """An equal grammar with no estimates attached (new node objects: the same IR)."""
+    from decoding.ir.nodes import from_data
+    return from_data(to_data(g))
+
+
+SMALL = [DEFAULT_LIMITS, dataclasses.replace(DEFAULT_LIMITS, max_nfa_states=300),
+         dataclasses.replace(DEFAULT_LIMITS, max_compile_work=2000),
+         dataclasses.replace(DEFAULT_LIMITS, max_nfa_states=40, max_compile_work=100)]
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_check_size_with_attached_estimates(name: str) -> None:
+    g = _grammar(SCHEMAS[name])
+    if g is None:
+        pytest.skip("the front-end refuses this schema")
+    assert S._attached(g, False, True) is not None, "the front-end attaches its estimates"
+    fresh = _afresh(g)
+    assert S._attached(fresh, False, True) is None
+    for limits in SMALL:
+        for counted in (False, True):
+            for inline in (True, False):
+                got = _size(g, limits, counted=counted, inline=inline)
+                want = _size(fresh, limits, counted=counted, inline=inline)
+                assert got == want, (name, limits, counted, inline)
+
+
+def test_estimates_released_by_compile_grammar() -> None:
+    from decoding.backends.select import compile_grammar
+    from decoding.vocab import Vocab
+
+    g = compile_schema({"type": "object", "properties": {"a": {"type": "string"}}}).grammar
+    assert S._attached(g, False, True) is not None
+    vocab = Vocab.from_bytes([bytes([i]) for i in range(256)] + [b"</s>"], eog_ids=[256])
+    compile_grammar(g, vocab)
+    assert S._attached(g, False, True) is None
+    assert S._attached(g, True, False) is None
+
+
+def test_attached_estimates_go_with_the_grammar() -> None:
+    import gc
+
+    g = compile_schema({"type": "array", "items": {"type": "integer"}}).grammar
+    key = id(g)
+    assert key in S._ATTACHED
+    del g
+    gc.collect()
+    assert key not in S._ATTACHED
+
+
+def test_cut_flag_says_when_counted_differs() -> None:
+    """``Estimate.cut`` is False exactly where the counted estimate is the uncounted one
+    (on these nodes); it is not compared."""
+    nodes = [rep(any_json_char(), 0, 5000), seq(lit('"'), rep(any_json_char(), 3, 10), lit('"')),
+             rep(byteset([(48, 57)]), 200, 400), choice(lit("a"), rep(lit("b"), 0, 1000)), INTEGER, NUMBER]
+    cut = 0
+    for n in nodes:
+        c, u = S._node_estimate(n, True), S._node_estimate(n, False)
+        assert u.cut is False
+        if c.cut:
+            cut += 1
+        else:
+            assert c == u and dataclasses.astuple(c) == dataclasses.astuple(u)
+    assert cut >= 2
+    assert S._node_estimate(nodes[0], True) == S._node_estimate(nodes[0], True)
+
+
+# ------------------------------------------------------------------ plain nodes
+
+def _register_constants() -> None:
+    for n in (any_json_char(), INTEGER, NUMBER):
+        register_plain(n)
+
+
+def test_register_plain_refuses() -> None:
+    for bad in (seq(lit("a"), Ref("x")), choice(lit("a"), Special("<s>")), Inter((lit("a"), lit("a"))),
+                Diff(lit("a"), lit("b")), seq(lit("a"), byteset([])), rep(byteset([]), 0, 3)):
+        with pytest.raises(GrammarError):
+            register_plain(bad)
+    ok = rep(seq(lit("ab"), byteset([(48, 57)])), 1, 3)
+    register_plain(ok)
+    assert id(ok) in plain_ids()
+
+
+def _canon_slow(g: Grammar) -> str:
+    return canonical_text(to_data(g))
+
+
+def _refs_walk(node) -> tuple[str, ...]:
+    out: dict[str, None] = {}
+    for n in walk(node):
+        if isinstance(n, Ref):
+            out.setdefault(n.name)
+    return tuple(out)
+
+
+def _productive_slow(g: Grammar) -> set[str]:
+    """The least fixpoint, computed naively (every rule re-evaluated until nothing changes)."""
+    def derives(n, ok) -> bool:
+        if isinstance(n, Seq):
+            return all(derives(x, ok) for x in n.items)
+        if isinstance(n, Choice):
+            return any(derives(x, ok) for x in n.items)
+        if isinstance(n, Repeat):
+            return n.min == 0 or (not (n.max is not None and n.max < n.min) and derives(n.item, ok))
+        if isinstance(n, Ref):
+            return n.name in ok
+        if type(n).__name__ == "ByteSet":
+            return bool(n.ranges)
+        return True
+
+    reach = {g.start}
+    todo = [g.start]
+    while todo:
+        for r in _refs_walk(g.rule(todo.pop())):
+            if r not in reach:
+                reach.add(r)
+                todo.append(r)
+    ok: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name in reach:
+            if name not in ok and derives(g.rule(name), ok):
+                ok.add(name)
+                changed = True
+    return ok
+
+
+S_CHAR = any_json_char()
+HAND_GRAMMARS = {
+    "plain_inside": Grammar("r", (("r", seq(lit('"'), star(S_CHAR), lit('"'), Special("<e>"), INTEGER)),)),
+    "plain_root": Grammar("r", (("r", S_CHAR), ("x", seq(NUMBER, Ref("r"))))),
+    "no_exit": Grammar("a", (("a", seq(S_CHAR, Ref("b"))), ("b", seq(INTEGER, Ref("a"))))),
+    "blocked": Grammar("a", (("a", choice(seq(Ref("b"), S_CHAR), seq(Ref("c"), NUMBER))),
+                             ("b", seq(lit("x"), Ref("b"))), ("c", rep(Ref("b"), 1, 2)))),
+    "shared": Grammar("a", (("a", seq(Ref("b"), choice(S_CHAR, Ref("c")), Ref("c"))),
+                            ("b", choice(INTEGER, seq(lit("["), Ref("a"), lit("]")))), ("c", choice(S_CHAR, Ref("b"))))),
+    "empty_set": Grammar("a", (("a", seq(S_CHAR, byteset([]))),)),
+}
+
+
+def _grammars() -> dict[str, Grammar]:
+    _register_constants()
+    out = dict(HAND_GRAMMARS)
+    for name, schema in SCHEMAS.items():
+        g = _grammar(schema)
+        if g is not None:
+            out[name] = g
+    return out
+
+
+def test_plain_nodes_change_no_pass() -> None:
+    _register_constants()
+    assert {id(any_json_char()), id(INTEGER), id(NUMBER)} <= plain_ids()
+    for name, g in _grammars().items():
+        assert canonical_ir_text(g) == _canon_slow(g), name
+        for rule, body in g.rules:
+            assert g.rule_refs(rule) == _refs_walk(body), (name, rule)
+        assert productive_rules(g) == _productive_slow(g), name
+        # the grammar check: the same specials (first-seen order) as a full walk
+        specials: dict[str, None] = {}
+        seen: set[int] = set()
+        for _, body in g.rules:
+            for n in walk(body, seen):
+                if isinstance(n, Special):
+                    specials.setdefault(n.text)
+        assert g.specials() == list(specials), name
+
+
+def test_find_empty_blames_the_same_rule() -> None:
+    _register_constants()
+    assert find_empty(HAND_GRAMMARS["no_exit"]) == ("a", "every expansion recurses through 'a' -> 'b' -> 'a' "
+                                                         "(no finite string)")
+    assert find_empty(HAND_GRAMMARS["blocked"])[0] == "b"
+    assert find_empty(HAND_GRAMMARS["empty_set"]) == ("a", "accepts no string")
+    assert find_empty(HAND_GRAMMARS["shared"]) is None
+
+
+def test_grammar_check_with_plain_nodes() -> None:
+    _register_constants()
+    with pytest.raises(GrammarError, match="refers to undefined rule 'nope'"):
+        Grammar("r", (("r", seq(S_CHAR, INTEGER, Ref("nope"))),))
+    with pytest.raises(GrammarError, match="intersection/difference operand contains a reference"):
+        Grammar("r", (("r", seq(S_CHAR, Inter((S_CHAR, Ref("r"))))),))
