@@ -104,6 +104,30 @@ static PyObject *py_mask_count(PyObject *self, PyObject *args) {
     return PyLong_FromSize_t(c);
 }
 
+static PyObject *py_mask_hash(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *om;
+    if (!PyArg_ParseTuple(args, "O", &om)) return NULL;
+    Py_buffer m;
+    if (get_words(om, &m, 0, "mask") < 0) return NULL;
+    uint64_t h = gd_mask_hash(m.buf, (size_t)m.shape[0]);
+    PyBuffer_Release(&m);
+    return PyLong_FromUnsignedLongLong((unsigned long long)h);
+}
+
+static PyObject *py_mask_equal(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *oa, *ob;
+    if (!PyArg_ParseTuple(args, "OO", &oa, &ob)) return NULL;
+    Py_buffer a, b;
+    if (get_words(oa, &a, 0, "a") < 0) return NULL;
+    if (get_words(ob, &b, 0, "b") < 0) { PyBuffer_Release(&a); return NULL; }
+    int eq = a.shape[0] == b.shape[0] && gd_mask_equal(a.buf, b.buf, (size_t)a.shape[0]);
+    PyBuffer_Release(&a);
+    PyBuffer_Release(&b);
+    return PyBool_FromLong(eq);
+}
+
 static PyObject *py_apply_mask(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"logits", "mask", "fill", NULL};
     PyObject *ol, *om;
@@ -760,6 +784,8 @@ static PyMethodDef methods[] = {
     {"mask_and", py_mask_and, METH_VARARGS, "mask_and(dst, a, b): dst = a & b over uint32 words."},
     {"mask_or", py_mask_or, METH_VARARGS, "mask_or(dst, a, b): dst = a | b over uint32 words."},
     {"mask_count", py_mask_count, METH_VARARGS, "mask_count(mask, n): set bits among the first n."},
+    {"mask_hash", py_mask_hash, METH_VARARGS, "mask_hash(mask) -> 64-bit hash of the uint32 words (interning)."},
+    {"mask_equal", py_mask_equal, METH_VARARGS, "mask_equal(a, b) -> True if the uint32 word arrays are equal."},
     {"apply_mask", (PyCFunction)(void (*)(void))py_apply_mask, METH_VARARGS | METH_KEYWORDS,
      "apply_mask(logits, mask, fill=-inf): in place; logits is a 1-D float32 view, any stride. Releases the GIL."},
     {"trie_build", py_trie_build, METH_VARARGS, "trie_build(blob, offsets_u64) -> capsule. Releases the GIL."},

@@ -4,7 +4,7 @@ A back-end computes a uint32 bitmask per state; :class:`MaskTable` stores each d
 mask once and hands out small integer mask ids.
 
 Invariants
-- Interning is by crc32 plus full equality: two ids never name equal masks (for masks
+- Interning is by a 64-bit hash (native ``mask_hash``) plus full equality: two ids never name equal masks (for masks
   added through :meth:`MaskTable.intern`), and a mask, once stored, is read-only and
   never changes, so ids and arrays may be shared between threads and requests.
 - At most ``max_masks`` distinct masks are stored; one more raises
@@ -16,11 +16,11 @@ Invariants
 from __future__ import annotations
 
 import threading
-import zlib
 from typing import Any, Sequence
 
 import numpy as np
 
+from decoding import _native
 from decoding.errors import LimitError
 
 __all__ = ["MaskTable", "mask_ids", "DEFAULT_MAX_MASKS"]
@@ -42,7 +42,7 @@ class MaskTable:
     read-only arrays); they are used as they are and are not indexed for interning.
     """
 
-    __slots__ = ("n_tokens", "n_words", "max_masks", "where", "_masks", "_by_crc", "_ids", "_lock")
+    __slots__ = ("n_tokens", "n_words", "max_masks", "where", "_masks", "_by_hash", "_ids", "_lock")
 
     def __init__(self, n_tokens: int, *, max_masks: int = DEFAULT_MAX_MASKS,
                  stored: Sequence[np.ndarray] | None = None, where: str = "token index") -> None:
@@ -51,7 +51,7 @@ class MaskTable:
         self.max_masks = int(max_masks)
         self.where = where
         self._masks: Any = stored if stored is not None else []
-        self._by_crc: dict[int, list[int]] = {}
+        self._by_hash: dict[int, list[int]] = {}
         self._ids: dict[int, np.ndarray] = {}
         self._lock = threading.Lock()
 
@@ -69,10 +69,10 @@ class MaskTable:
     def intern(self, m: np.ndarray) -> int:
         """The id of ``m`` (a uint32 array of ``n_words`` words, which the table may keep
         and make read-only: do not modify it afterwards)."""
-        key = zlib.crc32(m)
+        key = _native.mask_hash(m)
         with self._lock:
-            for i in self._by_crc.get(key, ()):
-                if np.array_equal(self._masks[i], m):
+            for i in self._by_hash.get(key, ()):
+                if _native.mask_equal(self._masks[i], m):
                     return i
             if len(self._masks) >= self.max_masks:
                 raise LimitError(f"{self.where}: more than max_masks={self.max_masks} distinct token masks")
@@ -81,7 +81,7 @@ class MaskTable:
             mid = len(self._masks)
             m.setflags(write=False)
             self._masks.append(m)
-            self._by_crc.setdefault(key, []).append(mid)
+            self._by_hash.setdefault(key, []).append(mid)
             return mid
 
     def ids(self, mid: int) -> np.ndarray:

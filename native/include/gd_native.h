@@ -44,6 +44,9 @@ void gd_mask_and(const gd_kernels *k, uint32_t *dst, const uint32_t *a, const ui
 void gd_mask_or(const gd_kernels *k, uint32_t *dst, const uint32_t *a, const uint32_t *b, size_t nwords);
 /* Number of set bits among the first n bits. */
 size_t gd_mask_count(const uint32_t *mask, size_t n);
+/* A 64-bit hash of nwords words (for interning masks; not cryptographic), and equality. */
+uint64_t gd_mask_hash(const uint32_t *mask, size_t nwords);
+int gd_mask_equal(const uint32_t *a, const uint32_t *b, size_t nwords);
 
 /* logits[i] = fill for every i < n whose bit is clear.  Contiguous float32. */
 void gd_apply_mask_f32(const gd_kernels *k, float *logits, size_t n, const uint32_t *mask, float fill);

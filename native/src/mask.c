@@ -72,6 +72,28 @@ size_t gd_mask_count(const uint32_t *mask, size_t n) {
     return c;
 }
 
+/* Four independent multiply-xor lanes over 64-bit pairs of words (no serial dependency
+ * between consecutive words), folded at the end. */
+uint64_t gd_mask_hash(const uint32_t *mask, size_t nwords) {
+    const uint64_t K = 0x9E3779B97F4A7C15ull, M = 0xFF51AFD7ED558CCDull;
+    uint64_t h[4] = {K ^ (uint64_t)nwords, K * 3u, K * 5u, K * 7u};
+    size_t w = 0;
+    for (; w + 8 <= nwords; w += 8)
+        for (int l = 0; l < 4; l++) {
+            uint64_t x = (uint64_t)mask[w + 2 * l] | ((uint64_t)mask[w + 2 * l + 1] << 32);
+            h[l] = (h[l] ^ (x * M)) * K;
+        }
+    for (; w < nwords; w++) h[w & 3] = (h[w & 3] ^ ((uint64_t)mask[w] * M + w)) * K;
+    uint64_t r = h[0] ^ (h[1] * M) ^ (h[2] * K) ^ (h[3] * M * K);
+    r ^= r >> 31;
+    r *= M;
+    return r ^ (r >> 29);
+}
+
+int gd_mask_equal(const uint32_t *a, const uint32_t *b, size_t nwords) {
+    return memcmp(a, b, nwords * sizeof(uint32_t)) == 0;
+}
+
 /* ---------------------------------------------------------------- dispatch
  * Stateless: the caller holds the chosen table (the Python binding keeps it in its module
  * state) and passes it to every call.  CPU support is read from CPUID on each query, which

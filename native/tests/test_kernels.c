@@ -128,8 +128,25 @@ static void test_selection(void) {
     printf("ok   selection (best: %s)\n", gd_impl_name(best));
 }
 
+/* Hash and equality used for interning: equal words hash equally, one flipped bit anywhere
+ * changes equality (and, for this fixed data, the hash). */
+static void test_hash_equal(void) {
+    uint32_t a[4001], b[4001];
+    for (size_t w = 0; w < 4001; w++) a[w] = b[w] = rnd();
+    CHECK(gd_mask_hash(a, 4001) == gd_mask_hash(b, 4001), "hash of equal words");
+    CHECK(gd_mask_equal(a, b, 4001), "equal words");
+    for (size_t w = 0; w < 4001; w += 997) {
+        b[w] ^= 1u << (w & 31);
+        CHECK(!gd_mask_equal(a, b, 4001), "flipped bit in word %zu", w);
+        CHECK(gd_mask_hash(a, 4001) != gd_mask_hash(b, 4001), "hash of a flipped bit in word %zu", w);
+        b[w] = a[w];
+    }
+    CHECK(gd_mask_hash(a, 4000) != gd_mask_hash(a, 4001), "hash depends on the length");
+}
+
 int main(void) {
     test_selection();
+    test_hash_equal();
     for (int impl = GD_IMPL_SCALAR; impl < GD_IMPL_COUNT; impl++) test_impl(impl);
     test_trie();
     if (failures) { printf("%d failed\n", failures); return 1; }

@@ -1,0 +1,42 @@
+"""MaskTable interning: equal masks share one id, different masks never do (also when
+their hashes collide), the limit is a LimitError, stored masks are read-only."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from decoding.backends import masks as masks_mod
+from decoding.backends.masks import MaskTable, mask_ids
+from decoding.errors import LimitError
+
+
+def _mask(n_tokens: int, ids: list[int]) -> np.ndarray:
+    m = np.zeros((n_tokens + 31) // 32, dtype=np.uint32)
+    for i in ids:
+        m[i >> 5] |= np.uint32(1 << (i & 31))
+    return m
+
+
+@pytest.mark.parametrize("collide", [False, True])
+def test_equal_masks_share_an_id_and_different_ones_never_do(collide, monkeypatch):
+    if collide:  # every mask hashes alike: equality alone must tell them apart
+        monkeypatch.setattr(masks_mod._native, "mask_hash", lambda m: 7)
+    t = MaskTable(1000)
+    sets = [[], [0], [999], [0, 999], [31, 32, 33], list(range(0, 1000, 3))]
+    ids = [t.intern(_mask(1000, s)) for s in sets]
+    assert len(set(ids)) == len(sets)
+    assert [t.intern(_mask(1000, s)) for s in sets] == ids
+    for mid, s in zip(ids, sets):
+        assert mask_ids(t[mid], 1000).tolist() == sorted(s)
+        assert not t[mid].flags.writeable
+    assert len(t) == len(sets)
+
+
+def test_more_distinct_masks_than_the_limit_is_a_limit_error():
+    t = MaskTable(64, max_masks=3)
+    for i in range(3):
+        t.intern(_mask(64, [i]))
+    t.intern(_mask(64, [0]))  # already there: no new mask
+    with pytest.raises(LimitError, match="max_masks=3"):
+        t.intern(_mask(64, [5]))
