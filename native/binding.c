@@ -208,9 +208,9 @@ static PyObject *py_trie_info(PyObject *self, PyObject *args) {
 static PyObject *py_trie_walk(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *cap, *ocls, *otab, *omask, *onext = Py_None;
-    int state;
+    int state, sink = -1;
     Py_ssize_t ncols;
-    if (!PyArg_ParseTuple(args, "OOOniO|O", &cap, &ocls, &otab, &ncols, &state, &omask, &onext)) return NULL;
+    if (!PyArg_ParseTuple(args, "OOOniO|Oi", &cap, &ocls, &otab, &ncols, &state, &omask, &onext, &sink)) return NULL;
     gd_trie *t = PyCapsule_GetPointer(cap, TRIE_CAPSULE);
     if (!t) return NULL;
     Py_buffer cls, tab, mask, next;
@@ -246,24 +246,31 @@ static PyObject *py_trie_walk(PyObject *self, PyObject *args) {
         return NULL;
     }
     Py_ssize_t nstates = tab.shape[0] / ncols;
-    if (tab.shape[0] % ncols != 0 || state < 0 || state >= nstates ||
+    int sink_bad = sink < -1 || sink >= nstates;
+    if (!sink_bad && sink >= 0 && tab.shape[0] % ncols == 0) /* the sink's row must lead to itself */
+        for (Py_ssize_t c = 0; c < ncols && !sink_bad; c++)
+            sink_bad = (tab.itemsize == 2 ? ((const int16_t *)tab.buf)[(size_t)sink * ncols + c]
+                                          : ((const int32_t *)tab.buf)[(size_t)sink * ncols + c]) != sink;
+    if (tab.shape[0] % ncols != 0 || state < 0 || state >= nstates || sink_bad ||
         (has_next && next.shape[0] < mask.shape[0] * 32)) {
+        Py_ssize_t entries = tab.shape[0];
         PyBuffer_Release(&cls);
         PyBuffer_Release(&tab);
         PyBuffer_Release(&mask);
         if (has_next) PyBuffer_Release(&next);
-        return PyErr_Format(PyExc_ValueError, "bad walk arguments: table of %zd entries, state %d, "
-                            "next_state too short or table not a multiple of ncols", tab.shape[0], state);
+        return PyErr_Format(PyExc_ValueError, "bad walk arguments: table of %zd entries, state %d, sink %d "
+                            "(not a state whose row leads to itself), next_state too short or table not a "
+                            "multiple of ncols", entries, state, sink);
     }
     /* Every table entry must be a valid state or -1: checked once by the caller (index.py). */
     size_t allowed;
     Py_BEGIN_ALLOW_THREADS
     if (tab.itemsize == 2)
-        allowed = gd_trie_walk16(t, cls.buf, tab.buf, (size_t)ncols, state, mask.buf, (size_t)mask.shape[0],
-                                 has_next ? next.buf : NULL);
+        allowed = gd_trie_walk_sink16(t, cls.buf, tab.buf, (size_t)ncols, state, mask.buf, (size_t)mask.shape[0],
+                                      has_next ? next.buf : NULL, sink);
     else
-        allowed = gd_trie_walk(t, cls.buf, tab.buf, (size_t)ncols, state, mask.buf, (size_t)mask.shape[0],
-                               has_next ? next.buf : NULL);
+        allowed = gd_trie_walk_sink(t, cls.buf, tab.buf, (size_t)ncols, state, mask.buf, (size_t)mask.shape[0],
+                                    has_next ? next.buf : NULL, sink);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&cls);
     PyBuffer_Release(&tab);
@@ -791,7 +798,9 @@ static PyMethodDef methods[] = {
     {"trie_build", py_trie_build, METH_VARARGS, "trie_build(blob, offsets_u64) -> capsule. Releases the GIL."},
     {"trie_info", py_trie_info, METH_VARARGS, "trie_info(trie) -> (nodes, bytes)."},
     {"trie_walk", py_trie_walk, METH_VARARGS,
-     "trie_walk(trie, classes_u8[256], table_i32_or_i16, ncols, state, mask_out_u32, next_state_i32=None) -> allowed count. Releases the GIL."},
+     "trie_walk(trie, classes_u8[256], table_i32_or_i16, ncols, state, mask_out_u32, next_state_i32=None, sink=-1) -> "
+     "allowed count (sink: a state whose row leads to itself; every token reaching it is allowed without more "
+     "lookups). Releases the GIL."},
     {"plain_chain", py_plain_chain, METH_VARARGS,
      "plain_chain(row_off_i32, pair_cls_u8, pair_next_i16, table_i32_or_i16, ncols, state, max_len) -> uniform "
      "plain-text steps from state (>= 0), -2 mixed (or longer than max_len), -3 unbounded. Releases the GIL."},

@@ -139,6 +139,31 @@ def test_same_masks_as_dfa_llama_bpe():
     assert steps > 400
 
 
+def test_plain_text_shortcut_gives_the_full_walk_masks():
+    """Pushdown string bodies use the plain-text shortcut (decoding/backends/dfa/textloop.py)
+    on the rule tables: the masks equal those of whole-trie walks along random walks."""
+    v = get_vocab("llama-bpe")
+    g = compile_schema(FREE_SCHEMA, free_depth=2).grammar
+    fast = compile_grammar(g, v, backend="pushdown")
+    full = compile_grammar(g, v, backend="pushdown")
+    full._loop_profiles = ()
+    rng = np.random.default_rng(11)
+    steps = 0
+    for _ in range(20):
+        a, b = Matcher(fast), Matcher(full)
+        for _step in range(200):
+            assert np.array_equal(a.mask(), b.mask()), (steps, a.state)
+            ids = a.allowed_ids()
+            t = int(ids[rng.integers(len(ids))])
+            assert a.advance(t) and b.advance(t)
+            steps += 1
+            if a.finished:
+                break
+    assert steps > 200
+    assert any(fast._plain_chain(n, fast._tables(r, sid)[0], s) is not None
+               for (r, s, sid) in fast._walks for n in fast._loop_profiles)  # the shortcut was taken
+
+
 @pytest.mark.parametrize("vocab", ["llama-bpe", "gemma-4"])
 def test_deep_free_values_walks_validate(vocab):
     """free_depth=16 is far beyond one explicit DFA; auto picks the pushdown back-end and

@@ -77,6 +77,13 @@ size_t gd_trie_walk(const gd_trie *trie, const uint8_t *classes, const int32_t *
 /* Same with an int16 table (automata of fewer than 32,767 states: half the memory). */
 size_t gd_trie_walk16(const gd_trie *trie, const uint8_t *classes, const int16_t *table, size_t ncols,
                       int32_t state, uint32_t *mask, size_t nwords, int32_t *next_state);
+/* Same, with a sink state (`sink` >= 0): the caller guarantees that every byte class leads
+ * from `sink` to `sink`, so once the walk reaches it every token of the subtree is allowed
+ * (and ends in `sink`) without looking at the table again.  `sink` = -1: none. */
+size_t gd_trie_walk_sink(const gd_trie *trie, const uint8_t *classes, const int32_t *table, size_t ncols,
+                         int32_t state, uint32_t *mask, size_t nwords, int32_t *next_state, int32_t sink);
+size_t gd_trie_walk_sink16(const gd_trie *trie, const uint8_t *classes, const int16_t *table, size_t ncols,
+                           int32_t state, uint32_t *mask, size_t nwords, int32_t *next_state, int32_t sink);
 
 /* ---- plain-text chains (src/textloop.c; see decoding/backends/dfa/textloop.py) ----------
  * A plain-text profile's character DFA is given per character state p as the distinct pairs

@@ -156,7 +156,7 @@ size_t gd_trie_bytes(const gd_trie *t) {
 /* The walk, for int32 and int16 transition tables (same code, two element types). */
 #define GD_DEFINE_WALK(NAME, T)                                                                    \
     size_t NAME(const gd_trie *t, const uint8_t *classes, const T *table, size_t ncols,            \
-                int32_t state, uint32_t *mask, size_t nwords, int32_t *next_state) {               \
+                int32_t state, uint32_t *mask, size_t nwords, int32_t *next_state, int32_t sink) { \
         memset(mask, 0, nwords * sizeof(uint32_t));                                                \
         int32_t stack_small[256];                                                                  \
         int32_t *stack = t->max_depth < 255 ? stack_small                                          \
@@ -172,6 +172,19 @@ size_t gd_trie_bytes(const gd_trie *t) {
             uint32_t d = depth[i];                                                                 \
             int32_t s = (int32_t)table[(size_t)stack[d - 1] * ncols + classes[byte[i]]];           \
             if (s < 0) { i = skip[i]; continue; }                                                  \
+            if (s == sink) { /* every token of the subtree: ids[tok[i] .. tok[skip[i]]) */         \
+                uint32_t end = tok[skip[i]]; /* tok has n_nodes + 1 entries */                     \
+                for (uint32_t k = tok[i]; k < end; k++) {                                          \
+                    uint32_t id = ids[k];                                                          \
+                    if ((size_t)(id >> 5) < nwords) {                                              \
+                        mask[id >> 5] |= 1u << (id & 31);                                          \
+                        if (next_state) next_state[id] = s;                                        \
+                        allowed++;                                                                 \
+                    }                                                                              \
+                }                                                                                  \
+                i = skip[i];                                                                       \
+                continue;                                                                          \
+            }                                                                                      \
             stack[d] = s;                                                                          \
             for (uint32_t k = tok[i]; k < tok[i + 1]; k++) {                                       \
                 uint32_t id = ids[k];                                                              \
@@ -187,5 +200,15 @@ size_t gd_trie_bytes(const gd_trie *t) {
         return allowed;                                                                            \
     }
 
-GD_DEFINE_WALK(gd_trie_walk, int32_t)
-GD_DEFINE_WALK(gd_trie_walk16, int16_t)
+GD_DEFINE_WALK(gd_trie_walk_sink, int32_t)
+GD_DEFINE_WALK(gd_trie_walk_sink16, int16_t)
+
+size_t gd_trie_walk(const gd_trie *t, const uint8_t *classes, const int32_t *table, size_t ncols, int32_t state,
+                    uint32_t *mask, size_t nwords, int32_t *next_state) {
+    return gd_trie_walk_sink(t, classes, table, ncols, state, mask, nwords, next_state, -1);
+}
+
+size_t gd_trie_walk16(const gd_trie *t, const uint8_t *classes, const int16_t *table, size_t ncols, int32_t state,
+                      uint32_t *mask, size_t nwords, int32_t *next_state) {
+    return gd_trie_walk_sink16(t, classes, table, ncols, state, mask, nwords, next_state, -1);
+}

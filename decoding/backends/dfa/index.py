@@ -29,7 +29,7 @@ import numpy as np
 from decoding import _native
 from decoding.backends.automaton import DFA, DEFAULT_MAX_STATES, _pure_python_dfa, compile_dfa
 from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN
-from decoding.backends.dfa.textloop import char_pairs, plain_chain, plain_chain_py
+from decoding.backends.dfa.textloop import char_pairs, plain_chain, plain_chain_py, walk_tokens
 from decoding.backends.masks import DEFAULT_MAX_MASKS, MaskTable
 from decoding.backends.tables import PROFILES, vocab_tables
 from decoding.errors import LimitError, VocabError
@@ -329,18 +329,8 @@ class DFAGrammar:
         trie or, for a state on a uniform chain of plain characters (string bodies, XML text;
         see :mod:`decoding.backends.dfa.textloop`), the precomputed plain tokens of at most
         ``k`` characters plus a walk of the small trie of the other tokens."""
-        table = self._table.reshape(-1)
-        tabs = vocab_tables(self.vocab)
-        # cheap filter: a plain-text state must at least allow "a" (plain in every profile)
-        if self._table[state, self._classes[0x61]] >= 0:
-            for name in self._loop_profiles:
-                k = self._plain_chain(name, state)
-                if k is not None:
-                    prof = tabs.profile(name)
-                    _native.trie_walk(prof.other_trie, self._classes, table, self._table.shape[1], state, m)
-                    _native.mask_or(m, m, prof.plain_upto(k))
-                    return
-        _native.trie_walk(tabs.trie, self._classes, table, self._table.shape[1], state, m)
+        walk_tokens(vocab_tables(self.vocab), self._classes, self._table, int(state), m, self._plain_chain,
+                    self._loop_profiles)
 
     def _plain_chain(self, name: str, state: int) -> int | None:
         """Plain characters consumable from ``state`` along uniform steps (UNBOUNDED if the

@@ -19,9 +19,11 @@ and :func:`plain_chain_py` are the Python reference it is tested against.
 
 from __future__ import annotations
 
+from typing import Any, Callable, Iterable
+
 import numpy as np
 
-__all__ = ["plain_step", "plain_chain_py", "plain_chain", "char_pairs", "UNBOUNDED", "MAX_CHAIN"]
+__all__ = ["plain_step", "plain_chain_py", "plain_chain", "char_pairs", "walk_tokens", "UNBOUNDED", "MAX_CHAIN"]
 
 #: chain length of a state on a cycle of uniform steps
 UNBOUNDED = 1 << 30
@@ -118,3 +120,27 @@ def plain_chain(pairs: tuple[np.ndarray, np.ndarray, np.ndarray], table: np.ndar
     if k == -3:
         return UNBOUNDED
     return None if k < 0 else int(k)
+
+
+def walk_tokens(tabs: Any, classes: np.ndarray, table: np.ndarray, state: int, m: np.ndarray,
+                chain: Callable[[str, int], int | None], profiles: Iterable[str], sink: int = -1) -> None:
+    """Text-token bits of ``state`` into ``m`` (overwritten): for a state on a uniform chain
+    of plain characters (``chain(profile, state)`` not None) the profile's plain tokens of at
+    most that many characters plus a walk of the small trie of its other tokens, else a walk
+    of the whole vocabulary trie (``tabs``: the vocabulary's
+    :class:`~decoding.backends.tables.VocabTables`).  ``table``: n_states x columns, byte
+    classes first (``classes[byte]``); ``sink``: an absorbing state of ``table`` or -1."""
+    from decoding import _native
+
+    flat = table.reshape(-1)
+    ncols = table.shape[1]
+    # cheap filter: a plain-text state must at least allow "a" (plain in every profile)
+    if table[state, classes[0x61]] >= 0:
+        for name in profiles:
+            k = chain(name, state)
+            if k is not None:
+                prof = tabs.profile(name)
+                _native.trie_walk(prof.other_trie, classes, flat, ncols, state, m, None, sink)
+                _native.mask_or(m, m, prof.plain_upto(k))
+                return
+    _native.trie_walk(tabs.trie, classes, flat, ncols, state, m, None, sink)

@@ -41,7 +41,8 @@ from decoding import _native
 from decoding.backends.automaton import DFA, _bfs, _prune, compile_dfa
 from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN
 from decoding.backends.masks import DEFAULT_MAX_MASKS, MaskTable, mask_ids
-from decoding.backends.tables import vocab_tables
+from decoding.backends.dfa.textloop import char_pairs, plain_chain, walk_tokens
+from decoding.backends.tables import PROFILES, vocab_tables
 from decoding.errors import GrammarError, LimitError
 from decoding.limits import DEFAULT_LIMITS, Limits
 from decoding.ir import Grammar, Node, Ref, Special, map_leaves
@@ -414,6 +415,8 @@ class CompiledPushdown:
         self._mb_memo: dict[int, list[list[int]]] = {}
         self._succ_memo: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._walks: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._char_pairs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._loop_profiles = tuple(PROFILES)  # the plain-text shortcuts tried (tests clear it)
         self._tabs: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
         self._closure_memo: dict[Config, tuple] = {}
         self._step_memo: dict[tuple[Config, int], Config] = {}
@@ -770,17 +773,27 @@ class CompiledPushdown:
         if hit is not None:
             return hit
         loc_t, over_t = self._tables(r, sid)
-        trie = vocab_tables(self.vocab).trie
-        loc = np.zeros(self.n_words, dtype=np.uint32)
-        over = np.zeros(self.n_words, dtype=np.uint32)
-        _native.trie_walk(trie, _IDENT, loc_t.reshape(-1), 256, s, loc)
-        _native.trie_walk(trie, _IDENT, over_t.reshape(-1), 256, s, over)
+        tabs = vocab_tables(self.vocab)
+        loc = np.empty(self.n_words, dtype=np.uint32)
+        over = np.empty(self.n_words, dtype=np.uint32)
+        # string bodies take the plain-text shortcut of the DFA back-end (exact, see
+        # decoding.backends.dfa.textloop); state n of ``over`` is absorbing (its sink)
+        walk_tokens(tabs, _IDENT, loc_t, s, loc, lambda name, st: self._plain_chain(name, loc_t, st), self._loop_profiles)
+        walk_tokens(tabs, _IDENT, over_t, s, over, lambda name, st: self._plain_chain(name, over_t, st), self._loop_profiles,
+                    sink=over_t.shape[0] - 1)
         for tid in self.special_token_ids:
             loc[tid >> 5] &= ~np.uint32(1 << (tid & 31))
             over[tid >> 5] &= ~np.uint32(1 << (tid & 31))
         cand = over & ~loc
         self._walks[key] = (loc, cand)
         return loc, cand
+
+    def _plain_chain(self, name: str, table: np.ndarray, state: int) -> int | None:
+        """The plain-text chain of ``state`` in a rule table (identity byte classes)."""
+        pairs = self._char_pairs.get(name)
+        if pairs is None:
+            pairs = self._char_pairs[name] = char_pairs(vocab_tables(self.vocab).profile(name).char_dfa, _IDENT)
+        return plain_chain(pairs, table, state)
 
     def _compute(self, cfg: Config) -> np.ndarray:
         m = np.zeros(self.n_words, dtype=np.uint32)
