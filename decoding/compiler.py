@@ -146,7 +146,7 @@ class Compiler:
         ``gbnf``; aliases json/xml).  ``name`` names the source in errors."""
         kind = kind_of("", kind)
         opts = self._compile_options(options)
-        alias = self._alias(source, kind, options, base_dir)
+        alias = self._alias(source, kind, options, base_dir) if self.cache is not None else None  # (only a cache reads it)
         if alias is not None and self.cache is not None:
             hit = self.cache.get_alias(alias, backend=opts["backend"])
             if hit is not None:

@@ -3,8 +3,8 @@
 - size estimates seeded with the per-process estimates of the nodes every compile reaches
   (``compile._constants``, ``_seeded_fold``) against an empty memo per compile;
 - ``_reachable`` not walking those nodes against walking them;
-- ``hoist`` reading the counted estimate where no repetition is beyond the counted window
-  (``_window_free``) against always estimating with ``counted=False``;
+- ``hoist`` reading the counted estimate where no repetition in it was counted
+  (``_uncounted_estimate``, ``Estimate.cut``) against always estimating with ``counted=False``;
 - ``_check_rules`` comparing only rule bodies with equal estimates against deduplicating
   them by hash (the same LimitErrors, also under small limits);
 - ``_unproductive`` remembering productive nodes across its passes (and knowing the
@@ -161,7 +161,7 @@ def _reachable_walking_all(root: Node, rules: dict[str, Node]) -> dict[str, Node
 
 def _slow(m: pytest.MonkeyPatch) -> None:
     m.setattr(C, "_seeded_fold", lambda counted: ({}, []))
-    m.setattr(C, "_window_free", lambda node, memo: False)  # hoist estimates counted=False
+    m.setattr(C, "_uncounted_estimate", lambda node, memo: C._estimate(node, False, memo))  # hoist: counted=False
     m.setattr(C, "_reachable", _reachable_walking_all)
     m.setattr(C, "_check_rules", _check_rules_by_hash)
     m.setattr(C, "_unproductive", _unproductive_afresh)
@@ -230,30 +230,33 @@ def test_constants():
 
 
 @pytest.mark.parametrize("name", sorted(SCHEMAS)[::2] + ["long_string", "big_array", "enum_big"])
-def test_window_free_nodes_estimate_alike(name):
-    """Where ``_window_free`` holds, the counted and uncounted estimates agree (the reason
-    hoist may read either); on every node of the grammar."""
+def test_uncut_nodes_estimate_alike(name):
+    """Where no repetition was counted (``Estimate.cut`` False), the counted and uncounted
+    estimates agree (the reason hoist may read either); on every node of the grammar."""
     from decoding.ir import walk
     from decoding.ir.size import _node_estimate
     try:
         g = compile_schema(SCHEMAS[name]).grammar
     except Exception:  # noqa: BLE001 - nothing to look at
         return
-    memo: dict = {}
     est: dict = {flag: ({}, []) for flag in (False, True)}  # shared per flag, as compile does
-    free = 0
+    alike = 0
     for _, body in g.rules:
         for n in walk(body):
-            if C._window_free(n, memo):
-                free += 1
-                assert _node_estimate(n, True, *est[True]) == _node_estimate(n, False, *est[False])
-    assert free
+            c = _node_estimate(n, True, *est[True])
+            u = _node_estimate(n, False, *est[False])
+            assert not u.cut
+            if not c.cut:
+                alike += 1
+                assert c == u and dataclasses.astuple(c) == dataclasses.astuple(u)
+    assert alike
 
 
-def test_window_free_sees_large_repetitions():
+def test_cut_sees_large_repetitions():
     from decoding.ir import lit, rep, seq
-    from decoding.ir.size import COUNTED_WINDOW
+    from decoding.ir.size import COUNTED_WINDOW, _node_estimate
     w = COUNTED_WINDOW + 1
     inside = seq(lit("a"), rep(lit("b"), 0, w + 1))
-    assert not C._window_free(inside, {}) and not C._window_free(rep(lit("b"), w + 1, None), {})
-    assert C._window_free(seq(lit("a"), rep(lit("b"), 3, w + 3)), {})
+    assert _node_estimate(inside, True).cut and _node_estimate(rep(lit("b"), w + 1, None), True).cut
+    assert not _node_estimate(seq(lit("a"), rep(lit("b"), 3, w + 3)), True).cut
+    assert not _node_estimate(inside, False).cut

@@ -419,8 +419,9 @@ def seq(*items: Node) -> Node:
             continue
         else:
             merged.append(it)
-    if any(m == NOTHING for m in merged):
-        return NOTHING
+    for m in merged:  # ``m == NOTHING`` without the dataclass comparisons
+        if m.__class__ is Choice and m.items == ():
+            return NOTHING
     return merged[0] if len(merged) == 1 else Seq(tuple(merged))
 
 

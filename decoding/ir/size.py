@@ -63,7 +63,7 @@ def is_sep_loop(x: Node, r: Node) -> bool:
         isinstance(r.item, Seq) and len(r.item.items) >= 2 and r.item.items[-1] == x
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Estimate:
     """Estimates of one node: ``states`` (NFA states), ``lo``/``hi`` (shortest and longest
     match in bytes, ``hi`` None when unbounded) and ``work`` (quadratic subset-construction
@@ -94,6 +94,27 @@ class Estimate:
 
 
 _ALL = (1 << 257) - 1
+
+_SETTERS = tuple(Estimate.__dict__[f].__set__ for f in Estimate.__dataclass_fields__)  # the slots' own
+_new = object.__new__
+
+
+def _est(states: int, lo: int, hi: int | None, work: int, amb: bool = False, first: int = _ALL,
+         refs: bool = False, pf: bool = False, cut: bool = False) -> Estimate:
+    """``Estimate(...)`` made faster (the slots set directly, not through the frozen class's
+    ``__setattr__`` guard): the same object; the estimates are built by the thousand."""
+    e = _new(Estimate)
+    s0, s1, s2, s3, s4, s5, s6, s7, s8 = _SETTERS
+    s0(e, states)
+    s1(e, lo)
+    s2(e, hi)
+    s3(e, work)
+    s4(e, amb)
+    s5(e, first)
+    s6(e, refs)
+    s7(e, pf)
+    s8(e, cut)
+    return e
 # a Ref seen as one symbol (the pushdown back-end's call), or a recursive Ref inlined as
 # nothing: its language is unknown here (first = every symbol, never "known ambiguous")
 _ONE = Estimate(1, 1, 1, 0, refs=True)
@@ -160,24 +181,39 @@ def _combine(n: Node, kids: list[Estimate], counted: bool = False) -> Estimate:
     """Estimate of a non-Ref node from its children's (in order)."""
     if isinstance(n, Lit):
         k = len(n.data)
-        return Estimate(k, k, k, 0, False, 1 << n.data[0] if k else 0, pf=True)
+        return _est(k, k, k, 0, False, 1 << n.data[0] if k else 0, pf=True)
     if isinstance(n, Seq):
-        items = n.items
-        states = sum(e.states for i, e in enumerate(kids)
-                     if not (i > 0 and is_sep_loop(items[i - 1], items[i])))
-        his = [e.hi for e in kids]
-        first = 0
-        for e in kids:
-            first |= e.first
-            if e.lo > 0:
-                break
-        return Estimate(states, sum(e.lo for e in kids),
-                        None if None in his else sum(his),  # type: ignore[arg-type]
-                        sum(e.work for e in kids), any(e.amb for e in kids), first, any(e.refs for e in kids),
-                        all(e.pf for e in kids), any(e.cut for e in kids))
+        # one pass: states (the separated list's loop ``x (S x)*`` counts ``x`` once), lo, hi,
+        # work, first symbols (up to the first item that is never empty), the flags
+        states = lo = work = first = 0
+        hi: int | None = 0
+        amb = refs = cut = False
+        pf = opened = True
+        prev: Node | None = None
+        for x, e in zip(n.items, kids):
+            if prev is None or not (isinstance(prev, Ref) and is_sep_loop(prev, x)):
+                states += e.states
+            prev = x
+            lo += e.lo
+            if hi is not None:
+                hi = None if e.hi is None else hi + e.hi
+            work += e.work
+            if opened:
+                first |= e.first
+                if e.lo > 0:
+                    opened = False
+            if e.amb:
+                amb = True
+            if e.refs:
+                refs = True
+            if not e.pf:
+                pf = False
+            if e.cut:
+                cut = True
+        return _est(states, lo, hi, work, amb, first, refs, pf, cut)
     if isinstance(n, Choice):
         if not kids:
-            return Estimate(2, 0, 0, 0, False, 0, pf=True)
+            return _est(2, 0, 0, 0, False, 0, pf=True)
         his = [e.hi for e in kids]
         first = dup = 0
         amb = any(e.amb for e in kids)
@@ -196,7 +232,7 @@ def _combine(n: Node, kids: list[Estimate], counted: bool = False) -> Estimate:
         # another branch's (first symbols disjoint, or literal heads that differ)
         pf = all(e.pf for e in kids) and (len(kids) == 1 or (
             heads_differ and all(e.lo > 0 and e.first != _ALL for e in kids)))
-        return Estimate(2 + sum(e.states + 1 for e in kids), min(e.lo for e in kids),
+        return _est(2 + sum(e.states + 1 for e in kids), min(e.lo for e in kids),
                         None if None in his else max(his),  # type: ignore[type-var]
                         sum(e.work for e in kids), amb, first, any(e.refs for e in kids), pf,
                         any(e.cut for e in kids))
@@ -223,17 +259,17 @@ def _combine(n: Node, kids: list[Estimate], counted: bool = False) -> Estimate:
                 work += states * max(1, e.states)
             else:
                 work += states * states // max(1, e.states) * (copies if e.amb and cc is None else 1)
-        return Estimate(states, e.lo * n.min, hi, work, e.amb, e.first if n.max != 0 else 0, e.refs,
+        return _est(states, e.lo * n.min, hi, work, e.amb, e.first if n.max != 0 else 0, e.refs,
                         e.pf and (n.min == n.max or n.max == 0), e.cut or cc is not None)
     if isinstance(n, ByteSet):
-        return Estimate(1, 1, 1, 0, False, _byte_mask(n.ranges), pf=True)
+        return _est(1, 1, 1, 0, False, _byte_mask(n.ranges), pf=True)
     if isinstance(n, Dfa):
         k = len(n.edges)
         first = 0
         for lo, hi, _ in n.edges[0]:
             first |= _byte_mask(((lo, hi),))
         # lo: a byte, unless empty is in
-        return Estimate(k, 0 if 0 in n.accept else 1, None, k, False, first, pf=_dfa_prefix_free(n))
+        return _est(k, 0 if 0 in n.accept else 1, None, k, False, first, pf=_dfa_prefix_free(n))
     if isinstance(n, (Inter, Diff)):
         # built as one product DFA of the operands' DFAs, embedded in the NFA: about the
         # larger operand's states (minimised), the operands' work plus the product's
@@ -246,9 +282,9 @@ def _combine(n: Node, kids: list[Estimate], counted: bool = False) -> Estimate:
             for k in kids:
                 first &= k.first
             # a subset of a prefix code is one
-            return Estimate(states, max(k.lo for k in kids), min(his) if his else None, work, False, first,
+            return _est(states, max(k.lo for k in kids), min(his) if his else None, work, False, first,
                             any(k.refs for k in kids), any(k.pf for k in kids), any(k.cut for k in kids))
-        return Estimate(states, e.lo, e.hi, work, False, e.first, any(k.refs for k in kids), e.pf,
+        return _est(states, e.lo, e.hi, work, False, e.first, any(k.refs for k in kids), e.pf,
                         any(k.cut for k in kids))
     return _SPECIAL
 
@@ -350,7 +386,47 @@ def _node_estimate(node: Node, counted: bool = False, memo: dict[int, Estimate] 
         memo, keep = {}, None
     elif keep is None:
         raise ValueError("_node_estimate: a shared memo needs its keep list")
-    return _fold(node, lambda r: _ONE, memo, lambda r: None, lambda r, e: e, lambda: True, counted, keep)
+    return _node_fold(node, counted, memo, keep)
+
+
+def _node_fold(root: Node, counted: bool, memo: dict[int, Estimate], keep: list | None) -> Estimate:
+    """``_fold(root, lambda r: _ONE, memo, ..., cacheable=lambda: True, counted, keep)``: the
+    same estimates, memo and keep list, without the inlining machinery (every Ref is one
+    symbol, every other node is memoized)."""
+    if isinstance(root, Ref):
+        return _ONE
+    hit = memo.get(id(root))
+    if hit is not None:
+        return hit
+    out: list[Estimate] = []
+    marks: list[int] = []
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    while stack:
+        n, ready = stack.pop()
+        if ready:  # its children's estimates are out[marks[-1]:]
+            base = marks.pop()
+            est = _combine(n, out[base:], counted)
+            del out[base:]
+        elif isinstance(n, Ref):
+            out.append(_ONE)
+            continue
+        else:
+            hit = memo.get(id(n))
+            if hit is not None:
+                out.append(hit)
+                continue
+            kids = _children(n)
+            if kids:
+                marks.append(len(out))
+                stack.append((n, True))
+                stack.extend((k, False) for k in reversed(kids))
+                continue
+            est = _combine(n, [])
+        memo[id(n)] = est
+        if keep is not None:
+            keep.append(n)
+        out.append(est)
+    return out[-1]
 
 
 def node_size(node: Node, *, counted: bool = False) -> int:

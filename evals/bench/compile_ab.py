@@ -14,7 +14,10 @@ edited by others) is the same in both.  Schemas are :func:`evals.bench.maskbench
 of the split (evenly spaced); per schema the time is the best of ``--repeat`` runs, alternating
 which variant goes first.  Prints p50/p90/p99 per variant and the ratios new/base.
 ``--check`` compares every schema's outcome instead (exception type and message, or the
-back-end, ``grammar_key`` and the states' count); exit status 1 if any differs.
+back-end, ``grammar_key``, ``meta`` and the states' count); exit status 1 if any differs.
+``--check --frontend`` compares the front-end's alone (``compile_schema``: the canonical IR
+text with what was dropped and ignored, or the exception's type, pointer, keyword, limit and
+message), fast enough for whole splits (``--limit -1``: every schema).
 """
 
 from __future__ import annotations
@@ -100,6 +103,35 @@ def outcome(out: Any) -> tuple:
     return ("ok", out.backend, out.grammar_key, json.dumps(out.meta, sort_keys=True), st.get("states"))
 
 
+def frontend_outcome(compile_schema: Callable, canonical_ir_text: Callable, schema: Any) -> tuple:
+    _, out = timed(compile_schema, schema)
+    if isinstance(out, Exception):
+        return ("error", type(out).__name__, getattr(out, "pointer", None), getattr(out, "keyword", None),
+                getattr(out, "limit", None), str(out))
+    return ("ok", canonical_ir_text(out.grammar), out.dropped, out.ignored)
+
+
+def check_frontend(a: argparse.Namespace) -> int:
+    """Count (and print) the schemas whose front-end outcome differs."""
+    from decoding.frontends.jsonschema import compile_schema as new_cs
+    from decoding.ir.key import canonical_ir_text as new_text
+    base_cs = importlib.import_module(BASE + ".frontends.jsonschema").compile_schema
+    base_text = importlib.import_module(BASE + ".ir.key").canonical_ir_text
+    bad = 0
+    for split in a.split or ["Glaiveai2K", "Kubernetes"]:
+        limit = a.limit or (150 if split == "Glaiveai2K" else 60)
+        items = schemas(split, None if limit < 0 else limit)
+        n = 0
+        for name, s in items:
+            x, y = frontend_outcome(new_cs, new_text, s), frontend_outcome(base_cs, base_text, s)
+            if x != y:
+                n += 1
+                print(f"  DIFFERS {split}/{name}: new {str(x)[:300]} / base {str(y)[:300]}")
+        print(f"{split}: {len(items)} schemas (front-end), {n} outcomes differ", flush=True)
+        bad += n
+    return bad
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--baseline", required=True)
@@ -108,6 +140,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--paths", nargs="*", default=list(DEFAULT_PATHS))
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--frontend", action="store_true", help="with --check: the front-end's outcome only")
     a = ap.parse_args(argv)
     base = load_baseline(a.baseline, tuple(a.paths))
     import decoding.compiler as new_compiler
@@ -115,6 +148,8 @@ def main(argv: list[str] | None = None) -> None:
     base_compiler = importlib.import_module(BASE + ".compiler")
     base_vocab = importlib.import_module(BASE + ".vocab")
     del base
+    if a.check and a.frontend:
+        sys.exit(1 if check_frontend(a) else 0)
     fns = {"new": new_compiler.Compiler(new_vocab.Vocab.from_gguf(str(VOCAB)), cache=False).compile_json_schema,
            "base": base_compiler.Compiler(base_vocab.Vocab.from_gguf(str(VOCAB)), cache=False).compile_json_schema}
     warm = {"type": "object", "properties": {"a": {"type": "string", "pattern": "^[\\w\\d\\s]+$"},

@@ -54,32 +54,12 @@ def _estimate(node: Node, counted: bool, memo: dict | None = None):
     return hit[1]
 
 
-def _window_free(node: Node, memo: dict[int, tuple[Node, bool]]) -> bool:
-    """Whether no repetition inside ``node`` (Refs not followed) is bounded beyond the
-    counted back-end's window: a minimum above ``COUNTED_WINDOW + 1``, or a finite maximum
-    more than that above the minimum.  Only such repetitions are estimated differently with
-    ``counted`` (docs of :mod:`decoding.ir.size`), so then ``_estimate(node, True) ==
-    _estimate(node, False)`` (tests/test_schema_frontend_fast.py checks it on every node of
-    its grammars).  ``memo``: node id -> (node, answer), one compile's (it keeps the nodes)."""
-    from decoding.ir.size import COUNTED_WINDOW
-
-    big = COUNTED_WINDOW + 1
-    stack: list[tuple[Node, bool]] = [(node, False)]
-    while stack:
-        n, done = stack.pop()
-        if id(n) in memo:
-            continue
-        kids: tuple = n.items if isinstance(n, (Seq, Choice, Inter)) else (n.item,) if isinstance(n, Repeat) \
-            else (n.base, n.minus) if isinstance(n, Diff) else ()
-        if not done and kids:
-            stack.append((n, True))
-            stack.extend((k, False) for k in kids if id(k) not in memo)
-            continue
-        ok = all(memo[id(k)][1] for k in kids)
-        if ok and isinstance(n, Repeat):
-            ok = n.min <= big and (n.max is None or n.max - n.min <= big)
-        memo[id(n)] = (n, ok)
-    return memo[id(node)][1]
+def _uncounted_estimate(node: Node, memo: dict):
+    """The estimate of ``node`` with ``counted=False`` (the DFA's own unrolled size), read from
+    the counted one (which :meth:`_Compiler.bounded` has mostly made already) when no
+    repetition in it was counted (``Estimate.cut``: then the two are the same)."""
+    est = _estimate(node, True, memo)
+    return _estimate(node, False, memo) if est.cut else est
 
 
 @dataclass(frozen=True)
@@ -88,8 +68,7 @@ class _Constants:
     (:func:`any_json_char`), :data:`INTEGER` and :data:`NUMBER`, with what the passes over
     a grammar learn of them once per process: ``ids`` (every node of their subtrees, none
     a Ref), ``productive`` (the ids of those that derive some string), ``estimates``
-    (per ``counted``, the subtree memo of :func:`decoding.ir.size._fold`) and ``window``
-    (the memo of :func:`_window_free`).
+    (per ``counted``, the subtree memo of :func:`decoding.ir.size._fold`).
 
     Sound across compiles whatever their options or registries: these facts depend on the
     nodes alone (with Refs as one symbol, an estimate depends on the node and ``counted``
@@ -99,7 +78,6 @@ class _Constants:
     ids: frozenset[int]
     productive: frozenset[int]
     estimates: dict[bool, dict]
-    window: dict[int, tuple[Node, bool]]
 
 
 _CONSTANTS: list[_Constants] = []
@@ -126,11 +104,7 @@ def _constants() -> _Constants:
             for r in nodes:
                 _node_estimate(r, counted, memo, keep)
             estimates[counted] = memo
-        window: dict[int, tuple[Node, bool]] = {}
-        for r in nodes:
-            _window_free(r, window)
-        _CONSTANTS.append(_Constants(nodes, frozenset(map(id, inside)), frozenset(productive), estimates,
-                                     window))
+        _CONSTANTS.append(_Constants(nodes, frozenset(map(id, inside)), frozenset(productive), estimates))
     return _CONSTANTS[0]
 
 
@@ -230,7 +204,6 @@ class _Compiler:
             self.comma, self.colon = lit(", "), lit(": ")
         self.rules: dict[str, Node] = {}
         self._estimates: dict = {}  # size estimates of this compile, by node id (see _estimate)
-        self._window: dict[int, tuple[Node, bool]] = dict(_constants().window)  # see _window_free
         self.rule_of_ptr: dict[tuple, str] = {}
         self.dropped: list[str] = []
         self.ignored: list[str] = []
@@ -662,10 +635,8 @@ class _Compiler:
         then builds it once instead of once per place it is repeated in its parent."""
         if isinstance(node, Ref) or node == NOTHING:
             return node
-        # the DFA's own unrolled size (counted=False); the counted estimate, which bounded()
-        # has mostly made already, is the same when no repetition is beyond the window
-        counted = _window_free(node, self._window)
-        if _estimate(node, counted, self._estimates).states <= HOIST_ABOVE:
+        # the DFA's own unrolled size (counted=False)
+        if _uncounted_estimate(node, self._estimates).states <= HOIST_ABOVE:
             return node
         name = f"h{len(self.rules)}:{ptr or '#'}"
         self.rules[name] = node
