@@ -325,3 +325,38 @@ def test_node_fold_and_sequences(name: str) -> None:
                 if isinstance(n, Seq):
                     kids = [S._ONE if isinstance(x, Ref) else m1[id(x)] for x in n.items]
                     assert dataclasses.astuple(S._combine(n, kids, counted)) == _seq_reference(n, kids)
+
+
+def _seq_before(*items):
+    """``seq`` as it was written before (flatten, merge literals, then look for NOTHING)."""
+    from decoding.ir import NOTHING
+    from decoding.ir.nodes import Lit
+
+    flat = []
+    for it in items:
+        flat.extend(it.items) if isinstance(it, Seq) else flat.append(it)
+    merged: list = []
+    for it in flat:
+        if isinstance(it, Lit) and merged and isinstance(merged[-1], Lit):
+            merged[-1] = Lit(merged[-1].data + it.data)
+        elif isinstance(it, Lit) and not it.data:
+            continue
+        else:
+            merged.append(it)
+    if any(m == NOTHING for m in merged):
+        return NOTHING
+    return merged[0] if len(merged) == 1 else Seq(tuple(merged))
+
+
+def test_seq_builder_as_before() -> None:
+    import random
+
+    from decoding.ir import EMPTY, NOTHING
+    from decoding.ir.nodes import Lit
+
+    rnd = random.Random(1)
+    pool = [Lit(b""), lit("a"), lit("bc"), NOTHING, EMPTY, byteset([(1, 2)]), Ref("x"), Choice((lit("a"),)),
+            Seq((lit("q"), Ref("y"))), Seq((Lit(b""), lit("z"))), Seq((NOTHING, lit("w")))]
+    for _ in range(5000):
+        items = [rnd.choice(pool) for _ in range(rnd.randrange(0, 6))]
+        assert seq(*items) == _seq_before(*items), items

@@ -26,7 +26,8 @@ import hashlib
 import json
 from typing import Any
 
-from decoding.ir.nodes import (ByteSet, Choice, Diff, Grammar, Inter, Lit, Node, Repeat, Seq, _node_to_data, plain_nodes,
+from decoding.ir.nodes import (ByteSet, Choice, Diff, Grammar, Inter, Lit, Node, Ref, Repeat, Seq, _node_to_data,
+                               plain_nodes,
                                to_data)
 
 __all__ = ["canonical_text", "canonical_ir_text", "grammar_digest", "grammar_key", "source_key"]
@@ -58,20 +59,43 @@ def canonical_ir_text(grammar: Grammar) -> str:
     memo = _plain_texts()  # (a fresh copy: the registered plain nodes' texts, made once)
     keep: list[Node] = []  # memo keys stay valid: no node is freed while memo lives
     for _, root in grammar.rules:
-        stack: list[tuple[Node, bool]] = [(root, False)]
+        stack: list[Node] = [root]
         while stack:
-            n, ready = stack.pop()
-            if id(n) in memo:
+            n = stack.pop()
+            i = id(n)
+            if i in memo:
                 continue
-            kids = _kids(n)
-            if not ready and kids:
-                stack.append((n, True))
-                stack.extend((k, False) for k in kids if id(k) not in memo)
-                continue
-            memo[id(n)] = _node_text(n, memo)
+            cls = n.__class__
+            if cls is Lit:
+                text = '["lit","' + n.data.hex() + '"]'  # type: ignore[union-attr]
+            elif cls is Seq or cls is Choice or cls is Inter or cls is Repeat or cls is Diff:
+                kids = n.items if cls is not Repeat and cls is not Diff else \
+                    (n.item,) if cls is Repeat else (n.base, n.minus)  # type: ignore[union-attr]
+                missing = [k for k in kids if id(k) not in memo]
+                if missing:  # their texts first, then this node's again
+                    stack.append(n)
+                    stack.extend(missing)
+                    continue
+                text = _node_text(n, memo)
+            elif cls is Ref:
+                text = '["ref",' + _dumps(n.name) + "]"  # type: ignore[union-attr]
+            else:
+                if _kids(n):  # pragma: no cover - a subclass of a composite node: the general path
+                    missing = [k for k in _kids(n) if id(k) not in memo]
+                    if missing:
+                        stack.append(n)
+                        stack.extend(missing)
+                        continue
+                text = _node_text(n, memo)
+            memo[i] = text
             keep.append(n)
     rules = ",".join(f"[{_dumps(name)},{memo[id(node)]}]" for name, node in grammar.rules)
     return f'{{"max_depth":{_dumps(grammar.max_depth)},"rules":[{rules}],"start":{_dumps(grammar.start)}}}'
+
+
+def _num(x: object) -> str:
+    """JSON text of a repetition bound (an int or None)."""
+    return str(x) if type(x) is int else _dumps(x)
 
 
 #: canonical text of each registered plain node (:func:`decoding.ir.nodes.register_plain`,
@@ -109,7 +133,7 @@ def _node_text(n: Node, memo: dict[int, str]) -> str:
         tag = "seq" if isinstance(n, Seq) else "choice" if isinstance(n, Choice) else "inter"
         return f'["{tag}",[' + ",".join(memo[id(x)] for x in n.items) + "]]"
     if isinstance(n, Repeat):
-        return f'["repeat",{memo[id(n.item)]},{_dumps(n.min)},{_dumps(n.max)}]'
+        return f'["repeat",{memo[id(n.item)]},{_num(n.min)},{_num(n.max)}]'
     if isinstance(n, Diff):
         return f'["diff",{memo[id(n.base)]},{memo[id(n.minus)]}]'
     return canonical_text(_node_to_data(n))  # Ref, Special, Dfa: leaves, as to_data writes them

@@ -404,24 +404,20 @@ def lit(s: str | bytes) -> Node:
 
 
 def seq(*items: Node) -> Node:
-    flat: list[Node] = []
-    for it in items:
-        if isinstance(it, Seq):
-            flat.extend(it.items)
-        else:
-            flat.append(it)
-    # merge adjacent literals
+    """Concatenation: nested sequences flattened (one level), adjacent literals merged, empty
+    literals dropped; NOTHING if an item is NOTHING; the item itself when one is left."""
     merged: list[Node] = []
-    for it in flat:
-        if isinstance(it, Lit) and merged and isinstance(merged[-1], Lit):
-            merged[-1] = Lit(merged[-1].data + it.data)  # type: ignore[union-attr]
-        elif isinstance(it, Lit) and not it.data:
-            continue
-        else:
-            merged.append(it)
-    for m in merged:  # ``m == NOTHING`` without the dataclass comparisons
-        if m.__class__ is Choice and m.items == ():
-            return NOTHING
+    for it in items:
+        for x in (it.items if isinstance(it, Seq) else (it,)):
+            if isinstance(x, Lit):
+                if not x.data:
+                    continue
+                if merged and isinstance(merged[-1], Lit):
+                    merged[-1] = Lit(merged[-1].data + x.data)  # type: ignore[union-attr]
+                    continue
+            elif x.__class__ is Choice and x.items == ():  # ``x == NOTHING``, without comparing
+                return NOTHING
+            merged.append(x)
     return merged[0] if len(merged) == 1 else Seq(tuple(merged))
 
 
