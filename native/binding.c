@@ -205,78 +205,156 @@ static PyObject *py_trie_info(PyObject *self, PyObject *args) {
     return Py_BuildValue("(nn)", (Py_ssize_t)gd_trie_nodes(t), (Py_ssize_t)gd_trie_bytes(t));
 }
 
+/* Character pairs of a plain-text profile (see gd_plain_step): NULL if they are consistent
+ * with `rows` character states and `ncols` byte classes, else what is wrong. */
+static const char *check_pairs(const Py_buffer *ro, const Py_buffer *cls, const Py_buffer *nx, Py_ssize_t ncols) {
+    const int32_t *r = ro->buf;
+    const uint8_t *c = cls->buf;
+    const int16_t *n = nx->buf;
+    Py_ssize_t rows = ro->shape[0] - 1, pairs = cls->shape[0];
+    if (rows < 1 || nx->shape[0] != pairs || r[0] != 0 || r[rows] != pairs)
+        return "row_off/pairs: row_off must run from 0 to the number of pairs";
+    for (Py_ssize_t p = 0; p < rows; p++)
+        if (r[p + 1] < r[p]) return "row_off: not non-decreasing";
+    for (Py_ssize_t j = 0; j < pairs; j++)
+        if (c[j] >= ncols || n[j] < 0 || n[j] >= rows) return "pairs: class not below ncols or next state out of range";
+    return NULL;
+}
+
+/* trie_walk(trie, classes, table, ncols, state, mask, next_state=None, sink=-1, plain=None)
+ * plain: (node_plain_u8, row_off_i32, pair_cls_u8, pair_next_i16, loop_memo_u8) */
 static PyObject *py_trie_walk(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *cap, *ocls, *otab, *omask, *onext = Py_None;
+    PyObject *cap, *ocls, *otab, *omask, *onext = Py_None, *oplain = Py_None, *ret = NULL;
     int state, sink = -1;
     Py_ssize_t ncols;
-    if (!PyArg_ParseTuple(args, "OOOniO|Oi", &cap, &ocls, &otab, &ncols, &state, &omask, &onext, &sink)) return NULL;
+    if (!PyArg_ParseTuple(args, "OOOniO|OiO", &cap, &ocls, &otab, &ncols, &state, &omask, &onext, &sink, &oplain))
+        return NULL;
     gd_trie *t = PyCapsule_GetPointer(cap, TRIE_CAPSULE);
     if (!t) return NULL;
-    Py_buffer cls, tab, mask, next;
-    int has_next = onext != Py_None;
-    if (PyObject_GetBuffer(ocls, &cls, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    Py_buffer cls = {0}, tab = {0}, mask = {0}, next = {0}, pb[5];
+    int has_cls = 0, has_tab = 0, has_mask = 0, has_next = 0, n_plain = 0;
+    const char *bad = NULL;
+    if (PyObject_GetBuffer(ocls, &cls, PyBUF_C_CONTIGUOUS) < 0) goto done;
+    has_cls = 1;
     if (cls.len != 256) {
-        PyBuffer_Release(&cls);
-        return PyErr_Format(PyExc_ValueError, "classes must be 256 bytes (uint8 per byte value), got %zd", cls.len);
+        PyErr_Format(PyExc_ValueError, "classes must be 256 bytes (uint8 per byte value), got %zd", cls.len);
+        goto done;
     }
     {
         const uint8_t *c = cls.buf;
         for (int b = 0; b < 256; b++)
             if (ncols <= 0 || c[b] >= ncols) {
-                PyBuffer_Release(&cls);
-                return PyErr_Format(PyExc_ValueError, "class of byte %d is %d, not below ncols=%zd", b, c[b], ncols);
+                PyErr_Format(PyExc_ValueError, "class of byte %d is %d, not below ncols=%zd", b, c[b], ncols);
+                goto done;
             }
     }
-    if (PyObject_GetBuffer(otab, &tab, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) { PyBuffer_Release(&cls); return NULL; }
+    if (PyObject_GetBuffer(otab, &tab, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) goto done;
+    has_tab = 1;
     {
         char f = fmt_char(tab.format);
         int ok = tab.ndim == 1 && ((tab.itemsize == 4 && fmt_ok(f, 'i')) || (tab.itemsize == 2 && f == 'h'));
         if (!ok) {
-            PyBuffer_Release(&cls);
-            PyBuffer_Release(&tab);
-            return PyErr_Format(PyExc_TypeError, "table: expected a 1-D int32 or int16 array, got format '%s'",
-                                tab.format ? tab.format : "B");
+            PyErr_Format(PyExc_TypeError, "table: expected a 1-D int32 or int16 array, got format '%s'",
+                         tab.format ? tab.format : "B");
+            goto done;
         }
     }
-    if (get_words(omask, &mask, 1, "mask") < 0) { PyBuffer_Release(&tab); return NULL; }
-    if (has_next && get_buf(onext, &next, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE, "next_state", 'i', 4) < 0) {
-        PyBuffer_Release(&tab);
-        PyBuffer_Release(&mask);
-        return NULL;
+    if (get_words(omask, &mask, 1, "mask") < 0) goto done;
+    has_mask = 1;
+    if (onext != Py_None) {
+        if (get_buf(onext, &next, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE, "next_state", 'i', 4) < 0)
+            goto done;
+        has_next = 1;
     }
     Py_ssize_t nstates = tab.shape[0] / ncols;
-    int sink_bad = sink < -1 || sink >= nstates;
-    if (!sink_bad && sink >= 0 && tab.shape[0] % ncols == 0) /* the sink's row must lead to itself */
-        for (Py_ssize_t c = 0; c < ncols && !sink_bad; c++)
-            sink_bad = (tab.itemsize == 2 ? ((const int16_t *)tab.buf)[(size_t)sink * ncols + c]
-                                          : ((const int32_t *)tab.buf)[(size_t)sink * ncols + c]) != sink;
-    if (tab.shape[0] % ncols != 0 || state < 0 || state >= nstates || sink_bad ||
-        (has_next && next.shape[0] < mask.shape[0] * 32)) {
-        Py_ssize_t entries = tab.shape[0];
-        PyBuffer_Release(&cls);
-        PyBuffer_Release(&tab);
-        PyBuffer_Release(&mask);
-        if (has_next) PyBuffer_Release(&next);
-        return PyErr_Format(PyExc_ValueError, "bad walk arguments: table of %zd entries, state %d, sink %d "
-                            "(not a state whose row leads to itself), next_state too short or table not a "
-                            "multiple of ncols", entries, state, sink);
+    if (tab.shape[0] % ncols != 0 || state < 0 || state >= nstates || (has_next && next.shape[0] < mask.shape[0] * 32)) {
+        PyErr_Format(PyExc_ValueError, "bad walk arguments: table of %zd entries, state %d, next_state too short "
+                     "or table not a multiple of ncols", tab.shape[0], state);
+        goto done;
+    }
+    if (sink < -1 || sink >= nstates) bad = "sink: not a state";
+    for (Py_ssize_t c = 0; !bad && sink >= 0 && c < ncols; c++) /* the sink's row must lead to itself */
+        if ((tab.itemsize == 2 ? ((const int16_t *)tab.buf)[(size_t)sink * ncols + c]
+                               : ((const int32_t *)tab.buf)[(size_t)sink * ncols + c]) != sink)
+            bad = "sink: its row does not lead to itself";
+    gd_walk_opts opts = {sink, NULL, NULL, NULL, NULL, NULL};
+    if (!bad && oplain != Py_None) {
+        static const char *what[5] = {"node_plain", "row_off", "pair_cls", "pair_next", "loop_memo"};
+        static const char fmt[5] = {'B', 'i', 'B', 'h', 'B'};
+        static const Py_ssize_t size[5] = {1, 4, 1, 2, 1};
+        if (!PyTuple_Check(oplain) || PyTuple_GET_SIZE(oplain) != 5) {
+            PyErr_SetString(PyExc_TypeError, "plain: expected (node_plain, row_off, pair_cls, pair_next, loop_memo)");
+            goto done;
+        }
+        for (; n_plain < 5; n_plain++)
+            if (get_buf(PyTuple_GET_ITEM(oplain, n_plain), &pb[n_plain],
+                        PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (n_plain == 4 ? PyBUF_WRITABLE : 0), what[n_plain],
+                        fmt[n_plain], size[n_plain]) < 0)
+                goto done;
+        if (pb[0].shape[0] != (Py_ssize_t)gd_trie_nodes(t)) bad = "plain: node_plain must have one byte per trie node";
+        else if (pb[4].shape[0] != nstates) bad = "plain: loop_memo must have one byte per automaton state";
+        else bad = check_pairs(&pb[1], &pb[2], &pb[3], ncols);
+        opts.node_plain = pb[0].buf;
+        opts.row_off = pb[1].buf;
+        opts.pair_cls = pb[2].buf;
+        opts.pair_next = pb[3].buf;
+        opts.loop_memo = pb[4].buf;
+    }
+    if (bad) {
+        PyErr_Format(PyExc_ValueError, "trie_walk: %s", bad);
+        goto done;
     }
     /* Every table entry must be a valid state or -1: checked once by the caller (index.py). */
     size_t allowed;
     Py_BEGIN_ALLOW_THREADS
     if (tab.itemsize == 2)
-        allowed = gd_trie_walk_sink16(t, cls.buf, tab.buf, (size_t)ncols, state, mask.buf, (size_t)mask.shape[0],
-                                      has_next ? next.buf : NULL, sink);
+        allowed = gd_trie_walk_ex16(t, cls.buf, tab.buf, (size_t)ncols, state, mask.buf, (size_t)mask.shape[0],
+                                    has_next ? next.buf : NULL, &opts);
     else
-        allowed = gd_trie_walk_sink(t, cls.buf, tab.buf, (size_t)ncols, state, mask.buf, (size_t)mask.shape[0],
-                                    has_next ? next.buf : NULL, sink);
+        allowed = gd_trie_walk_ex(t, cls.buf, tab.buf, (size_t)ncols, state, mask.buf, (size_t)mask.shape[0],
+                                  has_next ? next.buf : NULL, &opts);
     Py_END_ALLOW_THREADS
-    PyBuffer_Release(&cls);
-    PyBuffer_Release(&tab);
-    PyBuffer_Release(&mask);
+    ret = PyLong_FromSize_t(allowed);
+done:
+    for (int k = 0; k < n_plain; k++) PyBuffer_Release(&pb[k]);
     if (has_next) PyBuffer_Release(&next);
-    return PyLong_FromSize_t(allowed);
+    if (has_mask) PyBuffer_Release(&mask);
+    if (has_tab) PyBuffer_Release(&tab);
+    if (has_cls) PyBuffer_Release(&cls);
+    return ret;
+}
+
+/* trie_plain_flags(trie, char_dfa_i16 (n * 256), out_u8[n_nodes]) */
+static PyObject *py_trie_plain_flags(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *cap, *ocd, *oout;
+    if (!PyArg_ParseTuple(args, "OOO", &cap, &ocd, &oout)) return NULL;
+    gd_trie *t = PyCapsule_GetPointer(cap, TRIE_CAPSULE);
+    if (!t) return NULL;
+    Py_buffer cd, out;
+    if (get_buf(ocd, &cd, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "char_dfa", 'h', 2) < 0) return NULL;
+    if (get_buf(oout, &out, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE, "out", 'B', 1) < 0) {
+        PyBuffer_Release(&cd);
+        return NULL;
+    }
+    const char *bad = NULL;
+    Py_ssize_t n_char = cd.shape[0] / 256;
+    if (cd.shape[0] % 256 != 0 || n_char < 1 || n_char > 8) bad = "char_dfa must be int16[n * 256] with n in 1..8";
+    else if (out.shape[0] != (Py_ssize_t)gd_trie_nodes(t)) bad = "out must have one byte per trie node";
+    for (Py_ssize_t k = 0; !bad && k < cd.shape[0]; k++) {
+        int16_t q = ((const int16_t *)cd.buf)[k];
+        if (q < -1 || q >= n_char) bad = "char_dfa: a next state out of range";
+    }
+    if (!bad) {
+        Py_BEGIN_ALLOW_THREADS
+        gd_trie_plain_flags(t, cd.buf, (size_t)n_char, out.buf);
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&cd);
+    PyBuffer_Release(&out);
+    if (bad) return PyErr_Format(PyExc_ValueError, "trie_plain_flags: %s", bad);
+    Py_RETURN_NONE;
 }
 
 /* plain_chain(row_off_i32, pair_cls_u8, pair_next_i16, table_i32_or_i16, ncols, state, max_len) */
@@ -313,15 +391,9 @@ static PyObject *py_plain_chain(PyObject *self, PyObject *args) {
     const int32_t *r = ro.buf;
     const uint8_t *c = cls.buf;
     const int16_t *n = nx.buf;
-    Py_ssize_t rows = ro.shape[0] - 1, pairs = cls.shape[0];
     Py_ssize_t nstates = (!bad && ncols > 0) ? tab.shape[0] / ncols : 0;
     if (!bad && (ncols <= 0 || tab.shape[0] % ncols != 0)) bad = "table: length is not a multiple of ncols";
-    if (!bad && (rows < 1 || nx.shape[0] != pairs || r[0] != 0 || r[rows] != pairs))
-        bad = "row_off/pairs: row_off must run from 0 to the number of pairs";
-    for (Py_ssize_t p = 0; !bad && p < rows; p++)
-        if (r[p + 1] < r[p]) bad = "row_off: not non-decreasing";
-    for (Py_ssize_t j = 0; !bad && j < pairs; j++)
-        if (c[j] >= ncols || n[j] < 0 || n[j] >= rows) bad = "pairs: class not below ncols or next state out of range";
+    if (!bad) bad = check_pairs(&ro, &cls, &nx, ncols);
     if (!bad && (state < 0 || state >= nstates)) bad = "state out of range";
     int64_t k = 0;
     if (!bad) {
@@ -798,9 +870,13 @@ static PyMethodDef methods[] = {
     {"trie_build", py_trie_build, METH_VARARGS, "trie_build(blob, offsets_u64) -> capsule. Releases the GIL."},
     {"trie_info", py_trie_info, METH_VARARGS, "trie_info(trie) -> (nodes, bytes)."},
     {"trie_walk", py_trie_walk, METH_VARARGS,
-     "trie_walk(trie, classes_u8[256], table_i32_or_i16, ncols, state, mask_out_u32, next_state_i32=None, sink=-1) -> "
-     "allowed count (sink: a state whose row leads to itself; every token reaching it is allowed without more "
-     "lookups). Releases the GIL."},
+     "trie_walk(trie, classes_u8[256], table_i32_or_i16, ncols, state, mask_out_u32, next_state_i32=None, sink=-1, "
+     "plain=None) -> allowed count (sink: a state whose row leads to itself; plain: (node_plain_u8, row_off_i32, "
+     "pair_cls_u8, pair_next_i16, loop_memo_u8) for whole plain-text subtrees at plain self-loop states; see "
+     "gd_walk_opts). Releases the GIL."},
+    {"trie_plain_flags", py_trie_plain_flags, METH_VARARGS,
+     "trie_plain_flags(trie, char_dfa_i16, out_u8): per trie node, bit p: every token below continues with complete "
+     "plain characters from character state p. Releases the GIL."},
     {"plain_chain", py_plain_chain, METH_VARARGS,
      "plain_chain(row_off_i32, pair_cls_u8, pair_next_i16, table_i32_or_i16, ncols, state, max_len) -> uniform "
      "plain-text steps from state (>= 0), -2 mixed (or longer than max_len), -3 unbounded. Releases the GIL."},

@@ -68,6 +68,8 @@ class PlainProfile:
     other_trie: Any  # native trie of the tokens that are not plain
     n_plain: int
     n_chars: np.ndarray  # int32[n_tokens]: characters in each plain token, 0 for the others
+    node_plain: np.ndarray  # uint8 per node of the whole trie (``_native.trie_plain_flags``)
+    other_node_plain: np.ndarray  # the same for the trie of the other tokens
     _upto: dict = field(default_factory=dict, repr=False)
 
     def plain_upto(self, k: int) -> np.ndarray:
@@ -84,7 +86,14 @@ class PlainProfile:
         return m
 
 
-def _build_profile(vocab: Vocab, name: str) -> PlainProfile:
+def _node_plain(trie: Any, t: np.ndarray) -> np.ndarray:
+    out = np.zeros(_native.trie_info(trie)[0], dtype=np.uint8)
+    _native.trie_plain_flags(trie, np.ascontiguousarray(t).reshape(-1), out)
+    out.setflags(write=False)
+    return out
+
+
+def _build_profile(vocab: Vocab, name: str, trie: Any) -> PlainProfile:
     t = char_dfa(PROFILES[name])
     tl = t.tolist()
     plain = np.zeros(vocab.n_tokens, dtype=bool)
@@ -112,7 +121,8 @@ def _build_profile(vocab: Vocab, name: str) -> PlainProfile:
     blob2 = b"".join(blob[int(a):int(a) + int(n)] for a, n in zip(starts, lens[keep]))
     for a in (t, mask, n_chars):
         a.setflags(write=False)
-    return PlainProfile(name, t, mask, _native.trie_build(blob2, off2), int(plain.sum()), n_chars)
+    other = _native.trie_build(blob2, off2)
+    return PlainProfile(name, t, mask, other, int(plain.sum()), n_chars, _node_plain(trie, t), _node_plain(other, t))
 
 
 class VocabTables:
@@ -146,10 +156,11 @@ class VocabTables:
         """The plain-text profile ``name`` (one of :data:`PROFILES`)."""
         hit = self._profiles.get(name)
         if hit is None:
+            trie = self.trie  # (built first: it takes the lock too)
             with self._lock:
                 hit = self._profiles.get(name)
                 if hit is None:
-                    hit = self._profiles[name] = _build_profile(self._v(), name)
+                    hit = self._profiles[name] = _build_profile(self._v(), name, trie)
         return hit
 
 

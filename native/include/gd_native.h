@@ -77,13 +77,32 @@ size_t gd_trie_walk(const gd_trie *trie, const uint8_t *classes, const int32_t *
 /* Same with an int16 table (automata of fewer than 32,767 states: half the memory). */
 size_t gd_trie_walk16(const gd_trie *trie, const uint8_t *classes, const int16_t *table, size_t ncols,
                       int32_t state, uint32_t *mask, size_t nwords, int32_t *next_state);
-/* Same, with a sink state (`sink` >= 0): the caller guarantees that every byte class leads
- * from `sink` to `sink`, so once the walk reaches it every token of the subtree is allowed
- * (and ends in `sink`) without looking at the table again.  `sink` = -1: none. */
-size_t gd_trie_walk_sink(const gd_trie *trie, const uint8_t *classes, const int32_t *table, size_t ncols,
-                         int32_t state, uint32_t *mask, size_t nwords, int32_t *next_state, int32_t sink);
-size_t gd_trie_walk_sink16(const gd_trie *trie, const uint8_t *classes, const int16_t *table, size_t ncols,
-                           int32_t state, uint32_t *mask, size_t nwords, int32_t *next_state, int32_t sink);
+/* Options of the extended walk (NULL: none; every pointer caller-owned).
+ * - sink >= 0: the caller guarantees that every byte class leads from `sink` to `sink`, so
+ *   once the walk reaches it every token of the subtree is allowed (and ends in `sink`).
+ * - plain-loop bulk (off when loop_memo is NULL): node_plain[i] from gd_trie_plain_flags for
+ *   a plain-text profile; row_off/pair_cls/pair_next: that profile's character pairs for this
+ *   table (see gd_plain_step); loop_memo[n_states], zero-initialised and kept by the caller
+ *   between walks of the same table: 1 if every plain character leads from the state back to
+ *   itself, 2 if not.  When the walk reaches such a state s at node i and every token below i
+ *   continues with complete plain characters (bit 0 of node_plain[i]), the whole subtree is
+ *   allowed and ends in s. */
+typedef struct {
+    int32_t sink;
+    const uint8_t *node_plain;
+    const int32_t *row_off;
+    const uint8_t *pair_cls;
+    const int16_t *pair_next;
+    uint8_t *loop_memo;
+} gd_walk_opts;
+size_t gd_trie_walk_ex(const gd_trie *trie, const uint8_t *classes, const int32_t *table, size_t ncols,
+                       int32_t state, uint32_t *mask, size_t nwords, int32_t *next_state, const gd_walk_opts *opts);
+size_t gd_trie_walk_ex16(const gd_trie *trie, const uint8_t *classes, const int16_t *table, size_t ncols,
+                         int32_t state, uint32_t *mask, size_t nwords, int32_t *next_state, const gd_walk_opts *opts);
+/* out[i] (n_nodes bytes), bit p: every token below node i continues after it with complete
+ * plain characters when read by `char_dfa` (int16[n_char_states * 256], -1 = not plain,
+ * state 0 = between characters) from character state p.  -1 if n_char_states is not 1..8. */
+int gd_trie_plain_flags(const gd_trie *trie, const int16_t *char_dfa, size_t n_char_states, uint8_t *out);
 
 /* ---- plain-text chains (src/textloop.c; see decoding/backends/dfa/textloop.py) ----------
  * A plain-text profile's character DFA is given per character state p as the distinct pairs

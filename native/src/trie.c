@@ -153,10 +153,47 @@ size_t gd_trie_bytes(const gd_trie *t) {
     return sizeof *t + (size_t)t->n_nodes * (1 + 2 + 4 + 4) + 4 + (size_t)t->n_ids * 4;
 }
 
-/* The walk, for int32 and int16 transition tables (same code, two element types). */
-#define GD_DEFINE_WALK(NAME, T)                                                                    \
+/* okset[i] bit p: every token of node i's subtree continues after node i with complete plain
+ * characters when read by the character automaton from character state p (a token ending at
+ * i: only for p = 0).  Bottom-up over the pre-order (children before parents). */
+int gd_trie_plain_flags(const gd_trie *t, const int16_t *char_dfa, size_t n_char_states, uint8_t *out) {
+    if (n_char_states == 0 || n_char_states > 8) return -1;
+    for (uint32_t i = t->n_nodes; i-- > 0;) {
+        uint8_t ok = (uint8_t)((1u << n_char_states) - 1u);
+        if (t->tok[i + 1] > t->tok[i]) ok &= 1u; /* a token ends here: only between characters */
+        for (uint32_t c = i + 1; c < t->skip[i] && ok; c = t->skip[c]) {
+            uint8_t keep = 0;
+            for (size_t p = 0; p < n_char_states; p++) {
+                int q = char_dfa[p * 256 + t->byte[c]];
+                if (((ok >> p) & 1u) && q >= 0 && ((out[c] >> q) & 1u)) keep |= (uint8_t)(1u << p);
+            }
+            ok = keep;
+        }
+        out[i] = ok;
+    }
+    return 0;
+}
+
+/* The walk, for int32 and int16 transition tables (same code, two element types).  A subtree
+ * whose tokens are all allowed is added in one go: ids[tok[i] .. tok[skip[i]]) (tok has
+ * n_nodes + 1 entries). */
+#define GD_ADD_SUBTREE(i, s)                                                                       \
+    do {                                                                                           \
+        uint32_t end_ = tok[skip[i]];                                                              \
+        for (uint32_t k = tok[i]; k < end_; k++) {                                                 \
+            uint32_t id = ids[k];                                                                  \
+            if ((size_t)(id >> 5) < nwords) {                                                      \
+                mask[id >> 5] |= 1u << (id & 31);                                                  \
+                if (next_state) next_state[id] = (s);                                              \
+                allowed++;                                                                         \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
+#define GD_DEFINE_WALK(NAME, T, STEP)                                                              \
     size_t NAME(const gd_trie *t, const uint8_t *classes, const T *table, size_t ncols,            \
-                int32_t state, uint32_t *mask, size_t nwords, int32_t *next_state, int32_t sink) { \
+                int32_t state, uint32_t *mask, size_t nwords, int32_t *next_state,                 \
+                const gd_walk_opts *o) {                                                           \
         memset(mask, 0, nwords * sizeof(uint32_t));                                                \
         int32_t stack_small[256];                                                                  \
         int32_t *stack = t->max_depth < 255 ? stack_small                                          \
@@ -164,6 +201,9 @@ size_t gd_trie_bytes(const gd_trie *t) {
         if (!stack) return 0;                                                                      \
         stack[0] = state;                                                                          \
         size_t allowed = 0;                                                                        \
+        const int32_t sink = o ? o->sink : -1;                                                     \
+        const uint8_t *plain = o && o->loop_memo ? o->node_plain : NULL;                           \
+        uint8_t *memo = o ? o->loop_memo : NULL;                                                   \
         const uint8_t *byte = t->byte;                                                             \
         const uint16_t *depth = t->depth;                                                          \
         const uint32_t *skip = t->skip, *tok = t->tok, *ids = t->ids;                              \
@@ -172,18 +212,14 @@ size_t gd_trie_bytes(const gd_trie *t) {
             uint32_t d = depth[i];                                                                 \
             int32_t s = (int32_t)table[(size_t)stack[d - 1] * ncols + classes[byte[i]]];           \
             if (s < 0) { i = skip[i]; continue; }                                                  \
-            if (s == sink) { /* every token of the subtree: ids[tok[i] .. tok[skip[i]]) */         \
-                uint32_t end = tok[skip[i]]; /* tok has n_nodes + 1 entries */                     \
-                for (uint32_t k = tok[i]; k < end; k++) {                                          \
-                    uint32_t id = ids[k];                                                          \
-                    if ((size_t)(id >> 5) < nwords) {                                              \
-                        mask[id >> 5] |= 1u << (id & 31);                                          \
-                        if (next_state) next_state[id] = s;                                        \
-                        allowed++;                                                                 \
-                    }                                                                              \
+            if (s == sink) { GD_ADD_SUBTREE(i, s); i = skip[i]; continue; }                        \
+            if (plain && (plain[i] & 1u) && skip[i] > i + 1) {                                     \
+                uint8_t m = memo[s];                                                               \
+                if (!m) {                                                                          \
+                    m = STEP(o->row_off, o->pair_cls, o->pair_next, table, ncols, s) == s ? 1 : 2; \
+                    memo[s] = m;                                                                   \
                 }                                                                                  \
-                i = skip[i];                                                                       \
-                continue;                                                                          \
+                if (m == 1) { GD_ADD_SUBTREE(i, s); i = skip[i]; continue; }                       \
             }                                                                                      \
             stack[d] = s;                                                                          \
             for (uint32_t k = tok[i]; k < tok[i + 1]; k++) {                                       \
@@ -200,15 +236,15 @@ size_t gd_trie_bytes(const gd_trie *t) {
         return allowed;                                                                            \
     }
 
-GD_DEFINE_WALK(gd_trie_walk_sink, int32_t)
-GD_DEFINE_WALK(gd_trie_walk_sink16, int16_t)
+GD_DEFINE_WALK(gd_trie_walk_ex, int32_t, gd_plain_step)
+GD_DEFINE_WALK(gd_trie_walk_ex16, int16_t, gd_plain_step16)
 
 size_t gd_trie_walk(const gd_trie *t, const uint8_t *classes, const int32_t *table, size_t ncols, int32_t state,
                     uint32_t *mask, size_t nwords, int32_t *next_state) {
-    return gd_trie_walk_sink(t, classes, table, ncols, state, mask, nwords, next_state, -1);
+    return gd_trie_walk_ex(t, classes, table, ncols, state, mask, nwords, next_state, NULL);
 }
 
 size_t gd_trie_walk16(const gd_trie *t, const uint8_t *classes, const int16_t *table, size_t ncols, int32_t state,
                       uint32_t *mask, size_t nwords, int32_t *next_state) {
-    return gd_trie_walk_sink16(t, classes, table, ncols, state, mask, nwords, next_state, -1);
+    return gd_trie_walk_ex16(t, classes, table, ncols, state, mask, nwords, next_state, NULL);
 }

@@ -29,7 +29,7 @@ import numpy as np
 from decoding import _native
 from decoding.backends.automaton import DFA, DEFAULT_MAX_STATES, _pure_python_dfa, compile_dfa
 from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN
-from decoding.backends.dfa.textloop import char_pairs, plain_chain, plain_chain_py, walk_tokens
+from decoding.backends.dfa.textloop import PlainLoops, char_pairs, plain_chain, plain_chain_py, walk_tokens
 from decoding.backends.masks import DEFAULT_MAX_MASKS, MaskTable
 from decoding.backends.tables import PROFILES, vocab_tables
 from decoding.errors import LimitError, VocabError
@@ -106,6 +106,7 @@ class DFAGrammar:
         self._loop_profiles = tuple(PROFILES)  # the plain-text shortcuts tried (tests clear it)
         self._plain_steps: dict[str, dict[int, int | None]] = {}  # (the Python reference's memo)
         self._char_pairs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._loops: PlainLoops | None = None  # whole plain subtrees in full walks (native only)
 
     @classmethod
     def from_precomputed(cls, dfa: DFA, vocab: Vocab, special_token_ids: Sequence[int],
@@ -329,8 +330,10 @@ class DFAGrammar:
         trie or, for a state on a uniform chain of plain characters (string bodies, XML text;
         see :mod:`decoding.backends.dfa.textloop`), the precomputed plain tokens of at most
         ``k`` characters plus a walk of the small trie of the other tokens."""
+        if self._loops is None and self._loop_profiles and not _pure_python_dfa():
+            self._loops = PlainLoops(self.dfa.n_states, self._loop_profiles[0])
         walk_tokens(vocab_tables(self.vocab), self._classes, self._table, int(state), m, self._plain_chain,
-                    self._loop_profiles)
+                    self._loop_profiles, loops=self._loops if self._loop_profiles else None)
 
     def _plain_chain(self, name: str, state: int) -> int | None:
         """Plain characters consumable from ``state`` along uniform steps (UNBOUNDED if the

@@ -23,7 +23,8 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-__all__ = ["plain_step", "plain_chain_py", "plain_chain", "char_pairs", "walk_tokens", "UNBOUNDED", "MAX_CHAIN"]
+__all__ = ["plain_step", "plain_chain_py", "plain_chain", "char_pairs", "walk_tokens", "PlainLoops", "UNBOUNDED",
+           "MAX_CHAIN"]
 
 #: chain length of a state on a cycle of uniform steps
 UNBOUNDED = 1 << 30
@@ -122,14 +123,42 @@ def plain_chain(pairs: tuple[np.ndarray, np.ndarray, np.ndarray], table: np.ndar
     return None if k < 0 else int(k)
 
 
+class PlainLoops:
+    """Per automaton table: which plain-text profile's whole-subtree shortcut its full trie
+    walks use (``bulk``: the last profile seen on a string-body loop, json-string first), that
+    profile's character pairs, and the native walk's memo of plain self-loop states (one byte
+    per state, 0 = not yet known).  Only ever grows with facts of the table: safe to share."""
+
+    __slots__ = ("n_states", "bulk", "pairs", "memo")
+
+    def __init__(self, n_states: int, bulk: str) -> None:
+        self.n_states = n_states
+        self.bulk = bulk
+        self.pairs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self.memo: dict[str, np.ndarray] = {}
+
+    def opts(self, name: str, node_plain: np.ndarray, byte_class: np.ndarray, char_dfa: np.ndarray) -> tuple:
+        """The ``plain`` argument of ``_native.trie_walk`` for profile ``name``."""
+        pairs = self.pairs.get(name)
+        if pairs is None:
+            pairs = self.pairs[name] = char_pairs(char_dfa, byte_class)
+        memo = self.memo.get(name)
+        if memo is None:
+            memo = self.memo[name] = np.zeros(self.n_states, dtype=np.uint8)
+        return (node_plain, pairs[0], pairs[1], pairs[2], memo)
+
+
 def walk_tokens(tabs: Any, classes: np.ndarray, table: np.ndarray, state: int, m: np.ndarray,
-                chain: Callable[[str, int], int | None], profiles: Iterable[str], sink: int = -1) -> None:
+                chain: Callable[[str, int], int | None], profiles: Iterable[str], sink: int = -1,
+                loops: PlainLoops | None = None) -> None:
     """Text-token bits of ``state`` into ``m`` (overwritten): for a state on a uniform chain
     of plain characters (``chain(profile, state)`` not None) the profile's plain tokens of at
     most that many characters plus a walk of the small trie of its other tokens, else a walk
     of the whole vocabulary trie (``tabs``: the vocabulary's
     :class:`~decoding.backends.tables.VocabTables`).  ``table``: n_states x columns, byte
-    classes first (``classes[byte]``); ``sink``: an absorbing state of ``table`` or -1."""
+    classes first (``classes[byte]``); ``sink``: an absorbing state of ``table`` or -1;
+    ``loops``: the walks add whole subtrees of plain continuations at plain self-loop states
+    (exact: a token continuing with plain characters from such a state stays in it)."""
     from decoding import _native
 
     flat = table.reshape(-1)
@@ -140,7 +169,15 @@ def walk_tokens(tabs: Any, classes: np.ndarray, table: np.ndarray, state: int, m
             k = chain(name, state)
             if k is not None:
                 prof = tabs.profile(name)
-                _native.trie_walk(prof.other_trie, classes, flat, ncols, state, m, None, sink)
+                if loops is not None and k == UNBOUNDED:
+                    loops.bulk = name
+                opts = None if loops is None or loops.bulk != name else \
+                    loops.opts(name, prof.other_node_plain, classes, prof.char_dfa)
+                _native.trie_walk(prof.other_trie, classes, flat, ncols, state, m, None, sink, opts)
                 _native.mask_or(m, m, prof.plain_upto(k))
                 return
-    _native.trie_walk(tabs.trie, classes, flat, ncols, state, m, None, sink)
+    opts = None
+    if loops is not None:
+        prof = tabs.profile(loops.bulk)
+        opts = loops.opts(loops.bulk, prof.node_plain, classes, prof.char_dfa)
+    _native.trie_walk(tabs.trie, classes, flat, ncols, state, m, None, sink, opts)

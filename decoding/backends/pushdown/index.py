@@ -41,7 +41,7 @@ from decoding import _native
 from decoding.backends.automaton import DFA, _bfs, _prune, compile_dfa
 from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN
 from decoding.backends.masks import DEFAULT_MAX_MASKS, MaskTable, mask_ids
-from decoding.backends.dfa.textloop import char_pairs, plain_chain, walk_tokens
+from decoding.backends.dfa.textloop import PlainLoops, char_pairs, plain_chain, walk_tokens
 from decoding.backends.tables import PROFILES, vocab_tables
 from decoding.errors import GrammarError, LimitError
 from decoding.limits import DEFAULT_LIMITS, Limits
@@ -417,6 +417,7 @@ class CompiledPushdown:
         self._walks: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]] = {}
         self._char_pairs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._loop_profiles = tuple(PROFILES)  # the plain-text shortcuts tried (tests clear it)
+        self._loops: dict[tuple[int, int, int], PlainLoops] = {}
         self._tabs: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
         self._closure_memo: dict[Config, tuple] = {}
         self._step_memo: dict[tuple[Config, int], Config] = {}
@@ -778,15 +779,26 @@ class CompiledPushdown:
         over = np.empty(self.n_words, dtype=np.uint32)
         # string bodies take the plain-text shortcut of the DFA back-end (exact, see
         # decoding.backends.dfa.textloop); state n of ``over`` is absorbing (its sink)
-        walk_tokens(tabs, _IDENT, loc_t, s, loc, lambda name, st: self._plain_chain(name, loc_t, st), self._loop_profiles)
+        walk_tokens(tabs, _IDENT, loc_t, s, loc, lambda name, st: self._plain_chain(name, loc_t, st), self._loop_profiles,
+                    loops=self._loops_for(r, sid, 0, loc_t))
         walk_tokens(tabs, _IDENT, over_t, s, over, lambda name, st: self._plain_chain(name, over_t, st), self._loop_profiles,
-                    sink=over_t.shape[0] - 1)
+                    sink=over_t.shape[0] - 1, loops=self._loops_for(r, sid, 1, over_t))
         for tid in self.special_token_ids:
             loc[tid >> 5] &= ~np.uint32(1 << (tid & 31))
             over[tid >> 5] &= ~np.uint32(1 << (tid & 31))
         cand = over & ~loc
         self._walks[key] = (loc, cand)
         return loc, cand
+
+    def _loops_for(self, r: int, sid: int, which: int, table: np.ndarray) -> PlainLoops | None:
+        """The whole-plain-subtree memo of one rule table (``which``: 0 local, 1 over)."""
+        if not self._loop_profiles:
+            return None
+        key = (r, sid, which)
+        hit = self._loops.get(key)
+        if hit is None:
+            hit = self._loops[key] = PlainLoops(table.shape[0], self._loop_profiles[0])
+        return hit
 
     def _plain_chain(self, name: str, table: np.ndarray, state: int) -> int | None:
         """The plain-text chain of ``state`` in a rule table (identity byte classes)."""
