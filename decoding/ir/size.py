@@ -153,6 +153,69 @@ def _lead(n: Node) -> bytes:
     return b""
 
 
+#: at most this many byte-set strings in all per choice for :func:`_set_strings_differ`
+SET_STRINGS_MAX = 256
+#: ... each at most this long
+SET_STRING_LEN_MAX = 16
+
+
+def _set_strings(n: Node, budget: int) -> list[tuple[int, ...]] | None:
+    """``n``'s language as at most ``budget`` sequences of byte masks (each string of ``n``
+    matches one of them position by position, and each of them matches only strings of
+    ``n``), or None when ``n`` is not such a short finite sequence of literals and byte sets
+    (a repetition, a Ref, a special, an automaton)."""
+    if isinstance(n, Lit):
+        return [tuple(1 << b for b in n.data)] if len(n.data) <= SET_STRING_LEN_MAX else None
+    if isinstance(n, ByteSet):
+        return [(_byte_mask(n.ranges),)] if n.ranges else None
+    if isinstance(n, Choice):
+        out: list[tuple[int, ...]] = []
+        for x in n.items:
+            sub = _set_strings(x, budget - len(out))
+            if sub is None:
+                return None
+            out.extend(sub)
+            if len(out) > budget:
+                return None
+        return out
+    if isinstance(n, Seq):
+        acc: list[tuple[int, ...]] = [()]
+        for x in n.items:
+            sub = _set_strings(x, budget)
+            if sub is None or len(acc) * len(sub) > budget:
+                return None
+            acc = [a + b for a in acc for b in sub]
+            if any(len(a) > SET_STRING_LEN_MAX for a in acc):
+                return None
+        return acc
+    return None
+
+
+def _set_strings_differ(branches: list[Node]) -> bool:
+    """True when every branch is a short finite sequence of byte sets (:func:`_set_strings`)
+    and no string of one branch is a prefix of (or equal to) a string of another branch: then
+    the branches' union is a prefix code when each branch is one (exact, not a guess: two
+    byte-set sequences share a string prefix iff their sets meet at every position of the
+    shorter).  False when unknown."""
+    tagged: list[tuple[tuple[int, ...], int]] = []
+    for i, x in enumerate(branches):
+        sub = _set_strings(x, SET_STRINGS_MAX - len(tagged))
+        if sub is None:
+            return False
+        tagged.extend((t, i) for t in sub)
+        if len(tagged) > SET_STRINGS_MAX:
+            return False
+    # bucket by the first mask's lowest byte would miss overlaps; compare pairs whose first
+    # masks meet (few: branches starting alike)
+    for j, (b, bi) in enumerate(tagged):
+        for a, ai in tagged[:j]:
+            if ai == bi or not a or not b or not (a[0] & b[0]):
+                continue
+            if all(p & q for p, q in zip(a, b)):
+                return False
+    return True
+
+
 def _counted_copies(n: Repeat, e: Estimate) -> int | None:
     """Copies of the item a counted repetition keeps, or None when it is not countable."""
     big = COUNTED_WINDOW + 1
@@ -222,11 +285,15 @@ def _combine(n: Node, kids: list[Estimate], counted: bool = False) -> Estimate:
             first |= e.first
         alike = [(x, e) for x, e in zip(n.items, kids) if e.first & dup]
         # branches starting alike are told apart by their literal heads when none of those is
-        # a prefix of another (``"\\b" | "\\u00" ...``); else they are ambiguous
+        # a prefix of another (``"\\b" | "\\u00" ...``), or when they are short finite
+        # sequences of byte sets none of which can match a prefix of another's string (a
+        # character class over UTF-8: ``\\S`` as JSON characters); else they are ambiguous
         heads_differ = not alike
         if alike and all(e.first != _ALL and e.lo > 0 for _, e in alike):
             leads = sorted(_lead(x) for x, _ in alike)
             heads_differ = all(leads) and not any(b.startswith(a) for a, b in zip(leads, leads[1:]))
+            if not heads_differ:
+                heads_differ = _set_strings_differ([x for x, _ in alike])
             amb = amb or not heads_differ
         # a prefix code when every branch is one and no string of a branch can be a prefix of
         # another branch's (first symbols disjoint, or literal heads that differ)
