@@ -68,6 +68,14 @@ def literal_dfa(blob: Any, offsets: np.ndarray) -> tuple[bytes, bytes, bytes, by
     ``n + 1`` entries, uint8 labels, int32 targets, uint8 final flags); the edges of state s
     are ``off[s]:off[s+1]`` by increasing label, states in BFS order from 0.  ValueError for
     unsorted words, MemoryError.  Releases the GIL."""
+def nfa_build(code: Any, lit: Any, rule_body: Any, leaf_n: Any, leaf_eoff: Any, leaf_src: Any, leaf_lo: Any,
+              leaf_hi: Any, leaf_tgt: Any, leaf_aoff: Any, leaf_acc: Any, root: int, n0: int, s: int, max_depth: int,
+              max_nesting: int, base_len: int, max_states: int, max_frames: int, budget_s: float) -> tuple:
+    """Thompson NFA of a serialised IR (``gd_nfa_build``; see ``automaton._nfa_program``):
+    ``(0, n, end, eps_src, eps_tgt, e_src, e_lo, e_hi, e_tgt, sp_src, sp_k, sp_tgt)`` (the
+    edge arrays as int32 / uint8 bytes, end -1 for the empty language), or ``(rc, n,
+    err_rule, err_rule2, err_arg)`` past a limit, the budget, or where the Python builder
+    must take over.  ValueError for a malformed program, MemoryError.  Releases the GIL."""
 def impl() -> str:
     """Name of the kernel implementation in use: scalar, sse2, avx2, avx512 or neon."""
 def impl_supported(name: str) -> bool:

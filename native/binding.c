@@ -859,6 +859,66 @@ out:
     return ret;
 }
 
+/* y# of a possibly NULL empty buffer */
+#define NZ(p) ((p) ? (const char *)(p) : "")
+
+static PyObject *py_nfa_build(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[11];
+    int root, n0, s, max_depth, max_nesting, base_len, max_states, max_frames;
+    double budget;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOiiiiiiiid", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
+                          &o[8], &o[9], &o[10], &root, &n0, &s, &max_depth, &max_nesting, &base_len, &max_states,
+                          &max_frames, &budget))
+        return NULL;
+    const char *const names[11] = {"code", "lit", "rule_body", "leaf_n", "leaf_eoff", "leaf_src", "leaf_lo",
+                                   "leaf_hi", "leaf_tgt", "leaf_aoff", "leaf_acc"};
+    const char fmts[11] = {'i', 'B', 'i', 'i', 'q', 'i', 'B', 'B', 'i', 'q', 'i'};
+    Py_buffer b[11];
+    for (int i = 0; i < 11; i++)
+        if (get_buf(o[i], &b[i], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, names[i], fmts[i],
+                    fmts[i] == 'B' ? 1 : fmts[i] == 'q' ? 8 : 4) < 0) {
+            while (i--) PyBuffer_Release(&b[i]);
+            return NULL;
+        }
+    PyObject *ret = NULL;
+    Py_ssize_t nl = b[3].shape[0];
+    const int64_t *eo = b[4].buf, *ao = b[9].buf;
+    if (b[4].shape[0] != nl + 1 || b[9].shape[0] != nl + 1 || b[6].shape[0] != b[5].shape[0] ||
+        b[7].shape[0] != b[5].shape[0] || b[8].shape[0] != b[5].shape[0] || eo[0] != 0 || ao[0] != 0 ||
+        eo[nl] != b[5].shape[0] || ao[nl] != b[10].shape[0] || nl > INT32_MAX || b[2].shape[0] > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "nfa_build: leaf arrays of inconsistent lengths");
+        goto out;
+    }
+    gd_nfa_program p = {b[0].buf, (size_t)b[0].shape[0], b[1].buf, (size_t)b[1].shape[0], b[2].buf,
+                        (int32_t)b[2].shape[0], (int32_t)nl, b[3].buf, eo, ao, b[5].buf, b[8].buf, b[10].buf,
+                        b[6].buf, b[7].buf, max_depth, max_nesting, base_len, max_states, max_frames, budget};
+    gd_nfa_out r;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS /* re-entrant (no global state); buffers stay held */
+    rc = gd_nfa_build(&p, root, n0, s, &r);
+    Py_END_ALLOW_THREADS
+    if (rc == GD_DFA_OK) {
+        ret = Py_BuildValue("(iiiy#y#y#y#y#y#y#y#y#)", 0, (int)r.n, (int)r.end, NZ(r.eps_src),
+                            (Py_ssize_t)r.n_eps * 4, NZ(r.eps_tgt), (Py_ssize_t)r.n_eps * 4,
+                            NZ(r.e_src), (Py_ssize_t)r.n_edges * 4, NZ(r.e_lo),
+                            (Py_ssize_t)r.n_edges, NZ(r.e_hi), (Py_ssize_t)r.n_edges,
+                            NZ(r.e_tgt), (Py_ssize_t)r.n_edges * 4, NZ(r.sp_src),
+                            (Py_ssize_t)r.n_spec * 4, NZ(r.sp_k), (Py_ssize_t)r.n_spec * 4,
+                            NZ(r.sp_tgt), (Py_ssize_t)r.n_spec * 4);
+        gd_nfa_out_free(&r);
+    } else if (rc == GD_DFA_NOMEM) {
+        PyErr_NoMemory();
+    } else if (rc == GD_DFA_INVALID) {
+        PyErr_SetString(PyExc_ValueError, "nfa_build: malformed program");
+    } else {
+        ret = Py_BuildValue("(iiiii)", rc, (int)r.n, (int)r.err_rule, (int)r.err_rule2, (int)r.err_arg);
+    }
+out:
+    for (int i = 0; i < 11; i++) PyBuffer_Release(&b[i]);
+    return ret;
+}
+
 static PyMethodDef methods[] = {
     {"mask_and", py_mask_and, METH_VARARGS, "mask_and(dst, a, b): dst = a & b over uint32 words."},
     {"mask_or", py_mask_or, METH_VARARGS, "mask_or(dst, a, b): dst = a | b over uint32 words."},
@@ -910,6 +970,12 @@ static PyMethodDef methods[] = {
      "dfa_minimize_table(table_i32, nsym, accepting_u8, budget_s) -> (blocks, table_i32_bytes, accepting_u8_bytes): "
      "the minimal DFA (as dfa_minimize, its block of state s is the row block[s]); the tables are None when "
      "already minimal. TimeoutError past the budget. Releases the GIL."},
+    {"nfa_build", py_nfa_build, METH_VARARGS,
+     "nfa_build(code_i32, lit_u8, rule_body_i32, leaf_n_i32, leaf_eoff_i64, leaf_src_i32, leaf_lo_u8, leaf_hi_u8, "
+     "leaf_tgt_i32, leaf_aoff_i64, leaf_acc_i32, root, n0, s, max_depth, max_nesting, base_len, max_states, "
+     "max_frames, budget_s) -> (0, n, end, eps_src, eps_tgt, e_src, e_lo, e_hi, e_tgt, sp_src, sp_k, sp_tgt) as "
+     "bytes, or (rc, n, err_rule, err_rule2, err_arg) for a limit, the budget or a fallback (see gd_nfa_build). "
+     "Releases the GIL."},
     {"impl", py_impl, METH_NOARGS, "Name of the active kernel implementation."},
     {"impl_supported", py_impl_supported, METH_VARARGS, "impl_supported(name) -> bool."},
     {"set_impl", py_set_impl, METH_VARARGS, "set_impl(name): force scalar|sse2|avx2|avx512|neon."},

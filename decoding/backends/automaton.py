@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import time
 from array import array
 from dataclasses import dataclass
@@ -223,15 +224,31 @@ class _NFA:
         self.eps_src.append(s)
         self.eps_tgt.append(t)
 
+    #: build in C (:class:`_NativeNFA`); the Python :meth:`build` here is its reference
+    native = False
+
     def build_start(self, s: int) -> int | None:
         """Build the start rule from ``s``; a grammar nested deeper than Python's stack
         allows is a LimitError naming the innermost rule, never a RecursionError."""
+        root = self.grammar.rule(self.grammar.start)
+        if self.native:
+            e = _build_native(self, root, s)
+            if e is not _FALLBACK:
+                return e  # type: ignore[return-value]
         try:
-            return self.build(self.grammar.rule(self.grammar.start), s)
+            return self.build(root, s)
         except RecursionError:
             raise LimitError(f"rule '{self.rules[-1]}': grammar nested too deeply to inline "
                              f"(rules {len(self.rules)} deep; limit max_nesting="
                              f"{self.max_nesting})") from None
+
+    def build_node(self, node: Node, s: int) -> int | None:
+        """:meth:`build` of ``node`` from ``s``, in C for a :class:`_NativeNFA`."""
+        if self.native:
+            e = _build_native(self, node, s)
+            if e is not _FALLBACK:
+                return e  # type: ignore[return-value]
+        return self.build(node, s)
 
     def build_sep_loop(self, x: Node, sep: tuple[Node, ...], s: int) -> int | None:
         """``x (sep x)*`` with one copy of ``x`` (see :meth:`_NFARef.build_sep_loop`)."""
@@ -471,6 +488,256 @@ class _NFA:
         for a, k, b in zip(self.sp_src, self.sp_k, self.sp_tgt):
             spec[a].append((k, b))
         return eps, edges, spec
+
+
+class _NativeNFA(_NFA):
+    """:class:`_NFA` whose build runs in C (``native/src/nfa_build.c``): the IR reachable
+    from the node is serialised once (:func:`_nfa_program`), the builder makes the same
+    states and edges in the same order, the same limits and errors.  What the C builder
+    leaves to Python (see :func:`_build_native`) is built by :meth:`_NFA.build`."""
+    __slots__ = ()
+    native = True
+
+
+_FALLBACK = object()
+# node records of the serialised IR (GD_NK_* in native/include/gd_native.h)
+_NK_LIT, _NK_SET, _NK_SEQ, _NK_CHOICE, _NK_REPEAT, _NK_REF, _NK_SPECIAL, _NK_LEAF, _NK_NONE, _NK_FALLBACK, \
+    _NK_SEPLOOP = range(11)
+# gd_nfa_build's failures (GD_NFA_*, GD_DFA_TIMEOUT)
+_NFA_STATES, _NFA_NESTING, _NFA_FALLBACK, _NFA_TIMEOUT = -10, -11, -12, -3
+_I32 = 2**31 - 1
+#: Python frames kept free below the recursion limit when the C builder counts the Python
+#: builder's frames (past them, the Python builder runs and reports as it does)
+_FRAME_MARGIN = 40
+_EMPTY_I32 = np.zeros(0, dtype=np.int32)
+_EMPTY_U8 = np.zeros(0, dtype=np.uint8)
+
+
+def _nfa_program(nfa: "_NFA", root: Node) -> tuple:
+    """The IR reachable from ``root`` as ``gd_nfa_build`` reads it (each node once, by
+    identity): (code int32 array, root offset, literal bytes, rule names, rule body offsets,
+    leaves).  Dfa leaves and the automata of Inter/Diff nodes are made here (as ``nfa``
+    would make them, and cached on it); what C should not build becomes a FALLBACK record:
+    a node of no IR class, a special not in ``special_ids``, a repeat bound past int32, an
+    Inter/Diff whose automaton fails (the Python builder then raises as it does, at the place
+    it does)."""
+    code: list[int] = []
+    at: dict[int, int] = {}
+    fix: list[tuple[int, Node]] = []
+    lits: list[bytes] = []
+    nlit = 0
+    rule_ix: dict[str, int] = {}
+    rule_names: list[str] = []
+    rule_body: list[int] = []
+    pending: list[tuple[int, str]] = []
+    leaves: list[_Leaf] = []
+    leaf_ix: dict[int, int] = {}
+    sids = nfa.special_ids
+    push = code.append
+
+    def child(x: Node) -> None:
+        o = at.get(id(x))
+        if o is None:
+            fix.append((len(code), x))
+            push(0)
+        else:
+            push(o)
+
+    def leaf(node: Node, lf: "_Leaf") -> None:
+        i = leaf_ix.get(id(node))
+        if i is None:
+            i = leaf_ix[id(node)] = len(leaves)
+            leaves.append(lf)
+        push(_NK_LEAF)
+        push(i)
+
+    def emit(node: Node) -> int:
+        nonlocal nlit
+        off = len(code)
+        at[id(node)] = off
+        tp = type(node)
+        if tp not in _NODE_TYPES:
+            tp = next((c for c in _NODE_TYPES if isinstance(node, c)), tp)
+        if tp is Lit:
+            data = node.data  # type: ignore[union-attr]
+            code.extend((_NK_LIT, nlit, len(data)))
+            lits.append(data)
+            nlit += len(data)
+        elif tp is ByteSet:
+            ranges = node.ranges  # type: ignore[union-attr]
+            push(_NK_SET)
+            push(len(ranges))
+            for r in ranges:
+                code.extend(r)
+        elif tp is Seq:
+            items = node.items  # type: ignore[union-attr]
+            push(_NK_SEQ)
+            pos = len(code)
+            push(0)
+            k = i = 0
+            while i < len(items):
+                it = items[i]
+                if i + 1 < len(items) and _sep_loop(it, items[i + 1]):
+                    fix.append((len(code), _SepLoop(it, items[i + 1].item.items[:-1])))  # type: ignore[union-attr]
+                    push(0)
+                    i += 2
+                else:
+                    child(it)
+                    i += 1
+                k += 1
+            code[pos] = k
+        elif tp is Choice:
+            items = node.items  # type: ignore[union-attr]
+            push(_NK_CHOICE)
+            push(len(items))
+            for it in items:
+                child(it)
+        elif tp is Repeat:
+            lo, hi = node.min, node.max  # type: ignore[union-attr]
+            if lo > _I32 or (hi is not None and hi > _I32):
+                code.extend((_NK_FALLBACK, 0))
+            else:
+                push(_NK_REPEAT)
+                child(node.item)  # type: ignore[union-attr]
+                push(lo)
+                push(-1 if hi is None else hi)
+        elif tp is Ref:
+            name = node.name  # type: ignore[union-attr]
+            r = rule_ix.get(name)
+            if r is None:
+                r = rule_ix[name] = len(rule_names)
+                rule_names.append(name)
+                rule_body.append(-1)
+                pending.append((r, name))
+            push(_NK_REF)
+            push(r)
+        elif tp is Special:
+            k = sids.get(node.text)  # type: ignore[union-attr]
+            if k is None:
+                code.extend((_NK_FALLBACK, 0))
+            else:
+                code.extend((_NK_SPECIAL, k))
+        elif tp is Dfa:
+            hit = nfa.leaves.get(id(node))
+            if hit is None:
+                hit = nfa.leaves[id(node)] = (node, _Leaf.of_dfa_node(node))  # type: ignore[arg-type]
+            leaf(node, hit[1])
+        elif tp is Inter or tp is Diff:
+            hit = nfa.regular.get(id(node))
+            if hit is None:
+                try:
+                    dfa = regular_dfa(node, max_states=nfa.max_dfa, max_nfa=nfa.max_states, deadline=nfa.deadline,
+                                      where=f"rule '{nfa.rules[-1]}'")
+                except (LimitError, GrammarError):
+                    dfa = _FALLBACK  # type: ignore[assignment]
+                if dfa is not _FALLBACK:
+                    hit = nfa.regular[id(node)] = (node, None if dfa is None else _Leaf.of_dfa(dfa))
+            if hit is None:
+                code.extend((_NK_FALLBACK, 0))
+            elif hit[1] is None:
+                push(_NK_NONE)
+            else:
+                leaf(node, hit[1])
+        elif tp is _SepLoop:
+            push(_NK_SEPLOOP)
+            child(node.x)  # type: ignore[union-attr]
+            push(len(node.sep))  # type: ignore[union-attr]
+            for it in node.sep:  # type: ignore[union-attr]
+                child(it)
+        else:
+            code.extend((_NK_FALLBACK, 0))
+        return off
+
+    keep: list[Node] = []  # the _SepLoop records stay alive while their ids are keys
+    top = emit(root)
+    while fix or pending:
+        while fix:
+            pos, x = fix.pop()
+            o = at.get(id(x))
+            if o is None:
+                if type(x) is _SepLoop:
+                    keep.append(x)
+                o = emit(x)
+            code[pos] = o
+        while pending and not fix:
+            r, name = pending.pop()
+            body = nfa.grammar.rule(name)
+            o = at.get(id(body))
+            rule_body[r] = o if o is not None else emit(body)
+    return array("i", code), top, b"".join(lits), rule_names, array("i", rule_body), leaves
+
+
+@dataclass(frozen=True, eq=False)
+class _SepLoop:
+    """``x (sep x)*`` of a Seq (:func:`decoding.ir.size.is_sep_loop`), as serialised."""
+    x: Node
+    sep: tuple[Node, ...]
+
+
+def _leaf_arrays(leaves: "list[_Leaf]") -> tuple:
+    if not leaves:
+        z64 = np.zeros(1, dtype=np.int64)
+        return _EMPTY_I32, z64, _EMPTY_I32, _EMPTY_U8, _EMPTY_U8, _EMPTY_I32, z64, _EMPTY_I32
+    eoff = np.zeros(len(leaves) + 1, dtype=np.int64)
+    np.cumsum([len(lf.lo) for lf in leaves], out=eoff[1:])
+    aoff = np.zeros(len(leaves) + 1, dtype=np.int64)
+    np.cumsum([len(lf.accept) for lf in leaves], out=aoff[1:])
+
+    def cat(f: str, dt: type) -> np.ndarray:
+        return np.ascontiguousarray(np.concatenate([getattr(lf, f) for lf in leaves]), dtype=dt)
+    return (np.array([lf.n for lf in leaves], dtype=np.int32), eoff, cat("src", np.int32), cat("lo", np.uint8),
+            cat("hi", np.uint8), cat("tgt", np.int32), aoff, cat("accept", np.int32))
+
+
+def _stack_depth() -> int:
+    f = sys._getframe(1)
+    n = 1
+    while f is not None:
+        f = f.f_back  # type: ignore[assignment]
+        n += 1
+    return n
+
+
+def _build_native(nfa: "_NFA", node: Node, s: int) -> "int | None | object":
+    """``nfa.build(node, s)`` by ``gd_nfa_build``: the end state (None: the empty language),
+    the same LimitError, or :data:`_FALLBACK` where the Python builder must run (nothing was
+    added to ``nfa`` then)."""
+    if any(nfa.depth.values()):
+        return _FALLBACK
+    code, root, lit, names, bodies, leaves = _nfa_program(nfa, node)
+    frames = sys.getrecursionlimit() - _stack_depth() - _FRAME_MARGIN
+    if frames < 1:
+        return _FALLBACK
+    res = _native.nfa_build(code, lit, bodies, *_leaf_arrays(leaves), root, nfa.n, s, nfa.grammar.max_depth,
+                            min(nfa.max_nesting, _I32 - 2), len(nfa.rules), min(nfa.max_states, _I32), frames,
+                            _budget(nfa.deadline))
+    rc = res[0]
+    if rc == 0:
+        _, n, end, eps_src, eps_tgt, e_src, e_lo, e_hi, e_tgt, sp_src, sp_k, sp_tgt = res
+        nfa.n = n
+        nfa.eps_src.frombytes(eps_src)
+        nfa.eps_tgt.frombytes(eps_tgt)
+        nfa.e_src.frombytes(e_src)
+        nfa.e_lo.frombytes(e_lo)
+        nfa.e_hi.frombytes(e_hi)
+        nfa.e_tgt.frombytes(e_tgt)
+        nfa.sp_src.frombytes(sp_src)
+        nfa.sp_k.frombytes(sp_k)
+        nfa.sp_tgt.frombytes(sp_tgt)
+        return None if end < 0 else end
+    _, _, r1, r2, _ = res
+
+    def name(r: int) -> str:
+        return nfa.rules[-1] if r < 0 else names[r]
+    if rc == _NFA_STATES:
+        raise LimitError(f"rule '{name(r1)}': grammar expands to more than {nfa.max_states} NFA states (limit "
+                         "max_nfa_states); lower the recursion depth or bounded repetitions")
+    if rc == _NFA_NESTING:
+        raise LimitError(f"rule '{name(r1)}': rules nested more than max_nesting={nfa.max_nesting} deep when "
+                         f"inlined (referenced from '{name(r2)}')")
+    if rc == _NFA_TIMEOUT:
+        raise _deadline_passed(nfa.deadline, f"the NFA of rule '{name(r1)}'")
+    return _FALLBACK
 
 
 @dataclass(frozen=True, eq=False)
@@ -927,8 +1194,14 @@ def _new_nfa(grammar: Grammar, special_ids: dict[str, int], max_states: int, *,
              deadline: _Deadline | None = None) -> "_NFA | _NFARef":
     """An empty NFA builder: flat arrays (:class:`_NFA`), or the list reference
     (:class:`_NFARef`) under ``GD_PURE_PYTHON_DFA=1``."""
-    cls = _NFARef if _pure_python_dfa() else _NFA
+    cls = _NFARef if _pure_python_dfa() else _NFA if _python_nfa() else _NativeNFA
     return cls(grammar, special_ids, max_states, max_nesting=max_nesting, deadline=deadline)
+
+
+def _python_nfa() -> bool:
+    """``GD_PYTHON_NFA=1``: the NFA is built by the Python :class:`_NFA` (the flat arrays, the
+    rest of the pipeline native), not in C (:class:`_NativeNFA`)."""
+    return os.environ.get("GD_PYTHON_NFA", "") == "1"
 
 
 def _nfa_lists(nfa: "_NFA | _NFARef") -> tuple[list, list, list]:
@@ -1094,7 +1367,7 @@ def _operand_dfa(node: Node, max_states: int, max_nfa: int, deadline: _Deadline,
     nfa.max_dfa = max_states
     nfa.rules = [where.removeprefix("rule '").removesuffix("'")]
     start = nfa.new()
-    end = nfa.build(node, start)
+    end = nfa.build_node(node, start) if isinstance(nfa, _NFA) else nfa.build(node, start)
     if end is None:
         return None
     return _minimal_dfa(nfa, start, end, (), deadline, max_states, where, max_bytes, empty_ok=True)

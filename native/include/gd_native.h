@@ -251,6 +251,58 @@ typedef struct {
 int gd_literal_dfa_build(const uint8_t *blob, const int64_t *offsets, int32_t n_words, gd_literal_dfa *out);
 void gd_literal_dfa_free(gd_literal_dfa *d);
 
+/* ---- Thompson NFA of a grammar IR (src/nfa_build.c) ---------------------------------------
+ * The IR serialised by decoding/backends/automaton.py (`_nfa_program`): node i is the int32
+ * record at code[i]: [GD_NK_LIT, offset into lit, length], [GD_NK_SET, n, lo0, hi0, ...],
+ * [GD_NK_SEQ, n, child...], [GD_NK_SEPLOOP, x, n, sep...] (a Seq item: `x (sep x)*`, one
+ * copy of x), [GD_NK_CHOICE, n, child...], [GD_NK_REPEAT, item, min, max (-1: none)],
+ * [GD_NK_REF, rule], [GD_NK_SPECIAL, k], [GD_NK_LEAF, leaf], [GD_NK_NONE] (the empty
+ * language), [GD_NK_FALLBACK, arg] (left to the Python builder).  Rule r's body is node
+ * rule_body[r].  Leaf i (a Dfa node or an Inter/Diff automaton): leaf_n[i] states, the edges
+ * leaf_src/lo/hi/tgt[leaf_eoff[i] .. leaf_eoff[i+1]) and the accepting states
+ * leaf_acc[leaf_aoff[i] .. leaf_aoff[i+1]), numbered from 0.  base_len: rules already on the
+ * caller's inlining stack (for max_nesting); max_frames: the Python builder's recursion
+ * budget; budget_s as for the subset construction. */
+enum { GD_NK_LIT = 0, GD_NK_SET = 1, GD_NK_SEQ = 2, GD_NK_CHOICE = 3, GD_NK_REPEAT = 4, GD_NK_REF = 5,
+       GD_NK_SPECIAL = 6, GD_NK_LEAF = 7, GD_NK_NONE = 8, GD_NK_FALLBACK = 9, GD_NK_SEPLOOP = 10 };
+enum { GD_NFA_STATES = -10, GD_NFA_NESTING = -11, GD_NFA_FALLBACK = -12 };
+typedef struct {
+    const int32_t *code;
+    size_t n_code;
+    const uint8_t *lit;
+    size_t n_lit;
+    const int32_t *rule_body;
+    int32_t n_rules;
+    int32_t n_leaves;
+    const int32_t *leaf_n;
+    const int64_t *leaf_eoff, *leaf_aoff;
+    const int32_t *leaf_src, *leaf_tgt, *leaf_acc;
+    const uint8_t *leaf_lo, *leaf_hi;
+    int32_t max_depth, max_nesting, base_len, max_states, max_frames;
+    double budget_s;
+} gd_nfa_program;
+/* The NFA: n states (the caller's n0 first), end state (-1: the empty language) and the
+ * edges added, in `_NFA`'s order; err_* describe a failure. */
+typedef struct {
+    int32_t n, end;
+    int32_t *eps_src, *eps_tgt;
+    size_t n_eps;
+    int32_t *e_src, *e_tgt;
+    uint8_t *e_lo, *e_hi;
+    size_t n_edges;
+    int32_t *sp_src, *sp_k, *sp_tgt;
+    size_t n_spec;
+    int32_t err_rule, err_rule2, err_arg;
+} gd_nfa_out;
+/* Builds node `root` from state s (< n0, the states already made) as `_NFA.build` would.
+ * Returns GD_DFA_OK and fills `out` (free with gd_nfa_out_free), or: GD_NFA_STATES (past
+ * max_states; err_rule: the innermost rule being inlined, -1 the caller's), GD_NFA_NESTING
+ * (err_rule: the rule referenced, err_rule2: the innermost), GD_DFA_TIMEOUT (err_rule),
+ * GD_NFA_FALLBACK (err_arg: the FALLBACK node's arg, or -1 past max_frames), GD_DFA_NOMEM,
+ * GD_DFA_INVALID; `out` then holds no edges. */
+int gd_nfa_build(const gd_nfa_program *p, int32_t root, int32_t n0, int32_t s, gd_nfa_out *out);
+void gd_nfa_out_free(gd_nfa_out *o);
+
 #ifdef __cplusplus
 }
 #endif
