@@ -138,6 +138,19 @@ def test_deeper_than_the_stack_falls_back_to_python():
     assert ok[0] != LimitError
 
 
+def test_high_recursion_limit_keeps_the_c_stack_small(monkeypatch):
+    """With a raised recursion limit the C builder still stops at its own frame cap and
+    leaves the deeper grammar to Python (same arrays)."""
+    monkeypatch.setattr(A, "_MAX_C_FRAMES", 500)
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, 20_000))
+    try:
+        out = _same(_chain(1500), max_states=10**7, max_nesting=10**6)
+    finally:
+        sys.setrecursionlimit(old)
+    assert out[0] == 1501  # the start state and one per byte
+
+
 def test_deadline():
     g = _multi("root", root=seq(lit("<"), Ref("body")), body=lit("x" * 5000))
     msgs = []

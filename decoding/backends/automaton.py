@@ -3,12 +3,15 @@
 Pipeline: IR -> Thompson NFA (refs inlined, recursion unrolled to ``max_depth``)
 -> subset construction over byte equivalence classes -> pruning -> minimisation.
 
-Where the work runs: the NFA is built in Python straight into flat edge arrays
-(:class:`_NFA`: a literal, an automaton leaf or an embedded DFA is a few bulk appends); the
-byte classes, the subset construction, the pruning and the minimisation run in C
-(``native/src/dfa_build.c``, GIL released).  ``GD_PURE_PYTHON_DFA=1`` selects the all-Python
-reference (:class:`_NFARef` lists, :func:`_determinize_py`, :func:`_prune_py`,
-:func:`_minimize_py`): the same DFAs, state numbering included (tests/test_nfa_arrays.py).
+Where the work runs: the IR reachable from the start rule is serialised once into flat
+records (:func:`_nfa_program`; Dfa leaves and Inter/Diff automata are made in Python) and the
+Thompson NFA is built from them in C (:class:`_NativeNFA`, ``native/src/nfa_build.c``)
+straight into flat edge arrays; the byte classes, the subset construction, the pruning and the
+minimisation run in C too (``native/src/dfa_build.c``, GIL released).  ``GD_PYTHON_NFA=1``
+builds the NFA in Python (:class:`_NFA`, the reference of the C builder: the same arrays,
+tests/test_nfa_native.py); ``GD_PURE_PYTHON_DFA=1`` selects the all-Python reference
+(:class:`_NFARef` lists, :func:`_determinize_py`, :func:`_prune_py`, :func:`_minimize_py`):
+the same DFAs, state numbering included (tests/test_nfa_arrays.py).
 
 ``Inter``/``Diff`` nodes (regular operands, no Ref/Special) are built by
 :func:`regular_dfa`: each operand is determinised on its own, the operands are combined by
@@ -509,6 +512,8 @@ _I32 = 2**31 - 1
 #: Python frames kept free below the recursion limit when the C builder counts the Python
 #: builder's frames (past them, the Python builder runs and reports as it does)
 _FRAME_MARGIN = 40
+#: and at most this many (the C builder recurses on the C stack: a few hundred KiB at most)
+_MAX_C_FRAMES = 4000
 _EMPTY_I32 = np.zeros(0, dtype=np.int32)
 _EMPTY_U8 = np.zeros(0, dtype=np.uint8)
 
@@ -535,13 +540,17 @@ def _nfa_program(nfa: "_NFA", root: Node) -> tuple:
     sids = nfa.special_ids
     push = code.append
 
-    def child(x: Node) -> None:
-        o = at.get(id(x))
-        if o is None:
-            fix.append((len(code), x))
-            push(0)
-        else:
-            push(o)
+    at_get = at.get
+    fix_push = fix.append
+
+    def children(xs: Iterable[Node]) -> None:
+        for x in xs:
+            o = at_get(id(x))
+            if o is None:
+                fix_push((len(code), x))
+                push(0)
+            else:
+                push(o)
 
     def leaf(node: Node, lf: "_Leaf") -> None:
         i = leaf_ix.get(id(node))
@@ -582,7 +591,7 @@ def _nfa_program(nfa: "_NFA", root: Node) -> tuple:
                     push(0)
                     i += 2
                 else:
-                    child(it)
+                    children((it,))
                     i += 1
                 k += 1
             code[pos] = k
@@ -590,15 +599,14 @@ def _nfa_program(nfa: "_NFA", root: Node) -> tuple:
             items = node.items  # type: ignore[union-attr]
             push(_NK_CHOICE)
             push(len(items))
-            for it in items:
-                child(it)
+            children(items)
         elif tp is Repeat:
             lo, hi = node.min, node.max  # type: ignore[union-attr]
             if lo > _I32 or (hi is not None and hi > _I32):
                 code.extend((_NK_FALLBACK, 0))
             else:
                 push(_NK_REPEAT)
-                child(node.item)  # type: ignore[union-attr]
+                children((node.item,))  # type: ignore[union-attr]
                 push(lo)
                 push(-1 if hi is None else hi)
         elif tp is Ref:
@@ -640,10 +648,9 @@ def _nfa_program(nfa: "_NFA", root: Node) -> tuple:
                 leaf(node, hit[1])
         elif tp is _SepLoop:
             push(_NK_SEPLOOP)
-            child(node.x)  # type: ignore[union-attr]
+            children((node.x,))  # type: ignore[union-attr]
             push(len(node.sep))  # type: ignore[union-attr]
-            for it in node.sep:  # type: ignore[union-attr]
-                child(it)
+            children(node.sep)  # type: ignore[union-attr]
         else:
             code.extend((_NK_FALLBACK, 0))
         return off
@@ -705,7 +712,7 @@ def _build_native(nfa: "_NFA", node: Node, s: int) -> "int | None | object":
     if any(nfa.depth.values()):
         return _FALLBACK
     code, root, lit, names, bodies, leaves = _nfa_program(nfa, node)
-    frames = sys.getrecursionlimit() - _stack_depth() - _FRAME_MARGIN
+    frames = min(sys.getrecursionlimit() - _stack_depth() - _FRAME_MARGIN, _MAX_C_FRAMES)
     if frames < 1:
         return _FALLBACK
     res = _native.nfa_build(code, lit, bodies, *_leaf_arrays(leaves), root, nfa.n, s, nfa.grammar.max_depth,

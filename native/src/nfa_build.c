@@ -406,7 +406,10 @@ int gd_nfa_build(const gd_nfa_program *p, int32_t root, int32_t n0, int32_t s, g
     c.p = p;
     c.o = out;
     c.depth = calloc((size_t)p->n_rules + 1, 4);
-    c.stack = malloc(((size_t)p->max_nesting + 2) * 4);
+    /* at most min(max_nesting, max_frames) + 1 rules are pushed: a push follows the nesting
+     * check and costs frames */
+    int32_t cap = p->max_nesting < p->max_frames ? p->max_nesting : (p->max_frames > 0 ? p->max_frames : 0);
+    c.stack = malloc(((size_t)cap + 2) * 4);
     if (!c.depth || !c.stack) {
         free(c.depth);
         free(c.stack);
