@@ -128,6 +128,19 @@ static PyObject *py_mask_equal(PyObject *self, PyObject *args) {
     return PyBool_FromLong(eq);
 }
 
+static PyObject *py_mask_from_ids(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *om, *oi;
+    if (!PyArg_ParseTuple(args, "OO", &om, &oi)) return NULL;
+    Py_buffer m, ids;
+    if (get_words(om, &m, 1, "mask") < 0) return NULL;
+    if (get_words(oi, &ids, 0, "ids") < 0) { PyBuffer_Release(&m); return NULL; }
+    gd_mask_from_ids(m.buf, (size_t)m.shape[0], ids.buf, (size_t)ids.shape[0]);
+    PyBuffer_Release(&m);
+    PyBuffer_Release(&ids);
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_apply_mask(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"logits", "mask", "fill", NULL};
     PyObject *ol, *om;
@@ -925,6 +938,8 @@ static PyMethodDef methods[] = {
     {"mask_count", py_mask_count, METH_VARARGS, "mask_count(mask, n): set bits among the first n."},
     {"mask_hash", py_mask_hash, METH_VARARGS, "mask_hash(mask) -> 64-bit hash of the uint32 words (interning)."},
     {"mask_equal", py_mask_equal, METH_VARARGS, "mask_equal(a, b) -> True if the uint32 word arrays are equal."},
+    {"mask_from_ids", py_mask_from_ids, METH_VARARGS,
+     "mask_from_ids(mask_out_u32, ids_u32): mask = the bits of ids (ids past the mask are left out)."},
     {"apply_mask", (PyCFunction)(void (*)(void))py_apply_mask, METH_VARARGS | METH_KEYWORDS,
      "apply_mask(logits, mask, fill=-inf): in place; logits is a 1-D float32 view, any stride. Releases the GIL."},
     {"trie_build", py_trie_build, METH_VARARGS, "trie_build(blob, offsets_u64) -> capsule. Releases the GIL."},

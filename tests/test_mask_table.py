@@ -40,3 +40,25 @@ def test_more_distinct_masks_than_the_limit_is_a_limit_error():
     t.intern(_mask(64, [0]))  # already there: no new mask
     with pytest.raises(LimitError, match="max_masks=3"):
         t.intern(_mask(64, [5]))
+
+
+def test_sparse_and_dense_storage_read_back_the_same_masks():
+    """Masks of at most SPARSE_MAX tokens are kept as ids, the others dense; reading any of
+    them (also after the expansion cache has turned over) gives the mask that was interned."""
+    n = 5000
+    rng = np.random.default_rng(0)
+    sets = [sorted(rng.choice(n, k, replace=False).tolist()) for k in
+            [0, 1, 3, masks_mod.SPARSE_MAX, masks_mod.SPARSE_MAX + 1, 4000, n]]
+    sets += [[i, i + 1] for i in range(0, 3 * masks_mod.EXPANDED_CACHE, 2)]
+    t = MaskTable(n)
+    ids = [t.intern(_mask(n, s)) for s in sets]
+    assert len(set(ids)) == len(sets)
+    for _ in range(2):
+        for mid, s in zip(ids, sets):
+            assert np.array_equal(t[mid], _mask(n, s))
+            assert t.ids(mid).tolist() == s and t.ids(mid).dtype == np.int64
+            assert not t[mid].flags.writeable
+    dense = sum(1 for s in sets if len(s) > masks_mod.SPARSE_MAX)
+    sparse_ids = sum(len(s) for s in sets if len(s) <= masks_mod.SPARSE_MAX)
+    assert t.nbytes == dense * t.n_words * 4 + sparse_ids * 12
+    assert [t.intern(_mask(n, s)) for s in sets] == ids  # equal masks found again, sparse or dense

@@ -9,6 +9,10 @@ Invariants
   never changes, so ids and arrays may be shared between threads and requests.
 - At most ``max_masks`` distinct masks are stored; one more raises
   :class:`~decoding.errors.LimitError` (a memory bound, not a correctness one).
+- Storage is adaptive: a mask of at most :data:`SPARSE_MAX` allowed tokens (a property name,
+  a closing run: most masks of a JSON schema) is kept as its sorted token ids, 4 bytes each,
+  instead of ``n_words`` words (16 KB at 128k tokens); ``table[mid]`` expands it (the last
+  :data:`EXPANDED_CACHE` expansions are kept), so every reader sees the same dense array.
 - :meth:`MaskTable.ids` is the sorted, read-only array of the set bits of mask ``mid``
   (computed once per mask).
 """
@@ -26,6 +30,10 @@ from decoding.errors import LimitError
 __all__ = ["MaskTable", "mask_ids", "DEFAULT_MAX_MASKS"]
 
 DEFAULT_MAX_MASKS = 65_536
+#: masks with at most this many allowed tokens are stored as their ids
+SPARSE_MAX = 1024
+#: expanded sparse masks kept per table (the states a generation is cycling through)
+EXPANDED_CACHE = 2
 
 
 def mask_ids(m: np.ndarray, n_tokens: int) -> np.ndarray:
@@ -42,7 +50,8 @@ class MaskTable:
     read-only arrays); they are used as they are and are not indexed for interning.
     """
 
-    __slots__ = ("n_tokens", "n_words", "max_masks", "where", "_masks", "_by_hash", "_ids", "_lock")
+    __slots__ = ("n_tokens", "n_words", "max_masks", "where", "_masks", "_by_hash", "_ids", "_sparse", "_lock",
+                 "_expanded", "_nbytes")
 
     def __init__(self, n_tokens: int, *, max_masks: int = DEFAULT_MAX_MASKS,
                  stored: Sequence[np.ndarray] | None = None, where: str = "token index") -> None:
@@ -50,21 +59,42 @@ class MaskTable:
         self.n_words = (self.n_tokens + 31) // 32
         self.max_masks = int(max_masks)
         self.where = where
+        # a dense read-only uint32 mask, or (sparse) None with its uint32 ids in ``_sparse``
         self._masks: Any = stored if stored is not None else []
         self._by_hash: dict[int, list[int]] = {}
         self._ids: dict[int, np.ndarray] = {}
+        self._sparse: dict[int, np.ndarray] = {}
+        self._expanded: dict[int, np.ndarray] = {}  # insertion order = age
+        self._nbytes = 0 if stored is None else len(stored) * self.n_words * 4
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._masks)
 
     def __getitem__(self, mid: int) -> np.ndarray:
-        return self._masks[mid]
+        m = self._masks[mid]
+        if m is not None:
+            return m
+        hit = self._expanded.get(mid)
+        if hit is None:
+            hit = self._expand(mid)
+            with self._lock:
+                if len(self._expanded) >= EXPANDED_CACHE:
+                    self._expanded.pop(next(iter(self._expanded)))
+                self._expanded[mid] = hit
+        return hit
+
+    def _expand(self, mid: int) -> np.ndarray:
+        m = np.empty(self.n_words, dtype=np.uint32)
+        _native.mask_from_ids(m, self._sparse[mid])
+        m.setflags(write=False)
+        return m
 
     @property
     def nbytes(self) -> int:
-        """Bytes the distinct masks take when expanded."""
-        return len(self._masks) * self.n_words * 4
+        """Bytes the distinct masks take as stored (dense: ``n_words`` words; sparse: 4 per
+        allowed token)."""
+        return self._nbytes
 
     def intern(self, m: np.ndarray) -> int:
         """The id of ``m`` (a uint32 array of ``n_words`` words, which the table may keep
@@ -72,7 +102,7 @@ class MaskTable:
         key = _native.mask_hash(m)
         with self._lock:
             for i in self._by_hash.get(key, ()):
-                if _native.mask_equal(self._masks[i], m):
+                if _native.mask_equal(self._expand(i) if self._masks[i] is None else self._masks[i], m):
                     return i
             if len(self._masks) >= self.max_masks:
                 raise LimitError(f"{self.where}: more than max_masks={self.max_masks} distinct token masks")
@@ -80,7 +110,16 @@ class MaskTable:
                 self._masks = list(self._masks)
             mid = len(self._masks)
             m.setflags(write=False)
-            self._masks.append(m)
+            if _native.mask_count(m, self.n_words * 32) <= SPARSE_MAX:
+                ids = mask_ids(m, self.n_tokens)
+                self._ids[mid] = ids
+                self._sparse[mid] = sp = ids.astype(np.uint32)
+                sp.setflags(write=False)
+                self._masks.append(None)
+                self._nbytes += ids.nbytes + sp.nbytes
+            else:
+                self._masks.append(m)
+                self._nbytes += m.nbytes
             self._by_hash.setdefault(key, []).append(mid)
             return mid
 

@@ -47,6 +47,8 @@ size_t gd_mask_count(const uint32_t *mask, size_t n);
 /* A 64-bit hash of nwords words (for interning masks; not cryptographic), and equality. */
 uint64_t gd_mask_hash(const uint32_t *mask, size_t nwords);
 int gd_mask_equal(const uint32_t *a, const uint32_t *b, size_t nwords);
+/* mask (nwords words) = the bits of ids[0..n_ids) (ids at or past nwords * 32 are left out). */
+void gd_mask_from_ids(uint32_t *mask, size_t nwords, const uint32_t *ids, size_t n_ids);
 
 /* logits[i] = fill for every i < n whose bit is clear.  Contiguous float32. */
 void gd_apply_mask_f32(const gd_kernels *k, float *logits, size_t n, const uint32_t *mask, float fill);

@@ -90,6 +90,12 @@ uint64_t gd_mask_hash(const uint32_t *mask, size_t nwords) {
     return r ^ (r >> 29);
 }
 
+void gd_mask_from_ids(uint32_t *mask, size_t nwords, const uint32_t *ids, size_t n_ids) {
+    memset(mask, 0, nwords * sizeof(uint32_t));
+    for (size_t k = 0; k < n_ids; k++)
+        if ((size_t)(ids[k] >> 5) < nwords) mask[ids[k] >> 5] |= 1u << (ids[k] & 31);
+}
+
 int gd_mask_equal(const uint32_t *a, const uint32_t *b, size_t nwords) {
     return memcmp(a, b, nwords * sizeof(uint32_t)) == 0;
 }

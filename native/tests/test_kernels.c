@@ -142,6 +142,12 @@ static void test_hash_equal(void) {
         b[w] = a[w];
     }
     CHECK(gd_mask_hash(a, 4000) != gd_mask_hash(a, 4001), "hash depends on the length");
+    const uint32_t ids[] = {0, 31, 32, 33, 64, 127999, 128031, 999999};
+    gd_mask_from_ids(b, 4001, ids, 8);
+    size_t set = 0;
+    for (size_t i = 0; i < 4001 * 32; i++) set += bit(b, i);
+    CHECK(set == 7, "from_ids: %zu bits set, want 7 (one id is past the mask)", set);
+    for (size_t k = 0; k < 7; k++) CHECK(bit(b, ids[k]), "from_ids: id %u", ids[k]);
 }
 
 int main(void) {
