@@ -33,6 +33,7 @@ from decoding.artifacts.format import FORMAT_VERSION
 from decoding.backends.contract import CompiledGrammar
 from decoding.backends import select as _select
 from decoding.backends.select import compile_grammar
+from decoding.heap import TRIM_AFTER_SECONDS, release_free_memory
 from decoding.errors import GBNFError, GrammarError, LimitError, SchemaError
 from decoding.frontends.sources import (KINDS, build_grammar, kind_of, normalized_text, option_names,
                                         read_source)
@@ -196,6 +197,7 @@ class Compiler:
             cg = cache.lookup(prepared.key, self.vocab, backend=backend, max_states=opts.get("max_states"))
             if cg is not None:
                 return cg.precompute() if eager else cg
+        t0 = time.perf_counter()
         try:
             if prepared.seconds > 0:  # the front-end's time counts against the compile deadline
                 lim = _select.DEFAULT_LIMITS
@@ -218,6 +220,9 @@ class Compiler:
                 # unsatisfiability proofs are located already): the whole schema is the place
                 raise SchemaError("", None, f"no instance in the subset this compiler generates ({e})") from e
             raise
+        finally:
+            if time.perf_counter() - t0 + prepared.seconds >= TRIM_AFTER_SECONDS:
+                release_free_memory()  # a large compile's freed blocks back to the system (decoding.heap)
         if cache is not None:
             src = prepared.source or {}
             cache.store(cg, name=Path(src["name"]).stem if src.get("name") else "", kind=prepared.kind,

@@ -133,7 +133,7 @@ def test_fill_mask_into_caller_buffer_checks_shape():
 ])
 @pytest.mark.parametrize("vocab_name", ["gpt-2", "llama-spm"])
 def test_plain_text_shortcut_gives_the_full_walk_masks(schema, shortcut, vocab_name):
-    """String bodies use precomputed plain-token masks (decoding/backends/dfa/textloop.py); they must equal
+    """String bodies use precomputed plain-token masks (decoding/backends/textloop.py); they must equal
     the masks of a walk over the whole vocabulary trie, state by state."""
     from conftest import get_vocab
     from decoding import compile_json_schema

@@ -140,7 +140,7 @@ def test_same_masks_as_dfa_llama_bpe():
 
 
 def test_plain_text_shortcut_gives_the_full_walk_masks():
-    """Pushdown string bodies use the plain-text shortcut (decoding/backends/dfa/textloop.py)
+    """Pushdown string bodies use the plain-text shortcut (decoding/backends/textloop.py)
     on the rule tables: the masks equal those of whole-trie walks along random walks."""
     v = get_vocab("llama-bpe")
     g = compile_schema(FREE_SCHEMA, free_depth=2).grammar

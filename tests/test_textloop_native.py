@@ -1,5 +1,5 @@
 """The native plain-text chain (``_native.plain_chain``, native/src/textloop.c) against the
-Python reference (:func:`decoding.backends.dfa.textloop.plain_chain_py`): the same chain
+Python reference (:func:`decoding.backends.textloop.plain_chain_py`): the same chain
 length, or the same "not uniform", for every state of real grammars and of random automata,
 with int16 and int32 tables."""
 
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from decoding import _native
-from decoding.backends.dfa.textloop import MAX_CHAIN, UNBOUNDED, char_pairs, plain_chain, plain_chain_py
+from decoding.backends.textloop import MAX_CHAIN, UNBOUNDED, char_pairs, plain_chain, plain_chain_py
 from decoding.backends.tables import PROFILES, char_dfa
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "corpora"

@@ -8,7 +8,7 @@ ASCII bytes (for JSON strings: control characters, ``"`` and ``\\``; for XML tex
 characters other than tab/LF/CR, ``<``, ``&`` and ``>``).  For each profile we keep the
 bitmask of *plain tokens* (whose bytes are one or more complete plain characters, with the
 number of characters of each) and a trie of all the other tokens.  How a back-end uses them
-is its own business (see :mod:`decoding.backends.dfa.textloop`).
+is its own business (see :mod:`decoding.backends.textloop`).
 """
 
 from __future__ import annotations

@@ -106,7 +106,7 @@ size_t gd_trie_walk_ex16(const gd_trie *trie, const uint8_t *classes, const int1
  * state 0 = between characters) from character state p.  -1 if n_char_states is not 1..8. */
 int gd_trie_plain_flags(const gd_trie *trie, const int16_t *char_dfa, size_t n_char_states, uint8_t *out);
 
-/* ---- plain-text chains (src/textloop.c; see decoding/backends/dfa/textloop.py) ----------
+/* ---- plain-text chains (src/textloop.c; see decoding/backends/textloop.py) ----------
  * A plain-text profile's character DFA is given per character state p as the distinct pairs
  * j in [row_off[p], row_off[p+1]): (pair_cls[j], the grammar DFA's byte class of a byte the
  * character state allows; pair_next[j], the character state after it, 0 = character done).

@@ -1,4 +1,4 @@
-/* Plain-text chains of a byte DFA (the native side of decoding/backends/dfa/textloop.py).
+/* Plain-text chains of a byte DFA (the native side of decoding/backends/textloop.py).
  *
  * A plain-text profile is a small character DFA over bytes (state 0 = between characters,
  * a character is complete when it returns to 0).  Given for each of its states the distinct

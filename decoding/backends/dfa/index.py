@@ -29,7 +29,7 @@ import numpy as np
 from decoding import _native
 from decoding.backends.automaton import DFA, DEFAULT_MAX_STATES, _pure_python_dfa, compile_dfa
 from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN
-from decoding.backends.dfa.textloop import PlainLoops, char_pairs, plain_chain, plain_chain_py, walk_tokens
+from decoding.backends.textloop import PlainLoops, char_pairs, plain_chain, plain_chain_py, walk_tokens
 from decoding.backends.masks import DEFAULT_MAX_MASKS, MaskTable
 from decoding.backends.tables import PROFILES, vocab_tables
 from decoding.errors import LimitError, VocabError
@@ -328,7 +328,7 @@ class DFAGrammar:
     def _walk(self, state: int, m: np.ndarray) -> None:
         """Text-token bits of ``state`` into ``m`` (overwritten): a walk of the whole vocabulary
         trie or, for a state on a uniform chain of plain characters (string bodies, XML text;
-        see :mod:`decoding.backends.dfa.textloop`), the precomputed plain tokens of at most
+        see :mod:`decoding.backends.textloop`), the precomputed plain tokens of at most
         ``k`` characters plus a walk of the small trie of the other tokens."""
         if self._loops is None and self._loop_profiles and not _pure_python_dfa():
             self._loops = PlainLoops(self.dfa.n_states, self._loop_profiles[0])
@@ -338,7 +338,7 @@ class DFAGrammar:
     def _plain_chain(self, name: str, state: int) -> int | None:
         """Plain characters consumable from ``state`` along uniform steps (UNBOUNDED if the
         chain cycles), or None if some step is not uniform (native; the Python reference
-        :func:`~decoding.backends.dfa.textloop.plain_chain_py` with ``GD_PURE_PYTHON_DFA=1``)."""
+        :func:`~decoding.backends.textloop.plain_chain_py` with ``GD_PURE_PYTHON_DFA=1``)."""
         if _pure_python_dfa():
             char_dfa = vocab_tables(self.vocab).profile(name).char_dfa
             return plain_chain_py(char_dfa, self.dfa.byte_class, self._table, state,

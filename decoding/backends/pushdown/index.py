@@ -41,7 +41,7 @@ from decoding import _native
 from decoding.backends.automaton import DFA, _bfs, _prune, compile_dfa
 from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN
 from decoding.backends.masks import DEFAULT_MAX_MASKS, MaskTable, mask_ids
-from decoding.backends.dfa.textloop import PlainLoops, char_pairs, plain_chain, walk_tokens
+from decoding.backends.textloop import PlainLoops, char_pairs, plain_chain, walk_tokens
 from decoding.backends.tables import PROFILES, vocab_tables
 from decoding.errors import GrammarError, LimitError
 from decoding.limits import DEFAULT_LIMITS, Limits
@@ -846,7 +846,7 @@ class CompiledPushdown:
         loc = np.empty(self.n_words, dtype=np.uint32)
         over = np.empty(self.n_words, dtype=np.uint32)
         # string bodies take the plain-text shortcut of the DFA back-end (exact, see
-        # decoding.backends.dfa.textloop); state n of ``over`` is absorbing (its sink)
+        # decoding.backends.textloop); state n of ``over`` is absorbing (its sink)
         walk_tokens(tabs, _IDENT, loc_t, s, loc, lambda name, st: self._plain_chain(name, loc_t, st), self._loop_profiles,
                     loops=self._loops_for(r, sid, 0, loc_t))
         walk_tokens(tabs, _IDENT, over_t, s, over, lambda name, st: self._plain_chain(name, over_t, st), self._loop_profiles,
