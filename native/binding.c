@@ -141,6 +141,28 @@ static PyObject *py_mask_from_ids(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static PyObject *py_mask_to_ids(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *om, *oi;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "OnO", &om, &n, &oi)) return NULL;
+    Py_buffer m, ids;
+    if (get_words(om, &m, 0, "mask") < 0) return NULL;
+    if (get_buf(oi, &ids, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE, "ids", 'q', 8) < 0) {
+        PyBuffer_Release(&m);
+        return NULL;
+    }
+    if (n < 0 || n > m.shape[0] * 32) {
+        PyBuffer_Release(&m);
+        PyBuffer_Release(&ids);
+        return PyErr_Format(PyExc_ValueError, "n=%zd outside the mask's %zd bits", n, m.shape[0] * 32);
+    }
+    size_t k = gd_mask_to_ids(m.buf, (size_t)n, ids.buf, (size_t)ids.shape[0]);
+    PyBuffer_Release(&m);
+    PyBuffer_Release(&ids);
+    return PyLong_FromSize_t(k);
+}
+
 static PyObject *py_apply_mask(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"logits", "mask", "fill", NULL};
     PyObject *ol, *om;
@@ -938,6 +960,8 @@ static PyMethodDef methods[] = {
     {"mask_count", py_mask_count, METH_VARARGS, "mask_count(mask, n): set bits among the first n."},
     {"mask_hash", py_mask_hash, METH_VARARGS, "mask_hash(mask) -> 64-bit hash of the uint32 words (interning)."},
     {"mask_equal", py_mask_equal, METH_VARARGS, "mask_equal(a, b) -> True if the uint32 word arrays are equal."},
+    {"mask_to_ids", py_mask_to_ids, METH_VARARGS,
+     "mask_to_ids(mask_u32, n, ids_out_i64) -> count: the set bits among the first n, ascending (at most len(ids_out))."},
     {"mask_from_ids", py_mask_from_ids, METH_VARARGS,
      "mask_from_ids(mask_out_u32, ids_u32): mask = the bits of ids (ids past the mask are left out)."},
     {"apply_mask", (PyCFunction)(void (*)(void))py_apply_mask, METH_VARARGS | METH_KEYWORDS,

@@ -37,8 +37,12 @@ EXPANDED_CACHE = 2
 
 
 def mask_ids(m: np.ndarray, n_tokens: int) -> np.ndarray:
-    """Sorted ids (read-only) of the bits set in the uint32 bitmask ``m``."""
-    ids = np.nonzero(np.unpackbits(np.ascontiguousarray(m).view(np.uint8), bitorder="little")[:n_tokens])[0]
+    """Sorted ids (read-only, int64) of the bits set in the uint32 bitmask ``m`` below
+    ``n_tokens`` (native: popcount, then one pass over the set bits)."""
+    m = np.ascontiguousarray(m, dtype=np.uint32)
+    n = min(int(n_tokens), len(m) * 32)
+    ids = np.empty(_native.mask_count(m, n), dtype=np.int64)
+    _native.mask_to_ids(m, n, ids)
     ids.setflags(write=False)
     return ids
 

@@ -49,6 +49,8 @@ uint64_t gd_mask_hash(const uint32_t *mask, size_t nwords);
 int gd_mask_equal(const uint32_t *a, const uint32_t *b, size_t nwords);
 /* mask (nwords words) = the bits of ids[0..n_ids) (ids at or past nwords * 32 are left out). */
 void gd_mask_from_ids(uint32_t *mask, size_t nwords, const uint32_t *ids, size_t n_ids);
+/* The ids of the bits set among the first n bits, ascending, into ids (at most cap); the count. */
+size_t gd_mask_to_ids(const uint32_t *mask, size_t n, int64_t *ids, size_t cap);
 
 /* logits[i] = fill for every i < n whose bit is clear.  Contiguous float32. */
 void gd_apply_mask_f32(const gd_kernels *k, float *logits, size_t n, const uint32_t *mask, float fill);

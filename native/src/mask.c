@@ -96,6 +96,20 @@ void gd_mask_from_ids(uint32_t *mask, size_t nwords, const uint32_t *ids, size_t
         if ((size_t)(ids[k] >> 5) < nwords) mask[ids[k] >> 5] |= 1u << (ids[k] & 31);
 }
 
+size_t gd_mask_to_ids(const uint32_t *mask, size_t n, int64_t *ids, size_t cap) {
+    size_t k = 0, nw = (n + 31) / 32;
+    for (size_t w = 0; w < nw; w++) {
+        uint32_t x = mask[w];
+        if (w == nw - 1 && (n & 31)) x &= (1u << (n & 31)) - 1u;
+        while (x) {
+            if (k == cap) return k;
+            ids[k++] = (int64_t)(w * 32 + (size_t)__builtin_ctz(x));
+            x &= x - 1;
+        }
+    }
+    return k;
+}
+
 int gd_mask_equal(const uint32_t *a, const uint32_t *b, size_t nwords) {
     return memcmp(a, b, nwords * sizeof(uint32_t)) == 0;
 }

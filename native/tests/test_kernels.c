@@ -148,6 +148,12 @@ static void test_hash_equal(void) {
     for (size_t i = 0; i < 4001 * 32; i++) set += bit(b, i);
     CHECK(set == 7, "from_ids: %zu bits set, want 7 (one id is past the mask)", set);
     for (size_t k = 0; k < 7; k++) CHECK(bit(b, ids[k]), "from_ids: id %u", ids[k]);
+    int64_t back[8];
+    size_t nb = gd_mask_to_ids(b, 4001 * 32, back, 8);
+    CHECK(nb == 7, "to_ids: %zu ids, want 7", nb);
+    for (size_t k = 0; k < nb; k++) CHECK(back[k] == (int64_t)ids[k], "to_ids[%zu] = %lld", k, (long long)back[k]);
+    CHECK(gd_mask_to_ids(b, 128000, back, 8) == 6, "to_ids below n=128000");
+    CHECK(gd_mask_to_ids(b, 4001 * 32, back, 3) == 3, "to_ids stops at cap");
 }
 
 int main(void) {
