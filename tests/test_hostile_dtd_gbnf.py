@@ -329,11 +329,12 @@ def test_valid_entity_defaults_are_kept_and_generated():
 
 
 def test_many_small_rules_stop_at_the_deadline():
-    """Fuzz: anyOf of ~60 maxLength strings plus a recursive branch compiled one rule at a
+    """Fuzz: anyOf of 120 distinct maxLength strings (rules with equal bodies share one automaton,
+    so they must differ) plus a recursive branch compiled one rule at a
     time by the pushdown back-end (each rule small, together > 8 s).  Each rule is under
     max_compile_work, so the deadline, checked between and inside rules, stops it."""
     from decoding.frontends.jsonschema.compile import compile_schema
-    schema = {"anyOf": [{"type": "string", "maxLength": 30 + i % 30} for i in range(120)]
+    schema = {"anyOf": [{"type": "string", "maxLength": 30 + i} for i in range(120)]  # distinct: not shared
               + [{"type": "array", "items": {"$ref": "#"}}]}
     g = compile_schema(schema).grammar
     lim = replace(DEFAULT_LIMITS, max_compile_seconds=1.0)
