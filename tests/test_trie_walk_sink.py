@@ -44,7 +44,7 @@ def test_a_sink_that_is_not_absorbing_is_an_error():
     classes = np.zeros(256, dtype=np.uint8)
     t = np.array([[1], [0]], dtype=np.int32)
     m = np.empty(v.n_words, dtype=np.uint32)
-    with pytest.raises(ValueError, match="sink 1"):
+    with pytest.raises(ValueError, match="sink: its row does not lead to itself"):
         _native.trie_walk(trie, classes, t.reshape(-1), 1, 0, m, None, 1)
-    with pytest.raises(ValueError, match="sink 5"):
+    with pytest.raises(ValueError, match="sink: not a state"):
         _native.trie_walk(trie, classes, t.reshape(-1), 1, 0, m, None, 5)
