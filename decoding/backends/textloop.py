@@ -98,18 +98,11 @@ def char_pairs(char_dfa: np.ndarray, byte_class: np.ndarray) -> tuple[np.ndarray
     bc = np.asarray(byte_class, dtype=np.int64)
     if bc.size and int(bc.max()) > 255:
         raise ValueError("char_pairs: more than 256 byte classes")
-    row_off = [0]
-    cls: list[np.ndarray] = []
-    nxt: list[np.ndarray] = []
-    for p in range(char_dfa.shape[0]):
-        row = char_dfa[p].astype(np.int64)
-        ok = np.nonzero(row >= 0)[0]
-        pairs = np.unique(bc[ok] * 256 + row[ok])
-        cls.append(pairs // 256)
-        nxt.append(pairs % 256)
-        row_off.append(row_off[-1] + len(pairs))
-    return (np.array(row_off, dtype=np.int32), np.concatenate(cls).astype(np.uint8),
-            np.concatenate(nxt).astype(np.int16))
+    cd = np.asarray(char_dfa, dtype=np.int64)
+    p, b = np.nonzero(cd >= 0)  # one sort of every (state, class, next) triple
+    keys = np.unique((p * 256 + bc[b]) * 256 + cd[p, b])
+    row_off = np.searchsorted(keys >> 16, np.arange(cd.shape[0] + 1)).astype(np.int32)
+    return row_off, ((keys >> 8) & 255).astype(np.uint8), (keys & 255).astype(np.int16)
 
 
 def plain_chain(pairs: tuple[np.ndarray, np.ndarray, np.ndarray], table: np.ndarray, state: int) -> int | None:
@@ -123,6 +116,20 @@ def plain_chain(pairs: tuple[np.ndarray, np.ndarray, np.ndarray], table: np.ndar
     return None if k < 0 else int(k)
 
 
+_PROBES: dict[str, tuple[int, ...]] = {}
+
+
+def _probes(name: str) -> tuple[int, ...]:
+    """Single-byte plain characters of profile ``name`` among " < 0 space (a uniform step
+    sends each of them where it sends "a")."""
+    hit = _PROBES.get(name)
+    if hit is None:
+        from decoding.backends.tables import PROFILES
+
+        hit = _PROBES[name] = tuple(b for b in b'"<0 ' if b not in PROFILES[name])
+    return hit
+
+
 class PlainLoops:
     """Per automaton table: which plain-text profile's whole-subtree shortcut its full trie
     walks use (``bulk``: the last profile seen on a string-body loop, json-string first), that
@@ -131,10 +138,11 @@ class PlainLoops:
 
     __slots__ = ("n_states", "bulk", "pairs", "memo")
 
-    def __init__(self, n_states: int, bulk: str) -> None:
+    def __init__(self, n_states: int, bulk: str,
+                 pairs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None) -> None:
         self.n_states = n_states
         self.bulk = bulk
-        self.pairs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self.pairs = {} if pairs is None else pairs  # shared with the table's chain computation
         self.memo: dict[str, np.ndarray] = {}
 
     def opts(self, name: str, node_plain: np.ndarray, byte_class: np.ndarray, char_dfa: np.ndarray) -> tuple:
@@ -164,8 +172,12 @@ def walk_tokens(tabs: Any, classes: np.ndarray, table: np.ndarray, state: int, m
     flat = table.reshape(-1)
     ncols = table.shape[1]
     # cheap filter: a plain-text state must at least allow "a" (plain in every profile)
-    if table[state, classes[0x61]] >= 0:
+    a = table[state, classes[0x61]]
+    if a >= 0:
         for name in profiles:
+            # necessary for a uniform first step: the profile's probe characters go where "a" goes
+            if any(table[state, classes[b]] != a for b in _probes(name)):
+                continue
             k = chain(name, state)
             if k is not None:
                 prof = tabs.profile(name)

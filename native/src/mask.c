@@ -65,10 +65,20 @@ void gd_apply_strided_scalar(void *base, size_t n, ptrdiff_t stride, const uint3
     gd_apply_strided_tail(b, n, stride, mask, fill);
 }
 
+/* Bit count of a 64-bit word without a popcount instruction (SWAR; the baseline x86-64 and
+ * AArch64 targets this file is built for would call libgcc's table routine per word). */
+static inline uint64_t popcount64(uint64_t x) {
+    x = x - ((x >> 1) & 0x5555555555555555ull);
+    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0Full;
+    return (x * 0x0101010101010101ull) >> 56;
+}
+
 size_t gd_mask_count(const uint32_t *mask, size_t n) {
-    size_t c = 0, nw = n / 32;
-    for (size_t w = 0; w < nw; w++) c += (size_t)__builtin_popcount(mask[w]);
-    if (n & 31) c += (size_t)__builtin_popcount(mask[nw] & ((1u << (n & 31)) - 1u));
+    size_t c = 0, nw = n / 32, w = 0;
+    for (; w + 2 <= nw; w += 2) c += (size_t)popcount64((uint64_t)mask[w] | ((uint64_t)mask[w + 1] << 32));
+    for (; w < nw; w++) c += (size_t)popcount64(mask[w]);
+    if (n & 31) c += (size_t)popcount64(mask[nw] & ((1u << (n & 31)) - 1u));
     return c;
 }
 

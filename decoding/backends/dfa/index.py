@@ -331,7 +331,7 @@ class DFAGrammar:
         see :mod:`decoding.backends.textloop`), the precomputed plain tokens of at most
         ``k`` characters plus a walk of the small trie of the other tokens."""
         if self._loops is None and self._loop_profiles and not _pure_python_dfa():
-            self._loops = PlainLoops(self.dfa.n_states, self._loop_profiles[0])
+            self._loops = PlainLoops(self.dfa.n_states, self._loop_profiles[0], self._char_pairs)
         walk_tokens(vocab_tables(self.vocab), self._classes, self._table, int(state), m, self._plain_chain,
                     self._loop_profiles, loops=self._loops if self._loop_profiles else None)
 

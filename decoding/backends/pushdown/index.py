@@ -865,7 +865,7 @@ class CompiledPushdown:
         key = (r, sid, which)
         hit = self._loops.get(key)
         if hit is None:
-            hit = self._loops[key] = PlainLoops(table.shape[0], self._loop_profiles[0])
+            hit = self._loops[key] = PlainLoops(table.shape[0], self._loop_profiles[0], self._char_pairs)
         return hit
 
     def _plain_chain(self, name: str, table: np.ndarray, state: int) -> int | None:
