@@ -23,6 +23,7 @@ import threading
 
 import numpy as np
 
+from decoding import _native
 from decoding.backends.contract import EOG, CompiledGrammar
 from decoding.errors import GrammarError
 from decoding.runtime.matcher import Matcher
@@ -64,8 +65,8 @@ class BudgetMemo:
         if hit is None:
             ids, costs = cg.successor_costs(state)
             keep = np.ascontiguousarray(ids[(costs == EOG) | ((costs >= 0) & (costs <= r - 1))])
-            m = np.zeros(cg.n_words, dtype=np.uint32)
-            np.bitwise_or.at(m, keep >> 5, (np.uint32(1) << (keep & 31).astype(np.uint32)))
+            m = np.empty(cg.n_words, dtype=np.uint32)
+            _native.mask_from_ids(m, keep.astype(np.uint32))  # (np.bitwise_or.at: ms for 100k ids)
             m.setflags(write=False)
             keep.setflags(write=False)
             hit = (m, keep)
