@@ -11,15 +11,19 @@ Invariants
   :class:`~decoding.errors.LimitError` (a memory bound, not a correctness one).
 - Storage is adaptive: a mask of at most :data:`SPARSE_MAX` allowed tokens (a property name,
   a closing run: most masks of a JSON schema) is kept as its sorted token ids, 4 bytes each,
-  instead of ``n_words`` words (16 KB at 128k tokens); ``table[mid]`` expands it (the last
-  :data:`EXPANDED_CACHE` expansions are kept), so every reader sees the same dense array.
+  instead of ``n_words`` words (16 KB at 128k tokens); ``table[mid]`` expands it, and the
+  :data:`EXPANDED_CACHE` most recently read expansions of all tables are kept (one
+  process-wide LRU: at most 4 MB at 128k tokens), so a generation cycling through its
+  states reads them at the cost of a dense mask.
 - :meth:`MaskTable.ids` is the sorted, read-only array of the set bits of mask ``mid``
   (computed once per mask).
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
+from collections import OrderedDict
 from typing import Any, Sequence
 
 import numpy as np
@@ -32,19 +36,44 @@ __all__ = ["MaskTable", "mask_ids", "DEFAULT_MAX_MASKS"]
 DEFAULT_MAX_MASKS = 65_536
 #: masks with at most this many allowed tokens are stored as their ids
 SPARSE_MAX = 1024
-#: expanded sparse masks kept per table (the states a generation is cycling through)
-EXPANDED_CACHE = 2
+#: expanded sparse masks kept, all tables together (least recently read dropped first)
+EXPANDED_CACHE = 256
 
 
-def mask_ids(m: np.ndarray, n_tokens: int) -> np.ndarray:
+def mask_ids(m: np.ndarray, n_tokens: int, count: int | None = None) -> np.ndarray:
     """Sorted ids (read-only, int64) of the bits set in the uint32 bitmask ``m`` below
-    ``n_tokens`` (native: popcount, then one pass over the set bits)."""
+    ``n_tokens`` (native: popcount unless ``count`` gives it, then one pass over the set bits)."""
     m = np.ascontiguousarray(m, dtype=np.uint32)
     n = min(int(n_tokens), len(m) * 32)
-    ids = np.empty(_native.mask_count(m, n), dtype=np.int64)
+    ids = np.empty(_native.mask_count(m, n) if count is None else count, dtype=np.int64)
     _native.mask_to_ids(m, n, ids)
     ids.setflags(write=False)
     return ids
+
+
+class _Expanded:
+    """The process-wide LRU of expanded sparse masks, keyed by (table serial, mask id)."""
+
+    def __init__(self) -> None:
+        self._lru: OrderedDict[tuple[int, int], np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[int, int]) -> np.ndarray | None:
+        with self._lock:
+            hit = self._lru.get(key)
+            if hit is not None:
+                self._lru.move_to_end(key)
+            return hit
+
+    def put(self, key: tuple[int, int], m: np.ndarray) -> None:
+        with self._lock:
+            self._lru[key] = m
+            while len(self._lru) > EXPANDED_CACHE:
+                self._lru.popitem(last=False)
+
+
+_EXPANDED = _Expanded()
+_SERIAL = itertools.count()
 
 
 class MaskTable:
@@ -55,7 +84,7 @@ class MaskTable:
     """
 
     __slots__ = ("n_tokens", "n_words", "max_masks", "where", "_masks", "_by_hash", "_ids", "_sparse", "_lock",
-                 "_expanded", "_nbytes")
+                 "_serial", "_nbytes")
 
     def __init__(self, n_tokens: int, *, max_masks: int = DEFAULT_MAX_MASKS,
                  stored: Sequence[np.ndarray] | None = None, where: str = "token index") -> None:
@@ -68,7 +97,7 @@ class MaskTable:
         self._by_hash: dict[int, list[int]] = {}
         self._ids: dict[int, np.ndarray] = {}
         self._sparse: dict[int, np.ndarray] = {}
-        self._expanded: dict[int, np.ndarray] = {}  # insertion order = age
+        self._serial = next(_SERIAL)  # this table's part of the expansion LRU's keys
         self._nbytes = 0 if stored is None else len(stored) * self.n_words * 4
         self._lock = threading.Lock()
 
@@ -79,13 +108,10 @@ class MaskTable:
         m = self._masks[mid]
         if m is not None:
             return m
-        hit = self._expanded.get(mid)
+        hit = _EXPANDED.get((self._serial, mid))
         if hit is None:
             hit = self._expand(mid)
-            with self._lock:
-                if len(self._expanded) >= EXPANDED_CACHE:
-                    self._expanded.pop(next(iter(self._expanded)))
-                self._expanded[mid] = hit
+            _EXPANDED.put((self._serial, mid), hit)
         return hit
 
     def _expand(self, mid: int) -> np.ndarray:
@@ -114,13 +140,15 @@ class MaskTable:
                 self._masks = list(self._masks)
             mid = len(self._masks)
             m.setflags(write=False)
-            if _native.mask_count(m, self.n_words * 32) <= SPARSE_MAX:
-                ids = mask_ids(m, self.n_tokens)
+            count = _native.mask_count(m, self.n_tokens)
+            if count <= SPARSE_MAX:
+                ids = mask_ids(m, self.n_tokens, count)
                 self._ids[mid] = ids
                 self._sparse[mid] = sp = ids.astype(np.uint32)
                 sp.setflags(write=False)
                 self._masks.append(None)
                 self._nbytes += ids.nbytes + sp.nbytes
+                _EXPANDED.put((self._serial, mid), m)  # read right after: no expansion
             else:
                 self._masks.append(m)
                 self._nbytes += m.nbytes

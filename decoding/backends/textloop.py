@@ -23,6 +23,8 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from decoding import _native
+
 __all__ = ["plain_step", "plain_chain_py", "plain_chain", "char_pairs", "walk_tokens", "PlainLoops", "UNBOUNDED",
            "MAX_CHAIN"]
 
@@ -108,8 +110,6 @@ def char_pairs(char_dfa: np.ndarray, byte_class: np.ndarray) -> tuple[np.ndarray
 def plain_chain(pairs: tuple[np.ndarray, np.ndarray, np.ndarray], table: np.ndarray, state: int) -> int | None:
     """:func:`plain_chain_py` natively: ``pairs`` from :func:`char_pairs` for the automaton
     whose ``table`` (n_states x columns, byte classes first; int32 or int16) is given."""
-    from decoding import _native
-
     k = _native.plain_chain(pairs[0], pairs[1], pairs[2], table.reshape(-1), table.shape[1], state, MAX_CHAIN)
     if k == -3:
         return UNBOUNDED
@@ -167,8 +167,6 @@ def walk_tokens(tabs: Any, classes: np.ndarray, table: np.ndarray, state: int, m
     classes first (``classes[byte]``); ``sink``: an absorbing state of ``table`` or -1;
     ``loops``: the walks add whole subtrees of plain continuations at plain self-loop states
     (exact: a token continuing with plain characters from such a state stays in it)."""
-    from decoding import _native
-
     flat = table.reshape(-1)
     ncols = table.shape[1]
     # cheap filter: a plain-text state must at least allow "a" (plain in every profile)
