@@ -5,6 +5,7 @@
 Modes, interleaved prompt by prompt so that machine noise hits all of them alike:
 - free:        llama-cpp-python create_chat_completion, no constraint
 - processor:   the same call with GrammarLogitsProcessor (plain logits-processor mode)
+- noop-processor (--noop): the same call with a processor that changes nothing
 - driver-free: decoding.runtime.fastforward.generate_fast without a grammar (same sampling loop)
 - fast-fwd:    generate_fast with the grammar and forced-token fast-forward
 Tokens/s is completion tokens over generation time (prompt evaluation excluded: streamed
@@ -79,10 +80,22 @@ def run_llama(llm, prompt: str, max_tokens: int, seed: int, proc=None) -> tuple[
     return max(n - 1, 0), (t_end - t_first) if t_first else 0.0
 
 
+class _Noop:
+    """A logits processor that changes nothing."""
+
+    def __call__(self, input_ids, scores):  # type: ignore[no-untyped-def]
+        return scores
+
+    def raise_if_failed(self) -> None:
+        pass
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--prompts", type=int, default=30)
     ap.add_argument("--max-tokens", type=int, default=64)
+    ap.add_argument("--noop", action="store_true",
+                    help="also time a no-op logits processor (llama-cpp-python's own cost of having one)")
     ap.add_argument("--lazy", action="store_true",
                     help="compute masks on first visit during the timed runs (default: precomputed, as artifacts)")
     args = ap.parse_args()
@@ -91,13 +104,16 @@ def main() -> None:
     if not args.lazy:
         for cg in gs.values():  # the budget tables too (artifacts store them)
             cg.completion_cost(0)
-    tot = {m: [0, 0.0] for m in ("free", "processor", "driver-free", "fast-fwd")}
+    modes = ("free",) + (("noop-processor",) if args.noop else ()) + ("processor", "driver-free", "fast-fwd")
+    tot = {m: [0, 0.0] for m in modes}
     forced = 0
     for i, (name, prompt) in enumerate(tasks(args.prompts)):
         cg = gs[name]
         for mode in tot:
             if mode == "free":
                 n, dt = run_llama(llm, prompt, args.max_tokens, i)
+            elif mode == "noop-processor":
+                n, dt = run_llama(llm, prompt, args.max_tokens, i, _Noop())
             elif mode == "processor":
                 n, dt = run_llama(llm, prompt, args.max_tokens, i, GrammarLogitsProcessor(cg, max_tokens=args.max_tokens))
             else:
