@@ -459,6 +459,16 @@ static PyObject *dfa_error(int rc, const char *what) {
     }
 }
 
+/* (trans_i32_bytes, accepting_u8_bytes) of a table the core built (freed here), or the
+ * exception of a failed build. */
+static PyObject *table_result(int rc, gd_dfa_table *t, const char *what) {
+    if (rc != GD_DFA_OK) return dfa_error(rc, what);
+    PyObject *r = Py_BuildValue("(y#y#)", (const char *)t->trans, (Py_ssize_t)t->n_states * t->nsym * 4,
+                                (const char *)t->accepting, (Py_ssize_t)t->n_states);
+    gd_dfa_table_free(t);
+    return r;
+}
+
 static PyObject *py_nfa_determinize(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *o[4];
@@ -489,13 +499,7 @@ static PyObject *py_nfa_determinize(PyObject *self, PyObject *args) {
         rc = gd_nfa_determinize((int32_t)n, eo, b[1].buf, mo, b[3].buf, start, end, nsym, max_states, (size_t)max_bytes,
                                 budget, &t);
         Py_END_ALLOW_THREADS
-        if (rc != GD_DFA_OK) {
-            dfa_error(rc, "nfa_determinize");
-        } else {
-            ret = Py_BuildValue("(y#y#)", (const char *)t.trans, (Py_ssize_t)t.n_states * t.nsym * 4,
-                                (const char *)t.accepting, (Py_ssize_t)t.n_states);
-            gd_dfa_table_free(&t);
-        }
+        ret = table_result(rc, &t, "nfa_determinize");
     }
     for (int i = 0; i < 4; i++) PyBuffer_Release(&b[i]);
     return ret;
@@ -697,13 +701,7 @@ static PyObject *py_dfa_product(PyObject *self, PyObject *args) {
         rc = gd_dfa_product(b[0].buf, (int32_t)na, nsa, b[1].buf, b[2].buf, (int32_t)nb, nsb, b[3].buf, b[4].buf,
                             b[5].buf, (int32_t)ncls, b_start, keep_b_dead, diff, max_states, budget, &t);
         Py_END_ALLOW_THREADS
-        if (rc != GD_DFA_OK) {
-            dfa_error(rc, "dfa_product");
-        } else {
-            ret = Py_BuildValue("(y#y#)", (const char *)t.trans, (Py_ssize_t)t.n_states * t.nsym * 4,
-                                (const char *)t.accepting, (Py_ssize_t)t.n_states);
-            gd_dfa_table_free(&t);
-        }
+        ret = table_result(rc, &t, "dfa_product");
     }
     for (int i = 0; i < 6; i++) PyBuffer_Release(&b[i]);
     return ret;
