@@ -8,6 +8,7 @@ process to anything but the loopback fails the test that tried it.
 from __future__ import annotations
 
 import gc
+import json
 import ipaddress
 import socket
 import sys
@@ -19,6 +20,54 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 CORPORA = SHARED / "corpora"
 VOCAB_DIR = CORPORA / "vocab"
+
+#: hand-written JSON Schemas of the compile fast-path tests (each test module picks by name)
+HAND_SCHEMAS = {
+    "string": {"type": "string"},
+    "long_string": {"type": "string", "minLength": 300, "maxLength": 5000},
+    "numbers": {"type": "object", "properties": {"i": {"type": "integer", "minimum": 3, "maximum": 1234},
+                                                 "n": {"type": "number"}, "k": {"type": "integer"}},
+                "required": ["i"]},
+    "big_array": {"type": "array", "items": {"type": "string", "maxLength": 3}, "minItems": 2, "maxItems": 1000},
+    "free": {"type": "object", "additionalProperties": True, "properties": {"a": {}}},
+    "extras": {"type": "object", "properties": {"a": {"type": "string"}},
+               "additionalProperties": {"type": "integer"}},
+    "same_definitions": {"type": "object", "properties": {"a": {"$ref": "#/$defs/x"}, "b": {"$ref": "#/$defs/y"},
+                                                          "c": {"$ref": "#/$defs/x"}},
+                         "$defs": {"x": {"type": "object", "properties": {"s": {"type": "string"}}},
+                                   "y": {"type": "object", "properties": {"s": {"type": "string"}}}}},
+    "recursive": {"$defs": {"node": {"type": "object", "properties": {
+        "v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}},
+        "$ref": "#/$defs/node"},
+    "no_exit_cycle": {"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"type": "object", "properties": {
+        "x": {"$ref": "#/$defs/a"}}, "required": ["x"]}}, "type": "object",
+        "properties": {"r": {"$ref": "#/$defs/a"}}, "required": ["r"]},
+    "self": {"$ref": "#"},
+    "enum_big": {"enum": [f"value_{i}" for i in range(300)]},
+    "pattern": {"type": "string", "pattern": "^[a-z]{2,40}[0-9]*$", "maxLength": 20},
+    "unsat": {"type": "integer", "minimum": 5, "maximum": 1},
+    "bad_pattern": {"type": "string", "pattern": "(?<=a)b"},
+    "counted_strings": {"type": "object", "properties": {"a": {"type": "string", "maxLength": 2000},
+                                                         "b": {"type": "array", "maxItems": 400,
+                                                               "items": {"type": "integer"}}}},
+    "mutual": {"$defs": {"a": {"type": "object", "properties": {"b": {"$ref": "#/$defs/b"}, "s": {"type": "string"}}},
+                         "b": {"type": "array", "items": {"$ref": "#/$defs/a"}, "maxItems": 3}},
+               "$ref": "#/$defs/a"},
+    "not": {"type": "string", "not": {"enum": ["a", "b"]}},
+}
+
+
+def bench_schemas(per_split: int, offset: int = 0,
+                  splits: tuple[str, ...] = ("Glaiveai2K", "Github_easy", "Kubernetes", "Snowplow")) -> dict[str, object]:
+    """``per_split`` JSONSchemaBench schemas per split, evenly spaced over the sorted files
+    from ``offset``; keys ``split/stem``."""
+    out: dict[str, object] = {}
+    for split in splits:
+        files = sorted((CORPORA / "jsonschemabench" / split).glob("*.json"))
+        for f in files[offset::max(1, len(files) // per_split)][:per_split]:
+            out[f"{split}/{f.stem}"] = json.loads(f.read_text(encoding="utf-8"))["schema"]
+    return out
+
 
 _vocabs: dict = {}
 _models: dict = {}

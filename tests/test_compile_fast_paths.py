@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 
 import pytest
 
@@ -30,44 +29,13 @@ from decoding.ir.nodes import Choice, Repeat, Seq, to_data
 from decoding.ir.productive import find_empty, productive_rules
 from decoding.limits import DEFAULT_LIMITS
 
-from conftest import CORPORA
+from conftest import HAND_SCHEMAS as SHARED_HAND, bench_schemas
 
-HAND_SCHEMAS = {
-    "string": {"type": "string"},
-    "long_string": {"type": "string", "minLength": 300, "maxLength": 5000},
-    "numbers": {"type": "object", "properties": {"i": {"type": "integer", "minimum": 3, "maximum": 1234},
-                                                 "n": {"type": "number"}, "k": {"type": "integer"}},
-                "required": ["i"]},
-    "big_array": {"type": "array", "items": {"type": "string", "maxLength": 3}, "minItems": 2, "maxItems": 1000},
-    "counted_strings": {"type": "object", "properties": {"a": {"type": "string", "maxLength": 2000},
-                                                         "b": {"type": "array", "maxItems": 400,
-                                                               "items": {"type": "integer"}}}},
-    "recursive": {"$defs": {"node": {"type": "object", "properties": {
-        "v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}},
-        "$ref": "#/$defs/node"},
-    "mutual": {"$defs": {"a": {"type": "object", "properties": {"b": {"$ref": "#/$defs/b"}, "s": {"type": "string"}}},
-                         "b": {"type": "array", "items": {"$ref": "#/$defs/a"}, "maxItems": 3}},
-               "$ref": "#/$defs/a"},
-    "same_definitions": {"type": "object", "properties": {"a": {"$ref": "#/$defs/x"}, "b": {"$ref": "#/$defs/y"},
-                                                          "c": {"$ref": "#/$defs/x"}},
-                         "$defs": {"x": {"type": "object", "properties": {"s": {"type": "string"}}},
-                                   "y": {"type": "object", "properties": {"s": {"type": "string"}}}}},
-    "enum_big": {"enum": [f"value_{i}" for i in range(300)]},
-    "pattern": {"type": "string", "pattern": "^[a-z]{2,40}[0-9]*$", "maxLength": 20},
-    "not": {"type": "string", "not": {"enum": ["a", "b"]}},
-}
+HAND_SCHEMAS = {k: SHARED_HAND[k] for k in ("string", "long_string", "numbers", "big_array", "counted_strings",
+                                            "recursive", "mutual", "same_definitions", "enum_big", "pattern", "not")}
 
 
-def _corpus(per_split: int = 10) -> dict[str, object]:
-    out: dict[str, object] = {}
-    for split in ("Glaiveai2K", "Github_easy", "Kubernetes", "Snowplow"):
-        files = sorted((CORPORA / "jsonschemabench" / split).glob("*.json"))
-        for f in files[3::max(1, len(files) // per_split)][:per_split]:
-            out[f"{split}/{f.stem}"] = json.loads(f.read_text(encoding="utf-8"))["schema"]
-    return out
-
-
-SCHEMAS = {**HAND_SCHEMAS, **_corpus()}
+SCHEMAS = {**HAND_SCHEMAS, **bench_schemas(10, offset=3)}
 
 
 def _grammar(schema: object) -> Grammar | None:

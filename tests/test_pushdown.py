@@ -116,6 +116,24 @@ FREE_SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "maxL
                "required": ["name", "meta"]}
 
 
+def _same_masks_along_walks(x, y, *, seed: int, walks: int, max_steps: int) -> int:
+    """Random token walks (tokens drawn from ``x``'s mask) on which ``x`` and ``y`` give the
+    same mask at every step and both accept every token; the number of steps taken."""
+    rng = np.random.default_rng(seed)
+    steps = 0
+    for _ in range(walks):
+        a, b = Matcher(x), Matcher(y)
+        for _step in range(max_steps):
+            assert np.array_equal(a.mask(), b.mask()), (steps, b.state)
+            ids = a.allowed_ids()
+            t = int(ids[rng.integers(len(ids))])
+            assert a.advance(t) and b.advance(t)
+            steps += 1
+            if a.finished:
+                break
+    return steps
+
+
 def test_same_masks_as_dfa_llama_bpe():
     """A schema small enough for both back-ends (free-form values 2 levels deep): identical
     masks along 40 random walks on the 128k llama-bpe vocabulary."""
@@ -123,20 +141,7 @@ def test_same_masks_as_dfa_llama_bpe():
     g = compile_schema(FREE_SCHEMA, free_depth=2).grammar
     cg = compile_grammar(g, v, backend="dfa")
     pd = compile_grammar(g, v, backend="pushdown")
-    rng = np.random.default_rng(5)
-    steps = 0
-    for _ in range(40):
-        a, b = Matcher(cg), Matcher(pd)
-        for _step in range(300):
-            ma, mb = a.mask(), b.mask()
-            assert np.array_equal(ma, mb), (steps, b.state)
-            ids = a.allowed_ids()
-            t = int(ids[rng.integers(len(ids))])
-            assert a.advance(t) and b.advance(t)
-            steps += 1
-            if a.finished:
-                break
-    assert steps > 400
+    assert _same_masks_along_walks(cg, pd, seed=5, walks=40, max_steps=300) > 400
 
 
 def test_plain_text_shortcut_gives_the_full_walk_masks():
@@ -147,19 +152,7 @@ def test_plain_text_shortcut_gives_the_full_walk_masks():
     fast = compile_grammar(g, v, backend="pushdown")
     full = compile_grammar(g, v, backend="pushdown")
     full._loop_profiles = ()
-    rng = np.random.default_rng(11)
-    steps = 0
-    for _ in range(20):
-        a, b = Matcher(fast), Matcher(full)
-        for _step in range(200):
-            assert np.array_equal(a.mask(), b.mask()), (steps, a.state)
-            ids = a.allowed_ids()
-            t = int(ids[rng.integers(len(ids))])
-            assert a.advance(t) and b.advance(t)
-            steps += 1
-            if a.finished:
-                break
-    assert steps > 200
+    assert _same_masks_along_walks(fast, full, seed=11, walks=20, max_steps=200) > 200
     assert any(fast._plain_chain(n, fast._tables(r, sid)[0], s) is not None
                for (r, s, sid) in fast._walks for n in fast._loop_profiles)  # the shortcut was taken
 

@@ -17,7 +17,6 @@ and real ones: the same IR (canonical text), dropped/ignored lists, or the same 
 from __future__ import annotations
 
 import dataclasses
-import json
 
 import pytest
 
@@ -27,46 +26,13 @@ from decoding.ir import Choice, Grammar, Node, Ref, Repeat, Seq, reachable_rules
 from decoding.ir.key import canonical_ir_text
 from decoding.limits import DEFAULT_LIMITS
 
-from conftest import CORPORA
+from conftest import HAND_SCHEMAS, bench_schemas
 
-HAND = {
-    "string": {"type": "string"},
-    "long_string": {"type": "string", "minLength": 300, "maxLength": 5000},
-    "numbers": {"type": "object", "properties": {"i": {"type": "integer", "minimum": 3, "maximum": 1234},
-                                                 "n": {"type": "number"}, "k": {"type": "integer"}},
-                "required": ["i"]},
-    "big_array": {"type": "array", "items": {"type": "string", "maxLength": 3}, "minItems": 2, "maxItems": 1000},
-    "free": {"type": "object", "additionalProperties": True, "properties": {"a": {}}},
-    "extras": {"type": "object", "properties": {"a": {"type": "string"}},
-               "additionalProperties": {"type": "integer"}},
-    "same_definitions": {"type": "object", "properties": {"a": {"$ref": "#/$defs/x"}, "b": {"$ref": "#/$defs/y"},
-                                                          "c": {"$ref": "#/$defs/x"}},
-                         "$defs": {"x": {"type": "object", "properties": {"s": {"type": "string"}}},
-                                   "y": {"type": "object", "properties": {"s": {"type": "string"}}}}},
-    "recursive": {"$defs": {"node": {"type": "object", "properties": {
-        "v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}},
-        "$ref": "#/$defs/node"},
-    "no_exit_cycle": {"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"type": "object", "properties": {
-        "x": {"$ref": "#/$defs/a"}}, "required": ["x"]}}, "type": "object",
-        "properties": {"r": {"$ref": "#/$defs/a"}}, "required": ["r"]},
-    "self": {"$ref": "#"},
-    "enum_big": {"enum": [f"value_{i}" for i in range(300)]},
-    "pattern": {"type": "string", "pattern": "^[a-z]{2,40}[0-9]*$", "maxLength": 20},
-    "unsat": {"type": "integer", "minimum": 5, "maximum": 1},
-    "bad_pattern": {"type": "string", "pattern": "(?<=a)b"},
-}
+HAND = {k: HAND_SCHEMAS[k] for k in ("string", "long_string", "numbers", "big_array", "free", "extras", "same_definitions",
+                                     "recursive", "no_exit_cycle", "self", "enum_big", "pattern", "unsat", "bad_pattern")}
 
 
-def _corpus(per_split: int = 8) -> dict[str, object]:
-    out: dict[str, object] = {}
-    for split in ("Glaiveai2K", "Github_easy", "Kubernetes", "Snowplow"):
-        files = sorted((CORPORA / "jsonschemabench" / split).glob("*.json"))
-        for f in files[::max(1, len(files) // per_split)][:per_split]:
-            out[f"{split}/{f.stem}"] = json.loads(f.read_text(encoding="utf-8"))["schema"]
-    return out
-
-
-SCHEMAS = {**HAND, **_corpus()}
+SCHEMAS = {**HAND, **bench_schemas(8)}
 
 
 def _outcome(schema: object, **kw) -> tuple:

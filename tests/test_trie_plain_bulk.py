@@ -1,7 +1,8 @@
 """Whole plain-text subtrees in trie walks (``_native.trie_plain_flags`` and the ``plain``
 option of ``_native.trie_walk``): the per-node flags equal a Python reference, and masks
 with the shortcut equal whole-trie walks without it, state by state, on schemas whose
-property names are free (a state that is not a plain chain but leads into string bodies)."""
+property names are free (a state that is not a plain chain but leads into string bodies).
+XML text is covered by tests/test_index.py::test_plain_text_shortcut_on_xml_text."""
 
 from __future__ import annotations
 
@@ -87,16 +88,3 @@ def test_masks_with_whole_plain_subtrees_equal_whole_trie_walks(schema, vocab_na
     for s in range(min(fast.dfa.n_states, 300)):
         assert np.array_equal(fast.mask(s), full.mask(s)), f"state {s}"
     assert fast._loops is not None and any((m == 1).any() for m in fast._loops.memo.values())
-
-
-def test_xml_text():
-    from decoding.backends.select import compile_grammar
-    from decoding.frontends.xml.dtd import parse_dtd
-    from decoding.frontends.xml.grammar import dtd_grammar
-
-    v = get_vocab("llama-bpe")
-    g = dtd_grammar(parse_dtd("<!ELEMENT note (to, body)><!ELEMENT to (#PCDATA)><!ELEMENT body (#PCDATA)>"), "note")
-    fast, full = compile_grammar(g, v), compile_grammar(g, v)
-    full._loop_profiles = ()
-    for s in range(fast.dfa.n_states):
-        assert np.array_equal(fast.mask(s), full.mask(s)), f"state {s}"
