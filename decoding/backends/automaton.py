@@ -56,6 +56,7 @@ import numpy as np
 from decoding import _native
 from decoding.errors import GrammarError, LimitError
 from decoding.ir import ByteSet, Choice, Dfa, Diff, Grammar, Inter, Lit, Node, Ref, Repeat, Seq, Special, map_leaves, walk
+from decoding.ir.nodes import plain_nodes
 from decoding.ir import literals as _literals
 from decoding.ir.productive import check_productive
 from decoding.ir.size import check_size, estimate_size, node_size
@@ -518,6 +519,26 @@ _EMPTY_I32 = np.zeros(0, dtype=np.int32)
 _EMPTY_U8 = np.zeros(0, dtype=np.uint8)
 
 
+#: the registered plain nodes (:func:`decoding.ir.nodes.register_plain`) serialised once:
+#: (how many were registered, code, offset by node id, literal bytes); see :func:`_plain_program`
+_PLAIN_PROGRAM: list[tuple[int, list[int], dict[int, int], bytes]] = []
+
+
+def _plain_program() -> tuple[int, list[int], dict[int, int], bytes]:
+    """The records of every registered plain node, made once per process (again when more
+    are registered): every program starts with them, so the constant IR nearly every JSON
+    Schema grammar reaches (a JSON string character, a number) is not serialised per compile.
+    Plain nodes hold no Ref, Special, Dfa, Inter or Diff (checked when registered), so their
+    records depend on the nodes alone (never on the NFA being built); records no root
+    reaches are never read by ``gd_nfa_build``, and where a record lies in the code does not
+    change what is built (every use of a node is built where it is used)."""
+    nodes = plain_nodes()
+    if not _PLAIN_PROGRAM or _PLAIN_PROGRAM[0][0] != len(nodes):
+        code, at, lits = _serialise(None, list(nodes), ([], {}, []))[:3]
+        _PLAIN_PROGRAM[:] = [(len(nodes), code, at, b"".join(lits))]
+    return _PLAIN_PROGRAM[0]
+
+
 def _nfa_program(nfa: "_NFA", root: Node) -> tuple:
     """The IR reachable from ``root`` as ``gd_nfa_build`` reads it (each node once, by
     identity): (code int32 array, root offset, literal bytes, rule names, rule body offsets,
@@ -525,19 +546,27 @@ def _nfa_program(nfa: "_NFA", root: Node) -> tuple:
     would make them, and cached on it); what C should not build becomes a FALLBACK record:
     a node of no IR class, a special not in ``special_ids``, a repeat bound past int32, an
     Inter/Diff whose automaton fails (the Python builder then raises as it does, at the place
-    it does)."""
-    code: list[int] = []
-    at: dict[int, int] = {}
+    it does).  The code starts with the registered plain nodes' records (:func:`_plain_program`)."""
+    _, pcode, pat, plit = _plain_program()
+    code, _, lits, tops, rule_names, rule_body, leaves = _serialise(nfa, [root], (list(pcode), dict(pat), [plit]))
+    return array("i", code), tops[0], b"".join(lits), rule_names, array("i", rule_body), leaves
+
+
+def _serialise(nfa: "_NFA | None", roots: list[Node], start: tuple[list[int], dict[int, int], list[bytes]]) -> tuple:
+    """The records of ``roots`` and of what they reach (rules included), appended to
+    ``start`` (code, offset by node id, literal chunks; a node with an offset there is not
+    written again): (code, offsets, literal chunks, the roots' offsets, rule names, rule
+    body offsets, leaves).  ``nfa`` None: the roots hold no Ref, Special, Dfa, Inter or Diff."""
+    code, at, lits = start
     fix: list[tuple[int, Node]] = []
-    lits: list[bytes] = []
-    nlit = 0
+    nlit = sum(map(len, lits))
     rule_ix: dict[str, int] = {}
     rule_names: list[str] = []
     rule_body: list[int] = []
     pending: list[tuple[int, str]] = []
     leaves: list[_Leaf] = []
     leaf_ix: dict[int, int] = {}
-    sids = nfa.special_ids
+    sids = nfa.special_ids if nfa is not None else {}
     push = code.append
 
     at_get = at.get
@@ -656,7 +685,10 @@ def _nfa_program(nfa: "_NFA", root: Node) -> tuple:
         return off
 
     keep: list[Node] = []  # the _SepLoop records stay alive while their ids are keys
-    top = emit(root)
+    tops = []
+    for root in roots:
+        top = at_get(id(root))
+        tops.append(emit(root) if top is None else top)
     while fix or pending:
         while fix:
             pos, x = fix.pop()
@@ -671,7 +703,7 @@ def _nfa_program(nfa: "_NFA", root: Node) -> tuple:
             body = nfa.grammar.rule(name)
             o = at.get(id(body))
             rule_body[r] = o if o is not None else emit(body)
-    return array("i", code), top, b"".join(lits), rule_names, array("i", rule_body), leaves
+    return code, at, lits, tops, rule_names, rule_body, leaves
 
 
 @dataclass(frozen=True, eq=False)
