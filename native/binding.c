@@ -115,6 +115,25 @@ static PyObject *py_mask_hash(PyObject *self, PyObject *args) {
     return PyLong_FromUnsignedLongLong((unsigned long long)h);
 }
 
+/* mask_digest(mask, n, ids_out_u32) -> (hash, count); ids written when count <= len(ids_out) */
+static PyObject *py_mask_digest(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *om, *oi;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "OnO", &om, &n, &oi)) return NULL;
+    Py_buffer m, ids;
+    if (get_words(om, &m, 0, "mask") < 0) return NULL;
+    if (get_words(oi, &ids, 1, "ids") < 0) { PyBuffer_Release(&m); return NULL; }
+    uint64_t h = 0;
+    size_t c = 0;
+    int ok = n >= 0 && (n + 31) / 32 <= m.shape[0];
+    if (ok) c = gd_mask_digest(m.buf, (size_t)n, &h, ids.buf, (size_t)ids.shape[0]);
+    PyBuffer_Release(&m);
+    PyBuffer_Release(&ids);
+    if (!ok) return PyErr_Format(PyExc_ValueError, "mask_digest: n must be 0 to 32 * len(mask)");
+    return Py_BuildValue("Kn", (unsigned long long)h, (Py_ssize_t)c);
+}
+
 static PyObject *py_mask_equal(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *oa, *ob;
@@ -254,6 +273,41 @@ static const char *check_pairs(const Py_buffer *ro, const Py_buffer *cls, const 
     for (Py_ssize_t j = 0; j < pairs; j++)
         if (c[j] >= ncols || n[j] < 0 || n[j] >= rows) return "pairs: class not below ncols or next state out of range";
     return NULL;
+}
+
+/* char_pairs(char_dfa_i16, byte_class_u16, row_off_out_i32, pair_cls_out_u8, pair_next_out_i16) -> n_pairs
+ * char_dfa: n_char * 256 entries (flattened); outputs: n_char + 1 and n_char * 256 entries. */
+static PyObject *py_char_pairs(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[5];
+    static const char *const what[5] = {"char_dfa", "byte_class", "row_off", "pair_cls", "pair_next"};
+    static const char fmt[5] = {'h', 'H', 'i', 'B', 'h'};
+    static const Py_ssize_t size[5] = {2, 2, 4, 1, 2};
+    Py_buffer b[5];
+    int k, got = 0;
+    if (!PyArg_ParseTuple(args, "OOOOO", &o[0], &o[1], &o[2], &o[3], &o[4])) return NULL;
+    for (k = 0; k < 5; k++, got++)
+        if (get_buf(o[k], &b[k], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (k >= 2 ? PyBUF_WRITABLE : 0), what[k], fmt[k],
+                    size[k]) < 0)
+            break;
+    const char *bad = NULL;
+    int32_t n = 0;
+    if (got == 5) {
+        Py_ssize_t n_char = b[0].shape[0] / 256;
+        if (b[0].shape[0] % 256 != 0 || n_char < 1 || n_char > 256) bad = "char_dfa: expected 1 to 256 rows of 256 entries";
+        else if (b[1].shape[0] != 256) bad = "byte_class: expected 256 entries";
+        else if (b[2].shape[0] != n_char + 1) bad = "row_off: expected one entry per character state, plus one";
+        else if (b[3].shape[0] < n_char * 256 || b[4].shape[0] < n_char * 256)
+            bad = "pair_cls/pair_next: expected room for 256 pairs per character state";
+        else {
+            n = gd_char_pairs(b[0].buf, (size_t)n_char, b[1].buf, b[2].buf, b[3].buf, b[4].buf);
+            if (n < 0) bad = "more than 256 byte classes or a character state above 255";
+        }
+    }
+    for (k = 0; k < got; k++) PyBuffer_Release(&b[k]);
+    if (got < 5) return NULL;
+    if (bad) return PyErr_Format(PyExc_ValueError, "char_pairs: %s", bad);
+    return PyLong_FromLong((long)n);
 }
 
 /* trie_walk(trie, classes, table, ncols, state, mask, next_state=None, sink=-1, plain=None)
@@ -956,6 +1010,9 @@ static PyMethodDef methods[] = {
     {"mask_and", py_mask_and, METH_VARARGS, "mask_and(dst, a, b): dst = a & b over uint32 words."},
     {"mask_or", py_mask_or, METH_VARARGS, "mask_or(dst, a, b): dst = a | b over uint32 words."},
     {"mask_count", py_mask_count, METH_VARARGS, "mask_count(mask, n): set bits among the first n."},
+    {"mask_digest", py_mask_digest, METH_VARARGS,
+     "mask_digest(mask, n, ids_out_u32) -> (hash of the first (n+31)//32 words, set bits among the first n); the "
+     "ids of the set bits are written, ascending, when they fit in ids_out."},
     {"mask_hash", py_mask_hash, METH_VARARGS, "mask_hash(mask) -> 64-bit hash of the uint32 words (interning)."},
     {"mask_equal", py_mask_equal, METH_VARARGS, "mask_equal(a, b) -> True if the uint32 word arrays are equal."},
     {"mask_to_ids", py_mask_to_ids, METH_VARARGS,
@@ -974,6 +1031,9 @@ static PyMethodDef methods[] = {
     {"trie_plain_flags", py_trie_plain_flags, METH_VARARGS,
      "trie_plain_flags(trie, char_dfa_i16, out_u8): per trie node, bit p: every token below continues with complete "
      "plain characters from character state p. Releases the GIL."},
+    {"char_pairs", py_char_pairs, METH_VARARGS,
+     "char_pairs(char_dfa_i16, byte_class_u16, row_off_out_i32, pair_cls_out_u8, pair_next_out_i16) -> number "
+     "of pairs: a plain-text profile's character pairs for one grammar's byte classes (sorted)"},
     {"plain_chain", py_plain_chain, METH_VARARGS,
      "plain_chain(row_off_i32, pair_cls_u8, pair_next_i16, table_i32_or_i16, ncols, state, max_len) -> uniform "
      "plain-text steps from state (>= 0), -2 mixed (or longer than max_len), -3 unbounded. Releases the GIL."},

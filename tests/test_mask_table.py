@@ -21,14 +21,17 @@ def _mask(n_tokens: int, ids: list[int]) -> np.ndarray:
 @pytest.mark.parametrize("collide", [False, True])
 def test_equal_masks_share_an_id_and_different_ones_never_do(collide, monkeypatch):
     if collide:  # every mask hashes alike: equality alone must tell them apart
-        monkeypatch.setattr(masks_mod._native, "mask_hash", lambda m: 7)
-    t = MaskTable(1000)
-    sets = [[], [0], [999], [0, 999], [31, 32, 33], list(range(0, 1000, 3))]
-    ids = [t.intern(_mask(1000, s)) for s in sets]
+        digest = masks_mod._native.mask_digest
+        monkeypatch.setattr(masks_mod._native, "mask_digest", lambda m, n, ids: (7, digest(m, n, ids)[1]))
+    n = 5000
+    t = MaskTable(n)
+    sets = [[], [0], [n - 1], [0, n - 1], [31, 32, 33], list(range(0, n, 5)),  # sparse (ids)
+            list(range(0, n, 2)), list(range(1, n, 2)), list(range(n))]  # dense
+    ids = [t.intern(_mask(n, s)) for s in sets]
     assert len(set(ids)) == len(sets)
-    assert [t.intern(_mask(1000, s)) for s in sets] == ids
+    assert [t.intern(_mask(n, s)) for s in sets] == ids
     for mid, s in zip(ids, sets):
-        assert mask_ids(t[mid], 1000).tolist() == sorted(s)
+        assert mask_ids(t[mid], n).tolist() == sorted(s)
         assert not t[mid].flags.writeable
     assert len(t) == len(sets)
 
@@ -60,5 +63,5 @@ def test_sparse_and_dense_storage_read_back_the_same_masks():
             assert not t[mid].flags.writeable
     dense = sum(1 for s in sets if len(s) > masks_mod.SPARSE_MAX)
     sparse_ids = sum(len(s) for s in sets if len(s) <= masks_mod.SPARSE_MAX)
-    assert t.nbytes == dense * t.n_words * 4 + sparse_ids * 12
+    assert t.nbytes == dense * t.n_words * 4 + sparse_ids * 4  # uint32 ids (the int64 ones are a read cache)
     assert [t.intern(_mask(n, s)) for s in sets] == ids  # equal masks found again, sparse or dense

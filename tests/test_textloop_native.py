@@ -1,7 +1,8 @@
 """The native plain-text chain (``_native.plain_chain``, native/src/textloop.c) against the
 Python reference (:func:`decoding.backends.textloop.plain_chain_py`): the same chain
 length, or the same "not uniform", for every state of real grammars and of random automata,
-with int16 and int32 tables."""
+with int16 and int32 tables; and the native character pairs (``_native.char_pairs``) equal to
+their numpy reference :func:`~decoding.backends.textloop.char_pairs_py`, array for array."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 
 from decoding import _native
-from decoding.backends.textloop import MAX_CHAIN, UNBOUNDED, char_pairs, plain_chain, plain_chain_py
+from decoding.backends.textloop import MAX_CHAIN, UNBOUNDED, char_pairs, char_pairs_py, plain_chain, plain_chain_py
 from decoding.backends.tables import PROFILES, char_dfa
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "corpora"
@@ -21,6 +22,8 @@ SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "corpora"
 def _both(dfa_trans: np.ndarray, byte_class: np.ndarray, name: str) -> None:
     cd = char_dfa(PROFILES[name])
     pairs = char_pairs(cd, byte_class)
+    for got, want in zip(pairs, char_pairs_py(cd, byte_class)):
+        assert got.dtype == want.dtype and np.array_equal(got, want), f"{name}: native pairs differ from the reference"
     steps: dict = {}
     for table in (dfa_trans.astype(np.int32), dfa_trans.astype(np.int16) if dfa_trans.shape[0] < 32767 else None):
         if table is None:
@@ -147,3 +150,20 @@ def test_bad_arguments_are_clear_errors(bad, match):
     t = np.array([[1, -1], [1, -1]], dtype=np.int32)
     with pytest.raises((ValueError, TypeError), match=match):
         _native.plain_chain(*bad(pairs, t))
+
+
+@pytest.mark.parametrize("bad, match", [
+    (lambda cd, bc, ro, c, n: (cd[:-1], bc, ro, c, n), "char_dfa"),
+    (lambda cd, bc, ro, c, n: (cd, bc[:-1], ro, c, n), "byte_class: expected 256"),
+    (lambda cd, bc, ro, c, n: (cd, bc, ro[:-1], c, n), "row_off"),
+    (lambda cd, bc, ro, c, n: (cd, bc, ro, c[:10], n), "room"),
+    (lambda cd, bc, ro, c, n: (cd, bc + 300, ro, c, n), "more than 256 byte classes"),
+    (lambda cd, bc, ro, c, n: (cd.astype(np.int32), bc, ro, c, n), "char_dfa: expected items"),
+])
+def test_char_pairs_bad_arguments_are_clear_errors(bad, match):
+    cd = char_dfa(PROFILES["json-string"]).reshape(-1)
+    nc = cd.shape[0] // 256
+    args = (cd, np.zeros(256, np.uint16), np.empty(nc + 1, np.int32), np.empty(nc * 256, np.uint8),
+            np.empty(nc * 256, np.int16))
+    with pytest.raises((ValueError, TypeError), match=match):
+        _native.char_pairs(*bad(*args))

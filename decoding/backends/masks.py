@@ -128,11 +128,18 @@ class MaskTable:
 
     def intern(self, m: np.ndarray) -> int:
         """The id of ``m`` (a uint32 array of ``n_words`` words, which the table may keep
-        and make read-only: do not modify it afterwards)."""
-        key = _native.mask_hash(m)
+        and make read-only: do not modify it afterwards).  One native call gives the hash, the
+        count and, for a sparse mask, its ids; a sparse candidate is compared by its ids."""
+        buf = np.empty(SPARSE_MAX, dtype=np.uint32)
+        key, count = _native.mask_digest(m, self.n_tokens, buf)
+        sparse = count <= SPARSE_MAX
         with self._lock:
             for i in self._by_hash.get(key, ()):
-                if _native.mask_equal(self._expand(i) if self._masks[i] is None else self._masks[i], m):
+                if self._masks[i] is None:
+                    sp = self._sparse[i]
+                    if sparse and len(sp) == count and _native.mask_equal(sp, buf[:count]):
+                        return i
+                elif not sparse and _native.mask_equal(self._masks[i], m):
                     return i
             if len(self._masks) >= self.max_masks:
                 raise LimitError(f"{self.where}: more than max_masks={self.max_masks} distinct token masks")
@@ -140,14 +147,11 @@ class MaskTable:
                 self._masks = list(self._masks)
             mid = len(self._masks)
             m.setflags(write=False)
-            count = _native.mask_count(m, self.n_tokens)
-            if count <= SPARSE_MAX:
-                ids = mask_ids(m, self.n_tokens, count)
-                self._ids[mid] = ids
-                self._sparse[mid] = sp = ids.astype(np.uint32)
+            if sparse:
+                self._sparse[mid] = sp = buf[:count].copy()
                 sp.setflags(write=False)
                 self._masks.append(None)
-                self._nbytes += ids.nbytes + sp.nbytes
+                self._nbytes += sp.nbytes
                 _EXPANDED.put((self._serial, mid), m)  # read right after: no expansion
             else:
                 self._masks.append(m)
@@ -156,8 +160,14 @@ class MaskTable:
             return mid
 
     def ids(self, mid: int) -> np.ndarray:
-        """Sorted, read-only ids of the tokens set in mask ``mid`` (cached)."""
+        """Sorted, read-only ids (int64) of the tokens set in mask ``mid`` (cached)."""
         hit = self._ids.get(mid)
         if hit is None:
-            hit = self._ids[mid] = mask_ids(self._masks[mid], self.n_tokens)
+            m = self._masks[mid]
+            if m is None:
+                hit = self._sparse[mid].astype(np.int64)
+                hit.setflags(write=False)
+            else:
+                hit = mask_ids(m, self.n_tokens)
+            self._ids[mid] = hit
         return hit

@@ -25,7 +25,7 @@ import numpy as np
 
 from decoding import _native
 
-__all__ = ["plain_step", "plain_chain_py", "plain_chain", "char_pairs", "walk_tokens", "PlainLoops", "UNBOUNDED",
+__all__ = ["plain_step", "plain_chain_py", "plain_chain", "char_pairs", "char_pairs_py", "walk_tokens", "PlainLoops", "UNBOUNDED",
            "MAX_CHAIN"]
 
 #: chain length of a state on a cycle of uniform steps
@@ -95,8 +95,21 @@ def plain_chain_py(char_dfa: np.ndarray, byte_class: np.ndarray, trans: np.ndarr
 def char_pairs(char_dfa: np.ndarray, byte_class: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``char_dfa`` compressed to the byte classes of one grammar automaton: for character
     state ``p`` the distinct (class, next character state) pairs of the bytes it allows are
-    ``pair_cls[j], pair_next[j]`` for ``j`` in ``row_off[p]:row_off[p+1]`` (the native
-    chain's input; same steps as :func:`plain_step` over bytes)."""
+    ``pair_cls[j], pair_next[j]`` for ``j`` in ``row_off[p]:row_off[p+1]``, sorted by (class,
+    next) (the native chain's input; same steps as :func:`plain_step` over bytes).  Native
+    (about 2 µs; a grammar's first string state used to pay ~250 µs of numpy here);
+    :func:`char_pairs_py` is the reference."""
+    cd = np.ascontiguousarray(char_dfa, dtype=np.int16).reshape(-1)
+    n_char = cd.shape[0] // 256
+    row_off = np.empty(n_char + 1, dtype=np.int32)
+    cls = np.empty(n_char * 256, dtype=np.uint8)
+    nxt = np.empty(n_char * 256, dtype=np.int16)
+    n = _native.char_pairs(cd, np.ascontiguousarray(byte_class, dtype=np.uint16), row_off, cls, nxt)
+    return row_off, cls[:n].copy(), nxt[:n].copy()
+
+
+def char_pairs_py(char_dfa: np.ndarray, byte_class: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`char_pairs` in numpy (the reference)."""
     bc = np.asarray(byte_class, dtype=np.int64)
     if bc.size and int(bc.max()) > 255:
         raise ValueError("char_pairs: more than 256 byte classes")
@@ -136,7 +149,7 @@ class PlainLoops:
     profile's character pairs, and the native walk's memo of plain self-loop states (one byte
     per state, 0 = not yet known).  Only ever grows with facts of the table: safe to share."""
 
-    __slots__ = ("n_states", "bulk", "pairs", "memo")
+    __slots__ = ("n_states", "bulk", "pairs", "memo", "_opts")
 
     def __init__(self, n_states: int, bulk: str,
                  pairs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None) -> None:
@@ -144,16 +157,23 @@ class PlainLoops:
         self.bulk = bulk
         self.pairs = {} if pairs is None else pairs  # shared with the table's chain computation
         self.memo: dict[str, np.ndarray] = {}
+        self._opts: dict[tuple[str, int], tuple] = {}
 
     def opts(self, name: str, node_plain: np.ndarray, byte_class: np.ndarray, char_dfa: np.ndarray) -> tuple:
-        """The ``plain`` argument of ``_native.trie_walk`` for profile ``name``."""
+        """The ``plain`` argument of ``_native.trie_walk`` for profile ``name`` (cached per
+        profile and trie: ``node_plain`` is the profile's array of the whole or the other trie)."""
+        key = (name, id(node_plain))
+        hit = self._opts.get(key)
+        if hit is not None and hit[0] is node_plain:
+            return hit
         pairs = self.pairs.get(name)
         if pairs is None:
             pairs = self.pairs[name] = char_pairs(char_dfa, byte_class)
         memo = self.memo.get(name)
         if memo is None:
             memo = self.memo[name] = np.zeros(self.n_states, dtype=np.uint8)
-        return (node_plain, pairs[0], pairs[1], pairs[2], memo)
+        hit = self._opts[key] = (node_plain, pairs[0], pairs[1], pairs[2], memo)
+        return hit
 
 
 def walk_tokens(tabs: Any, classes: np.ndarray, table: np.ndarray, state: int, m: np.ndarray,
@@ -170,22 +190,25 @@ def walk_tokens(tabs: Any, classes: np.ndarray, table: np.ndarray, state: int, m
     flat = table.reshape(-1)
     ncols = table.shape[1]
     # cheap filter: a plain-text state must at least allow "a" (plain in every profile)
-    a = table[state, classes[0x61]]
+    row = table[state]
+    a = row[classes[0x61]]
     if a >= 0:
         for name in profiles:
             # necessary for a uniform first step: the profile's probe characters go where "a" goes
-            if any(table[state, classes[b]] != a for b in _probes(name)):
-                continue
-            k = chain(name, state)
-            if k is not None:
-                prof = tabs.profile(name)
-                if loops is not None and k == UNBOUNDED:
-                    loops.bulk = name
-                opts = None if loops is None or loops.bulk != name else \
-                    loops.opts(name, prof.other_node_plain, classes, prof.char_dfa)
-                _native.trie_walk(prof.other_trie, classes, flat, ncols, state, m, None, sink, opts)
-                _native.mask_or(m, m, prof.plain_upto(k))
-                return
+            for b in _probes(name):
+                if row[classes[b]] != a:
+                    break
+            else:
+                k = chain(name, state)
+                if k is not None:
+                    prof = tabs.profile(name)
+                    if loops is not None and k == UNBOUNDED:
+                        loops.bulk = name
+                    opts = None if loops is None or loops.bulk != name else \
+                        loops.opts(name, prof.other_node_plain, classes, prof.char_dfa)
+                    _native.trie_walk(prof.other_trie, classes, flat, ncols, state, m, None, sink, opts)
+                    _native.mask_or(m, m, prof.plain_upto(k))
+                    return
     opts = None
     if loops is not None:
         prof = tabs.profile(loops.bulk)

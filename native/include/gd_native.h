@@ -51,6 +51,10 @@ int gd_mask_equal(const uint32_t *a, const uint32_t *b, size_t nwords);
 void gd_mask_from_ids(uint32_t *mask, size_t nwords, const uint32_t *ids, size_t n_ids);
 /* The ids of the bits set among the first n bits, ascending, into ids (at most cap); the count. */
 size_t gd_mask_to_ids(const uint32_t *mask, size_t n, int64_t *ids, size_t cap);
+/* For interning a mask of n bits (whole words: (n + 31) / 32): *hash = gd_mask_hash of them,
+ * returns the number of set bits among the first n, and when that is at most cap also writes
+ * their ids, ascending, as uint32 into ids (else ids is left as it is). */
+size_t gd_mask_digest(const uint32_t *mask, size_t n, uint64_t *hash, uint32_t *ids, size_t cap);
 
 /* logits[i] = fill for every i < n whose bit is clear.  Contiguous float32. */
 void gd_apply_mask_f32(const gd_kernels *k, float *logits, size_t n, const uint32_t *mask, float fill);
@@ -131,6 +135,12 @@ int64_t gd_plain_chain(const int32_t *row_off, const uint8_t *pair_cls, const in
                        const int32_t *table, size_t ncols, size_t n_states, int32_t state, uint32_t max_len);
 int64_t gd_plain_chain16(const int32_t *row_off, const uint8_t *pair_cls, const int16_t *pair_next,
                          const int16_t *table, size_t ncols, size_t n_states, int32_t state, uint32_t max_len);
+/* gd_char_pairs: the pairs above for a profile's character DFA (int16[n_char * 256], -1 = not
+ * plain) and a grammar's byte classes (byte_class[256]): into row_off[n_char + 1] and pair
+ * arrays of capacity n_char * 256, sorted by (character state, class, next).  Returns the
+ * number of pairs, or -1 if n_char > 256, a class > 255 or a next state > 255. */
+int32_t gd_char_pairs(const int16_t *char_dfa, size_t n_char, const uint16_t *byte_class, int32_t *row_off,
+                      uint8_t *pair_cls, int16_t *pair_next);
 
 /* ---- grammar automata: subset construction and minimisation (src/dfa_build.c) -----------
  * Both are re-entrant (the binding releases the GIL) and free everything they allocate on

@@ -120,6 +120,26 @@ size_t gd_mask_to_ids(const uint32_t *mask, size_t n, int64_t *ids, size_t cap) 
     return k;
 }
 
+/* The hash, then one scan that collects ids while they fit (zero words skipped 64 bits at a
+ * time); a mask with more than cap bits is counted from there on by gd_mask_count. */
+size_t gd_mask_digest(const uint32_t *mask, size_t n, uint64_t *hash, uint32_t *ids, size_t cap) {
+    size_t nwords = (n + 31) / 32, full = n / 32, count = 0, w = 0;
+    *hash = gd_mask_hash(mask, nwords);
+    while (w < nwords) {
+        if (w + 2 <= full && (mask[w] | mask[w + 1]) == 0) {
+            w += 2;
+            continue;
+        }
+        uint32_t x = mask[w];
+        if (w >= full) x &= (1u << (n & 31)) - 1u; /* the last, partial word */
+        size_t c = (size_t)popcount64(x);
+        if (count + c > cap) return count + gd_mask_count(mask + w, n - w * 32);
+        for (; x; x &= x - 1) ids[count++] = (uint32_t)(w * 32 + (size_t)__builtin_ctz(x));
+        w++;
+    }
+    return count;
+}
+
 int gd_mask_equal(const uint32_t *a, const uint32_t *b, size_t nwords) {
     return memcmp(a, b, nwords * sizeof(uint32_t)) == 0;
 }

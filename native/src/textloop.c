@@ -74,3 +74,45 @@
 
 GD_DEFINE_PLAIN(gd_plain_step, gd_plain_chain, int32_t)
 GD_DEFINE_PLAIN(gd_plain_step16, gd_plain_chain16, int16_t)
+
+/* Character pairs of a profile for one grammar's byte classes (the input of gd_plain_step):
+ * one bitmap of (class, next) per character state, read out in (class, next) order, so the
+ * pairs are sorted exactly as the Python reference (decoding/backends/textloop.py,
+ * char_pairs_py) sorts them. */
+int32_t gd_char_pairs(const int16_t *char_dfa, size_t n_char, const uint16_t *byte_class, int32_t *row_off,
+                      uint8_t *pair_cls, int16_t *pair_next) {
+    uint64_t seen[256 * 4]; /* class c, next q: bit (q & 63) of word c * 4 + (q >> 6) */
+    int32_t n = 0;
+    size_t p;
+    int b, c, w;
+    if (n_char > 256) return -1;
+    for (b = 0; b < 256; b++)
+        if (byte_class[b] > 255) return -1;
+    for (p = 0; p < n_char; p++) {
+        const int16_t *row = char_dfa + p * 256;
+        int cmax = -1;
+        row_off[p] = n;
+        memset(seen, 0, sizeof seen);
+        for (b = 0; b < 256; b++) {
+            int q = row[b];
+            if (q < 0) continue;
+            if (q > 255) return -1;
+            c = byte_class[b];
+            seen[c * 4 + (q >> 6)] |= (uint64_t)1 << (q & 63);
+            if (c > cmax) cmax = c;
+        }
+        for (c = 0; c <= cmax; c++)
+            for (w = 0; w < 4; w++) {
+                uint64_t bits = seen[c * 4 + w];
+                while (bits) {
+                    int q = w * 64 + __builtin_ctzll(bits);
+                    bits &= bits - 1;
+                    pair_cls[n] = (uint8_t)c;
+                    pair_next[n] = (int16_t)q;
+                    n++;
+                }
+            }
+    }
+    row_off[n_char] = n;
+    return n;
+}

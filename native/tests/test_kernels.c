@@ -156,9 +156,41 @@ static void test_hash_equal(void) {
     CHECK(gd_mask_to_ids(b, 4001 * 32, back, 3) == 3, "to_ids stops at cap");
 }
 
+/* gd_mask_digest = gd_mask_hash + gd_mask_count + the ids while they fit, for sparse and
+ * dense masks, partial last words, and caps below, at and above the count. */
+static void test_digest(void) {
+    static uint32_t m[4001];
+    static const size_t ns[] = {1, 31, 32, 33, 255, 257, 4000 * 32, 4001 * 32 - 5, 4001 * 32};
+    for (int density = 0; density < 3; density++) {
+        for (size_t w = 0; w < 4001; w++) {
+            uint32_t x = rnd();
+            m[w] = density == 0 ? (x % 61 == 0 ? 1u << (x & 31) : 0) : density == 1 ? (x & rnd() & rnd()) : x;
+        }
+        for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+            size_t n = ns[i], nw = (n + 31) / 32, want = gd_mask_count(m, n);
+            static int64_t ref[4001 * 32];
+            static uint32_t got[4001 * 32];
+            gd_mask_to_ids(m, n, ref, want);
+            size_t caps[] = {0, want > 0 ? want - 1 : 0, want, want + 1, 1024};
+            for (int c = 0; c < 5; c++) {
+                uint64_t h = 0;
+                for (size_t k = 0; k < want + 1 && k < 4001 * 32; k++) got[k] = 0xDEADBEEFu;
+                size_t cnt = gd_mask_digest(m, n, &h, got, caps[c]);
+                CHECK(cnt == want, "digest count n=%zu cap=%zu: %zu, want %zu", n, caps[c], cnt, want);
+                CHECK(h == gd_mask_hash(m, nw), "digest hash n=%zu", n);
+                if (want <= caps[c])
+                    for (size_t k = 0; k < want; k++)
+                        CHECK(got[k] == (uint32_t)ref[k], "digest id %zu n=%zu: %u, want %lld", k, n, got[k],
+                              (long long)ref[k]);
+            }
+        }
+    }
+}
+
 int main(void) {
     test_selection();
     test_hash_equal();
+    test_digest();
     for (int impl = GD_IMPL_SCALAR; impl < GD_IMPL_COUNT; impl++) test_impl(impl);
     test_trie();
     if (failures) { printf("%d failed\n", failures); return 1; }

@@ -103,6 +103,13 @@ class DFAGrammar:
         self._special_set = frozenset(self.special_token_ids)
         self._special_col = {tid: d.n_classes + k for k, tid in enumerate(self.special_token_ids)}
         self._eog = np.array(sorted(self.vocab.eog_ids), dtype=np.int64)
+        self._n_words = self.vocab.n_words
+        self._eog_mask: np.ndarray | None = None  # the end-of-generation bits (accepting states)
+        if len(self._eog):
+            self._eog_mask = np.zeros(self._n_words, dtype=np.uint32)
+            _native.mask_from_ids(self._eog_mask, self._eog.astype(np.uint32))
+        self._tabs = None  # the vocabulary's tables (on the first walk)
+        self._pure = False  # GD_PURE_PYTHON_DFA=1, read on the first walk
         self._loop_profiles = tuple(PROFILES)  # the plain-text shortcuts tried (tests clear it)
         self._plain_steps: dict[str, dict[int, int | None]] = {}  # (the Python reference's memo)
         self._char_pairs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
@@ -312,15 +319,16 @@ class DFAGrammar:
             mid = int(self._state_mask[state])
             if mid >= 0:
                 return mid
-            m = np.empty(self.n_words, dtype=np.uint32)
+            m = np.empty(self._n_words, dtype=np.uint32)
             self._walk(int(state), m)
-            for k, tid in enumerate(self.special_token_ids):
-                m[tid >> 5] &= ~np.uint32(1 << (tid & 31))
-                if self._table[state, self.dfa.n_classes + k] >= 0:
-                    m[tid >> 5] |= np.uint32(1 << (tid & 31))
-            if self.dfa.accepting[state]:
-                for tid in self._eog:
-                    m[tid >> 5] |= np.uint32(1 << (int(tid) & 31))
+            if self.special_token_ids:
+                row = self._table[state]
+                for k, tid in enumerate(self.special_token_ids):
+                    m[tid >> 5] &= ~np.uint32(1 << (tid & 31))
+                    if row[self.dfa.n_classes + k] >= 0:
+                        m[tid >> 5] |= np.uint32(1 << (tid & 31))
+            if self._eog_mask is not None and self.dfa.accepting[state]:
+                _native.mask_or(m, m, self._eog_mask)
             mid = self._masks.intern(m)
             self._state_mask[state] = mid
             return mid
@@ -330,16 +338,20 @@ class DFAGrammar:
         trie or, for a state on a uniform chain of plain characters (string bodies, XML text;
         see :mod:`decoding.backends.textloop`), the precomputed plain tokens of at most
         ``k`` characters plus a walk of the small trie of the other tokens."""
-        if self._loops is None and self._loop_profiles and not _pure_python_dfa():
-            self._loops = PlainLoops(self.dfa.n_states, self._loop_profiles[0], self._char_pairs)
-        walk_tokens(vocab_tables(self.vocab), self._classes, self._table, int(state), m, self._plain_chain,
-                    self._loop_profiles, loops=self._loops if self._loop_profiles else None)
+        tabs = self._tabs
+        if tabs is None:
+            tabs = self._tabs = vocab_tables(self.vocab)
+            self._pure = _pure_python_dfa()
+            if self._loop_profiles and not self._pure:
+                self._loops = PlainLoops(self.dfa.n_states, self._loop_profiles[0], self._char_pairs)
+        walk_tokens(tabs, self._classes, self._table, state, m, self._plain_chain, self._loop_profiles,
+                    loops=self._loops if self._loop_profiles else None)
 
     def _plain_chain(self, name: str, state: int) -> int | None:
         """Plain characters consumable from ``state`` along uniform steps (UNBOUNDED if the
         chain cycles), or None if some step is not uniform (native; the Python reference
         :func:`~decoding.backends.textloop.plain_chain_py` with ``GD_PURE_PYTHON_DFA=1``)."""
-        if _pure_python_dfa():
+        if self._pure:
             char_dfa = vocab_tables(self.vocab).profile(name).char_dfa
             return plain_chain_py(char_dfa, self.dfa.byte_class, self._table, state,
                                   self._plain_steps.setdefault(name, {}))
