@@ -65,7 +65,7 @@ def _uncounted_estimate(node: Node, memo: dict):
 @dataclass(frozen=True)
 class _Constants:
     """The nodes nearly every compile reaches: a JSON string character
-    (:func:`any_json_char`), :data:`INTEGER` and :data:`NUMBER`, with what the passes over
+    (:func:`any_json_char`), :data:`INTEGER`, :data:`NUMBER` and any JSON string, with what the passes over
     a grammar learn of them once per process: ``ids`` (every node of their subtrees, none
     a Ref), ``productive`` (the ids of those that derive some string), ``estimates``
     (per ``counted``, the subtree memo of :func:`decoding.ir.size._fold`).
@@ -88,7 +88,7 @@ def _constants() -> _Constants:
     if not _CONSTANTS:
         from decoding.ir.size import _node_estimate
 
-        nodes = (any_json_char(), INTEGER, NUMBER)
+        nodes = (any_json_char(), INTEGER, NUMBER, string_of(star(any_json_char())))
         inside = [n for r in nodes for n in walk(r)]
         if any(isinstance(n, Ref) for n in inside):
             raise AssertionError("the shared constant nodes must hold no Ref")
@@ -106,6 +106,12 @@ def _constants() -> _Constants:
             estimates[counted] = memo
         _CONSTANTS.append(_Constants(nodes, frozenset(map(id, inside)), frozenset(productive), estimates))
     return _CONSTANTS[0]
+
+
+def _any_string() -> Node:
+    """Any JSON string (``string_of(star(any_json_char()))``): one node for the process,
+    among :func:`_constants`, so what the passes learn of it is learnt once."""
+    return _constants().nodes[3]
 
 
 def _seeded_fold(counted: bool) -> tuple[dict, list]:
@@ -419,7 +425,7 @@ class _Compiler:
         if kind in ("number", "integer"):
             return NUMBER
         if kind == "string":
-            return string_of(star(any_json_char()))
+            return _any_string()
         if self.free_depth <= 0:
             return NOTHING
         self.free(self.free_depth)
@@ -1273,7 +1279,8 @@ class _Compiler:
                 raise SchemaError(ptr, "pattern", f"not a valid regex: {e}") from None
         if rx is None:
             kw = "maxLength" if "maxLength" in s else "minLength" if "minLength" in s else None
-            return self.bounded(string_of(rep(any_json_char(), lo, hi)), ptr, kw)
+            return self.bounded(_any_string() if lo == 0 and hi is None else string_of(rep(any_json_char(), lo, hi)),
+                                ptr, kw)
         kw = "pattern" if "pattern" in s else "format"
         plo, phi = length_range(rx)
         if plo >= lo and (hi is None or (phi is not None and phi <= hi)):
@@ -1686,13 +1693,13 @@ class _Compiler:
         hit = self._free.get(depth)
         if hit is not None:
             return hit
-        scalars = [lit("null"), lit("true"), lit("false"), NUMBER, string_of(star(any_json_char()))]
+        scalars = [lit("null"), lit("true"), lit("false"), NUMBER, _any_string()]
         alts = list(scalars)
         if depth > 0:
             v = self.free(depth - 1)
             alts.append(seq(lit("["), self.ws, opt(seq(v, star(seq(self.comma, v)))), self.ws, lit("]")))
             mname = f"free-member:{depth - 1}"
-            self.rules[mname] = seq(string_of(star(any_json_char())), self.colon, v)
+            self.rules[mname] = seq(_any_string(), self.colon, v)
             mem = Ref(mname)
             alts.append(seq(lit("{"), self.ws, opt(seq(mem, star(seq(self.comma, mem)))), self.ws, lit("}")))
         name = f"free:{depth}"
