@@ -70,6 +70,8 @@ class Prepared:
 def _plain(options: dict) -> dict:
     """``options`` as JSON data for ``meta`` (a value that is not JSON, such as an IR node in
     ``text_patterns``, is kept as its ``repr``; the key never depends on it: the IR does)."""
+    if not options:
+        return {}
     return json.loads(json.dumps(options, ensure_ascii=False, default=repr))
 
 

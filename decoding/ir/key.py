@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from json.encoder import encode_basestring as _encode_str  # json.dumps(str, ensure_ascii=False)
 from typing import Any
 
 from decoding.ir.nodes import (ByteSet, Choice, Diff, Grammar, Inter, Lit, Node, Ref, Repeat, Seq, _node_to_data,
@@ -49,6 +50,8 @@ def grammar_digest(grammar: Grammar) -> str:
 
 
 def _dumps(x: Any) -> str:
+    if type(x) is str:  # what json.dumps(x, ensure_ascii=False) returns for a str, without its set-up
+        return _encode_str(x)
     return json.dumps(x, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -95,7 +98,7 @@ def canonical_ir_text(grammar: Grammar) -> str:
 
 def _num(x: object) -> str:
     """JSON text of a repetition bound (an int or None)."""
-    return str(x) if type(x) is int else _dumps(x)
+    return str(x) if type(x) is int else "null" if x is None else _dumps(x)
 
 
 #: canonical text of each registered plain node (:func:`decoding.ir.nodes.register_plain`,
