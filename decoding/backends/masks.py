@@ -11,10 +11,13 @@ Invariants
   :class:`~decoding.errors.LimitError` (a memory bound, not a correctness one).
 - Storage is adaptive: a mask of at most :data:`SPARSE_MAX` allowed tokens (a property name,
   a closing run: most masks of a JSON schema) is kept as its sorted token ids, 4 bytes each,
-  instead of ``n_words`` words (16 KB at 128k tokens); ``table[mid]`` expands it, and the
-  :data:`EXPANDED_CACHE` most recently read expansions of all tables are kept (one
-  process-wide LRU: at most 4 MB at 128k tokens), so a generation cycling through its
-  states reads them at the cost of a dense mask.
+  and one of at most :data:`SPARSE_MAX` *forbidden* tokens (a string body: every token but
+  the few holding a quote or a control character) as the ids of those, instead of
+  ``n_words`` words (16 KB at 128k tokens); ``table[mid]`` expands it, and the most recently
+  read expansions of all tables are kept (one process-wide LRU of at most
+  :data:`EXPANDED_CACHE` masks and :data:`EXPANDED_BYTES` bytes: 64 masks at 128k tokens,
+  32 at 262k), so a generation cycling through its states reads them at the cost of a dense
+  mask.
 - :meth:`MaskTable.ids` is the sorted, read-only array of the set bits of mask ``mid``
   (computed once per mask).
 """
@@ -36,8 +39,10 @@ __all__ = ["MaskTable", "mask_ids", "DEFAULT_MAX_MASKS"]
 DEFAULT_MAX_MASKS = 65_536
 #: masks with at most this many allowed tokens are stored as their ids
 SPARSE_MAX = 1024
-#: expanded sparse masks kept, all tables together (least recently read dropped first)
+#: expanded sparse masks kept, all tables together (least recently read dropped first), by
+#: count and by bytes
 EXPANDED_CACHE = 256
+EXPANDED_BYTES = 1 << 20
 
 
 def mask_ids(m: np.ndarray, n_tokens: int, count: int | None = None) -> np.ndarray:
@@ -56,6 +61,7 @@ class _Expanded:
 
     def __init__(self) -> None:
         self._lru: OrderedDict[tuple[int, int], np.ndarray] = OrderedDict()
+        self._bytes = 0
         self._lock = threading.Lock()
 
     def get(self, key: tuple[int, int]) -> np.ndarray | None:
@@ -67,9 +73,13 @@ class _Expanded:
 
     def put(self, key: tuple[int, int], m: np.ndarray) -> None:
         with self._lock:
+            old = self._lru.pop(key, None)
+            if old is not None:
+                self._bytes -= old.nbytes
             self._lru[key] = m
-            while len(self._lru) > EXPANDED_CACHE:
-                self._lru.popitem(last=False)
+            self._bytes += m.nbytes
+            while len(self._lru) > 1 and (len(self._lru) > EXPANDED_CACHE or self._bytes > EXPANDED_BYTES):
+                self._bytes -= self._lru.popitem(last=False)[1].nbytes
 
 
 _EXPANDED = _Expanded()
@@ -83,8 +93,8 @@ class MaskTable:
     read-only arrays); they are used as they are and are not indexed for interning.
     """
 
-    __slots__ = ("n_tokens", "n_words", "max_masks", "where", "_masks", "_by_hash", "_ids", "_sparse", "_lock",
-                 "_serial", "_nbytes")
+    __slots__ = ("n_tokens", "n_words", "max_masks", "where", "_masks", "_by_hash", "_ids", "_sparse", "_inverted",
+                 "_lock", "_serial", "_nbytes")
 
     def __init__(self, n_tokens: int, *, max_masks: int = DEFAULT_MAX_MASKS,
                  stored: Sequence[np.ndarray] | None = None, where: str = "token index") -> None:
@@ -96,7 +106,8 @@ class MaskTable:
         self._masks: Any = stored if stored is not None else []
         self._by_hash: dict[int, list[int]] = {}
         self._ids: dict[int, np.ndarray] = {}
-        self._sparse: dict[int, np.ndarray] = {}
+        self._sparse: dict[int, np.ndarray] = {}  # mid -> the ids of its set bits, or (in _inverted) clear ones
+        self._inverted: set[int] = set()
         self._serial = next(_SERIAL)  # this table's part of the expansion LRU's keys
         self._nbytes = 0 if stored is None else len(stored) * self.n_words * 4
         self._lock = threading.Lock()
@@ -117,8 +128,16 @@ class MaskTable:
     def _expand(self, mid: int) -> np.ndarray:
         m = np.empty(self.n_words, dtype=np.uint32)
         _native.mask_from_ids(m, self._sparse[mid])
+        if mid in self._inverted:
+            self._invert(m)
         m.setflags(write=False)
         return m
+
+    def _invert(self, m: np.ndarray) -> None:
+        """Flip the first ``n_tokens`` bits of ``m`` in place (the bits past them stay clear)."""
+        np.invert(m, out=m)
+        if self.n_tokens & 31:
+            m[-1] &= np.uint32((1 << (self.n_tokens & 31)) - 1)
 
     @property
     def nbytes(self) -> int:
@@ -129,15 +148,22 @@ class MaskTable:
     def intern(self, m: np.ndarray) -> int:
         """The id of ``m`` (a uint32 array of ``n_words`` words, which the table may keep
         and make read-only: do not modify it afterwards).  One native call gives the hash, the
-        count and, for a sparse mask, its ids; a sparse candidate is compared by its ids."""
+        count and, for a sparse mask, its ids (a second one the forbidden ids of a nearly full
+        mask); sparse candidates are compared by their ids."""
         buf = np.empty(SPARSE_MAX, dtype=np.uint32)
         key, count = _native.mask_digest(m, self.n_tokens, buf)
+        inverted = count > SPARSE_MAX and self.n_tokens - count <= SPARSE_MAX
+        if inverted:  # the ids of the forbidden tokens instead
+            inv = m.copy()
+            self._invert(inv)
+            _, count = _native.mask_digest(inv, self.n_tokens, buf)
         sparse = count <= SPARSE_MAX
         with self._lock:
             for i in self._by_hash.get(key, ()):
                 if self._masks[i] is None:
                     sp = self._sparse[i]
-                    if sparse and len(sp) == count and _native.mask_equal(sp, buf[:count]):
+                    if sparse and (i in self._inverted) == inverted and len(sp) == count and \
+                            _native.mask_equal(sp, buf[:count]):
                         return i
                 elif not sparse and _native.mask_equal(self._masks[i], m):
                     return i
@@ -150,6 +176,8 @@ class MaskTable:
             if sparse:
                 self._sparse[mid] = sp = buf[:count].copy()
                 sp.setflags(write=False)
+                if inverted:
+                    self._inverted.add(mid)
                 self._masks.append(None)
                 self._nbytes += sp.nbytes
                 _EXPANDED.put((self._serial, mid), m)  # read right after: no expansion
@@ -164,7 +192,9 @@ class MaskTable:
         hit = self._ids.get(mid)
         if hit is None:
             m = self._masks[mid]
-            if m is None:
+            if m is None and mid in self._inverted:
+                hit = mask_ids(self[mid], self.n_tokens)
+            elif m is None:
                 hit = self._sparse[mid].astype(np.int64)
                 hit.setflags(write=False)
             else:
