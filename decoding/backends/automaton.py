@@ -48,7 +48,7 @@ import os
 import sys
 import time
 from array import array
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
@@ -83,6 +83,10 @@ class DFA:
     accepting: np.ndarray  # bool[n_states]
     specials: tuple[str, ...]
     n_classes: int
+    #: known trimmed: every state is reachable from state 0 and reaches acceptance (over
+    #: every column); set by :func:`_minimal_dfa` (a minimal DFA of a trimmed one is), so
+    #: pruning it again with every column usable keeps it as it is (:func:`_prune`)
+    trimmed: bool = field(default=False, repr=False)
 
     @property
     def n_states(self) -> int:
@@ -1203,7 +1207,7 @@ def _minimal_dfa(nfa: "_NFA | _NFARef", start: int, end: int, specials: tuple[st
         raise LimitError(f"{what}: automaton exceeds max_states={max_states} DFA states (limit "
                          f"max_dfa_states): its minimal DFA has {dfa.n_states}; simplify the grammar or "
                          "raise the limit", limit="max_dfa_states", value=max_states)
-    return dfa
+    return replace(dfa, trimmed=True)
 
 
 def _pure_python_dfa() -> bool:
@@ -1621,6 +1625,10 @@ def _prune(dfa: DFA, usable_bytes: Sequence[bool] | None) -> DFA:
         col_ok = np.zeros(nsym, dtype=np.uint8)
         col_ok[dfa.n_classes:] = 1
         col_ok[dfa.byte_class[ub]] = 1
+        if col_ok.all():
+            col_ok = None  # every column usable: the same as no restriction
+    if col_ok is None and dfa.trimmed:
+        return dfa  # nothing to drop (what gd_dfa_trim would find: every state kept, the same table)
     k, tb, ab = _native.dfa_trim(np.ascontiguousarray(dfa.trans, dtype=np.int32).reshape(-1), nsym,
                                  np.ascontiguousarray(dfa.accepting, dtype=np.uint8), col_ok)
     if k == 0:
