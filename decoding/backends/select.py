@@ -20,6 +20,7 @@ from decoding.backends.automaton import DEFAULT_MAX_STATES
 from decoding.backends.contract import CompiledGrammar
 from decoding.backends.counted import compile_counted
 from decoding.backends.dfa.index import compile_dfa_grammar
+from decoding.backends.dfa.lazy import compile_lazy_grammar
 from decoding.backends.masks import DEFAULT_MAX_MASKS
 from decoding.backends.pushdown.index import compile_grammar_pushdown
 from decoding.errors import GrammarError, LimitError
@@ -30,7 +31,7 @@ from decoding.vocab import Vocab
 
 __all__ = ["compile_grammar", "BACKENDS", "AUTO_PUSHDOWN_ABOVE"]
 
-BACKENDS = ("auto", "dfa", "pushdown", "counted")
+BACKENDS = ("auto", "dfa", "lazy", "pushdown", "counted")
 #: above this IR size estimate (NFA states with refs expanded) ``backend="auto"`` goes
 #: straight to the pushdown back-end instead of trying to build the explicit DFA first
 AUTO_PUSHDOWN_ABOVE = 300_000
@@ -70,6 +71,9 @@ def _compile_grammar(grammar: Grammar, vocab: Vocab, *, max_states: int, eager: 
                      meta: dict | None, backend: str, max_masks: int, limits: Limits | None) -> CompiledGrammar:
     lim = DEFAULT_LIMITS if limits is None else limits
     t0 = time.monotonic()
+    if backend == "lazy":
+        return compile_lazy_grammar(grammar, vocab, grammar_key=grammar_key, meta=dict(meta or {}, backend="lazy"),
+                                    max_masks=max_masks, limits=lim, eager=eager)
     if backend == "counted":
         why: list[str] = []
         cg = compile_counted(grammar, vocab, limits=lim, grammar_key=grammar_key,

@@ -94,7 +94,8 @@ size_t gd_trie_walk16(const gd_trie *trie, const uint8_t *classes, const int16_t
  *   between walks of the same table: 1 if every plain character leads from the state back to
  *   itself, 2 if not.  When the walk reaches such a state s at node i and every token below i
  *   continues with complete plain characters (bit 0 of node_plain[i]), the whole subtree is
- *   allowed and ends in s. */
+ *   allowed and ends in s.  A lazy walk (gd_trie_walk_lazy) keeps the memo in the automaton
+ *   instead, in slot memo_slot (0..7; -1: bulk off), and ignores loop_memo. */
 typedef struct {
     int32_t sink;
     const uint8_t *node_plain;
@@ -102,6 +103,7 @@ typedef struct {
     const uint8_t *pair_cls;
     const int16_t *pair_next;
     uint8_t *loop_memo;
+    int32_t memo_slot;
 } gd_walk_opts;
 size_t gd_trie_walk_ex(const gd_trie *trie, const uint8_t *classes, const int32_t *table, size_t ncols,
                        int32_t state, uint32_t *mask, size_t nwords, int32_t *next_state, const gd_walk_opts *opts);
@@ -148,7 +150,7 @@ int32_t gd_char_pairs(const int16_t *char_dfa, size_t n_char, const uint16_t *by
  * monotonic clock every few tens of thousands of work units (NaN or >= 1e18: none;
  * <= 0: already spent).  Results follow decoding/backends/automaton.py exactly. */
 enum { GD_DFA_OK = 0, GD_DFA_NOMEM = -1, GD_DFA_LIMIT = -2, GD_DFA_TIMEOUT = -3, GD_DFA_INVALID = -4,
-       GD_DFA_BYTES = -5 };
+       GD_DFA_BYTES = -5, GD_DFA_EMPTY = -6 };
 
 /* A DFA table owned by the core: trans is int32[n_states * nsym] (-1 = no transition),
  * accepting uint8[n_states].  Release with gd_dfa_table_free. */
@@ -191,6 +193,51 @@ int gd_nfa_determinize_coo(int32_t n_nfa, int32_t start, int32_t end, size_t n_e
                            const int32_t *sp_sym, const int32_t *sp_tgt, int32_t n_specials, int32_t max_states,
                            size_t max_bytes, double budget_s, uint16_t *byte_class, int32_t *n_classes,
                            gd_dfa_table *out);
+
+/* ---- lazy determinisation (src/dfa_build.c) ---------------------------------------------
+ * The subset construction above, one row at a time, when a row is first read.  Built from
+ * the same edge lists as gd_nfa_determinize_coo; the NFA is first trimmed to the states that
+ * can reach `end` over usable symbols (a byte class holding a byte with byte_ok[b], NULL: all;
+ * every special), so every DFA state made is live: it can reach acceptance over usable
+ * symbols (the eager DFA's prune, done on the NFA).  States are numbered in the order they
+ * are made (0: the start).  Not thread-safe: the caller serialises calls on one object.
+ * gd_lazy_new_coo: NULL with *rc a GD_DFA_* code (GD_DFA_EMPTY: the start cannot reach the
+ * end).  gd_lazy_step: the state after symbol `sym` (-1: none), or GD_LAZY_FAIL when the row
+ * could not be made (more than max_states states or max_bytes bytes, no memory; the code is
+ * kept in gd_lazy_stats.err).  gd_lazy_row: the row (nsym entries, valid until the next
+ * call) or NULL.  gd_lazy_min_moves: fewest usable moves from the state to acceptance. */
+#define GD_LAZY_FAIL (-2)
+typedef struct gd_lazy gd_lazy;
+typedef struct {
+    int32_t n_states, n_expanded, n_classes, nsym, err;
+    size_t bytes;
+    uint16_t byte_class[256];
+} gd_lazy_stats;
+gd_lazy *gd_lazy_new_coo(int32_t n_nfa, int32_t start, int32_t end, size_t n_eps, const int32_t *eps_src,
+                         const int32_t *eps_tgt, size_t n_edges, const int32_t *e_src, const uint8_t *e_lo,
+                         const uint8_t *e_hi, const int32_t *e_tgt, size_t n_spec, const int32_t *sp_src,
+                         const int32_t *sp_sym, const int32_t *sp_tgt, int32_t n_specials, const uint8_t *byte_ok,
+                         int32_t max_states, size_t max_bytes, int *rc);
+void gd_lazy_free(gd_lazy *L);
+int32_t gd_lazy_step(gd_lazy *L, int32_t s, int32_t sym);
+const int32_t *gd_lazy_row(gd_lazy *L, int32_t s);
+int gd_lazy_accepting(const gd_lazy *L, int32_t s);
+int32_t gd_lazy_min_moves(const gd_lazy *L, int32_t s);
+void gd_lazy_info(const gd_lazy *L, gd_lazy_stats *out);
+size_t gd_lazy_n_states(const gd_lazy *L);
+/* The plain-loop memo of a lazy automaton (see gd_walk_opts), per slot 0..7: 0 = unknown. */
+uint8_t gd_lazy_memo_get(const gd_lazy *L, int32_t slot, int32_t s);
+void gd_lazy_memo_set(gd_lazy *L, int32_t slot, int32_t s, uint8_t v);
+/* gd_trie_walk_ex over a lazy automaton (classes: byte -> class); SIZE_MAX when a row could
+ * not be made (see gd_lazy_stats.err; the mask is then incomplete). */
+size_t gd_trie_walk_lazy(const gd_trie *trie, const uint8_t *classes, gd_lazy *L, int32_t state, uint32_t *mask,
+                         size_t nwords, int32_t *next_state, const gd_walk_opts *opts);
+/* gd_plain_step / gd_plain_chain over a lazy automaton (rows made as the chain reads them;
+ * a row that cannot be made counts as mixed). */
+int32_t gd_plain_step_lazy(const int32_t *row_off, const uint8_t *pair_cls, const int16_t *pair_next, gd_lazy *L,
+                           int32_t state);
+int64_t gd_plain_chain_lazy(const int32_t *row_off, const uint8_t *pair_cls, const int16_t *pair_next, gd_lazy *L,
+                            int32_t state, uint32_t max_len);
 
 /* Breadth-first distances over the DFA trans (int32[n * nsym], -1 = no transition) from the
  * states sources[0..n_sources): dist[s] (int32[n]) is the fewest transitions from a source

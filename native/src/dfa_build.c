@@ -330,6 +330,57 @@ static int32_t det_state(det *d, size_t k) {
     return (int32_t)ns;
 }
 
+/* The row of DFA state i: its moves grouped by symbol, each target set's closure found or
+ * added as a state (states are added at the end: i's row is complete when this returns
+ * GD_DFA_OK; else a GD_DFA_* code). */
+static int det_expand(det *d, size_t i) {
+    size_t k;
+    const int32_t *mv_off = d->mv_off, *mv = d->mv;
+    int32_t nsym = d->nsym;
+    const int32_t *cur = set_map_items(&d->states, i, &k);
+    /* count moves per symbol, then group their targets by symbol (counting sort) */
+    int32_t *cnt = d->cnt;
+    memset(cnt, 0, sizeof(int32_t) * ((size_t)nsym + 1));
+    size_t total = 0;
+    for (size_t a = 0; a < k; a++) {
+        int32_t x = cur[a];
+        for (int32_t j = mv_off[x]; j < mv_off[x + 1]; j++) cnt[mv[2 * j] + 1]++;
+        total += (size_t)(mv_off[x + 1] - mv_off[x]);
+    }
+    if (deadline_passed(&d->dl, total + k + (size_t)nsym)) return GD_DFA_TIMEOUT;
+    if (total > d->tgt_cap) {
+        int32_t *t = grow(d->tgt, &d->tgt_cap, total, sizeof(int32_t));
+        if (!t) return GD_DFA_NOMEM;
+        d->tgt = t;
+    }
+    for (int32_t c = 0; c < nsym; c++) cnt[c + 1] += cnt[c];
+    /* cnt[c] is now the start of symbol c; scatter advances it to the start of c + 1 */
+    for (size_t a = 0; a < k; a++) {
+        int32_t x = cur[a];
+        for (int32_t j = mv_off[x]; j < mv_off[x + 1]; j++) d->tgt[cnt[mv[2 * j]]++] = mv[2 * j + 1];
+    }
+    /* cur may move when states are added below: it is not used again */
+    int32_t lo = 0;
+    for (int32_t c = 0; c < nsym; c++) {
+        int32_t hi = cnt[c];
+        if (hi == lo) continue;
+        int32_t *ts = d->tgt + lo;
+        size_t nt = sort_unique(ts, (size_t)(hi - lo));
+        lo = hi;
+        uint64_t h = hash_set(ts, nt);
+        int32_t j = set_map_get(&d->cache, ts, nt, h);
+        if (j < 0) {
+            size_t kc = det_closure(d, ts, nt);
+            if (deadline_passed(&d->dl, 0)) return GD_DFA_TIMEOUT;
+            j = det_state(d, kc);
+            if (j < 0) return j;
+            if (set_map_put(&d->cache, ts, nt, h, j) < 0) return GD_DFA_NOMEM;
+        }
+        d->trans[i * (size_t)nsym + (size_t)c] = j;
+    }
+    return GD_DFA_OK;
+}
+
 static int nfa_valid(int32_t n, const int32_t *eps_off, const int32_t *eps_tgt, const int32_t *mv_off,
                      const int32_t *mv, int32_t start, int32_t end, int32_t nsym) {
     if (n <= 0 || start < 0 || start >= n || end < 0 || end >= n || nsym <= 0) return 0;
@@ -389,57 +440,8 @@ int gd_nfa_determinize(int32_t n_nfa, const int32_t *eps_off, const int32_t *eps
         }
     }
     for (size_t i = 0; i < d.states.n; i++) {
-        size_t k;
-        const int32_t *cur = set_map_items(&d.states, i, &k);
-        /* count moves per symbol, then group their targets by symbol (counting sort) */
-        int32_t *cnt = d.cnt;
-        memset(cnt, 0, sizeof(int32_t) * ((size_t)nsym + 1));
-        size_t total = 0;
-        for (size_t a = 0; a < k; a++) {
-            int32_t x = cur[a];
-            for (int32_t j = mv_off[x]; j < mv_off[x + 1]; j++) cnt[mv[2 * j] + 1]++;
-            total += (size_t)(mv_off[x + 1] - mv_off[x]);
-        }
-        if (deadline_passed(&d.dl, total + k + (size_t)nsym)) {
-            rc = GD_DFA_TIMEOUT;
-            goto done;
-        }
-        if (total > d.tgt_cap) {
-            int32_t *t = grow(d.tgt, &d.tgt_cap, total, sizeof(int32_t));
-            if (!t) goto done;
-            d.tgt = t;
-        }
-        for (int32_t c = 0; c < nsym; c++) cnt[c + 1] += cnt[c];
-        /* cnt[c] is now the start of symbol c; scatter advances it to the start of c + 1 */
-        for (size_t a = 0; a < k; a++) {
-            int32_t x = cur[a];
-            for (int32_t j = mv_off[x]; j < mv_off[x + 1]; j++) d.tgt[cnt[mv[2 * j]]++] = mv[2 * j + 1];
-        }
-        /* cur may move when states are added below: it is not used again */
-        int32_t lo = 0;
-        for (int32_t c = 0; c < nsym; c++) {
-            int32_t hi = cnt[c];
-            if (hi == lo) continue;
-            int32_t *ts = d.tgt + lo;
-            size_t nt = sort_unique(ts, (size_t)(hi - lo));
-            lo = hi;
-            uint64_t h = hash_set(ts, nt);
-            int32_t j = set_map_get(&d.cache, ts, nt, h);
-            if (j < 0) {
-                size_t kc = det_closure(&d, ts, nt);
-                if (deadline_passed(&d.dl, 0)) {
-                    rc = GD_DFA_TIMEOUT;
-                    goto done;
-                }
-                j = det_state(&d, kc);
-                if (j < 0) {
-                    rc = j;
-                    goto done;
-                }
-                if (set_map_put(&d.cache, ts, nt, h, j) < 0) goto done;
-            }
-            d.trans[i * (size_t)nsym + (size_t)c] = j;
-        }
+        rc = det_expand(&d, i);
+        if (rc != GD_DFA_OK) goto done;
     }
     rc = GD_DFA_OK;
     out->n_states = (int32_t)d.states.n;
@@ -462,14 +464,27 @@ void gd_dfa_table_free(gd_dfa_table *t) {
 
 /* ------------------------------------------------------------------------- NFA edge lists */
 
-int gd_nfa_determinize_coo(int32_t n_nfa, int32_t start, int32_t end, size_t n_eps, const int32_t *eps_src,
-                           const int32_t *eps_tgt, size_t n_edges, const int32_t *e_src, const uint8_t *e_lo,
-                           const uint8_t *e_hi, const int32_t *e_tgt, size_t n_spec, const int32_t *sp_src,
-                           const int32_t *sp_sym, const int32_t *sp_tgt, int32_t n_specials, int32_t max_states,
-                           size_t max_bytes, double budget_s, uint16_t *byte_class, int32_t *n_classes,
-                           gd_dfa_table *out) {
+/* An NFA in CSR form with its byte classes (made from edge lists by coo_csr). */
+typedef struct {
+    int32_t *eps_off, *eps_tgt, *mv_off, *mv;
+    int32_t ncls, nsym;
+} csr_nfa;
+
+static void csr_free(csr_nfa *c) {
+    free(c->eps_off);
+    free(c->eps_tgt);
+    free(c->mv_off);
+    free(c->mv);
+    memset(c, 0, sizeof *c);
+}
+
+/* Edge lists -> byte classes (byte_class[256]) and CSR arrays (see gd_nfa_determinize_coo). */
+static int coo_csr(int32_t n_nfa, int32_t start, int32_t end, size_t n_eps, const int32_t *eps_src,
+                   const int32_t *eps_tgt, size_t n_edges, const int32_t *e_src, const uint8_t *e_lo,
+                   const uint8_t *e_hi, const int32_t *e_tgt, size_t n_spec, const int32_t *sp_src,
+                   const int32_t *sp_sym, const int32_t *sp_tgt, int32_t n_specials, uint16_t *byte_class,
+                   csr_nfa *out) {
     memset(out, 0, sizeof *out);
-    *n_classes = 0;
     if (n_nfa <= 0 || n_nfa == INT32_MAX || n_specials < 0 || start < 0 || start >= n_nfa || end < 0 ||
         end >= n_nfa)
         return GD_DFA_INVALID;
@@ -502,13 +517,19 @@ int gd_nfa_determinize_coo(int32_t n_nfa, int32_t start, int32_t end, size_t n_e
     for (size_t i = 0; i < n_edges; i++) n_moves += (size_t)(byte_class[e_hi[i]] - byte_class[e_lo[i]]) + 1;
     if (n_eps > (size_t)INT32_MAX || n_moves > (size_t)INT32_MAX / 2) return GD_DFA_INVALID;
     size_t nn = (size_t)n_nfa;
-    int rc = GD_DFA_NOMEM;
     int32_t *eps_off = calloc(nn + 1, sizeof(int32_t));
     int32_t *mv_off = calloc(nn + 1, sizeof(int32_t));
     int32_t *pos = malloc(sizeof(int32_t) * nn);
     int32_t *et = malloc(sizeof(int32_t) * (n_eps ? n_eps : 1));
     int32_t *mv = malloc(sizeof(int32_t) * 2 * (n_moves ? n_moves : 1));
-    if (!eps_off || !mv_off || !pos || !et || !mv) goto done;
+    if (!eps_off || !mv_off || !pos || !et || !mv) {
+        free(eps_off);
+        free(mv_off);
+        free(pos);
+        free(et);
+        free(mv);
+        return GD_DFA_NOMEM;
+    }
     /* CSR by counting sort on the source state (the order within a state does not matter:
      * closures are sets, moves are grouped by symbol) */
     for (size_t i = 0; i < n_eps; i++) eps_off[eps_src[i] + 1]++;
@@ -536,16 +557,304 @@ int gd_nfa_determinize_coo(int32_t n_nfa, int32_t start, int32_t end, size_t n_e
         mv[2 * (size_t)j + 1] = sp_tgt[i];
     }
     free(pos);
-    pos = NULL;
-    rc = gd_nfa_determinize(n_nfa, eps_off, et, mv_off, mv, start, end, nsym, max_states, max_bytes, budget_s, out);
-    if (rc == GD_DFA_OK) *n_classes = ncls;
-done:
-    free(eps_off);
-    free(mv_off);
-    free(pos);
-    free(et);
-    free(mv);
+    out->eps_off = eps_off;
+    out->eps_tgt = et;
+    out->mv_off = mv_off;
+    out->mv = mv;
+    out->ncls = ncls;
+    out->nsym = nsym;
+    return GD_DFA_OK;
+}
+
+int gd_nfa_determinize_coo(int32_t n_nfa, int32_t start, int32_t end, size_t n_eps, const int32_t *eps_src,
+                           const int32_t *eps_tgt, size_t n_edges, const int32_t *e_src, const uint8_t *e_lo,
+                           const uint8_t *e_hi, const int32_t *e_tgt, size_t n_spec, const int32_t *sp_src,
+                           const int32_t *sp_sym, const int32_t *sp_tgt, int32_t n_specials, int32_t max_states,
+                           size_t max_bytes, double budget_s, uint16_t *byte_class, int32_t *n_classes,
+                           gd_dfa_table *out) {
+    memset(out, 0, sizeof *out);
+    *n_classes = 0;
+    csr_nfa c;
+    int rc = coo_csr(n_nfa, start, end, n_eps, eps_src, eps_tgt, n_edges, e_src, e_lo, e_hi, e_tgt, n_spec, sp_src,
+                     sp_sym, sp_tgt, n_specials, byte_class, &c);
+    if (rc != GD_DFA_OK) return rc;
+    rc = gd_nfa_determinize(n_nfa, c.eps_off, c.eps_tgt, c.mv_off, c.mv, start, end, c.nsym, max_states, max_bytes,
+                            budget_s, out);
+    if (rc == GD_DFA_OK) *n_classes = c.ncls;
+    csr_free(&c);
     return rc;
+}
+
+/* ------------------------------------------------------------------------- lazy determinisation */
+
+struct gd_lazy {
+    det d;           /* the subset construction, row i complete iff done[i] */
+    csr_nfa nfa;     /* trimmed: every NFA state can reach the end over usable symbols */
+    uint8_t *done;
+    size_t done_cap;
+    int32_t *min_moves; /* [n_nfa] fewest moves (usable symbols) from each NFA state to the end */
+    int err;         /* the GD_DFA_* code of the first failed expansion (0: none) */
+    uint8_t *memo[8];   /* plain-loop memos (gd_walk_opts), grown on write */
+    size_t memo_cap[8];
+    uint16_t byte_class[256];
+};
+
+void gd_lazy_free(gd_lazy *L) {
+    if (!L) return;
+    det_free(&L->d);
+    csr_free(&L->nfa);
+    free(L->done);
+    free(L->min_moves);
+    for (int k = 0; k < 8; k++) free(L->memo[k]);
+    free(L);
+}
+
+uint8_t gd_lazy_memo_get(const gd_lazy *L, int32_t slot, int32_t s) {
+    if (slot < 0 || slot >= 8 || s < 0 || (size_t)s >= L->memo_cap[slot]) return 0;
+    return L->memo[slot][s];
+}
+
+void gd_lazy_memo_set(gd_lazy *L, int32_t slot, int32_t s, uint8_t v) {
+    if (slot < 0 || slot >= 8 || s < 0) return;
+    if ((size_t)s >= L->memo_cap[slot]) {
+        size_t old = L->memo_cap[slot];
+        uint8_t *m = grow(L->memo[slot], &L->memo_cap[slot], (size_t)s + 1, 1);
+        if (!m) return; /* not remembered: computed again next time */
+        memset(m + old, 0, L->memo_cap[slot] - old);
+        L->memo[slot] = m;
+    }
+    L->memo[slot][s] = v;
+}
+
+/* Backward breadth-first search from `end` over eps edges (weight 0) and moves on
+ * usable symbols (weight 1): dist[s] = fewest usable moves from s to the end, -1 if none. */
+static int nfa_dist_to_end(const csr_nfa *c, int32_t n, int32_t end, const uint8_t *sym_ok, int32_t *dist) {
+    size_t nn = (size_t)n;
+    int32_t *ro = calloc(nn + 1, sizeof(int32_t)), *pos = malloc(sizeof(int32_t) * nn);
+    size_t ne = (size_t)c->eps_off[n], nm = (size_t)c->mv_off[n];
+    int32_t *rs = malloc(sizeof(int32_t) * (ne + nm + 1)); /* source of each reversed edge */
+    uint8_t *rw = malloc(ne + nm + 1);                    /* its weight */
+    int32_t *dq = malloc(sizeof(int32_t) * (nn + 1));
+    if (!ro || !pos || !rs || !rw || !dq) {
+        free(ro);
+        free(pos);
+        free(rs);
+        free(rw);
+        free(dq);
+        return GD_DFA_NOMEM;
+    }
+    for (int32_t s = 0; s < n; s++) {
+        for (int32_t j = c->eps_off[s]; j < c->eps_off[s + 1]; j++) ro[c->eps_tgt[j] + 1]++;
+        for (int32_t j = c->mv_off[s]; j < c->mv_off[s + 1]; j++)
+            if (sym_ok[c->mv[2 * j]]) ro[c->mv[2 * j + 1] + 1]++;
+    }
+    for (size_t s = 0; s < nn; s++) ro[s + 1] += ro[s];
+    memcpy(pos, ro, sizeof(int32_t) * nn);
+    for (int32_t s = 0; s < n; s++) {
+        for (int32_t j = c->eps_off[s]; j < c->eps_off[s + 1]; j++) {
+            int32_t k = pos[c->eps_tgt[j]]++;
+            rs[k] = s;
+            rw[k] = 0;
+        }
+        for (int32_t j = c->mv_off[s]; j < c->mv_off[s + 1]; j++)
+            if (sym_ok[c->mv[2 * j]]) {
+                int32_t k = pos[c->mv[2 * j + 1]]++;
+                rs[k] = s;
+                rw[k] = 1;
+            }
+    }
+    for (size_t s = 0; s < nn; s++) dist[s] = -1;
+    /* layer by layer: dq holds every state once, in the order its distance is fixed; a layer
+     * first takes its eps predecessors (weight 0), then makes the next from its moves */
+    size_t lo = 0, hi = 1;
+    int32_t d = 0;
+    dist[end] = 0;
+    dq[0] = end;
+    while (lo < hi) {
+        for (size_t i = lo; i < hi; i++)
+            for (int32_t k = ro[dq[i]]; k < ro[dq[i] + 1]; k++)
+                if (rw[k] == 0 && dist[rs[k]] < 0) {
+                    dist[rs[k]] = d;
+                    dq[hi++] = rs[k];
+                }
+        size_t nlo = hi;
+        for (size_t i = lo; i < nlo; i++)
+            for (int32_t k = ro[dq[i]]; k < ro[dq[i] + 1]; k++)
+                if (rw[k] == 1 && dist[rs[k]] < 0) {
+                    dist[rs[k]] = d + 1;
+                    dq[hi++] = rs[k];
+                }
+        lo = nlo;
+        d++;
+    }
+    free(ro);
+    free(pos);
+    free(rs);
+    free(rw);
+    free(dq);
+    return GD_DFA_OK;
+}
+
+gd_lazy *gd_lazy_new_coo(int32_t n_nfa, int32_t start, int32_t end, size_t n_eps, const int32_t *eps_src,
+                         const int32_t *eps_tgt, size_t n_edges, const int32_t *e_src, const uint8_t *e_lo,
+                         const uint8_t *e_hi, const int32_t *e_tgt, size_t n_spec, const int32_t *sp_src,
+                         const int32_t *sp_sym, const int32_t *sp_tgt, int32_t n_specials, const uint8_t *byte_ok,
+                         int32_t max_states, size_t max_bytes, int *rc) {
+    gd_lazy *L = calloc(1, sizeof *L);
+    csr_nfa c;
+    uint8_t *sym_ok = NULL;
+    int32_t *dist = NULL;
+    *rc = GD_DFA_NOMEM;
+    if (!L) return NULL;
+    *rc = coo_csr(n_nfa, start, end, n_eps, eps_src, eps_tgt, n_edges, e_src, e_lo, e_hi, e_tgt, n_spec, sp_src,
+                  sp_sym, sp_tgt, n_specials, L->byte_class, &c);
+    if (*rc != GD_DFA_OK) {
+        free(L);
+        return NULL;
+    }
+    *rc = GD_DFA_NOMEM;
+    sym_ok = calloc((size_t)c.nsym, 1);
+    dist = malloc(sizeof(int32_t) * (size_t)n_nfa);
+    if (!sym_ok || !dist) goto fail;
+    for (int b = 0; b < 256; b++)
+        if (!byte_ok || byte_ok[b]) sym_ok[L->byte_class[b]] = 1;
+    for (int32_t k = c.ncls; k < c.nsym; k++) sym_ok[k] = 1;
+    if ((*rc = nfa_dist_to_end(&c, n_nfa, end, sym_ok, dist)) != GD_DFA_OK) goto fail;
+    if (dist[start] < 0) {
+        *rc = GD_DFA_EMPTY;
+        goto fail;
+    }
+    /* trim in place: keep the edges between live states (a move on an unusable symbol too,
+     * as the eager prune keeps such a transition between live DFA states) */
+    {
+        int32_t we = 0, wm = 0;
+        for (int32_t s = 0; s < n_nfa; s++) {
+            int32_t e0 = c.eps_off[s], e1 = c.eps_off[s + 1], m0 = c.mv_off[s], m1 = c.mv_off[s + 1];
+            c.eps_off[s] = we;
+            c.mv_off[s] = wm;
+            if (dist[s] < 0) continue;
+            for (int32_t j = e0; j < e1; j++)
+                if (dist[c.eps_tgt[j]] >= 0) c.eps_tgt[we++] = c.eps_tgt[j];
+            for (int32_t j = m0; j < m1; j++)
+                if (dist[c.mv[2 * j + 1]] >= 0) {
+                    c.mv[2 * wm] = c.mv[2 * j];
+                    c.mv[2 * wm + 1] = c.mv[2 * j + 1];
+                    wm++;
+                }
+        }
+        c.eps_off[n_nfa] = we;
+        c.mv_off[n_nfa] = wm;
+    }
+    free(sym_ok);
+    sym_ok = NULL;
+    L->nfa = c;
+    L->min_moves = dist;
+    dist = NULL;
+    det *d = &L->d;
+    d->n = n_nfa;
+    d->eps_off = c.eps_off;
+    d->eps_tgt = c.eps_tgt;
+    d->mv_off = c.mv_off;
+    d->mv = c.mv;
+    d->end = end;
+    d->nsym = c.nsym;
+    d->max_states = max_states < 1 ? 1 : max_states;
+    d->max_bytes = max_bytes;
+    deadline_init(&d->dl, 1e300);
+    d->seen = calloc((size_t)n_nfa, sizeof(uint32_t));
+    d->stack = malloc(sizeof(int32_t) * (size_t)n_nfa);
+    d->clo = malloc(sizeof(int32_t) * (size_t)n_nfa);
+    d->cnt = malloc(sizeof(int32_t) * ((size_t)c.nsym + 1));
+    d->tgt_cap = 64;
+    d->tgt = malloc(sizeof(int32_t) * d->tgt_cap);
+    if (!d->seen || !d->stack || !d->clo || !d->cnt || !d->tgt) goto fail_l;
+    if (set_map_init(&d->states) < 0 || set_map_init(&d->cache) < 0) goto fail_l;
+    {
+        size_t k = det_closure(d, &start, 1);
+        int32_t s0 = det_state(d, k);
+        if (s0 < 0) {
+            *rc = s0;
+            goto fail_l;
+        }
+    }
+    *rc = GD_DFA_OK;
+    return L;
+fail:
+    csr_free(&c);
+    free(sym_ok);
+    free(dist);
+    free(L);
+    return NULL;
+fail_l:
+    if (*rc == GD_DFA_OK) *rc = GD_DFA_NOMEM;
+    gd_lazy_free(L);
+    return NULL;
+}
+
+static int lazy_expand(gd_lazy *L, int32_t s) {
+    int rc = det_expand(&L->d, (size_t)s);
+    if (rc != GD_DFA_OK) {
+        if (!L->err) L->err = rc;
+        return rc;
+    }
+    size_t n = L->d.states.n;
+    if (n > L->done_cap) {
+        size_t old = L->done_cap;
+        uint8_t *dn = grow(L->done, &L->done_cap, n, 1);
+        if (!dn) {
+            if (!L->err) L->err = GD_DFA_NOMEM;
+            return GD_DFA_NOMEM;
+        }
+        memset(dn + old, 0, L->done_cap - old);
+        L->done = dn;
+    }
+    L->done[s] = 1;
+    return GD_DFA_OK;
+}
+
+int32_t gd_lazy_step(gd_lazy *L, int32_t s, int32_t sym) {
+    if (s < 0 || (size_t)s >= L->d.states.n || sym < 0 || sym >= L->d.nsym) return GD_LAZY_FAIL;
+    if (((size_t)s >= L->done_cap || !L->done[s]) && lazy_expand(L, s) != GD_DFA_OK) return GD_LAZY_FAIL;
+    return L->d.trans[(size_t)s * (size_t)L->d.nsym + (size_t)sym];
+}
+
+const int32_t *gd_lazy_row(gd_lazy *L, int32_t s) {
+    if (s < 0 || (size_t)s >= L->d.states.n) return NULL;
+    if (((size_t)s >= L->done_cap || !L->done[s]) && lazy_expand(L, s) != GD_DFA_OK) return NULL;
+    return L->d.trans + (size_t)s * (size_t)L->d.nsym;
+}
+
+size_t gd_lazy_n_states(const gd_lazy *L) { return L->d.states.n; }
+
+int gd_lazy_accepting(const gd_lazy *L, int32_t s) {
+    return s >= 0 && (size_t)s < L->d.states.n && L->d.acc[s];
+}
+
+int32_t gd_lazy_min_moves(const gd_lazy *L, int32_t s) {
+    if (s < 0 || (size_t)s >= L->d.states.n) return -1;
+    size_t k;
+    const int32_t *x = set_map_items(&L->d.states, (size_t)s, &k);
+    int32_t best = -1;
+    for (size_t i = 0; i < k; i++) {
+        int32_t v = L->min_moves[x[i]];
+        if (v >= 0 && (best < 0 || v < best)) best = v;
+    }
+    return best;
+}
+
+void gd_lazy_info(const gd_lazy *L, gd_lazy_stats *out) {
+    out->n_states = (int32_t)L->d.states.n;
+    out->n_classes = L->nfa.ncls;
+    out->nsym = L->d.nsym;
+    size_t done = 0;
+    for (size_t i = 0; i < L->d.states.n && i < L->done_cap; i++) done += L->done[i];
+    out->n_expanded = (int32_t)done;
+    out->err = L->err;
+    out->bytes = sizeof *L + gd_subset_bytes(L->d.states.n, (size_t)L->d.nsym, L->d.states.n + L->d.cache.n,
+                                             L->d.states.len + L->d.cache.len) +
+                 L->done_cap + 4 * ((size_t)L->nfa.eps_off[L->d.n] + 2 * (size_t)L->nfa.mv_off[L->d.n]) +
+                 4 * 3 * ((size_t)L->d.n + 1) + 4 * (size_t)L->d.n /* seen */ + 8 * (size_t)L->d.n;
+    memcpy(out->byte_class, L->byte_class, sizeof L->byte_class);
 }
 
 /* ------------------------------------------------------------------------- reachability */

@@ -17,9 +17,36 @@
 
 #define GD_PLAIN_SEEN_MAX 1024 /* product pairs explored by one step; beyond it: mixed */
 
-#define GD_DEFINE_PLAIN(STEP, CHAIN, T)                                                            \
+/* The states a chain has visited: a bitmap that grows (a lazy automaton makes states while
+ * the chain runs). */
+typedef struct {
+    uint32_t *w;
+    size_t n;
+} gd_bits;
+
+static int bits_has(const gd_bits *b, int32_t s) {
+    return (size_t)(s >> 5) < b->n && ((b->w[s >> 5] >> (s & 31)) & 1u);
+}
+
+static int bits_add(gd_bits *b, int32_t s) {
+    size_t need = (size_t)(s >> 5) + 1;
+    if (need > b->n) {
+        size_t nn = 2 * need;
+        uint32_t *w = realloc(b->w, nn * sizeof(uint32_t));
+        if (!w) return -1;
+        memset(w + b->n, 0, (nn - b->n) * sizeof(uint32_t));
+        b->w = w;
+        b->n = nn;
+    }
+    b->w[s >> 5] |= 1u << (s & 31);
+    return 0;
+}
+
+/* TP: the automaton parameters; ROW(d): row d of it (NULL: could not be made: mixed);
+ * TA/NS: those parameters as passed on, and the number of states. */
+#define GD_DEFINE_PLAIN(STEP, CHAIN, T, TP, ROW, TA, NSP, NS)                                      \
     int32_t STEP(const int32_t *row_off, const uint8_t *pair_cls, const int16_t *pair_next,       \
-                 const T *table, size_t ncols, int32_t state) {                                    \
+                 TP, int32_t state) {                                                              \
         int32_t seen_p[GD_PLAIN_SEEN_MAX], seen_d[GD_PLAIN_SEEN_MAX];                              \
         int32_t n_seen = 1, target = -1, k, j;                                                     \
         seen_p[0] = 0;                                                                             \
@@ -27,7 +54,8 @@
         /* the explored pairs double as the work list: pairs [k, n_seen) are pending */            \
         for (k = 0; k < n_seen; k++) {                                                             \
             int32_t p = seen_p[k], d = seen_d[k];                                                  \
-            const T *row = table + (size_t)d * ncols;                                              \
+            const T *row = ROW(d);                                                                 \
+            if (!row) return GD_PLAIN_MIXED;                                                       \
             int32_t lo = row_off[p], hi = row_off[p + 1], dead = 0;                                \
             for (j = lo; j < hi; j++)                                                              \
                 if (row[pair_cls[j]] < 0) dead++;                                                  \
@@ -52,28 +80,40 @@
     }                                                                                              \
                                                                                                    \
     int64_t CHAIN(const int32_t *row_off, const uint8_t *pair_cls, const int16_t *pair_next,      \
-                  const T *table, size_t ncols, size_t n_states, int32_t state, uint32_t max_len) { \
-        uint32_t *visited = calloc((n_states + 31) / 32, sizeof(uint32_t));                        \
+                  TP, NSP int32_t state, uint32_t max_len) {                                       \
+        gd_bits visited = {calloc(((NS) + 31) / 32 + 1, sizeof(uint32_t)), ((NS) + 31) / 32 + 1};   \
         int64_t len = 0;                                                                           \
         int32_t s = state;                                                                         \
-        if (!visited) return GD_PLAIN_NOMEM;                                                       \
+        if (!visited.w) return GD_PLAIN_NOMEM;                                                     \
         for (;;) {                                                                                 \
             int32_t nxt;                                                                           \
-            if (visited[s >> 5] & (1u << (s & 31))) { len = GD_PLAIN_UNBOUNDED; break; }           \
-            nxt = STEP(row_off, pair_cls, pair_next, table, ncols, s);                             \
+            if (bits_has(&visited, s)) { len = GD_PLAIN_UNBOUNDED; break; }                        \
+            nxt = STEP(row_off, pair_cls, pair_next, TA, s);                                       \
             if (nxt == GD_PLAIN_MIXED) { len = GD_PLAIN_MIXED; break; }                            \
             if (nxt == GD_PLAIN_NONE) break;                                                       \
-            visited[s >> 5] |= 1u << (s & 31);                                                     \
+            if (bits_add(&visited, s) < 0) { len = GD_PLAIN_NOMEM; break; }                        \
             len++;                                                                                 \
             s = nxt;                                                                               \
             if (len > (int64_t)max_len) { len = GD_PLAIN_MIXED; break; }                           \
         }                                                                                          \
-        free(visited);                                                                             \
+        free(visited.w);                                                                           \
         return len;                                                                                \
     }
 
-GD_DEFINE_PLAIN(gd_plain_step, gd_plain_chain, int32_t)
-GD_DEFINE_PLAIN(gd_plain_step16, gd_plain_chain16, int16_t)
+#define GD_TP32 const int32_t *table, size_t ncols
+#define GD_TP16 const int16_t *table, size_t ncols
+#define GD_TABLE_ROW(d) (table + (size_t)(d) * ncols)
+#define GD_TA table, ncols
+#define GD_NSP size_t n_states_,
+GD_DEFINE_PLAIN(gd_plain_step, gd_plain_chain, int32_t, GD_TP32, GD_TABLE_ROW, GD_TA, GD_NSP, n_states_)
+GD_DEFINE_PLAIN(gd_plain_step16, gd_plain_chain16, int16_t, GD_TP16, GD_TABLE_ROW, GD_TA, GD_NSP, n_states_)
+/* a lazy automaton (the visited bitmap grows with the states the chain makes) */
+#define GD_TPL gd_lazy *L
+#define GD_LAZY_ROW(d) gd_lazy_row(L, (d))
+#define GD_LA L
+#define GD_NSL
+GD_DEFINE_PLAIN(gd_plain_step_lazy, gd_plain_chain_lazy, int32_t, GD_TPL, GD_LAZY_ROW, GD_LA, GD_NSL,
+                gd_lazy_n_states(L))
 
 /* Character pairs of a profile for one grammar's byte classes (the input of gd_plain_step):
  * one bitmap of (class, next) per character state, read out in (class, next) order, so the

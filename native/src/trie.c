@@ -190,10 +190,13 @@ int gd_trie_plain_flags(const gd_trie *t, const int16_t *char_dfa, size_t n_char
         }                                                                                          \
     } while (0)
 
-#define GD_DEFINE_WALK(NAME, T, STEP)                                                              \
-    size_t NAME(const gd_trie *t, const uint8_t *classes, const T *table, size_t ncols,            \
-                int32_t state, uint32_t *mask, size_t nwords, int32_t *next_state,                 \
-                const gd_walk_opts *o) {                                                           \
+/* TP: the automaton parameters; AT(x, c): the state after class c from state x (-1: none,
+ * below -1: could not be made, the walk stops and returns SIZE_MAX); PSTEP(s): the plain
+ * step of the loop memo (see gd_plain_step); PLAIN_ON(o): the plain-loop bulk is on; MGET(s) /
+ * MSET(s, v): read / write the loop memo of state s. */
+#define GD_DEFINE_WALK(NAME, TP, AT, PSTEP, PLAIN_ON, MGET, MSET)                                   \
+    size_t NAME(const gd_trie *t, const uint8_t *classes, TP, int32_t state, uint32_t *mask,       \
+                size_t nwords, int32_t *next_state, const gd_walk_opts *o) {                       \
         memset(mask, 0, nwords * sizeof(uint32_t));                                                \
         int32_t stack_small[256];                                                                  \
         int32_t *stack = t->max_depth < 255 ? stack_small                                          \
@@ -202,22 +205,25 @@ int gd_trie_plain_flags(const gd_trie *t, const int16_t *char_dfa, size_t n_char
         stack[0] = state;                                                                          \
         size_t allowed = 0;                                                                        \
         const int32_t sink = o ? o->sink : -1;                                                     \
-        const uint8_t *plain = o && o->loop_memo ? o->node_plain : NULL;                           \
-        uint8_t *memo = o ? o->loop_memo : NULL;                                                   \
+        const uint8_t *plain = PLAIN_ON(o) ? o->node_plain : NULL;                                 \
         const uint8_t *byte = t->byte;                                                             \
         const uint16_t *depth = t->depth;                                                          \
         const uint32_t *skip = t->skip, *tok = t->tok, *ids = t->ids;                              \
         uint32_t i = 0, n = t->n_nodes;                                                            \
         while (i < n) {                                                                            \
             uint32_t d = depth[i];                                                                 \
-            int32_t s = (int32_t)table[(size_t)stack[d - 1] * ncols + classes[byte[i]]];           \
-            if (s < 0) { i = skip[i]; continue; }                                                  \
+            int32_t s = (int32_t)(AT(stack[d - 1], classes[byte[i]]));                             \
+            if (s < 0) {                                                                           \
+                if (s < -1) { allowed = SIZE_MAX; break; }                                         \
+                i = skip[i];                                                                       \
+                continue;                                                                          \
+            }                                                                                      \
             if (s == sink) { GD_ADD_SUBTREE(i, s); i = skip[i]; continue; }                        \
             if (plain && (plain[i] & 1u) && skip[i] > i + 1) {                                     \
-                uint8_t m = memo[s];                                                               \
+                uint8_t m = MGET(s);                                                               \
                 if (!m) {                                                                          \
-                    m = STEP(o->row_off, o->pair_cls, o->pair_next, table, ncols, s) == s ? 1 : 2; \
-                    memo[s] = m;                                                                   \
+                    m = PSTEP(s) == s ? 1 : 2;                                                     \
+                    MSET(s, m);                                                                    \
                 }                                                                                  \
                 if (m == 1) { GD_ADD_SUBTREE(i, s); i = skip[i]; continue; }                       \
             }                                                                                      \
@@ -236,8 +242,25 @@ int gd_trie_plain_flags(const gd_trie *t, const int16_t *char_dfa, size_t n_char
         return allowed;                                                                            \
     }
 
-GD_DEFINE_WALK(gd_trie_walk_ex, int32_t, gd_plain_step)
-GD_DEFINE_WALK(gd_trie_walk_ex16, int16_t, gd_plain_step16)
+#define GD_TP32 const int32_t *table, size_t ncols
+#define GD_TP16 const int16_t *table, size_t ncols
+#define GD_TABLE_AT(x, c) table[(size_t)(x) * ncols + (c)]
+#define GD_STEP32(s) gd_plain_step(o->row_off, o->pair_cls, o->pair_next, table, ncols, (s))
+#define GD_STEP16(s) gd_plain_step16(o->row_off, o->pair_cls, o->pair_next, table, ncols, (s))
+#define GD_PLAIN_ON(o) ((o) && (o)->loop_memo)
+#define GD_MGET(s) o->loop_memo[s]
+#define GD_MSET(s, v) o->loop_memo[s] = (v)
+GD_DEFINE_WALK(gd_trie_walk_ex, GD_TP32, GD_TABLE_AT, GD_STEP32, GD_PLAIN_ON, GD_MGET, GD_MSET)
+GD_DEFINE_WALK(gd_trie_walk_ex16, GD_TP16, GD_TABLE_AT, GD_STEP16, GD_PLAIN_ON, GD_MGET, GD_MSET)
+/* over a lazy automaton: rows are made as the walk reads them */
+#define GD_TPL gd_lazy *L
+#define GD_LAZY_AT(x, c) gd_lazy_step(L, (x), (c))
+#define GD_STEPL(s) gd_plain_step_lazy(o->row_off, o->pair_cls, o->pair_next, L, (s))
+/* the loop memo lives in the automaton (slot o->memo_slot: one per plain-text profile) */
+#define GD_PLAIN_ON_L(o) ((o) && (o)->node_plain && (o)->memo_slot >= 0)
+#define GD_MGET_L(s) gd_lazy_memo_get(L, o->memo_slot, (s))
+#define GD_MSET_L(s, v) gd_lazy_memo_set(L, o->memo_slot, (s), (v))
+GD_DEFINE_WALK(gd_trie_walk_lazy, GD_TPL, GD_LAZY_AT, GD_STEPL, GD_PLAIN_ON_L, GD_MGET_L, GD_MSET_L)
 
 size_t gd_trie_walk(const gd_trie *t, const uint8_t *classes, const int32_t *table, size_t ncols, int32_t state,
                     uint32_t *mask, size_t nwords, int32_t *next_state) {

@@ -1,0 +1,370 @@
+"""Lazy DFA back-end: the grammar's byte DFA determinised one state at a time, when a mask
+walk, a token or a budget query first reaches it (``native/src/dfa_build.c``, ``gd_lazy``).
+
+Compiling builds only the Thompson NFA (in C) and trims it; no subset construction, no
+minimisation.  A grammar whose explicit DFA would take long to build or a lot of memory
+(Kubernetes' large objects: 100-500 ms eagerly) compiles in the time of its NFA, and pays for
+the states a generation visits.
+
+Invariants
+- The NFA is trimmed before any state is made: an NFA state that cannot reach the end over
+  *usable* symbols (a byte some token spells on its own, or a special) is dropped, so every
+  DFA state made is live: it reaches acceptance over usable symbols, and the mask is never
+  empty before acceptance (the eager back-end's prune, done on the NFA).
+- Same language and same masks as :class:`~decoding.backends.dfa.index.DFAGrammar` over the
+  eager DFA of the same grammar (every byte of a byte-level vocabulary is a token on its own);
+  states are numbered in the order they are made, not minimised (equal masks are interned).
+- ``completion_cost(s)`` is an upper bound: the fewest *moves* (bytes or specials) from
+  ``s`` to acceptance, each of which one token can make (the pushdown back-end's bound).
+- The automaton object is not thread-safe; every native call on it holds the GIL and the
+  grammar's lock.  Its size is bounded by ``Limits.max_subset_bytes`` (a memory bound): past
+  it a mask or a step raises :class:`~decoding.errors.LimitError`.
+- Artifacts hold explicit DFAs: :meth:`LazyDFAGrammar.explicit` makes every reachable state.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Iterable
+
+import numpy as np
+
+from decoding import _native
+from decoding.backends.automaton import DFA, SUBSET_STATES_FACTOR, _Deadline, _new_nfa, _replace_specials
+from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN
+from decoding.backends.masks import DEFAULT_MAX_MASKS, MaskTable
+from decoding.backends.tables import PROFILES, vocab_tables
+from decoding.backends.textloop import MAX_CHAIN, UNBOUNDED, _probes, char_pairs
+from decoding.errors import GrammarError, LimitError
+from decoding.ir import Grammar
+from decoding.ir.productive import check_productive
+from decoding.ir.size import check_size
+from decoding.limits import DEFAULT_LIMITS, Limits
+from decoding.vocab import Vocab
+
+__all__ = ["LazyDFA", "LazyDFAGrammar", "compile_lazy_dfa", "compile_lazy_grammar"]
+
+_SLOTS = {name: k for k, name in enumerate(PROFILES)}  # the native plain-loop memo of each profile
+
+
+class LazyDFA:
+    """A byte DFA made on demand (``gd_lazy``).  State 0 is the start; ``-1``: no transition.
+    Columns ``0..n_classes-1`` are byte classes (``byte_class[b]``), ``n_classes + k`` the
+    special ``specials[k]``."""
+
+    def __init__(self, cap: object, specials: tuple[str, ...], what: str) -> None:
+        self._cap = cap
+        self.specials = specials
+        self.what = what
+        _, _, self.n_classes, self.nsym, _, bcb = _native.lazy_info(cap)
+        self.byte_class = np.frombuffer(bcb, dtype=np.uint16)
+        self.classes_u8 = self.byte_class.astype(np.uint8)
+
+    def _call(self, fn, *args):  # type: ignore[no-untyped-def]
+        try:
+            return fn(self._cap, *args)
+        except OverflowError as e:
+            raise LimitError(f"{self.what}: the lazily made automaton exceeds its memory bound "
+                             f"(limit max_subset_bytes; {e})", limit="max_subset_bytes") from None
+
+    @property
+    def n_states(self) -> int:
+        """States made so far."""
+        return int(_native.lazy_info(self._cap)[0])
+
+    def info(self) -> dict:
+        n, expanded, ncls, nsym, nbytes, _ = _native.lazy_info(self._cap)
+        return {"states": n, "expanded": expanded, "classes": ncls, "bytes": nbytes}
+
+    def step(self, state: int, byte: int) -> int:
+        return int(self._call(_native.lazy_step, state, int(self.byte_class[byte])))
+
+    def step_special(self, state: int, k: int) -> int:
+        return int(self._call(_native.lazy_step, state, self.n_classes + k))
+
+    def run(self, data: bytes, state: int = 0) -> int:
+        return int(self._call(_native.lazy_run, state, data))
+
+    def accepts(self, data: bytes) -> bool:
+        s = self.run(data)
+        return s >= 0 and self.accepting(s)
+
+    def accepting(self, state: int) -> bool:
+        return bool(_native.lazy_state(self._cap, state)[0])
+
+    def min_moves(self, state: int) -> int:
+        """Fewest moves (usable bytes or specials) from ``state`` to acceptance."""
+        return int(_native.lazy_state(self._cap, state)[1])
+
+    def row(self, state: int) -> np.ndarray:
+        out = np.empty(self.nsym, dtype=np.int32)
+        self._call(_native.lazy_row, state, out)
+        return out
+
+    def explicit(self) -> DFA:
+        """Every state reachable from the start, made now, as an explicit :class:`DFA` (same
+        numbering; not minimised)."""
+        rows = []
+        s = 0
+        while s < self.n_states:
+            rows.append(self.row(s))
+            s += 1
+        trans = np.stack(rows) if rows else np.zeros((0, self.nsym), dtype=np.int32)
+        acc = np.array([self.accepting(i) for i in range(len(rows))], dtype=bool)
+        bc = self.byte_class.copy()
+        for a in (trans, acc, bc):
+            a.setflags(write=False)
+        return DFA(bc, trans, acc, self.specials, self.n_classes, trimmed=True)
+
+
+def compile_lazy_dfa(grammar: Grammar, *, usable_bytes: np.ndarray | None = None,
+                     literal_specials: Iterable[str] = (), limits: Limits | None = None,
+                     size_checked: bool = False) -> LazyDFA:
+    """The NFA of ``grammar`` (as :func:`~decoding.backends.automaton.compile_dfa` builds it)
+    as a :class:`LazyDFA`, trimmed to ``usable_bytes`` (bool[256]; None: every byte).
+    GrammarError if no usable string is accepted; LimitError past the NFA limits."""
+    lim = DEFAULT_LIMITS if limits is None else limits
+    what = f"grammar '{grammar.start}'"
+    deadline = _Deadline(lim.max_compile_seconds, what)
+    if not size_checked:
+        check_size(grammar, lim)
+    check_productive(grammar)
+    lit = set(literal_specials)
+    if lit:
+        grammar = _replace_specials(grammar, lit)
+    specials = tuple(grammar.specials())
+    sid = {t: i for i, t in enumerate(specials)}
+    nfa = _new_nfa(grammar, sid, lim.max_nfa_states, max_nesting=lim.max_nesting, deadline=deadline)
+    start = nfa.new()
+    end = nfa.build_start(start)
+    if end is None:
+        raise GrammarError(f"{what} accepts no string (recursion deeper than max_depth={grammar.max_depth}?)")
+    ok = None if usable_bytes is None else np.ascontiguousarray(usable_bytes[:256], dtype=np.uint8)
+    max_states = min(max(1, lim.max_dfa_states) * SUBSET_STATES_FACTOR, 2**31 - 1)
+    try:
+        cap = _native.lazy_new(nfa.n, start, end, nfa.eps_src, nfa.eps_tgt, nfa.e_src, nfa.e_lo, nfa.e_hi,
+                               nfa.e_tgt, nfa.sp_src, nfa.sp_k, nfa.sp_tgt, len(specials), ok, max_states,
+                               max(0, int(lim.max_subset_bytes)))
+    except ValueError as e:
+        if "empty" in str(e):
+            raise GrammarError(f"{what} accepts no string that this vocabulary can spell") from None
+        raise
+    return LazyDFA(cap, specials, what)
+
+
+@dataclass(eq=False)
+class LazyDFAGrammar:
+    """A grammar compiled for one tokenizer over a :class:`LazyDFA` (satisfies
+    :class:`~decoding.backends.contract.CompiledGrammar`; shareable between requests and
+    threads: the automaton and the memos only grow, under one lock)."""
+
+    dfa: LazyDFA
+    vocab: Vocab
+    special_token_ids: tuple[int, ...]
+    grammar_key: str = ""
+    meta: dict = field(default_factory=dict)
+    max_masks: int = DEFAULT_MAX_MASKS
+    _lock: threading.RLock = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._lock = threading.RLock()
+        self._state_mask: dict[int, int] = {}
+        self._masks = MaskTable(self.vocab.n_tokens, max_masks=self.max_masks, where="lazy DFA token index")
+        self._next: dict[tuple[int, int], int] = {}
+        self._special_set = frozenset(self.special_token_ids)
+        self._special_col = {tid: self.dfa.n_classes + k for k, tid in enumerate(self.special_token_ids)}
+        self._eog = sorted(self.vocab.eog_ids)
+        self._eog_mask = None
+        if self._eog:
+            self._eog_mask = np.zeros(self.vocab.n_words, dtype=np.uint32)
+            _native.mask_from_ids(self._eog_mask, np.array(self._eog, dtype=np.uint32))
+        self._pairs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._bulk = next(iter(PROFILES))  # the profile of the whole-subtree shortcut (see textloop.PlainLoops)
+
+    # ------------------------------------------------------------------ contract
+    @property
+    def backend(self) -> str:
+        return "lazy"
+
+    @property
+    def n_words(self) -> int:
+        return self.vocab.n_words
+
+    def mask(self, state: int) -> np.ndarray:
+        """Read-only uint32 bitmask of the tokens allowed in ``state`` (memoized)."""
+        mid = self._state_mask.get(state)
+        return self._masks[self._compute(state) if mid is None else mid]
+
+    def allowed_ids(self, state: int) -> np.ndarray:
+        mid = self._state_mask.get(state)
+        return self._masks.ids(self._compute(state) if mid is None else mid)
+
+    def next_state(self, state: int, token: int) -> int:
+        key = (state, token)
+        hit = self._next.get(key)
+        if hit is not None:
+            return hit
+        with self._lock:
+            if token in self._special_set:
+                ns = self.dfa._call(_native.lazy_step, state, self._special_col[token])
+            elif token in self.vocab.eog_ids:
+                ns = EOG if self.dfa.accepting(state) else FORBIDDEN
+            elif 0 <= token < self.vocab.n_tokens and self.vocab.token_bytes[token]:
+                ns = self.dfa.run(self.vocab.token_bytes[token], state)
+            else:
+                ns = FORBIDDEN
+        ns = int(ns)
+        self._next[key] = ns
+        return ns
+
+    def is_accepting(self, state: int) -> bool:
+        return self.dfa.accepting(state)
+
+    def accepts(self, data: bytes) -> bool:
+        with self._lock:
+            return self.dfa.accepts(data)
+
+    def forced_bytes(self, state: int) -> bytes:
+        """The bytes every continuation from ``state`` must start with (specials excluded)."""
+        out = bytearray()
+        s = state
+        with self._lock:
+            while not self.dfa.accepting(s) and len(out) < 4096:
+                row = self.dfa.row(s)
+                live = np.nonzero(row >= 0)[0]
+                if len(live) != 1 or live[0] >= self.dfa.n_classes:
+                    break
+                members = np.nonzero(self.dfa.byte_class == live[0])[0]
+                if len(members) != 1:
+                    break
+                out.append(int(members[0]))
+                s = int(row[live[0]])
+        return bytes(out)
+
+    def completion_cost(self, state: int) -> int:
+        """Enough text tokens to complete from ``state``: its fewest moves to acceptance (an
+        upper bound: one token per byte)."""
+        c = self.dfa.min_moves(state)
+        return COST_UNREACHABLE if c < 0 else c
+
+    def successor_costs(self, state: int) -> tuple[np.ndarray, np.ndarray]:
+        ids = self.allowed_ids(state)
+        nxt_all = np.full(self.n_words * 32, FORBIDDEN, dtype=np.int32)
+        scratch = np.zeros(self.n_words, dtype=np.uint32)
+        with self._lock:
+            self.dfa._call(lambda cap, *a: _native.lazy_walk(vocab_tables(self.vocab).trie, self.dfa.classes_u8,
+                                                              cap, *a), state, scratch, nxt_all)
+            for tid in self.special_token_ids:
+                nxt_all[tid] = self.dfa._call(_native.lazy_step, state, self._special_col[tid])
+        acc = self.dfa.accepting(state)
+        for tid in self._eog:
+            if tid not in self._special_set:
+                nxt_all[tid] = EOG if acc else FORBIDDEN
+        nxt = nxt_all[ids]
+        costs = np.full(len(ids), COST_UNREACHABLE, dtype=np.int64)
+        costs[nxt == EOG] = EOG
+        memo: dict[int, int] = {}
+        for i, t in enumerate(nxt.tolist()):
+            if t >= 0:
+                c = memo.get(t)
+                if c is None:
+                    c = memo[t] = self.completion_cost(t)
+                costs[i] = c
+        costs.setflags(write=False)
+        return ids, costs
+
+    def precompute(self) -> "LazyDFAGrammar":
+        """Make every reachable state and compute its mask now."""
+        s = 0
+        while s < self.dfa.n_states:
+            self.mask(s)
+            s += 1
+        return self
+
+    def stats(self) -> dict:
+        info = self.dfa.info()
+        return {
+            "backend": self.backend,
+            "states": info["states"],
+            "expanded": info["expanded"],
+            "classes": info["classes"],
+            "masks_computed": len(self._state_mask),
+            "distinct_masks": len(self._masks),
+            "mask_bytes": self._masks.nbytes,
+            "table_bytes": info["bytes"],
+            "vocab": self.vocab.name,
+            "fingerprint": self.vocab.fingerprint,
+        }
+
+    # ------------------------------------------------------------------ internals
+    def _compute(self, state: int) -> int:
+        with self._lock:
+            mid = self._state_mask.get(state)
+            if mid is not None:
+                return mid
+            m = np.empty(self.vocab.n_words, dtype=np.uint32)
+            self._walk(state, m)
+            if self.special_token_ids:
+                row = self.dfa.row(state)
+                for k, tid in enumerate(self.special_token_ids):
+                    m[tid >> 5] &= ~np.uint32(1 << (tid & 31))
+                    if row[self.dfa.n_classes + k] >= 0:
+                        m[tid >> 5] |= np.uint32(1 << (tid & 31))
+            if self._eog_mask is not None and self.dfa.accepting(state):
+                _native.mask_or(m, m, self._eog_mask)
+            mid = self._state_mask[state] = self._masks.intern(m)
+            return mid
+
+    def _pairs_of(self, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        p = self._pairs.get(name)
+        if p is None:
+            p = self._pairs[name] = char_pairs(vocab_tables(self.vocab).profile(name).char_dfa, self.dfa.byte_class)
+        return p
+
+    def _walk(self, state: int, m: np.ndarray) -> None:
+        """Text-token bits of ``state`` into ``m``: the plain-text shortcut of
+        :func:`~decoding.backends.textloop.walk_tokens` (string bodies: the plain tokens of at
+        most ``k`` characters plus a walk of the other tokens), else a walk of the whole trie
+        with whole plain subtrees at plain self-loop states; rows are made as the walk reads them."""
+        tabs = vocab_tables(self.vocab)
+        cls = self.dfa.classes_u8
+        cap = self.dfa._cap
+        row = self.dfa.row(state)
+        a = row[cls[0x61]]
+        if a >= 0:
+            for name in PROFILES:
+                if any(row[cls[b]] != a for b in _probes(name)):
+                    continue
+                p = self._pairs_of(name)
+                k = self.dfa._call(lambda c, *x: _native.lazy_plain_chain(p[0], p[1], p[2], c, *x), state, MAX_CHAIN)
+                if k == -3:
+                    k = UNBOUNDED
+                elif k < 0:
+                    continue
+                prof = tabs.profile(name)
+                if k == UNBOUNDED:
+                    self._bulk = name
+                opts = (prof.other_node_plain, p[0], p[1], p[2], _SLOTS[name]) if self._bulk == name else None
+                self.dfa._call(lambda c, *x: _native.lazy_walk(prof.other_trie, cls, c, *x), state, m, None, opts)
+                _native.mask_or(m, m, prof.plain_upto(int(k)))
+                return
+        prof = tabs.profile(self._bulk)
+        p = self._pairs_of(self._bulk)
+        self.dfa._call(lambda c, *x: _native.lazy_walk(tabs.trie, cls, c, *x), state, m, None,
+                       (prof.node_plain, p[0], p[1], p[2], _SLOTS[self._bulk]))
+        del cap
+
+
+def compile_lazy_grammar(grammar: Grammar, vocab: Vocab, *, grammar_key: str = "", meta: dict | None = None,
+                         max_masks: int = DEFAULT_MAX_MASKS, limits: Limits | None = None,
+                         size_checked: bool = False, eager: bool = False) -> LazyDFAGrammar:
+    """Compile ``grammar`` for ``vocab`` with the lazy DFA back-end (specials that are one
+    token of the vocabulary are matched as that token, the others as literal text)."""
+    specials = grammar.specials()
+    literal = [t for t in specials if vocab.special_token(t) is None]
+    d = compile_lazy_dfa(grammar, usable_bytes=vocab.single_byte_tokens(), literal_specials=literal, limits=limits,
+                         size_checked=size_checked)
+    ids = tuple(int(vocab.special_token(t)) for t in d.specials)  # type: ignore[arg-type]
+    cg = LazyDFAGrammar(d, vocab, ids, grammar_key=grammar_key, meta=dict(meta or {}), max_masks=max_masks)
+    return cg.precompute() if eager else cg
