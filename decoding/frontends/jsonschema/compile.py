@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal
 
-from decoding.errors import LimitError, SchemaError, UnsatisfiableSchemaError, UsageError
+from decoding.errors import GrammarError, LimitError, SchemaError, UnsatisfiableSchemaError, UsageError
 import contextlib
 from typing import Iterator
 
@@ -84,28 +84,62 @@ _CONSTANTS: list[_Constants] = []
 
 
 def _constants() -> _Constants:
-    """The :class:`_Constants` of this process (built on first use)."""
+    """The :class:`_Constants` of this process (built on first use; extended by
+    :func:`_format_string`)."""
     if not _CONSTANTS:
-        from decoding.ir.size import _node_estimate
-
-        nodes = (any_json_char(), INTEGER, NUMBER, string_of(star(any_json_char())))
-        inside = [n for r in nodes for n in walk(r)]
-        if any(isinstance(n, Ref) for n in inside):
-            raise AssertionError("the shared constant nodes must hold no Ref")
-        for r in nodes:  # the IR passes (grammar check, productive rules, key) learn them once
-            register_plain(r)
-        productive: set[int] = set()
-        for r in nodes:
-            _productive(r, set(), productive)
-        estimates: dict[bool, dict] = {}
-        for counted in (False, True):
-            memo: dict = {}
-            keep: list = []
-            for r in nodes:
-                _node_estimate(r, counted, memo, keep)
-            estimates[counted] = memo
-        _CONSTANTS.append(_Constants(nodes, frozenset(map(id, inside)), frozenset(productive), estimates))
+        _CONSTANTS.append(_with_constants(None, (any_json_char(), INTEGER, NUMBER,
+                                                 string_of(star(any_json_char())))))
     return _CONSTANTS[0]
+
+
+def _with_constants(base: _Constants | None, nodes: tuple[Node, ...]) -> _Constants:
+    """``base`` (None: no constant yet) with ``nodes`` added: registered plain (GrammarError if
+    one is not), their ids, productive ids and estimates learnt."""
+    from decoding.ir.size import _node_estimate
+
+    inside = [n for r in nodes for n in walk(r)]
+    if any(isinstance(n, Ref) for n in inside):
+        raise AssertionError("the shared constant nodes must hold no Ref")
+    for r in nodes:  # the IR passes (grammar check, productive rules, key) learn them once
+        register_plain(r)
+    productive: set[int] = set() if base is None else set(base.productive)
+    for r in nodes:
+        _productive(r, set(), productive)
+    estimates: dict[bool, dict] = {}
+    for counted in (False, True):
+        memo: dict = {} if base is None else dict(base.estimates[counted])
+        keep: list = []
+        for r in nodes:
+            _node_estimate(r, counted, memo, keep)
+        estimates[counted] = memo
+    ids = frozenset(map(id, inside))
+    if base is None:
+        return _Constants(nodes, ids, frozenset(productive), estimates)
+    return _Constants(base.nodes + nodes, base.ids | ids, frozenset(productive), estimates)
+
+
+#: the JSON string node of each format regex made so far (:func:`_format_string`), by its source
+_FORMAT_STRINGS: dict[str, Node] = {}
+
+
+def _format_string(src: str, rx: Rx) -> Node:
+    """``string_of(rx_to_ir(rx, json_char))`` of a format's regex (``src``, parsed as ``rx``):
+    made once per process and added to :func:`_constants` (formats are a fixed set of
+    regexes, so this stays small), so what the passes learn of it is learnt once.  A node
+    that cannot be a constant (not plain) is made anew each time, as before."""
+    node = _FORMAT_STRINGS.get(src)
+    if node is not None:
+        return node
+    node = string_of(rx_to_ir(rx, json_char))
+    base = _constants()
+    try:
+        more = _with_constants(base, (node,))
+    except GrammarError:
+        return node
+    if _CONSTANTS[0] is base:  # (another thread's addition kept otherwise: this node is just not seeded)
+        _CONSTANTS[0] = more
+    _FORMAT_STRINGS[src] = node
+    return node
 
 
 def _any_string() -> Node:
@@ -1250,6 +1284,7 @@ class _Compiler:
         if hi is not None and hi < lo:
             return NOTHING
         rx: Rx | None = None
+        fmt_string: Node | None = None  # the format's JSON string node while ``rx`` is its regex
         fmt = s.get("format") if self.format_asserts() else None
         if fmt is not None:
             src = format_regex(fmt) if isinstance(fmt, str) else None
@@ -1263,10 +1298,12 @@ class _Compiler:
                                       "(pass lenient=True to treat it as an annotation)")
             else:
                 rx = parse_pattern(src, anchored=True)
+                fmt_string = _format_string(src, rx)
         extra: list[Node] = []
         if "pattern" in s:
-            if rx is not None:  # pattern and format: both, by intersection
-                extra.append(string_of(rx_to_ir(rx, json_char)))
+            if fmt_string is not None:  # pattern and format: both, by intersection
+                extra.append(fmt_string)
+                fmt_string = None
             pat = s["pattern"]
             if not isinstance(pat, str):
                 raise SchemaError(ptr, "pattern", "must be a string")
@@ -1284,13 +1321,14 @@ class _Compiler:
         kw = "pattern" if "pattern" in s else "format"
         plo, phi = length_range(rx)
         if plo >= lo and (hi is None or (phi is not None and phi <= hi)):
-            return self.bounded(inter(string_of(rx_to_ir(rx, json_char)), *extra), ptr, kw)
+            body = fmt_string if fmt_string is not None else string_of(rx_to_ir(rx, json_char))
+            return self.bounded(inter(body, *extra), ptr, kw)
         adj = _bound_single_repeat(rx, lo, hi)
         if adj is not None:
             return self.bounded(inter(string_of(rx_to_ir(adj, json_char)), *extra), ptr, kw)
         # length bounds and a pattern/format: by intersection
-        return self.bounded(inter(string_of(rx_to_ir(rx, json_char)), *extra,
-                                  string_of(rep(any_json_char(), lo, hi))), ptr, kw)
+        body = fmt_string if fmt_string is not None else string_of(rx_to_ir(rx, json_char))
+        return self.bounded(inter(body, *extra, string_of(rep(any_json_char(), lo, hi))), ptr, kw)
 
     # ------------------------------------------------------------------ numbers
     def number(self, s: dict, ptr: str, integer: bool) -> Node:
