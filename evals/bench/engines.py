@@ -480,8 +480,19 @@ class OutlinesCore(Engine):
         return "Guide(Index(build_regex_from_schema(schema, whitespace_pattern=''), Vocabulary))"
 
 
+class _OursWith(Ours):
+    """:class:`Ours` with one back-end forced (``ours-dfa``, ``ours-lazy``: A/B of back-ends
+    side by side in one run)."""
+
+    def __init__(self, backend: str) -> None:
+        super().__init__(backend)
+        self.name = f"ours-{backend}"
+
+
 ENGINES: dict[str, Callable[[], Engine]] = {
     "ours": Ours,
+    "ours-dfa": lambda: _OursWith("dfa"),
+    "ours-lazy": lambda: _OursWith("lazy"),
     "llguidance": LLGuidance,
     "xgrammar": XGrammar,
     "outlines-core": OutlinesCore,

@@ -150,6 +150,9 @@ def compile_lazy_dfa(grammar: Grammar, *, usable_bytes: np.ndarray | None = None
         if "empty" in str(e):
             raise GrammarError(f"{what} accepts no string that this vocabulary can spell") from None
         raise
+    except OverflowError as e:  # its start state alone is past the memory bound
+        raise LimitError(f"{what}: the lazily made automaton exceeds its memory bound (limit max_subset_bytes; "
+                         f"{e})", limit="max_subset_bytes", value=lim.max_subset_bytes) from None
     return LazyDFA(cap, specials, what)
 
 
