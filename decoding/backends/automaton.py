@@ -525,10 +525,10 @@ _EMPTY_U8 = np.zeros(0, dtype=np.uint8)
 
 #: the registered plain nodes (:func:`decoding.ir.nodes.register_plain`) serialised once:
 #: (how many were registered, code, offset by node id, literal bytes); see :func:`_plain_program`
-_PLAIN_PROGRAM: list[tuple[int, list[int], dict[int, int], bytes]] = []
+_PLAIN_PROGRAM: list[tuple[int, array, dict[int, int], bytes]] = []
 
 
-def _plain_program() -> tuple[int, list[int], dict[int, int], bytes]:
+def _plain_program() -> tuple[int, array, dict[int, int], bytes]:
     """The records of every registered plain node, made once per process (again when more
     are registered): every program starts with them, so the constant IR nearly every JSON
     Schema grammar reaches (a JSON string character, a number) is not serialised per compile.
@@ -538,8 +538,8 @@ def _plain_program() -> tuple[int, list[int], dict[int, int], bytes]:
     change what is built (every use of a node is built where it is used)."""
     nodes = plain_nodes()
     if not _PLAIN_PROGRAM or _PLAIN_PROGRAM[0][0] != len(nodes):
-        code, at, lits = _serialise(None, list(nodes), ([], {}, []))[:3]
-        _PLAIN_PROGRAM[:] = [(len(nodes), code, at, b"".join(lits))]
+        code, at, lits = _serialise(None, list(nodes), 0, {}, 0)[:3]
+        _PLAIN_PROGRAM[:] = [(len(nodes), array("i", code), at, b"".join(lits))]
     return _PLAIN_PROGRAM[0]
 
 
@@ -552,18 +552,20 @@ def _nfa_program(nfa: "_NFA", root: Node) -> tuple:
     Inter/Diff whose automaton fails (the Python builder then raises as it does, at the place
     it does).  The code starts with the registered plain nodes' records (:func:`_plain_program`)."""
     _, pcode, pat, plit = _plain_program()
-    code, _, lits, tops, rule_names, rule_body, leaves = _serialise(nfa, [root], (list(pcode), dict(pat), [plit]))
-    return array("i", code), tops[0], b"".join(lits), rule_names, array("i", rule_body), leaves
+    code, _, lits, tops, rule_names, rule_body, leaves = _serialise(nfa, [root], len(pcode), dict(pat), len(plit))
+    return pcode + array("i", code), tops[0], plit + b"".join(lits), rule_names, array("i", rule_body), leaves
 
 
-def _serialise(nfa: "_NFA | None", roots: list[Node], start: tuple[list[int], dict[int, int], list[bytes]]) -> tuple:
-    """The records of ``roots`` and of what they reach (rules included), appended to
-    ``start`` (code, offset by node id, literal chunks; a node with an offset there is not
-    written again): (code, offsets, literal chunks, the roots' offsets, rule names, rule
-    body offsets, leaves).  ``nfa`` None: the roots hold no Ref, Special, Dfa, Inter or Diff."""
-    code, at, lits = start
-    fix: list[tuple[int, Node]] = []
-    nlit = sum(map(len, lits))
+def _serialise(nfa: "_NFA | None", roots: list[Node], base: int, at: dict[int, int], nlit: int) -> tuple:
+    """The records of ``roots`` and of what they reach (rules included), to follow ``base``
+    code entries and ``nlit`` literal bytes written already, whose nodes' offsets are in
+    ``at`` (those nodes are not written again; ``at`` is updated): (code, offsets, literal
+    chunks, the roots' offsets, rule names, rule body offsets, leaves); offsets count from
+    the start of the whole code.  ``nfa`` None: the roots hold no Ref, Special, Dfa, Inter
+    or Diff."""
+    code: list[int] = []
+    lits: list[bytes] = []
+    fix: list[tuple[int, Node]] = []  # (index in ``code``, the node whose offset goes there)
     rule_ix: dict[str, int] = {}
     rule_names: list[str] = []
     rule_body: list[int] = []
@@ -595,7 +597,7 @@ def _serialise(nfa: "_NFA | None", roots: list[Node], start: tuple[list[int], di
 
     def emit(node: Node) -> int:
         nonlocal nlit
-        off = len(code)
+        off = base + len(code)
         at[id(node)] = off
         tp = type(node)
         if tp not in _NODE_TYPES:
