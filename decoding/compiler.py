@@ -172,7 +172,7 @@ class Compiler:
             _check_token_refs(g, source, self.vocab, name)
         plain = _plain(options)
         src = {"name": name or "", "kind": kind, "text": normalized_text(source, kind), "options": plain}
-        return replace(self._prepared(g, meta, kind, plain, src), seconds=time.perf_counter() - t0)
+        return self._prepared(g, meta, kind, plain, src, t0)
 
     def prepare_ir(self, grammar: Grammar) -> Prepared:
         """Digest, key and meta of an IR grammar."""
@@ -180,11 +180,13 @@ class Compiler:
             raise GrammarError(f"compile_ir needs a decoding.ir.Grammar, not {type(grammar).__name__}")
         return self._prepared(grammar, {"frontend": "ir"}, "ir", {}, None)
 
-    def _prepared(self, g: Grammar, meta: dict, kind: str, options: dict, source: dict | None) -> Prepared:
+    def _prepared(self, g: Grammar, meta: dict, kind: str, options: dict, source: dict | None,
+                  t0: float | None = None) -> Prepared:
+        """``t0``: when the front-end started (``seconds`` counts from it, the digest included)."""
         digest = grammar_digest(g)
         key = grammar_key(digest, self.vocab.fingerprint, version=FORMAT_VERSION)
         meta = dict(meta, grammar_digest=digest, max_depth=g.max_depth, options=options)
-        return Prepared(g, key, meta, kind, source)
+        return Prepared(g, key, meta, kind, source, 0.0 if t0 is None else time.perf_counter() - t0)
 
     def compile_prepared(self, prepared: Prepared, **options: Any) -> CompiledGrammar:
         """The compiled grammar of ``prepared``: from the cache, else compiled by the back-end

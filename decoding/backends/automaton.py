@@ -48,7 +48,7 @@ import os
 import sys
 import time
 from array import array
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
@@ -1209,7 +1209,7 @@ def _minimal_dfa(nfa: "_NFA | _NFARef", start: int, end: int, specials: tuple[st
         raise LimitError(f"{what}: automaton exceeds max_states={max_states} DFA states (limit "
                          f"max_dfa_states): its minimal DFA has {dfa.n_states}; simplify the grammar or "
                          "raise the limit", limit="max_dfa_states", value=max_states)
-    return replace(dfa, trimmed=True)
+    return DFA(dfa.byte_class, dfa.trans, dfa.accepting, dfa.specials, dfa.n_classes, trimmed=True)
 
 
 def _pure_python_dfa() -> bool:

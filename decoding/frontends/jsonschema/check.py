@@ -108,8 +108,45 @@ def load_schema_text(text: str, *, name: str | None = None, limits: Limits = DEF
         raise SchemaError("", None, f"{what} is not usable JSON: {str(e)[:_REASON_CHARS]}") from None
 
 
+def _is_data(schema: Any, max_nesting: int) -> bool:
+    """Whether :func:`check_data` passes ``schema``: the same tests without the paths that
+    locate a failure (so in any order); the common case, a valid schema, costs one pass."""
+    stack: list[tuple[Any, int]] = [(schema, 0)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        v, depth = pop()
+        if isinstance(v, dict):
+            if depth >= max_nesting:
+                return False
+            for k, x in v.items():
+                if not isinstance(k, str) or not k.isascii() and _SURROGATE.search(k):
+                    return False
+                if isinstance(x, str):  # (most values: checked here, not pushed)
+                    if not x.isascii() and _SURROGATE.search(x):
+                        return False
+                else:
+                    push((x, depth + 1))
+        elif isinstance(v, list):
+            if depth >= max_nesting:
+                return False
+            for x in v:
+                push((x, depth + 1))
+        elif isinstance(v, float):
+            if v != v or v in (float("inf"), float("-inf")):
+                return False
+        elif isinstance(v, str):
+            if not v.isascii() and _SURROGATE.search(v):
+                return False
+        elif not (v is None or isinstance(v, (int, bool))):
+            return False
+    return True
+
+
 def check_data(schema: Any, limits: Limits = DEFAULT_LIMITS) -> None:
     """Iteratively check that ``schema`` is JSON data nested at most ``limits.max_nesting``."""
+    if _is_data(schema, limits.max_nesting):
+        return
+    # located: the first failure in this walk's order
     stack: list[tuple[Any, tuple]] = [(schema, ())]
     while stack:
         v, path = stack.pop()
@@ -261,9 +298,35 @@ def _py_regex_error(src: str) -> str | None:
     return None
 
 
+def _regexes_ok(schema: Any) -> bool:
+    """Whether :func:`check_regexes` passes ``schema`` (the same subschemas, in any order,
+    without their pointers)."""
+    stack: list[Any] = [schema]
+    while stack:
+        s = stack.pop()
+        if not isinstance(s, dict):
+            continue
+        pat = s.get("pattern")
+        if isinstance(pat, str) and _py_regex_error(pat):
+            return False
+        pp = s.get("patternProperties")
+        if isinstance(pp, dict) and any(_py_regex_error(p) for p in pp):
+            return False
+        for k, v in s.items():
+            if k in _MAP and isinstance(v, dict):
+                stack.extend(v.values())
+            elif k in _MANY and isinstance(v, list):
+                stack.extend(v)
+            elif k in _ONE:
+                stack.append(v)
+    return True
+
+
 def check_regexes(schema: Any) -> None:
     """Every ``pattern`` and ``patternProperties`` name compiles with Python's ``re``."""
-    for s, ptr in schema_positions(schema):
+    if _regexes_ok(schema):
+        return
+    for s, ptr in schema_positions(schema):  # located: the first failure in this order
         pat = s.get("pattern")
         if isinstance(pat, str):
             why = _py_regex_error(pat)
