@@ -41,8 +41,11 @@ COUNT_ABOVE = 20_000
 #: above this estimate ``backend="auto"`` determinises lazily (:mod:`decoding.backends.dfa.lazy`)
 #: instead of building the whole minimal DFA: the eager subset construction and minimisation
 #: cost about 2 ms per 1,000 estimated NFA states (Kubernetes: 27k -> 57 ms, 202k -> 690 ms),
-#: the lazy back-end only the NFA, and each state when a generation first reaches it
-LAZY_ABOVE = 20_000
+#: the lazy back-end only the NFA (kb_1110: ~180 ms), but its first visits cost more (states
+#: are not minimised; Snowplow 50k-270k: masks 2-5x slower) and it keeps the NFA (Kubernetes
+#: above 20k: 48 MB instead of 12), so only the largest go lazy.  The eager DFA that exceeds
+#: its size limits also goes lazy before the pushdown back-end is tried.
+LAZY_ABOVE = 100_000
 
 
 def compile_grammar(grammar: Grammar, vocab: Vocab, *, max_states: int = DEFAULT_MAX_STATES,
@@ -166,9 +169,19 @@ def _compile_rest(grammar: Grammar, vocab: Vocab, unrolled: int | None, lim: Lim
             cg = compile_dfa_grammar(grammar, vocab, max_states=max_states, grammar_key=grammar_key,
                                      meta=meta, max_masks=max_masks, limits=lim,
                                      size_checked=unrolled is not None)
-        except LimitError:  # the automaton is too large (not a mask limit: those propagate)
+        except LimitError as e:  # the automaton is too large (not a mask limit: those propagate)
             if backend == "dfa":
                 raise
+            if e.limit in ("max_dfa_states", "max_subset_bytes"):  # its NFA fits: made state by state
+                left = lim.max_compile_seconds - (time.monotonic() - t0)
+                if left > 0:
+                    try:
+                        return compile_lazy_grammar(grammar, vocab, grammar_key=grammar_key,
+                                                    meta=dict(meta or {}, backend="lazy"), max_masks=max_masks,
+                                                    limits=replace(lim, max_compile_seconds=left),
+                                                    size_checked=True, eager=eager)
+                    except LimitError:
+                        pass
         else:
             return cg.precompute() if eager else cg
         check_size(grammar, lim, inline=False)
