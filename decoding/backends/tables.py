@@ -129,12 +129,13 @@ class VocabTables:
     """The shared per-vocabulary tables of one :class:`~decoding.vocab.Vocab`, each built
     on first use (thread-safe; built at most once)."""
 
-    __slots__ = ("_vocab", "_trie", "_profiles", "_lock", "__weakref__")
+    __slots__ = ("_vocab", "_trie", "_profiles", "_eog_mask", "_lock", "__weakref__")
 
     def __init__(self, vocab: Vocab) -> None:
         self._vocab = weakref.ref(vocab)
         self._trie: Any = None
         self._profiles: dict[str, PlainProfile] = {}
+        self._eog_mask: np.ndarray | None = None
         self._lock = threading.Lock()
 
     def _v(self) -> Vocab:
@@ -151,6 +152,17 @@ class VocabTables:
                     blob, off = self._v().blob()
                     self._trie = _native.trie_build(blob, off)
         return self._trie
+
+    @property
+    def eog_mask(self) -> np.ndarray:
+        """Read-only uint32 mask of the end-of-generation tokens (every compiled grammar ORs
+        it into the masks of its accepting states)."""
+        if self._eog_mask is None:
+            m = np.zeros(self._v().n_words, dtype=np.uint32)
+            _native.mask_from_ids(m, np.array(sorted(self._v().eog_ids), dtype=np.uint32))
+            m.setflags(write=False)
+            self._eog_mask = m
+        return self._eog_mask
 
     def profile(self, name: str) -> PlainProfile:
         """The plain-text profile ``name`` (one of :data:`PROFILES`)."""

@@ -104,10 +104,8 @@ class DFAGrammar:
         self._special_col = {tid: d.n_classes + k for k, tid in enumerate(self.special_token_ids)}
         self._eog = np.array(sorted(self.vocab.eog_ids), dtype=np.int64)
         self._n_words = self.vocab.n_words
-        self._eog_mask: np.ndarray | None = None  # the end-of-generation bits (accepting states)
-        if len(self._eog):
-            self._eog_mask = np.zeros(self._n_words, dtype=np.uint32)
-            _native.mask_from_ids(self._eog_mask, self._eog.astype(np.uint32))
+        # the end-of-generation bits of accepting states (one mask per vocabulary, shared)
+        self._eog_mask: np.ndarray | None = vocab_tables(self.vocab).eog_mask if len(self._eog) else None
         self._tabs = None  # the vocabulary's tables (on the first walk)
         self._pure = False  # GD_PURE_PYTHON_DFA=1, read on the first walk
         self._loop_profiles = tuple(PROFILES)  # the plain-text shortcuts tried (tests clear it)

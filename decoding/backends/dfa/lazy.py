@@ -178,10 +178,7 @@ class LazyDFAGrammar:
         self._special_set = frozenset(self.special_token_ids)
         self._special_col = {tid: self.dfa.n_classes + k for k, tid in enumerate(self.special_token_ids)}
         self._eog = sorted(self.vocab.eog_ids)
-        self._eog_mask = None
-        if self._eog:
-            self._eog_mask = np.zeros(self.vocab.n_words, dtype=np.uint32)
-            _native.mask_from_ids(self._eog_mask, np.array(self._eog, dtype=np.uint32))
+        self._eog_mask = vocab_tables(self.vocab).eog_mask if self._eog else None
         self._pairs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._bulk = next(iter(PROFILES))  # the profile of the whole-subtree shortcut (see textloop.PlainLoops)
 
