@@ -162,9 +162,11 @@ class Grammar:
         # walks find, since what a skipped subtree holds was found where it was first seen
         # (the registered plain nodes hold none of these: skipped, see :func:`register_plain`)
         seen: set[int] = set(_PLAIN_IDS)
+        has_ref = False
         for name, node in self.rules:
             for n in walk(node, seen):
                 if isinstance(n, Ref):
+                    has_ref = True
                     if undefined is None and n.name not in table:
                         undefined = GrammarError(f"rule '{name}' refers to undefined rule '{n.name}'")
                 elif isinstance(n, Special):
@@ -180,6 +182,8 @@ class Grammar:
             raise GrammarError(f"grammar {self.start!r}: max_depth must be at least 1, not {self.max_depth}")
         object.__setattr__(self, "_by_name", table)
         object.__setattr__(self, "_specials", tuple(specials))
+        if not has_ref:  # no rule refers to any (the walk saw every node but the plain ones, which hold none)
+            object.__setattr__(self, "_rule_refs", {n: () for n in table})
 
     @classmethod
     def single(cls, node: Node, *, max_depth: int = DEFAULT_MAX_DEPTH) -> "Grammar":
