@@ -62,33 +62,39 @@ def canonical_ir_text(grammar: Grammar) -> str:
     memo = _plain_texts()  # (a fresh copy: the registered plain nodes' texts, made once)
     keep: list[Node] = []  # memo keys stay valid: no node is freed while memo lives
     for _, root in grammar.rules:
-        stack: list[Node] = [root]
+        if id(root) in memo:
+            continue
+        # (node, True): its children's texts are in memo, write its own
+        stack: list[tuple[Node, bool]] = [(root, False)]
         while stack:
-            n = stack.pop()
+            n, ready = stack.pop()
             i = id(n)
-            if i in memo:
-                continue
             cls = n.__class__
-            if cls is Lit:
-                text = '["lit","' + n.data.hex() + '"]'  # type: ignore[union-attr]
-            elif cls is Seq or cls is Choice or cls is Inter or cls is Repeat or cls is Diff:
-                kids = n.items if cls is not Repeat and cls is not Diff else \
-                    (n.item,) if cls is Repeat else (n.base, n.minus)  # type: ignore[union-attr]
-                missing = [k for k in kids if id(k) not in memo]
-                if missing:  # their texts first, then this node's again
-                    stack.append(n)
+            if not ready:
+                if i in memo:
+                    continue
+                if cls is Lit:
+                    memo[i] = '["lit","' + n.data.hex() + '"]'  # type: ignore[union-attr]
+                    keep.append(n)
+                    continue
+                if cls is Ref:
+                    memo[i] = '["ref",' + _dumps(n.name) + "]"  # type: ignore[union-attr]
+                    keep.append(n)
+                    continue
+                kids = n.items if cls is Seq or cls is Choice or cls is Inter else \
+                    (n.item,) if cls is Repeat else (n.base, n.minus) if cls is Diff else _kids(n)  # type: ignore[union-attr]
+                missing = [(k, False) for k in kids if id(k) not in memo]
+                if missing:  # their texts first, then this node's
+                    stack.append((n, True))
                     stack.extend(missing)
                     continue
-                text = _node_text(n, memo)
-            elif cls is Ref:
-                text = '["ref",' + _dumps(n.name) + "]"  # type: ignore[union-attr]
+            elif i in memo:  # (written meanwhile: a node reached twice before its text was made)
+                continue
+            if cls is Seq:
+                text = '["seq",[' + ",".join([memo[id(x)] for x in n.items]) + "]]"  # type: ignore[union-attr]
+            elif cls is Choice:
+                text = '["choice",[' + ",".join([memo[id(x)] for x in n.items]) + "]]"  # type: ignore[union-attr]
             else:
-                if _kids(n):  # pragma: no cover - a subclass of a composite node: the general path
-                    missing = [k for k in _kids(n) if id(k) not in memo]
-                    if missing:
-                        stack.append(n)
-                        stack.extend(missing)
-                        continue
                 text = _node_text(n, memo)
             memo[i] = text
             keep.append(n)
