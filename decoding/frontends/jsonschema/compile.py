@@ -1964,6 +1964,8 @@ def _registry(registry: Any) -> Any:
 def _reachable(root: Node, rules: dict[str, Node]) -> dict[str, Node]:
     """The rules reachable from ``root`` (in their creation order).  The constant nodes
     (:func:`_constants`: no Ref inside) are not walked."""
+    if not rules:  # none to reach (nothing to walk for)
+        return {}
     seen = set(reachable_rules(root, rules.__getitem__, _constants().ids))
     return {k: v for k, v in rules.items() if k in seen}
 
