@@ -20,7 +20,10 @@ struct gd_trie {
     uint32_t *tok;    /* [n_nodes + 1] start index into ids */
     uint32_t *ids;    /* [n_with_bytes] token ids in pre-order */
     uint32_t n_ids;
+    uint32_t root[256]; /* the child of the root with byte b, or GD_NO_NODE */
 };
+
+#define GD_NO_NODE UINT32_MAX
 
 /* Order of token ids by their bytes (ties: by id).  The comparison context is passed
  * explicitly, so building is re-entrant (no process-global state). */
@@ -138,6 +141,8 @@ gd_trie *gd_trie_build(const uint8_t *blob, const uint64_t *offsets, uint32_t n_
     }
     t->n_nodes = nodes;
     t->n_ids = n;
+    for (int b = 0; b < 256; b++) t->root[b] = GD_NO_NODE;
+    for (uint32_t i = 0; i < nodes; i = t->skip[i]) t->root[t->byte[i]] = i; /* the root's children */
     t->max_depth = (uint32_t)maxlen;
     free(order);
     return t;
@@ -150,7 +155,7 @@ fail:
 size_t gd_trie_nodes(const gd_trie *t) { return t->n_nodes; }
 
 size_t gd_trie_bytes(const gd_trie *t) {
-    return sizeof *t + (size_t)t->n_nodes * (1 + 2 + 4 + 4) + 4 + (size_t)t->n_ids * 4;
+    return sizeof *t + (size_t)t->n_nodes * (1 + 2 + 4 + 4) + 4 + (size_t)t->n_ids * 4; /* (root: in *t) */
 }
 
 /* okset[i] bit p: every token of node i's subtree continues after node i with complete plain
@@ -209,8 +214,13 @@ int gd_trie_plain_flags(const gd_trie *t, const int16_t *char_dfa, size_t n_char
         const uint8_t *byte = t->byte;                                                             \
         const uint16_t *depth = t->depth;                                                          \
         const uint32_t *skip = t->skip, *tok = t->tok, *ids = t->ids;                              \
-        uint32_t i = 0, n = t->n_nodes;                                                            \
-        while (i < n) {                                                                            \
+        /* the root's children from their own table: one whose byte is dead from `state` is    \
+         * skipped without reading the node arrays (scattered over the whole trie) */           \
+        for (uint32_t b = 0; b < 256 && allowed != SIZE_MAX; b++) {                                \
+          uint32_t i = t->root[b], n;                                                              \
+          if (i == GD_NO_NODE || (int32_t)(AT(state, classes[b])) == -1) continue;                 \
+          n = skip[i];                                                                             \
+          while (i < n) {                                                                          \
             uint32_t d = depth[i];                                                                 \
             int32_t s = (int32_t)(AT(stack[d - 1], classes[byte[i]]));                             \
             if (s < 0) {                                                                           \
@@ -237,6 +247,7 @@ int gd_trie_plain_flags(const gd_trie *t, const int16_t *char_dfa, size_t n_char
                 }                                                                                  \
             }                                                                                      \
             i++;                                                                                   \
+          }                                                                                        \
         }                                                                                          \
         if (stack != stack_small) free(stack);                                                     \
         return allowed;                                                                            \
