@@ -71,16 +71,39 @@ class PlainProfile:
     node_plain: np.ndarray  # uint8 per node of the whole trie (``_native.trie_plain_flags``)
     other_node_plain: np.ndarray  # the same for the trie of the other tokens
     _upto: dict = field(default_factory=dict, repr=False)
+    _by_chars: tuple = field(default=(), repr=False)  # (plain ids sorted by characters, their counts)
+    _max_chars: int = field(default=0, repr=False)
+
+    #: masks of at most this many characters are made with the profile (most tokens are that
+    #: short, so those masks are the costly ones); longer bounds clear the few longer tokens
+    EAGER_UPTO = 8
+
+    def __post_init__(self) -> None:
+        ids = np.nonzero(self.n_chars > 0)[0]
+        order = np.argsort(self.n_chars[ids], kind="stable")
+        srt, nc = ids[order].astype(np.uint32), self.n_chars[ids][order]
+        for a in (srt, nc):
+            a.setflags(write=False)
+        object.__setattr__(self, "_by_chars", (srt, nc))
+        object.__setattr__(self, "_max_chars", int(nc[-1]) if len(nc) else 0)
+        for k in range(1, min(self.EAGER_UPTO, self._max_chars - 1) + 1):
+            self.plain_upto(k)
 
     def plain_upto(self, k: int) -> np.ndarray:
-        """Mask of the plain tokens of at most ``k`` characters (cached per k)."""
-        if k >= int(self.n_chars.max(initial=0)):
+        """Mask of the plain tokens of at most ``k`` characters (cached per k): the ids of the
+        tokens it has or, when fewer, of the plain tokens it lacks (set natively)."""
+        if k >= self._max_chars:
             return self.plain_mask
         m = self._upto.get(k)
         if m is None:
-            sel = (self.n_chars > 0) & (self.n_chars <= k)
-            pad = np.zeros(self.plain_mask.shape[0] * 32 - len(sel), bool)
-            m = np.packbits(np.concatenate([sel, pad]), bitorder="little").view(np.uint32).copy()
+            srt, nc = self._by_chars
+            cut = int(np.searchsorted(nc, k, side="right"))
+            m = np.empty(self.plain_mask.shape[0], dtype=np.uint32)
+            if cut <= len(srt) - cut:
+                _native.mask_from_ids(m, srt[:cut])
+            else:
+                _native.mask_from_ids(m, srt[cut:])
+                np.bitwise_and(self.plain_mask, np.invert(m, out=m), out=m)
             m.setflags(write=False)
             self._upto[k] = m
         return m
