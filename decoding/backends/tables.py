@@ -89,6 +89,11 @@ class PlainProfile:
         for k in range(1, min(self.EAGER_UPTO, self._max_chars - 1) + 1):
             self.plain_upto(k)
 
+    @property
+    def max_chars(self) -> int:
+        """Characters of the longest plain token (a chain this long masks like any longer one)."""
+        return self._max_chars
+
     def plain_upto(self, k: int) -> np.ndarray:
         """Mask of the plain tokens of at most ``k`` characters (cached per k): the ids of the
         tokens it has or, when fewer, of the plain tokens it lacks (set natively)."""

@@ -30,7 +30,7 @@ __all__ = ["plain_step", "plain_chain_py", "plain_chain", "char_pairs", "char_pa
 
 #: chain length of a state on a cycle of uniform steps
 UNBOUNDED = 1 << 30
-#: longest chain followed; a longer one counts as not uniform (the full trie walk is exact)
+#: longest chain followed; a longer one counts as this long (exact: every plain token is shorter)
 MAX_CHAIN = 4096
 
 
@@ -66,10 +66,11 @@ def plain_step(char_dfa: np.ndarray, byte_class: np.ndarray, trans: np.ndarray, 
 
 
 def plain_chain_py(char_dfa: np.ndarray, byte_class: np.ndarray, trans: np.ndarray, state: int,
-                   steps: dict[int, int | None] | None = None) -> int | None:
+                   steps: dict[int, int | None] | None = None, max_len: int = MAX_CHAIN) -> int | None:
     """Plain characters consumable from ``state`` along uniform steps (UNBOUNDED if the chain
-    cycles), or None if some step is not uniform or the chain is longer than MAX_CHAIN.
-    ``steps`` memoizes :func:`plain_step` per state."""
+    cycles), or None if some step is not uniform; a chain of at least ``max_len`` steps gives
+    ``max_len`` (its mask is that of any longer chain once ``max_len`` is at least the longest
+    plain token).  ``steps`` memoizes :func:`plain_step` per state."""
     steps = {} if steps is None else steps
     chain: list[int] = []
     on_chain: set[int] = set()
@@ -88,8 +89,8 @@ def plain_chain_py(char_dfa: np.ndarray, byte_class: np.ndarray, trans: np.ndarr
         chain.append(s)
         on_chain.add(s)
         s = nxt
-        if len(chain) > MAX_CHAIN:
-            return None
+        if len(chain) >= max_len:
+            return max_len
 
 
 def char_pairs(char_dfa: np.ndarray, byte_class: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -120,10 +121,11 @@ def char_pairs_py(char_dfa: np.ndarray, byte_class: np.ndarray) -> tuple[np.ndar
     return row_off, ((keys >> 8) & 255).astype(np.uint8), (keys & 255).astype(np.int16)
 
 
-def plain_chain(pairs: tuple[np.ndarray, np.ndarray, np.ndarray], table: np.ndarray, state: int) -> int | None:
+def plain_chain(pairs: tuple[np.ndarray, np.ndarray, np.ndarray], table: np.ndarray, state: int,
+                max_len: int = MAX_CHAIN) -> int | None:
     """:func:`plain_chain_py` natively: ``pairs`` from :func:`char_pairs` for the automaton
     whose ``table`` (n_states x columns, byte classes first; int32 or int16) is given."""
-    k = _native.plain_chain(pairs[0], pairs[1], pairs[2], table.reshape(-1), table.shape[1], state, MAX_CHAIN)
+    k = _native.plain_chain(pairs[0], pairs[1], pairs[2], table.reshape(-1), table.shape[1], state, max_len)
     if k == -3:
         return UNBOUNDED
     return None if k < 0 else int(k)

@@ -123,7 +123,8 @@ int gd_trie_plain_flags(const gd_trie *trie, const int16_t *char_dfa, size_t n_c
  * characters lead elsewhere or die part-way; also when the product has more than 1024 pairs).
  * gd_plain_chain: the number of uniform steps from `state` before a state that allows no
  * plain character; GD_PLAIN_UNBOUNDED if the chain revisits a state, GD_PLAIN_MIXED if a step
- * is mixed or the chain is longer than `max_len`, GD_PLAIN_NOMEM.  `table` as for the trie
+ * is mixed, GD_PLAIN_NOMEM; a chain of at least `max_len` uniform steps gives max_len (its
+ * mask is that of any longer one when max_len is at least the longest plain token).  `table` as for the trie
  * walk (n_states * ncols, -1 = none, every entry < n_states). */
 #define GD_PLAIN_NONE (-1)
 #define GD_PLAIN_MIXED (-2)

@@ -94,7 +94,7 @@ static int bits_add(gd_bits *b, int32_t s) {
             if (bits_add(&visited, s) < 0) { len = GD_PLAIN_NOMEM; break; }                        \
             len++;                                                                                 \
             s = nxt;                                                                               \
-            if (len > (int64_t)max_len) { len = GD_PLAIN_MIXED; break; }                           \
+            if (len >= (int64_t)max_len) break; /* long enough: every length >= it masks alike */ \
         }                                                                                          \
         free(visited.w);                                                                           \
         return len;                                                                                \

@@ -35,7 +35,7 @@ from decoding.backends.automaton import DFA, SUBSET_STATES_FACTOR, _Deadline, _n
 from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN
 from decoding.backends.masks import DEFAULT_MAX_MASKS, MaskTable
 from decoding.backends.tables import PROFILES, vocab_tables
-from decoding.backends.textloop import MAX_CHAIN, UNBOUNDED, _probes, char_pairs
+from decoding.backends.textloop import UNBOUNDED, _probes, char_pairs
 from decoding.errors import GrammarError, LimitError
 from decoding.ir import Grammar
 from decoding.ir.productive import check_productive
@@ -337,7 +337,8 @@ class LazyDFAGrammar:
                 if any(row[cls[b]] != a for b in _probes(name)):
                     continue
                 p = self._pairs_of(name)
-                k = self.dfa._call(lambda c, *x: _native.lazy_plain_chain(p[0], p[1], p[2], c, *x), state, MAX_CHAIN)
+                k = self.dfa._call(lambda c, *x: _native.lazy_plain_chain(p[0], p[1], p[2], c, *x), state,
+                                   max(1, tabs.profile(name).max_chars))
                 if k == -3:
                     k = UNBOUNDED
                 elif k < 0:

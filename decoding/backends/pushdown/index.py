@@ -873,7 +873,7 @@ class CompiledPushdown:
         pairs = self._char_pairs.get(name)
         if pairs is None:
             pairs = self._char_pairs[name] = char_pairs(vocab_tables(self.vocab).profile(name).char_dfa, _IDENT)
-        return plain_chain(pairs, table, state)
+        return plain_chain(pairs, table, state, max(1, vocab_tables(self.vocab).profile(name).max_chars))
 
     def _compute(self, cfg: Config) -> np.ndarray:
         m = np.zeros(self.n_words, dtype=np.uint32)
