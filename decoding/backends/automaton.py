@@ -1203,13 +1203,41 @@ def _minimal_dfa(nfa: "_NFA | _NFARef", start: int, end: int, specials: tuple[st
                          "grammar or raise the limit", limit="max_dfa_states", value=max_states) from None
     if empty_ok and not _reaches_accept(dfa):
         return None
-    dfa = _prune(dfa, None)
-    dfa = _minimize(dfa, deadline)
+    dfa = _trimmed_minimal(dfa, deadline)
     if dfa.n_states > max_states:
         raise LimitError(f"{what}: automaton exceeds max_states={max_states} DFA states (limit "
                          f"max_dfa_states): its minimal DFA has {dfa.n_states}; simplify the grammar or "
                          "raise the limit", limit="max_dfa_states", value=max_states)
     return DFA(dfa.byte_class, dfa.trans, dfa.accepting, dfa.specials, dfa.n_classes, trimmed=True)
+
+
+def _trimmed_minimal(dfa: DFA, deadline: _Deadline | None) -> DFA:
+    """``_minimize(_prune(dfa, None))`` of a subset construction's ``dfa`` (every state
+    reachable from state 0), the same DFA, numbering and dtype included.  Minimises first and
+    trims the (smaller) minimal DFA only to check it: if every state of the minimal DFA
+    reaches acceptance, so does every state of ``dfa`` (a state and its block have the same
+    language), so the trim of ``dfa`` would have kept it as it is and the minimisation of the
+    two is the same; else (some state is dead, or the language is empty) the trim then the
+    minimisation, as before."""
+    if _pure_python_dfa():
+        return _minimize(_prune(dfa, None), deadline)
+    m = _minimize(dfa, deadline)
+    k, _, _ = _native.dfa_trim(np.ascontiguousarray(m.trans, dtype=np.int32).reshape(-1), m.trans.shape[1],
+                               np.ascontiguousarray(m.accepting, dtype=np.uint8), None)
+    if k != m.n_states:
+        return _minimize(_prune(dfa, None), deadline)
+    dt = state_dtype(m.n_states)
+    if m is dfa:  # already minimal: the table as the trim would have left it (its dtype, read-only)
+        t = dfa.trans if dfa.trans.dtype == dt else dfa.trans.astype(dt)
+        a = dfa.accepting if dfa.accepting.dtype == bool else dfa.accepting.astype(bool)
+        if t.flags.writeable:
+            t.setflags(write=False)
+        if a.flags.writeable:
+            a.setflags(write=False)
+        bc = dfa.byte_class.copy()
+        bc.setflags(write=False)
+        m = DFA(bc, t, a, dfa.specials, dfa.n_classes)
+    return m
 
 
 def _pure_python_dfa() -> bool:

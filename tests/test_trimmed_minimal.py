@@ -1,0 +1,92 @@
+"""``automaton._trimmed_minimal`` (minimise first, trim only to check) is
+``_minimize(_prune(dfa, None))``: the same table, acceptance, byte classes, dtype and
+read-only flags, on the subset constructions of hand-written and JSONSchemaBench schemas,
+on hand-made DFAs with dead states (the fallback) and on an empty language (the same error)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import decoding.backends.automaton as A
+from decoding.errors import DecodingError, GrammarError
+from decoding.frontends.jsonschema import compile_schema
+
+from conftest import HAND_SCHEMAS, bench_schemas
+
+SCHEMAS = {**{f"hand/{k}": v for k, v in HAND_SCHEMAS.items()}, **bench_schemas(6)}
+
+
+def _same(a: A.DFA, b: A.DFA) -> None:
+    assert a.trans.dtype == b.trans.dtype
+    assert np.array_equal(a.trans, b.trans)
+    assert np.array_equal(a.accepting, b.accepting)
+    assert a.accepting.dtype == b.accepting.dtype
+    assert np.array_equal(a.byte_class, b.byte_class)
+    assert (a.specials, a.n_classes) == (b.specials, b.n_classes)
+    for x in (a.trans, a.accepting, a.byte_class):
+        assert not x.flags.writeable
+
+
+def _old(d: A.DFA) -> A.DFA:
+    return A._minimize(A._prune(d, None))
+
+
+def _subset(name: str) -> A.DFA:
+    try:
+        g = compile_schema(SCHEMAS[name]).grammar
+    except DecodingError:
+        pytest.skip("no grammar for this schema")
+    got = []
+    real = A._determinize
+
+    def keep(*a, **k):
+        d = real(*a, **k)
+        got.append(d)
+        return d
+
+    A._determinize = keep
+    try:
+        A.compile_dfa(g)
+    except DecodingError:
+        pytest.skip("no DFA for this schema")
+    finally:
+        A._determinize = real
+    return got[-1]
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_same_as_trim_then_minimize(name):
+    d = _subset(name)
+    _same(A._trimmed_minimal(d, None), _old(d))
+
+
+def _dfa(trans, accepting) -> A.DFA:
+    t = np.array(trans, dtype=np.int32)
+    t.setflags(write=False)
+    a = np.array(accepting, dtype=bool)
+    a.setflags(write=False)
+    bc = np.zeros(256, dtype=np.uint16)
+    bc[ord("b")] = 1
+    bc.setflags(write=False)
+    return A.DFA(bc, t, a, (), 2)
+
+
+@pytest.mark.parametrize("trans,accepting", [
+    ([[1, 2], [-1, -1], [2, 2]], [False, True, False]),  # state 2 dead: the fallback
+    ([[1, 2], [1, -1], [3, -1], [-1, -1]], [False, True, False, False]),  # a dead chain
+    ([[1, -1], [-1, -1]], [False, True]),  # already minimal, all live
+    ([[1, 2], [-1, -1], [-1, -1]], [False, True, True]),  # two equivalent accepting states
+])
+def test_hand_made(trans, accepting):
+    d = _dfa(trans, accepting)
+    _same(A._trimmed_minimal(d, None), _old(d))
+
+
+def test_empty_language_same_error():
+    d = _dfa([[1, -1], [1, -1]], [False, False])
+    with pytest.raises(GrammarError) as old:
+        _old(d)
+    with pytest.raises(GrammarError) as new:
+        A._trimmed_minimal(d, None)
+    assert str(new.value) == str(old.value)
