@@ -16,7 +16,12 @@ from decoding.frontends.jsonschema import compile_schema
 
 from conftest import HAND_SCHEMAS, bench_schemas
 
-SCHEMAS = {**{f"hand/{k}": v for k, v in HAND_SCHEMAS.items()}, **bench_schemas(6)}
+#: the schemas with one explicit DFA (unsat / bad_pattern / self / no_exit_cycle have no grammar; the counted-size,
+#: long-string, big-array and Snowplow ones exceed the explicit DFA's limits)
+NO_DFA = {"hand/unsat", "hand/bad_pattern", "hand/self", "hand/no_exit_cycle", "hand/counted_strings", "hand/long_string", "hand/big_array",
+          "Snowplow/sp_0_Normalized"}
+SCHEMAS = {name: v for name, v in {**{f"hand/{k}": v for k, v in HAND_SCHEMAS.items()}, **bench_schemas(6)}.items()
+           if name not in NO_DFA}
 
 
 def _same(a: A.DFA, b: A.DFA) -> None:
@@ -29,11 +34,7 @@ def _same(a: A.DFA, b: A.DFA) -> None:
 
 @pytest.mark.parametrize("name", sorted(SCHEMAS))
 def test_trimmed_prune_is_the_native_trim(name):
-    try:
-        g = compile_schema(SCHEMAS[name]).grammar
-        d = A.compile_dfa(g)
-    except DecodingError:
-        pytest.skip("no DFA for this schema")
+    d = A.compile_dfa(compile_schema(SCHEMAS[name]).grammar)
     assert d.trimmed
     plain = replace(d, trimmed=False)
     every = np.ones(256, dtype=bool)

@@ -9,12 +9,17 @@ import numpy as np
 import pytest
 
 import decoding.backends.automaton as A
-from decoding.errors import DecodingError, GrammarError
+from decoding.errors import GrammarError
 from decoding.frontends.jsonschema import compile_schema
 
 from conftest import HAND_SCHEMAS, bench_schemas
 
-SCHEMAS = {**{f"hand/{k}": v for k, v in HAND_SCHEMAS.items()}, **bench_schemas(6)}
+#: the schemas with one explicit DFA (unsat / bad_pattern / self / no_exit_cycle have no grammar; the counted-size,
+#: long-string, big-array and Snowplow ones exceed the explicit DFA's limits)
+NO_DFA = {"hand/unsat", "hand/bad_pattern", "hand/self", "hand/no_exit_cycle", "hand/counted_strings", "hand/long_string", "hand/big_array",
+          "Snowplow/sp_0_Normalized"}
+SCHEMAS = {name: v for name, v in {**{f"hand/{k}": v for k, v in HAND_SCHEMAS.items()}, **bench_schemas(6)}.items()
+           if name not in NO_DFA}
 
 
 def _same(a: A.DFA, b: A.DFA) -> None:
@@ -33,10 +38,7 @@ def _old(d: A.DFA) -> A.DFA:
 
 
 def _subset(name: str) -> A.DFA:
-    try:
-        g = compile_schema(SCHEMAS[name]).grammar
-    except DecodingError:
-        pytest.skip("no grammar for this schema")
+    g = compile_schema(SCHEMAS[name]).grammar
     got = []
     real = A._determinize
 
@@ -48,8 +50,6 @@ def _subset(name: str) -> A.DFA:
     A._determinize = keep
     try:
         A.compile_dfa(g)
-    except DecodingError:
-        pytest.skip("no DFA for this schema")
     finally:
         A._determinize = real
     return got[-1]
