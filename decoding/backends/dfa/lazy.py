@@ -329,7 +329,6 @@ class LazyDFAGrammar:
         with whole plain subtrees at plain self-loop states; rows are made as the walk reads them."""
         tabs = vocab_tables(self.vocab)
         cls = self.dfa.classes_u8
-        cap = self.dfa._cap
         row = self.dfa.row(state)
         a = row[cls[0x61]]
         if a >= 0:
@@ -354,7 +353,6 @@ class LazyDFAGrammar:
         p = self._pairs_of(self._bulk)
         self.dfa._call(lambda c, *x: _native.lazy_walk(tabs.trie, cls, c, *x), state, m, None,
                        (prof.node_plain, p[0], p[1], p[2], _SLOTS[self._bulk]))
-        del cap
 
 
 def compile_lazy_grammar(grammar: Grammar, vocab: Vocab, *, grammar_key: str = "", meta: dict | None = None,
