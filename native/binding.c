@@ -689,16 +689,15 @@ static PyObject *py_lazy_row(PyObject *self, PyObject *args) {
         return PyErr_Format(PyExc_ValueError, "lazy_row: state %d out of range", state);
     Py_buffer out;
     if (get_buf(oout, &out, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE, "out", 'i', 4) < 0) return NULL;
-    gd_lazy_stats st;
-    gd_lazy_info(L, &st);
+    int32_t nsym = gd_lazy_nsym(L);
     PyObject *ret = NULL;
-    if (out.shape[0] != st.nsym) {
-        PyErr_Format(PyExc_ValueError, "lazy_row: out must have nsym=%d entries", st.nsym);
+    if (out.shape[0] != nsym) {
+        PyErr_Format(PyExc_ValueError, "lazy_row: out must have nsym=%d entries", nsym);
     } else {
         const int32_t *row = gd_lazy_row(L, state);
         if (!row) lazy_failed(L, "lazy_row");
         else {
-            memcpy(out.buf, row, sizeof(int32_t) * (size_t)st.nsym);
+            memcpy(out.buf, row, sizeof(int32_t) * (size_t)nsym);
             ret = Py_None;
             Py_INCREF(ret);
         }
@@ -720,11 +719,10 @@ static PyObject *py_lazy_run(PyObject *self, PyObject *args) {
         PyBuffer_Release(&data);
         return PyErr_Format(PyExc_ValueError, "lazy_run: state %d out of range", state);
     }
-    gd_lazy_stats st;
-    gd_lazy_info(L, &st);
+    const uint16_t *bc = gd_lazy_byte_class(L);
     const uint8_t *p = data.buf;
     int32_t s = state;
-    for (Py_ssize_t i = 0; i < data.len && s >= 0; i++) s = gd_lazy_step(L, s, st.byte_class[p[i]]);
+    for (Py_ssize_t i = 0; i < data.len && s >= 0; i++) s = gd_lazy_step(L, s, bc[p[i]]);
     PyBuffer_Release(&data);
     if (s < -1) return lazy_failed(L, "lazy_run");
     return PyLong_FromLong((long)s);
@@ -738,9 +736,7 @@ static PyObject *py_lazy_step(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "Oii", &cap, &state, &sym)) return NULL;
     gd_lazy *L = lazy_of(cap);
     if (!L) return NULL;
-    gd_lazy_stats st;
-    gd_lazy_info(L, &st);
-    if (state < 0 || (size_t)state >= gd_lazy_n_states(L) || sym < 0 || sym >= st.nsym)
+    if (state < 0 || (size_t)state >= gd_lazy_n_states(L) || sym < 0 || sym >= gd_lazy_nsym(L))
         return PyErr_Format(PyExc_ValueError, "lazy_step: state or symbol out of range");
     int32_t s = gd_lazy_step(L, state, sym);
     if (s < -1) return lazy_failed(L, "lazy_step");
@@ -782,14 +778,13 @@ static PyObject *py_lazy_walk(PyObject *self, PyObject *args) {
         return NULL;
     }
     gd_walk_opts opts = {-1, NULL, NULL, NULL, NULL, NULL, -1};
-    gd_lazy_stats st;
-    gd_lazy_info(L, &st);
+    int32_t n_classes = gd_lazy_n_classes(L);
     if (cls.shape[0] != 256) bad = "classes must have 256 entries";
     else if (state < 0 || (size_t)state >= gd_lazy_n_states(L)) bad = "state out of range";
     else if (has_next && next.shape[0] < mask.shape[0] * 32) bad = "next_state must have 32 entries per mask word";
     else {
         for (int b = 0; b < 256 && !bad; b++)
-            if (((const uint8_t *)cls.buf)[b] >= st.n_classes) bad = "classes: a class not below the automaton's";
+            if (((const uint8_t *)cls.buf)[b] >= n_classes) bad = "classes: a class not below the automaton's";
     }
     if (!bad && oplain != Py_None) {
         const char *const pn[4] = {"node_plain", "row_off", "pair_cls", "pair_next"};
@@ -806,7 +801,7 @@ static PyObject *py_lazy_walk(PyObject *self, PyObject *args) {
             if (slot == -1 && PyErr_Occurred()) goto done;
             if (slot < 0 || slot >= 8) bad = "plain: memo slot must be 0..7";
             else if (pb[0].shape[0] != (Py_ssize_t)gd_trie_nodes(t)) bad = "plain: node_plain must have one byte per trie node";
-            else bad = check_pairs(&pb[1], &pb[2], &pb[3], st.n_classes);
+            else bad = check_pairs(&pb[1], &pb[2], &pb[3], n_classes);
             opts.node_plain = pb[0].buf;
             opts.row_off = pb[1].buf;
             opts.pair_cls = pb[2].buf;
@@ -850,9 +845,7 @@ static PyObject *py_lazy_plain_chain(PyObject *self, PyObject *args) {
         PyBuffer_Release(&cls);
         return NULL;
     }
-    gd_lazy_stats st;
-    gd_lazy_info(L, &st);
-    const char *bad = check_pairs(&ro, &cls, &nx, st.n_classes);
+    const char *bad = check_pairs(&ro, &cls, &nx, gd_lazy_n_classes(L));
     if (!bad && (state < 0 || (size_t)state >= gd_lazy_n_states(L))) bad = "state out of range";
     int64_t k = 0;
     if (!bad) k = gd_plain_chain_lazy(ro.buf, cls.buf, nx.buf, L, state, max_len);

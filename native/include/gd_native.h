@@ -226,6 +226,9 @@ int gd_lazy_accepting(const gd_lazy *L, int32_t s);
 int32_t gd_lazy_min_moves(const gd_lazy *L, int32_t s);
 void gd_lazy_info(const gd_lazy *L, gd_lazy_stats *out);
 size_t gd_lazy_n_states(const gd_lazy *L);
+int32_t gd_lazy_nsym(const gd_lazy *L);
+int32_t gd_lazy_n_classes(const gd_lazy *L);
+const uint16_t *gd_lazy_byte_class(const gd_lazy *L); /* [256] */
 /* The plain-loop memo of a lazy automaton (see gd_walk_opts), per slot 0..7: 0 = unknown. */
 uint8_t gd_lazy_memo_get(const gd_lazy *L, int32_t slot, int32_t s);
 void gd_lazy_memo_set(gd_lazy *L, int32_t slot, int32_t s, uint8_t v);

@@ -594,6 +594,7 @@ struct gd_lazy {
     size_t done_cap;
     int32_t *min_moves; /* [n_nfa] fewest moves (usable symbols) from each NFA state to the end */
     int err;         /* the GD_DFA_* code of the first failed expansion (0: none) */
+    size_t n_expanded;
     uint8_t *memo[8];   /* plain-loop memos (gd_walk_opts), grown on write */
     size_t memo_cap[8];
     uint16_t byte_class[256];
@@ -809,6 +810,7 @@ static int lazy_expand(gd_lazy *L, int32_t s) {
         L->done = dn;
     }
     L->done[s] = 1;
+    L->n_expanded++;
     return GD_DFA_OK;
 }
 
@@ -825,6 +827,12 @@ const int32_t *gd_lazy_row(gd_lazy *L, int32_t s) {
 }
 
 size_t gd_lazy_n_states(const gd_lazy *L) { return L->d.states.n; }
+
+int32_t gd_lazy_nsym(const gd_lazy *L) { return L->d.nsym; }
+
+const uint16_t *gd_lazy_byte_class(const gd_lazy *L) { return L->byte_class; }
+
+int32_t gd_lazy_n_classes(const gd_lazy *L) { return L->nfa.ncls; }
 
 int gd_lazy_accepting(const gd_lazy *L, int32_t s) {
     return s >= 0 && (size_t)s < L->d.states.n && L->d.acc[s];
@@ -846,9 +854,7 @@ void gd_lazy_info(const gd_lazy *L, gd_lazy_stats *out) {
     out->n_states = (int32_t)L->d.states.n;
     out->n_classes = L->nfa.ncls;
     out->nsym = L->d.nsym;
-    size_t done = 0;
-    for (size_t i = 0; i < L->d.states.n && i < L->done_cap; i++) done += L->done[i];
-    out->n_expanded = (int32_t)done;
+    out->n_expanded = (int32_t)L->n_expanded;
     out->err = L->err;
     out->bytes = sizeof *L + gd_subset_bytes(L->d.states.n, (size_t)L->d.nsym, L->d.states.n + L->d.cache.n,
                                              L->d.states.len + L->d.cache.len) +
