@@ -14,6 +14,7 @@ import socket
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,6 +68,29 @@ def bench_schemas(per_split: int, offset: int = 0,
         for f in files[offset::max(1, len(files) // per_split)][:per_split]:
             out[f"{split}/{f.stem}"] = json.loads(f.read_text(encoding="utf-8"))["schema"]
     return out
+
+
+#: HAND_SCHEMAS and a JSONSchemaBench sample that have one explicit DFA (unsat / bad_pattern /
+#: self / no_exit_cycle have no grammar; the counted-size, long-string, big-array and Snowplow
+#: ones exceed the explicit DFA's limits)
+_NO_DFA = {"hand/unsat", "hand/bad_pattern", "hand/self", "hand/no_exit_cycle", "hand/counted_strings",
+           "hand/long_string", "hand/big_array", "Snowplow/sp_0_Normalized"}
+DFA_SCHEMAS = {name: v for name, v in {**{f"hand/{k}": v for k, v in HAND_SCHEMAS.items()}, **bench_schemas(6)}.items()
+               if name not in _NO_DFA}
+
+
+def assert_same_dfa(a, b, *, read_only: bool = False) -> None:
+    """Two DFAs are the same: table (and its dtype), acceptance (and its dtype), byte
+    classes, specials; with ``read_only`` every array of ``a`` is read-only too."""
+    assert a.trans.dtype == b.trans.dtype
+    assert np.array_equal(a.trans, b.trans)
+    assert np.array_equal(a.accepting, b.accepting)
+    assert a.accepting.dtype == b.accepting.dtype
+    assert np.array_equal(a.byte_class, b.byte_class)
+    assert (a.specials, a.n_classes) == (b.specials, b.n_classes)
+    if read_only:
+        for x in (a.trans, a.accepting, a.byte_class):
+            assert not x.flags.writeable
 
 
 _vocabs: dict = {}

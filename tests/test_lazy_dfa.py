@@ -212,3 +212,14 @@ def test_a_limit_inside_a_mask_is_the_matchers_sticky_error():
     assert isinstance(m.error, LimitError) and "max_subset_bytes" in str(m.error)
     with pytest.raises(ProcessorError, match="max_subset_bytes"):
         m.raise_if_failed()
+
+
+def test_the_pure_python_reference_mode_builds_the_same_lazy_automaton(monkeypatch):
+    """Under GD_PURE_PYTHON_DFA=1 the lazy DFA takes its NFA from the Python flat-array builder
+    (the reference of the native one): the same strings are accepted and rejected."""
+    g = compile_schema(SCHEMAS["closed"]).grammar
+    native = compile_lazy_dfa(g)
+    monkeypatch.setenv("GD_PURE_PYTHON_DFA", "1")
+    ref = compile_lazy_dfa(g)
+    for s in CASES[0][0] + CASES[0][1]:
+        assert ref.accepts(s) == native.accepts(s), s

@@ -14,22 +14,9 @@ import decoding.backends.automaton as A
 from decoding.errors import DecodingError
 from decoding.frontends.jsonschema import compile_schema
 
-from conftest import HAND_SCHEMAS, bench_schemas
+from conftest import DFA_SCHEMAS, assert_same_dfa
 
-#: the schemas with one explicit DFA (unsat / bad_pattern / self / no_exit_cycle have no grammar; the counted-size,
-#: long-string, big-array and Snowplow ones exceed the explicit DFA's limits)
-NO_DFA = {"hand/unsat", "hand/bad_pattern", "hand/self", "hand/no_exit_cycle", "hand/counted_strings", "hand/long_string", "hand/big_array",
-          "Snowplow/sp_0_Normalized"}
-SCHEMAS = {name: v for name, v in {**{f"hand/{k}": v for k, v in HAND_SCHEMAS.items()}, **bench_schemas(6)}.items()
-           if name not in NO_DFA}
-
-
-def _same(a: A.DFA, b: A.DFA) -> None:
-    assert a.trans.dtype == b.trans.dtype
-    assert np.array_equal(a.trans, b.trans)
-    assert np.array_equal(a.accepting, b.accepting)
-    assert np.array_equal(a.byte_class, b.byte_class)
-    assert (a.specials, a.n_classes) == (b.specials, b.n_classes)
+SCHEMAS = DFA_SCHEMAS
 
 
 @pytest.mark.parametrize("name", sorted(SCHEMAS))
@@ -41,7 +28,7 @@ def test_trimmed_prune_is_the_native_trim(name):
     for usable in (None, every, [True] * 256):
         got = A._prune(d, usable)
         assert got is d  # the shortcut
-        _same(got, A._prune(plain, usable))
+        assert_same_dfa(got, A._prune(plain, usable))
     some = every.copy()
     some[0x80:] = False  # a restriction: the native trim runs (ASCII-only schemas keep their states)
     try:
@@ -50,4 +37,4 @@ def test_trimmed_prune_is_the_native_trim(name):
         with pytest.raises(DecodingError):
             A._prune(d, some)
     else:
-        _same(A._prune(d, some), want)
+        assert_same_dfa(A._prune(d, some), want)

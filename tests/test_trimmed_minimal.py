@@ -12,25 +12,9 @@ import decoding.backends.automaton as A
 from decoding.errors import GrammarError
 from decoding.frontends.jsonschema import compile_schema
 
-from conftest import HAND_SCHEMAS, bench_schemas
+from conftest import DFA_SCHEMAS, assert_same_dfa
 
-#: the schemas with one explicit DFA (unsat / bad_pattern / self / no_exit_cycle have no grammar; the counted-size,
-#: long-string, big-array and Snowplow ones exceed the explicit DFA's limits)
-NO_DFA = {"hand/unsat", "hand/bad_pattern", "hand/self", "hand/no_exit_cycle", "hand/counted_strings", "hand/long_string", "hand/big_array",
-          "Snowplow/sp_0_Normalized"}
-SCHEMAS = {name: v for name, v in {**{f"hand/{k}": v for k, v in HAND_SCHEMAS.items()}, **bench_schemas(6)}.items()
-           if name not in NO_DFA}
-
-
-def _same(a: A.DFA, b: A.DFA) -> None:
-    assert a.trans.dtype == b.trans.dtype
-    assert np.array_equal(a.trans, b.trans)
-    assert np.array_equal(a.accepting, b.accepting)
-    assert a.accepting.dtype == b.accepting.dtype
-    assert np.array_equal(a.byte_class, b.byte_class)
-    assert (a.specials, a.n_classes) == (b.specials, b.n_classes)
-    for x in (a.trans, a.accepting, a.byte_class):
-        assert not x.flags.writeable
+SCHEMAS = DFA_SCHEMAS
 
 
 def _old(d: A.DFA) -> A.DFA:
@@ -58,7 +42,7 @@ def _subset(name: str) -> A.DFA:
 @pytest.mark.parametrize("name", sorted(SCHEMAS))
 def test_same_as_trim_then_minimize(name):
     d = _subset(name)
-    _same(A._trimmed_minimal(d, None), _old(d))
+    assert_same_dfa(A._trimmed_minimal(d, None), _old(d), read_only=True)
 
 
 def _dfa(trans, accepting) -> A.DFA:
@@ -80,7 +64,7 @@ def _dfa(trans, accepting) -> A.DFA:
 ])
 def test_hand_made(trans, accepting):
     d = _dfa(trans, accepting)
-    _same(A._trimmed_minimal(d, None), _old(d))
+    assert_same_dfa(A._trimmed_minimal(d, None), _old(d), read_only=True)
 
 
 def test_empty_language_same_error():

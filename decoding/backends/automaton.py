@@ -1163,6 +1163,23 @@ def compile_dfa(grammar: Grammar, *, max_states: int | None = None,
     if max_states is None:
         max_states = lim.max_dfa_states
     deadline = _Deadline(lim.max_compile_seconds, f"grammar '{grammar.start}'")
+    nfa, start, end, specials = grammar_nfa(grammar, lim, deadline, literal_specials=literal_specials,
+                                            size_checked=size_checked, max_dfa=max_states)
+    dfa = _minimal_dfa(nfa, start, end, specials, deadline, max_states, f"grammar '{grammar.start}'",
+                       lim.max_subset_bytes)
+    assert dfa is not None
+    return dfa
+
+
+def grammar_nfa(grammar: Grammar, lim: Limits, deadline: _Deadline, *, literal_specials: Iterable[str] = (),
+                size_checked: bool = False, max_dfa: int = DEFAULT_MAX_STATES, flat: bool = False
+                ) -> "tuple[_NFA | _NFARef, int, int, tuple[str, ...]]":
+    """The Thompson NFA of ``grammar`` as :func:`compile_dfa` and the lazy DFA
+    (:mod:`decoding.backends.dfa.lazy`) build it: ``(nfa, start, end, specials)``.  The IR
+    is estimated first unless ``size_checked``; ``literal_specials`` are matched as their
+    bytes; ``max_dfa`` bounds the automata of Inter/Diff operands.  ``flat``: a builder with
+    flat edge arrays even under ``GD_PURE_PYTHON_DFA=1`` (:class:`_NFA`, the reference of the
+    native builder).  GrammarError for an empty language."""
     if not size_checked:
         check_size(grammar, lim)
     check_productive(grammar)  # an empty language names its rule, not "max_depth?"
@@ -1171,17 +1188,17 @@ def compile_dfa(grammar: Grammar, *, max_states: int | None = None,
         grammar = _replace_specials(grammar, lit_specials)
     specials = tuple(grammar.specials())
     sid = {t: i for i, t in enumerate(specials)}
-    nfa = _new_nfa(grammar, sid, lim.max_nfa_states, max_nesting=lim.max_nesting, deadline=deadline)
-    nfa.max_dfa = max_states
+    if flat and _pure_python_dfa():
+        nfa: "_NFA | _NFARef" = _NFA(grammar, sid, lim.max_nfa_states, max_nesting=lim.max_nesting, deadline=deadline)
+    else:
+        nfa = _new_nfa(grammar, sid, lim.max_nfa_states, max_nesting=lim.max_nesting, deadline=deadline)
+    nfa.max_dfa = max_dfa
     start = nfa.new()
     end = nfa.build_start(start)
     if end is None:
         raise GrammarError(f"grammar '{grammar.start}' accepts no string "
                            f"(recursion deeper than max_depth={grammar.max_depth}?)")
-    dfa = _minimal_dfa(nfa, start, end, specials, deadline, max_states, f"grammar '{grammar.start}'",
-                       lim.max_subset_bytes)
-    assert dfa is not None
-    return dfa
+    return nfa, start, end, specials
 
 
 def _minimal_dfa(nfa: "_NFA | _NFARef", start: int, end: int, specials: tuple[str, ...], deadline: _Deadline,
@@ -1226,18 +1243,29 @@ def _trimmed_minimal(dfa: DFA, deadline: _Deadline | None) -> DFA:
                                np.ascontiguousarray(m.accepting, dtype=np.uint8), None)
     if k != m.n_states:
         return _minimize(_prune(dfa, None), deadline)
-    dt = state_dtype(m.n_states)
     if m is dfa:  # already minimal: the table as the trim would have left it (its dtype, read-only)
-        t = dfa.trans if dfa.trans.dtype == dt else dfa.trans.astype(dt)
-        a = dfa.accepting if dfa.accepting.dtype == bool else dfa.accepting.astype(bool)
-        if t.flags.writeable:
-            t.setflags(write=False)
-        if a.flags.writeable:
-            a.setflags(write=False)
-        bc = dfa.byte_class.copy()
-        bc.setflags(write=False)
-        m = DFA(bc, t, a, dfa.specials, dfa.n_classes)
+        m = _read_only(dfa, *_kept(dfa))
     return m
+
+
+def _kept(dfa: DFA) -> tuple[np.ndarray, np.ndarray]:
+    """(table, acceptance) of ``dfa`` as a trim that keeps every state leaves them: the table
+    in the dtype for its size, acceptance as bool (no copy unless a dtype changes)."""
+    dt = state_dtype(dfa.n_states)
+    t = dfa.trans if dfa.trans.dtype == dt else dfa.trans.astype(dt)
+    a = dfa.accepting if dfa.accepting.dtype == bool else dfa.accepting.astype(bool)
+    return t, a
+
+
+def _read_only(dfa: DFA, t: np.ndarray, a: np.ndarray) -> DFA:
+    """A DFA of ``dfa``'s byte classes and specials with table ``t`` and acceptance ``a``,
+    every array read-only (the byte classes copied)."""
+    for x in (t, a):
+        if x.flags.writeable:
+            x.setflags(write=False)
+    bc = dfa.byte_class.copy()
+    bc.setflags(write=False)
+    return DFA(bc, t, a, dfa.specials, dfa.n_classes)
 
 
 def _pure_python_dfa() -> bool:
@@ -1664,23 +1692,15 @@ def _prune(dfa: DFA, usable_bytes: Sequence[bool] | None) -> DFA:
     if k == 0:
         raise GrammarError("grammar accepts no string that this vocabulary can spell"
                            if usable_bytes is not None else "grammar accepts no string")
-    dt = state_dtype(k)
     if tb is None:  # every state kept: the table as it is (no copy unless its dtype changes)
-        t = dfa.trans if dfa.trans.dtype == dt else dfa.trans.astype(dt)
-        a = dfa.accepting if dfa.accepting.dtype == bool else dfa.accepting.astype(bool)
+        t, a = _kept(dfa)
     else:
         t = np.frombuffer(tb, dtype=np.int32).reshape(k, nsym)
-        if dt != np.int32:
-            t = t.astype(dt)
+        if state_dtype(k) != np.int32:
+            t = t.astype(state_dtype(k))
         a = np.frombuffer(ab, dtype=np.uint8).astype(bool)
         del tb, ab
-    if t.flags.writeable:
-        t.setflags(write=False)
-    if a.flags.writeable:
-        a.setflags(write=False)
-    bc = dfa.byte_class.copy()
-    bc.setflags(write=False)
-    return DFA(bc, t, a, dfa.specials, dfa.n_classes)
+    return _read_only(dfa, t, a)
 
 
 def _prune_py(dfa: DFA, usable_bytes: Sequence[bool] | None) -> DFA:

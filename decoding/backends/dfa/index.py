@@ -357,7 +357,8 @@ class DFAGrammar:
         if pairs is None:
             pairs = self._char_pairs[name] = char_pairs(vocab_tables(self.vocab).profile(name).char_dfa,
                                                         self.dfa.byte_class)
-        return plain_chain(pairs, self._table, state, max(1, vocab_tables(self.vocab).profile(name).max_chars))
+        tabs = self._tabs or vocab_tables(self.vocab)
+        return plain_chain(pairs, self._table, state, max(1, tabs.profile(name).max_chars))
 
 
 def compile_dfa_grammar(grammar: Grammar, vocab: Vocab, *, max_states: int = DEFAULT_MAX_STATES,

@@ -31,15 +31,13 @@ from typing import Iterable
 import numpy as np
 
 from decoding import _native
-from decoding.backends.automaton import DFA, SUBSET_STATES_FACTOR, _Deadline, _new_nfa, _replace_specials
+from decoding.backends.automaton import DFA, SUBSET_STATES_FACTOR, _Deadline, grammar_nfa
 from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN
 from decoding.backends.masks import DEFAULT_MAX_MASKS, MaskTable
 from decoding.backends.tables import PROFILES, vocab_tables
 from decoding.backends.textloop import UNBOUNDED, _probes, char_pairs
 from decoding.errors import GrammarError, LimitError
 from decoding.ir import Grammar
-from decoding.ir.productive import check_productive
-from decoding.ir.size import check_size
 from decoding.limits import DEFAULT_LIMITS, Limits
 from decoding.vocab import Vocab
 
@@ -126,20 +124,9 @@ def compile_lazy_dfa(grammar: Grammar, *, usable_bytes: np.ndarray | None = None
     GrammarError if no usable string is accepted; LimitError past the NFA limits."""
     lim = DEFAULT_LIMITS if limits is None else limits
     what = f"grammar '{grammar.start}'"
-    deadline = _Deadline(lim.max_compile_seconds, what)
-    if not size_checked:
-        check_size(grammar, lim)
-    check_productive(grammar)
-    lit = set(literal_specials)
-    if lit:
-        grammar = _replace_specials(grammar, lit)
-    specials = tuple(grammar.specials())
-    sid = {t: i for i, t in enumerate(specials)}
-    nfa = _new_nfa(grammar, sid, lim.max_nfa_states, max_nesting=lim.max_nesting, deadline=deadline)
-    start = nfa.new()
-    end = nfa.build_start(start)
-    if end is None:
-        raise GrammarError(f"{what} accepts no string (recursion deeper than max_depth={grammar.max_depth}?)")
+    nfa, start, end, specials = grammar_nfa(grammar, lim, _Deadline(lim.max_compile_seconds, what),
+                                            literal_specials=literal_specials, size_checked=size_checked,
+                                            max_dfa=lim.max_dfa_states, flat=True)
     ok = None if usable_bytes is None else np.ascontiguousarray(usable_bytes[:256], dtype=np.uint8)
     max_states = min(max(1, lim.max_dfa_states) * SUBSET_STATES_FACTOR, 2**31 - 1)
     try:
