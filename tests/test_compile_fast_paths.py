@@ -232,6 +232,26 @@ def test_find_empty_blames_the_same_rule() -> None:
     assert find_empty(HAND_GRAMMARS["shared"]) is None
 
 
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_front_end_productive_start_is_find_empty(name: str) -> None:
+    """The JSON Schema front-end records its grammar's start as productive
+    (``known_productive``): ``find_empty`` of the same grammar built afresh agrees."""
+    g = _grammar(SCHEMAS[name])
+    if g is None:
+        pytest.skip("the front-end refuses this schema")
+    assert g._empty == (None,)
+    fresh = _afresh(g)
+    assert fresh._empty == () and find_empty(fresh) is None and fresh._empty == (None,)
+
+
+def test_find_empty_once_per_grammar() -> None:
+    """find_empty's answer is kept with the grammar object (and an equal grammar built
+    afresh finds the same)."""
+    for g in HAND_GRAMMARS.values():
+        first = find_empty(g)
+        assert g._empty == (first,) and find_empty(g) == first == find_empty(_afresh(g))
+
+
 def test_grammar_check_with_plain_nodes() -> None:
     _register_constants()
     with pytest.raises(GrammarError, match="refers to undefined rule 'nope'"):
@@ -328,3 +348,80 @@ def test_seq_builder_as_before() -> None:
     for _ in range(5000):
         items = [rnd.choice(pool) for _ in range(rnd.randrange(0, 6))]
         assert seq(*items) == _seq_before(*items), items
+
+
+def _set_strings_before(n, budget):
+    """``size._set_strings`` as it was, expanding every child in order."""
+    from decoding.ir.nodes import ByteSet, Lit
+    if isinstance(n, Lit):
+        return [tuple(1 << b for b in n.data)] if len(n.data) <= S.SET_STRING_LEN_MAX else None
+    if isinstance(n, ByteSet):
+        return [(S._byte_mask(n.ranges),)] if n.ranges else None
+    if isinstance(n, Choice):
+        out: list = []
+        for x in n.items:
+            sub = _set_strings_before(x, budget - len(out))
+            if sub is None:
+                return None
+            out.extend(sub)
+            if len(out) > budget:
+                return None
+        return out
+    if isinstance(n, Seq):
+        acc: list = [()]
+        for x in n.items:
+            sub = _set_strings_before(x, budget)
+            if sub is None or len(acc) * len(sub) > budget:
+                return None
+            acc = [a + b for a in acc for b in sub]
+            if any(len(a) > S.SET_STRING_LEN_MAX for a in acc):
+                return None
+        return acc
+    return None
+
+
+def test_set_strings_as_before() -> None:
+    """``_set_strings`` looking for a child that has none before expanding any: the same
+    answers on random small IR (Refs, repetitions, long literals and empty sets inside)."""
+    import random
+
+    from decoding.ir.nodes import ByteSet, Lit
+    rnd = random.Random(3)
+
+    def node(depth):
+        k = rnd.randrange(9 if depth else 4)
+        if k == 0:
+            return Lit(bytes(rnd.randrange(97, 100) for _ in range(rnd.choice([0, 1, 2, 17]))))
+        if k == 1:
+            return ByteSet(rnd.choice([(), ((97, 98),), ((48, 57), (97, 97))]))
+        if k == 2:
+            return rnd.choice([Ref("r"), Special("<s>"), Repeat(Lit(b"a"), 0, 2)])
+        if k == 3:
+            return Choice(())
+        items = tuple(node(depth - 1) for _ in range(rnd.randrange(0, 4)))
+        return Seq(items) if k % 2 else Choice(items)
+
+    for _ in range(3000):
+        n = node(3)
+        for budget in (2, 16, 256):
+            assert S._set_strings(n, budget) == _set_strings_before(n, budget), n
+        kids = list(n.items) if isinstance(n, (Seq, Choice)) else [n]
+        assert S._set_strings_differ(kids) == _set_strings_differ_before(kids)
+
+
+def _set_strings_differ_before(branches) -> bool:
+    tagged: list = []
+    for i, x in enumerate(branches):
+        sub = _set_strings_before(x, S.SET_STRINGS_MAX - len(tagged))
+        if sub is None:
+            return False
+        tagged.extend((t, i) for t in sub)
+        if len(tagged) > S.SET_STRINGS_MAX:
+            return False
+    for j, (b, bi) in enumerate(tagged):
+        for a, ai in tagged[:j]:
+            if ai == bi or not a or not b or not (a[0] & b[0]):
+                continue
+            if all(p & q for p, q in zip(a, b)):
+                return False
+    return True

@@ -181,6 +181,21 @@ def test_unproductive_on_hand_grammars():
         assert C._unproductive(root, rules) == _unproductive_afresh(root, rules)
 
 
+def test_productive_by_the_rules_of_derives():
+    """The front-end's ``_productive`` answers as ``decoding.ir.productive._derives`` on every
+    kind of node, those the front-end never builds included (so its proof that the start is
+    productive is ``find_empty``'s)."""
+    from decoding.ir import EMPTY, NOTHING, ByteSet, Diff, Inter, Special, byteset, lit, rep, seq
+    from decoding.ir.productive import _derives
+    a, z = lit("a"), byteset([(48, 57)])
+    nodes = [a, z, ByteSet(()), Special("<s>"), Inter((a, z)), Diff(a, z), EMPTY, NOTHING, Ref("r"), Ref("q"),
+             Repeat(a, 3, 2), Repeat(a, 0, 0), Repeat(NOTHING, 0, 2), Repeat(NOTHING, 2, 1), Repeat(NOTHING, 1, 3),
+             Repeat(ByteSet(()), 1, None), Seq((a, ByteSet(()))), Choice((NOTHING, Ref("q"))), seq(a, Ref("r")),
+             Choice((Seq((NOTHING,)), rep(z, 2, 4)))]
+    for n in nodes:
+        assert C._productive(n, {"r"}, set()) == _derives(n, {"r"}), n
+
+
 def test_constants():
     """The constant nodes hold no Ref, derive some string, and their seeded estimates
     are the estimates of a fresh memo."""

@@ -144,6 +144,8 @@ class Grammar:
     _by_name: dict = field(default=None, init=False, repr=False, compare=False, hash=False)  # type: ignore[assignment]
     _specials: tuple = field(default=(), init=False, repr=False, compare=False, hash=False)
     _rule_refs: dict = field(default=None, init=False, repr=False, compare=False, hash=False)  # type: ignore[assignment]
+    #: ``(find_empty(self),)`` once known (:func:`decoding.ir.productive.find_empty`), else ``()``
+    _empty: tuple = field(default=(), init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         names = [n for n, _ in self.rules]
@@ -409,19 +411,30 @@ def lit(s: str | bytes) -> Node:
 
 def seq(*items: Node) -> Node:
     """Concatenation: nested sequences flattened (one level), adjacent literals merged, empty
-    literals dropped; NOTHING if an item is NOTHING; the item itself when one is left."""
+    literals dropped; NOTHING if an item is NOTHING; the item itself when one is left.  A
+    literal that is merged with none is kept (the same object)."""
     merged: list[Node] = []
+    run: bytes | None = None  # the bytes of the literals since the last other item
+    only: Node | None = None  # the run's literal when it is one
     for it in items:
-        for x in (it.items if isinstance(it, Seq) else (it,)):
-            if isinstance(x, Lit):
-                if not x.data:
-                    continue
-                if merged and isinstance(merged[-1], Lit):
-                    merged[-1] = Lit(merged[-1].data + x.data)  # type: ignore[union-attr]
-                    continue
-            elif x.__class__ is Choice and x.items == ():  # ``x == NOTHING``, without comparing
+        for x in (it.items if it.__class__ is Seq else (it,)):  # type: ignore[union-attr]
+            cls = x.__class__
+            if cls is Lit:
+                data = x.data  # type: ignore[union-attr]
+                if data:
+                    if run is None:
+                        run, only = data, x
+                    else:
+                        run, only = run + data, None
+                continue
+            if cls is Choice and not x.items:  # type: ignore[union-attr]  # ``x == NOTHING``, without comparing
                 return NOTHING
+            if run is not None:
+                merged.append(only if only is not None else Lit(run))
+                run = None
             merged.append(x)
+    if run is not None:
+        merged.append(only if only is not None else Lit(run))
     return merged[0] if len(merged) == 1 else Seq(tuple(merged))
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from decoding.errors import GrammarError
 from decoding.ir.nodes import ByteSet, Choice, Dfa, Diff, Grammar, Inter, Lit, Node, Ref, Repeat, Seq, Special, plain_ids
 
-__all__ = ["productive_rules", "find_empty", "check_productive"]
+__all__ = ["productive_rules", "find_empty", "check_productive", "known_productive"]
 
 
 def _derives(node: Node, ok: set[str], true: set[int] | None = None) -> bool:
@@ -116,7 +116,23 @@ def productive_rules(g: Grammar) -> set[str]:
 def find_empty(g: Grammar) -> tuple[str, str] | None:
     """``None`` when ``g`` accepts some string (ignoring ``max_depth``), else ``(rule,
     reason)``: the rule to blame and why, e.g. ``("r", "every expansion recurses into 'r'
-    (no finite string)")``."""
+    (no finite string)")``.  Computed once per grammar object (a front-end's check and a
+    back-end's find it once), or known from :func:`known_productive`."""
+    known = g._empty
+    if not known:
+        known = (_find_empty(g),)
+        object.__setattr__(g, "_empty", known)
+    return known[0]
+
+
+def known_productive(g: Grammar) -> None:
+    """Record that ``g``'s start rule is productive, as the front-end that built ``g`` found
+    with the rules of :func:`_derives` (the least fixpoint over the rules the start reaches):
+    :func:`find_empty` of ``g`` is then None without walking ``g`` again."""
+    object.__setattr__(g, "_empty", (None,))
+
+
+def _find_empty(g: Grammar) -> tuple[str, str] | None:
     ok = productive_rules(g)
     if g.start in ok:
         return None

@@ -129,16 +129,6 @@ def _byte_mask(ranges: tuple[tuple[int, int], ...]) -> int:
     return m
 
 
-def _children(n: Node) -> tuple[Node, ...]:
-    if isinstance(n, (Seq, Choice, Inter)):
-        return n.items
-    if isinstance(n, Diff):
-        return (n.base, n.minus)
-    if isinstance(n, Repeat):
-        return (n.item,)
-    return ()
-
-
 def _lead(n: Node) -> bytes:
     """The literal bytes every string of ``n`` starts with, as far as leading Lits say."""
     if isinstance(n, Lit):
@@ -159,11 +149,24 @@ SET_STRINGS_MAX = 256
 SET_STRING_LEN_MAX = 16
 
 
+def _no_set_strings(n: Node) -> bool:
+    """:func:`_set_strings` of ``n`` is None, as its class (or size) alone says."""
+    cls = n.__class__
+    if cls is Lit:
+        return len(n.data) > SET_STRING_LEN_MAX  # type: ignore[union-attr]
+    if cls is ByteSet:
+        return not n.ranges  # type: ignore[union-attr]
+    return cls is not Choice and cls is not Seq
+
+
 def _set_strings(n: Node, budget: int) -> list[tuple[int, ...]] | None:
     """``n``'s language as at most ``budget`` sequences of byte masks (each string of ``n``
     matches one of them position by position, and each of them matches only strings of
     ``n``), or None when ``n`` is not such a short finite sequence of literals and byte sets
-    (a repetition, a Ref, a special, an automaton)."""
+    (a repetition, a Ref, a special, an automaton).  A child that is none is looked for
+    before any is expanded (the answer is the same: None)."""
+    if isinstance(n, (Choice, Seq)) and any(_no_set_strings(x) for x in n.items):
+        return None
     if isinstance(n, Lit):
         return [tuple(1 << b for b in n.data)] if len(n.data) <= SET_STRING_LEN_MAX else None
     if isinstance(n, ByteSet):
@@ -197,6 +200,8 @@ def _set_strings_differ(branches: list[Node]) -> bool:
     the branches' union is a prefix code when each branch is one (exact, not a guess: two
     byte-set sequences share a string prefix iff their sets meet at every position of the
     shorter).  False when unknown."""
+    if any(_no_set_strings(x) for x in branches):
+        return False
     tagged: list[tuple[tuple[int, ...], int]] = []
     for i, x in enumerate(branches):
         sub = _set_strings(x, SET_STRINGS_MAX - len(tagged))
@@ -240,12 +245,90 @@ def _dfa_prefix_free(n: Dfa) -> bool:
     return True
 
 
+#: literals' estimates by ``length << 8 | first byte`` (an estimate is immutable: literals
+#: alike share one), at most ``_LIT_SHARED_MAX`` of them
+_LIT_SHARED: dict[int, Estimate] = {}
+_LIT_SHARED_MAX = 4096
+
+
+def _leaf(n: Node) -> Estimate:
+    """Estimate of a leaf (no children): a Lit, ByteSet, Dfa or Special."""
+    cls = n.__class__
+    if cls is Lit:
+        data = n.data  # type: ignore[union-attr]
+        k = len(data)
+        key = k << 8 | data[0] if k else -1
+        e = _LIT_SHARED.get(key)
+        if e is None:
+            e = _est(k, k, k, 0, False, 1 << data[0] if k else 0, pf=True)
+            if len(_LIT_SHARED) < _LIT_SHARED_MAX:
+                _LIT_SHARED[key] = e
+        return e
+    if cls is ByteSet:
+        return _est(1, 1, 1, 0, False, _byte_mask(n.ranges), pf=True)  # type: ignore[union-attr]
+    if cls is Dfa:
+        k = len(n.edges)  # type: ignore[union-attr]
+        first = 0
+        for lo, hi, _ in n.edges[0]:  # type: ignore[union-attr]
+            first |= _byte_mask(((lo, hi),))
+        # lo: a byte, unless empty is in
+        return _est(k, 0 if 0 in n.accept else 1, None, k, False, first,  # type: ignore[union-attr]
+                    pf=_dfa_prefix_free(n))  # type: ignore[arg-type]
+    if cls is Seq or cls is Choice or cls is Repeat or cls is Inter or cls is Diff:
+        return _combine(n, [])  # (one without children: the empty sequence or language)
+    return _SPECIAL
+
+
+def _choice(n: Choice, kids: list[Estimate]) -> Estimate:
+    """Estimate of a non-empty Choice from its branches' (in order)."""
+    states = 2
+    lo = kids[0].lo
+    hi: int | None = 0
+    work = first = dup = 0
+    amb = refs = cut = False
+    pf = True
+    for e in kids:
+        states += e.states + 1
+        if e.lo < lo:
+            lo = e.lo
+        if hi is not None:
+            hi = None if e.hi is None else max(hi, e.hi)
+        work += e.work
+        if e.amb:
+            amb = True
+        if e.refs:
+            refs = True
+        if e.cut:
+            cut = True
+        if not e.pf:
+            pf = False
+        dup |= first & e.first
+        first |= e.first
+    heads_differ = True
+    if dup:
+        alike = [(x, e) for x, e in zip(n.items, kids) if e.first & dup]
+        # branches starting alike are told apart by their literal heads when none of those is
+        # a prefix of another (``"\\b" | "\\u00" ...``), or when they are short finite
+        # sequences of byte sets none of which can match a prefix of another's string (a
+        # character class over UTF-8: ``\\S`` as JSON characters); else they are ambiguous
+        heads_differ = False
+        if all(e.first != _ALL and e.lo > 0 for _, e in alike):
+            leads = sorted(_lead(x) for x, _ in alike)
+            heads_differ = all(leads) and not any(b.startswith(a) for a, b in zip(leads, leads[1:]))
+            if not heads_differ:
+                heads_differ = _set_strings_differ([x for x, _ in alike])
+            amb = amb or not heads_differ
+    # a prefix code when every branch is one and no string of a branch can be a prefix of
+    # another branch's (first symbols disjoint, or literal heads that differ)
+    if pf and len(kids) > 1:
+        pf = heads_differ and all(e.lo > 0 and e.first != _ALL for e in kids)
+    return _est(states, lo, hi, work, amb, first, refs, pf, cut)
+
+
 def _combine(n: Node, kids: list[Estimate], counted: bool = False) -> Estimate:
     """Estimate of a non-Ref node from its children's (in order)."""
-    if isinstance(n, Lit):
-        k = len(n.data)
-        return _est(k, k, k, 0, False, 1 << n.data[0] if k else 0, pf=True)
-    if isinstance(n, Seq):
+    cls = n.__class__
+    if cls is Seq:
         # one pass: states (the separated list's loop ``x (S x)*`` counts ``x`` once), lo, hi,
         # work, first symbols (up to the first item that is never empty), the flags
         states = lo = work = first = 0
@@ -253,8 +336,8 @@ def _combine(n: Node, kids: list[Estimate], counted: bool = False) -> Estimate:
         amb = refs = cut = False
         pf = opened = True
         prev: Node | None = None
-        for x, e in zip(n.items, kids):
-            if prev is None or not (isinstance(prev, Ref) and is_sep_loop(prev, x)):
+        for x, e in zip(n.items, kids):  # type: ignore[union-attr]
+            if prev is None or not (prev.__class__ is Ref and is_sep_loop(prev, x)):
                 states += e.states
             prev = x
             lo += e.lo
@@ -274,36 +357,9 @@ def _combine(n: Node, kids: list[Estimate], counted: bool = False) -> Estimate:
             if e.cut:
                 cut = True
         return _est(states, lo, hi, work, amb, first, refs, pf, cut)
-    if isinstance(n, Choice):
-        if not kids:
-            return _est(2, 0, 0, 0, False, 0, pf=True)
-        his = [e.hi for e in kids]
-        first = dup = 0
-        amb = any(e.amb for e in kids)
-        for e in kids:
-            dup |= first & e.first
-            first |= e.first
-        alike = [(x, e) for x, e in zip(n.items, kids) if e.first & dup]
-        # branches starting alike are told apart by their literal heads when none of those is
-        # a prefix of another (``"\\b" | "\\u00" ...``), or when they are short finite
-        # sequences of byte sets none of which can match a prefix of another's string (a
-        # character class over UTF-8: ``\\S`` as JSON characters); else they are ambiguous
-        heads_differ = not alike
-        if alike and all(e.first != _ALL and e.lo > 0 for _, e in alike):
-            leads = sorted(_lead(x) for x, _ in alike)
-            heads_differ = all(leads) and not any(b.startswith(a) for a, b in zip(leads, leads[1:]))
-            if not heads_differ:
-                heads_differ = _set_strings_differ([x for x, _ in alike])
-            amb = amb or not heads_differ
-        # a prefix code when every branch is one and no string of a branch can be a prefix of
-        # another branch's (first symbols disjoint, or literal heads that differ)
-        pf = all(e.pf for e in kids) and (len(kids) == 1 or (
-            heads_differ and all(e.lo > 0 and e.first != _ALL for e in kids)))
-        return _est(2 + sum(e.states + 1 for e in kids), min(e.lo for e in kids),
-                        None if None in his else max(his),  # type: ignore[type-var]
-                        sum(e.work for e in kids), amb, first, any(e.refs for e in kids), pf,
-                        any(e.cut for e in kids))
-    if isinstance(n, Repeat):
+    if cls is Choice:
+        return _choice(n, kids) if kids else _est(2, 0, 0, 0, False, 0, pf=True)  # type: ignore[arg-type]
+    if cls is Repeat:
         e = kids[0]
         copies = n.min + (1 if n.max is None else n.max - n.min)
         cc = _counted_copies(n, e) if counted else None
@@ -328,22 +384,13 @@ def _combine(n: Node, kids: list[Estimate], counted: bool = False) -> Estimate:
                 work += states * states // max(1, e.states) * (copies if e.amb and cc is None else 1)
         return _est(states, e.lo * n.min, hi, work, e.amb, e.first if n.max != 0 else 0, e.refs,
                         e.pf and (n.min == n.max or n.max == 0), e.cut or cc is not None)
-    if isinstance(n, ByteSet):
-        return _est(1, 1, 1, 0, False, _byte_mask(n.ranges), pf=True)
-    if isinstance(n, Dfa):
-        k = len(n.edges)
-        first = 0
-        for lo, hi, _ in n.edges[0]:
-            first |= _byte_mask(((lo, hi),))
-        # lo: a byte, unless empty is in
-        return _est(k, 0 if 0 in n.accept else 1, None, k, False, first, pf=_dfa_prefix_free(n))
-    if isinstance(n, (Inter, Diff)):
+    if cls is Inter or cls is Diff:
         # built as one product DFA of the operands' DFAs, embedded in the NFA: about the
         # larger operand's states (minimised), the operands' work plus the product's
         e = kids[0]
         states = max(k.states for k in kids) + 2
         work = sum(k.work for k in kids) + states * len(kids)
-        if isinstance(n, Inter):
+        if cls is Inter:
             his = [k.hi for k in kids if k.hi is not None]
             first = _ALL
             for k in kids:
@@ -353,7 +400,7 @@ def _combine(n: Node, kids: list[Estimate], counted: bool = False) -> Estimate:
                             any(k.refs for k in kids), any(k.pf for k in kids), any(k.cut for k in kids))
         return _est(states, e.lo, e.hi, work, False, e.first, any(k.refs for k in kids), e.pf,
                         any(k.cut for k in kids))
-    return _SPECIAL
+    return _leaf(n)
 
 
 def _fold(root: Node, ref: Callable[[Ref], Estimate | None], memo: dict[int, Estimate],
@@ -376,24 +423,26 @@ def _fold(root: Node, ref: Callable[[Ref], Estimate | None], memo: dict[int, Est
     # rules being inlined around it); a Ref-free subtree is memoized even inside a rule
     dep: list[bool] = []
     with_refs: set[int] = set()  # memoized nodes (this call) whose subtree holds a Ref
-    # frames: (node, number of children already pushed) / ("ref", Ref)
-    stack: list[tuple[object, int]] = [(root, -1)]
+    # frames: a node to evaluate, or (node, -2): leaving a Ref whose body was evaluated, or
+    # (node, -3): combining a composite node whose children were
+    stack: list = [root]
     marks: list[int] = []
     while stack:
-        node, state = stack.pop()
-        if state == -2:  # leaving a Ref whose body was evaluated
-            body = out.pop()
-            dep.pop()
-            out.append(leave(node, body))  # type: ignore[arg-type]
-            dep.append(True)
-            continue
-        if state == -3:  # combining a composite node
+        n = stack.pop()
+        if n.__class__ is tuple:
+            node, state = n
+            if state == -2:
+                body = out.pop()
+                dep.pop()
+                out.append(leave(node, body))
+                dep.append(True)
+                continue
             base = marks.pop()
             kids = out[base:]
             del out[base:]
             d = any(dep[base:])
             del dep[base:]
-            est = _combine(node, kids, counted)  # type: ignore[arg-type]
+            est = _combine(node, kids, counted)
             if (not d and CACHE_REF_FREE) or cacheable():
                 memo[id(node)] = est
                 if d:
@@ -403,8 +452,8 @@ def _fold(root: Node, ref: Callable[[Ref], Estimate | None], memo: dict[int, Est
             out.append(est)
             dep.append(d)
             continue
-        n: Node = node  # type: ignore[assignment]
-        if isinstance(n, Ref):
+        cls = n.__class__
+        if cls is Ref:
             known = ref(n)
             dep.append(True)
             if known is not None:
@@ -416,23 +465,31 @@ def _fold(root: Node, ref: Callable[[Ref], Estimate | None], memo: dict[int, Est
                 continue
             dep.pop()
             stack.append((n, -2))
-            stack.append((body, -1))
+            stack.append(body)
             continue
-        hit = memo.get(id(n))
+        i = id(n)
+        hit = memo.get(i)
         if hit is not None:
             out.append(hit)
-            dep.append(id(n) in with_refs)
+            dep.append(i in with_refs)
             continue
         if seed is not None:
-            hit = seed(id(n))
+            hit = seed(i)
             if hit is not None:  # (Ref-free where Refs are inlined)
                 out.append(hit)
                 dep.append(False)
                 continue
-        kids_n = _children(n)
+        if cls is Seq or cls is Choice or cls is Inter:
+            kids_n = n.items
+        elif cls is Repeat:
+            kids_n = (n.item,)
+        elif cls is Diff:
+            kids_n = (n.base, n.minus)
+        else:
+            kids_n = ()
         if not kids_n:
-            est = _combine(n, [])
-            memo[id(n)] = est
+            est = _leaf(n)
+            memo[i] = est
             if keep is not None:
                 keep.append(n)
             out.append(est)
@@ -440,8 +497,7 @@ def _fold(root: Node, ref: Callable[[Ref], Estimate | None], memo: dict[int, Est
             continue
         marks.append(len(out))
         stack.append((n, -3))
-        for k in reversed(kids_n):
-            stack.append((k, -1))
+        stack.extend(reversed(kids_n))
     return out[-1]
 
 
@@ -458,42 +514,46 @@ def _node_estimate(node: Node, counted: bool = False, memo: dict[int, Estimate] 
 
 def _node_fold(root: Node, counted: bool, memo: dict[int, Estimate], keep: list | None) -> Estimate:
     """``_fold(root, lambda r: _ONE, memo, ..., cacheable=lambda: True, counted, keep)``: the
-    same estimates, memo and keep list, without the inlining machinery (every Ref is one
-    symbol, every other node is memoized)."""
-    if isinstance(root, Ref):
+    same estimates and memo (``keep`` holds the same nodes), without the inlining machinery
+    (every Ref is one symbol, every other node is memoized)."""
+    if root.__class__ is Ref:
         return _ONE
     hit = memo.get(id(root))
     if hit is not None:
         return hit
-    out: list[Estimate] = []
-    marks: list[int] = []
-    stack: list[tuple[Node, bool]] = [(root, False)]
+    if keep is None:
+        keep = []
+    # a node, or ``(node, children)`` once they are pushed (then they are memoized, but Refs):
+    # each node is expanded once, as the IR below a node (Refs not followed) cannot hold it
+    stack: list = [root]
     while stack:
-        n, ready = stack.pop()
-        if ready:  # its children's estimates are out[marks[-1]:]
-            base = marks.pop()
-            est = _combine(n, out[base:], counted)
-            del out[base:]
-        elif isinstance(n, Ref):
-            out.append(_ONE)
-            continue
-        else:
-            hit = memo.get(id(n))
-            if hit is not None:
-                out.append(hit)
-                continue
-            kids = _children(n)
-            if kids:
-                marks.append(len(out))
-                stack.append((n, True))
-                stack.extend((k, False) for k in reversed(kids))
-                continue
-            est = _combine(n, [])
-        memo[id(n)] = est
-        if keep is not None:
+        n = stack.pop()
+        if n.__class__ is tuple:
+            n, kids = n
+            memo[id(n)] = _combine(n, [_ONE if k.__class__ is Ref else memo[id(k)] for k in kids], counted)
             keep.append(n)
-        out.append(est)
-    return out[-1]
+            continue
+        i = id(n)
+        if i in memo:
+            continue
+        cls = n.__class__
+        if cls is Seq or cls is Choice or cls is Inter:
+            kids = n.items
+        elif cls is Repeat:
+            kids = (n.item,)
+        elif cls is Diff:
+            kids = (n.base, n.minus)
+        else:
+            kids = ()
+        if not kids:
+            memo[i] = _leaf(n)
+            keep.append(n)
+            continue
+        stack.append((n, kids))
+        for k in reversed(kids):
+            if k.__class__ is not Ref and id(k) not in memo:
+                stack.append(k)
+    return memo[id(root)]
 
 
 def node_size(node: Node, *, counted: bool = False) -> int:

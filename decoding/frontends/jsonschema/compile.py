@@ -20,7 +20,7 @@ from decoding.errors import GrammarError, LimitError, SchemaError, Unsatisfiable
 import contextlib
 from typing import Iterator
 
-from decoding.ir import (DEFAULT_MAX_DEPTH, EMPTY, MAX_CP, NOTHING, Choice, Diff, Grammar, Inter, Node, Ref, Repeat, Seq,
+from decoding.ir import (DEFAULT_MAX_DEPTH, EMPTY, MAX_CP, NOTHING, ByteSet, Choice, Diff, Grammar, Inter, Node, Ref, Repeat, Seq,
                          byteset, choice, diff, inter, reachable_rules, register_plain, walk,
                          lit, opt, rep, seq, star)
 from decoding.limits import DEFAULT_LIMITS, Limits
@@ -29,6 +29,8 @@ from decoding.frontends.jsonschema.check import check_schema, load_schema_text
 from decoding.frontends.jsonschema.formats import CHECKED_FORMATS, check_format, format_regex
 from decoding.frontends.jsonschema.jsonstr import any_json_char, dumps, encode_str, json_char, quote, string_of
 from decoding.ir.literals import literal_set
+from decoding.ir.productive import known_productive
+from decoding.ir.size import Estimate, _node_estimate, _node_fold, attach_estimates
 from decoding.frontends.jsonschema.merge import SEMANTIC, TYPES, json_equal, merge, normalize
 from decoding.frontends.jsonschema.numbers import INTEGER, NUMBER, integer_range, number_range
 from decoding.text.regex import PatternError, Rx, length_range, parse_pattern, rx_to_ir
@@ -36,22 +38,22 @@ from decoding.frontends.jsonschema.refs import pointer_join, resolve_pointer, re
 from decoding.frontends.jsonschema.logic import BOOLEAN_DEPTH, Logic, count_list, multiple_of, peel_not, not_in as _not_in
 
 
-def _estimate(node: Node, counted: bool, memo: dict | None = None):
+def _estimate(node: Node, counted: bool, memo: dict | None = None) -> Estimate:
     """Size estimate of one rule (Refs count as one symbol; with ``counted``, large
-    repetitions as the counted back-end builds them), memoized in ``memo`` for one compile
-    (keyed by object id: the memo keeps the node alive)."""
-    from decoding.ir.size import _node_estimate
-
+    repetitions as the counted back-end builds them), memoized in ``memo`` for one compile:
+    ``memo[counted]`` is the subtree memo and keep list of :func:`decoding.ir.size._node_fold`
+    (the keep list holds the nodes alive while their ids are keys)."""
     if memo is None:
         return _node_estimate(node, counted)
-    hit = memo.get((id(node), counted))
-    if hit is None:
-        shared = memo.get(("fold", counted))  # subtrees estimated once per compile
-        if shared is None:
-            shared = memo[("fold", counted)] = _seeded_fold(counted)
-        hit = (node, _node_estimate(node, counted, shared[0], shared[1]))
-        memo[(id(node), counted)] = hit
-    return hit[1]
+    shared = memo.get(counted)
+    if shared is None:  # subtrees estimated once per compile
+        shared = memo[counted] = _seeded_fold(counted)
+    return _node_fold(node, counted, shared[0], shared[1])
+
+
+def _nothing(n: Node) -> bool:
+    """``n == NOTHING`` (the empty language), without the dataclasses' comparison."""
+    return n.__class__ is Choice and not n.items  # type: ignore[union-attr]
 
 
 def _uncounted_estimate(node: Node, memo: dict):
@@ -95,8 +97,6 @@ def _constants() -> _Constants:
 def _with_constants(base: _Constants | None, nodes: tuple[Node, ...]) -> _Constants:
     """``base`` (None: no constant yet) with ``nodes`` added: registered plain (GrammarError if
     one is not), their ids, productive ids and estimates learnt."""
-    from decoding.ir.size import _node_estimate
-
     inside = [n for r in nodes for n in walk(r)]
     if any(isinstance(n, Ref) for n in inside):
         raise AssertionError("the shared constant nodes must hold no Ref")
@@ -110,7 +110,7 @@ def _with_constants(base: _Constants | None, nodes: tuple[Node, ...]) -> _Consta
         memo: dict = {} if base is None else dict(base.estimates[counted])
         keep: list = []
         for r in nodes:
-            _node_estimate(r, counted, memo, keep)
+            _node_fold(r, counted, memo, keep)
         estimates[counted] = memo
     ids = frozenset(map(id, inside))
     if base is None:
@@ -243,7 +243,7 @@ class _Compiler:
         if whitespace == "natural":  # json.dumps' default separators: exactly ", " and ": "
             self.comma, self.colon = lit(", "), lit(": ")
         self.rules: dict[str, Node] = {}
-        self._estimates: dict = {}  # size estimates of this compile, by node id (see _estimate)
+        self._estimates: dict = {}  # size estimates of this compile (see _estimate)
         self.rule_of_ptr: dict[tuple, str] = {}
         self.dropped: list[str] = []
         self.ignored: list[str] = []
@@ -424,7 +424,7 @@ class _Compiler:
                 return NOTHING
             elems = elems[:mx]
             k = len(elems)
-        if any(e == NOTHING for e in elems):
+        if any(_nothing(e) for e in elems):
             k = elems.index(NOTHING)
             elems = elems[:k]
             mx = k if mx is None else min(mx, k)
@@ -433,7 +433,7 @@ class _Compiler:
             tail = NOTHING
         a = max(0, mn - k)
         b = None if mx is None else max(0, mx - k)
-        if tail == NOTHING:
+        if _nothing(tail):
             if a > 0:
                 return NOTHING
             b = 0
@@ -607,7 +607,8 @@ class _Compiler:
         return out
 
     def _node(self, s: Any, ptr: str) -> Node:
-        if isinstance(s, dict) and any(s.get(k) not in (None, True, {}) for k in ("unevaluatedProperties", "unevaluatedItems")) \
+        if isinstance(s, dict) and ("unevaluatedProperties" in s or "unevaluatedItems" in s) \
+                and any(s.get(k) not in (None, True, {}) for k in ("unevaluatedProperties", "unevaluatedItems")) \
                 and any(k in s for k in ("allOf", "anyOf", "oneOf", "$ref", "$dynamicRef", "if", "dependentSchemas")):
             r = self._uneval_rewrite(s, ptr)
             if r is not None:
@@ -673,7 +674,7 @@ class _Compiler:
         """A large sub-grammar (more than HOIST_ABOVE automaton states) as a rule of its own:
         the same language (the DFA back-end inlines it again), but the pushdown back-end
         then builds it once instead of once per place it is repeated in its parent."""
-        if isinstance(node, Ref) or node == NOTHING:
+        if isinstance(node, Ref) or _nothing(node):
             return node
         # the DFA's own unrolled size (counted=False)
         if _uncounted_estimate(node, self._estimates).states <= HOIST_ABOVE:
@@ -697,7 +698,7 @@ class _Compiler:
                 self._building.discard(name)
         if name not in self._building:
             body = self.rules[name]
-            if body == NOTHING:
+            if _nothing(body):
                 return NOTHING  # a finished rule with no instance (e.g. a ref to false): no branch here
             if isinstance(body, Ref):
                 return body  # a reference to a reference: no rule of its own (chains stay flat)
@@ -818,7 +819,7 @@ class _Compiler:
                 return self.exactly_one(original, ptr, e)
         alts = [self.hoist(self.node(self._ref_branch.get(id(m), m), pointer_join(ptr, kw, i)),
                            pointer_join(ptr, kw, i)) for i, m in enumerate(merged)]
-        return choice(*[a for a in alts if a != NOTHING]) if any(a != NOTHING for a in alts) else NOTHING
+        return choice(*[a for a in alts if not _nothing(a)]) if any(not _nothing(a) for a in alts) else NOTHING
 
     def exactly_one(self, branches: list, ptr: str, err: SchemaError) -> Node:
         """``oneOf`` whose branches may overlap: branch i's generation language, within the
@@ -838,14 +839,14 @@ class _Compiler:
             alts = []
             for i, b in enumerate(branches):
                 bp = pointer_join(ptr, "oneOf", i)
-                others = [x for j, x in enumerate(exact) if j != i and x != NOTHING]
+                others = [x for j, x in enumerate(exact) if j != i and not _nothing(x)]
                 mine = self.inlined(self.node(self._ref_branch.get(id(b), b), bp), bp, None)
                 if others:  # the others' exact languages decide only within the universe
                     mine = diff(inter(mine, self.logic.universe(BOOLEAN_DEPTH)), choice(*others))
                 alts.append(mine)
         except SchemaError:
             raise err from None
-        alts = [a for a in alts if a != NOTHING]
+        alts = [a for a in alts if not _nothing(a)]
         return self.bounded(choice(*alts), ptr, "oneOf") if alts else NOTHING
 
     # ------------------------------------------------------------------ unsatisfiability
@@ -1157,7 +1158,7 @@ class _Compiler:
             for kind in ("object", "array", "string", "number", "boolean", "null"):
                 if kind not in kinds and not (kind == "number" and "integer" in kinds):
                     alts.append(self.free_kind(kind))
-        alts = [a for a in alts if a != NOTHING]
+        alts = [a for a in alts if not _nothing(a)]
         return choice(*alts) if alts else NOTHING
 
     def dep_schemas(self, s: dict, ptr: str) -> Node:
@@ -1197,7 +1198,7 @@ class _Compiler:
                                   "triggers of schema dependencies")
         self._keep.append(branches)
         alts = [self.node(b, ptr) for b in branches]
-        alts = [a for a in alts if a != NOTHING]
+        alts = [a for a in alts if not _nothing(a)]
         return choice(*alts) if alts else NOTHING
 
     def _check_unsupported(self, s: dict, ptr: str, kinds: set[str]) -> None:
@@ -1334,7 +1335,7 @@ class _Compiler:
     def number(self, s: dict, ptr: str, integer: bool) -> Node:
         node = self._number(s, ptr, integer)
         mo = s.get("multipleOf")
-        if mo is None or node == NOTHING:
+        if mo is None or _nothing(node):
             return node
         if isinstance(mo, bool) or not isinstance(mo, (int, float)) or mo <= 0:
             raise SchemaError(ptr, "multipleOf", "must be a positive number")
@@ -1437,7 +1438,7 @@ class _Compiler:
             if mx is not None and i >= mx:
                 break
             e = self.hoist(self.node(p, pointer_join(ptr, "prefixItems", i)), pointer_join(ptr, "prefixItems", i))
-            if e == NOTHING:
+            if _nothing(e):
                 break
             elems.append(e)
         k = len(elems)
@@ -1452,7 +1453,7 @@ class _Compiler:
                 if tail_s is not False else NOTHING
         a = max(0, mn - k)
         b = None if mx is None else max(0, mx - k)
-        if tail == NOTHING:
+        if _nothing(tail):
             if a > 0:
                 return NOTHING
             b = 0
@@ -1474,7 +1475,7 @@ class _Compiler:
             body = seq(elems[0], r)
             if mn == 0:
                 body = opt(body)
-        if body == NOTHING:
+        if _nothing(body):
             return NOTHING
         kw = next((k for k in ("maxItems", "minItems", "prefixItems", "items") if k in s), None)
         return self.bounded(seq(lit("["), self.ws, body, self.ws, lit("]")), ptr, kw)
@@ -1563,7 +1564,7 @@ class _Compiler:
                 continue
             self._keep.append(vs)
             v = self.hoist(self.node(vs, vptr), vptr)
-            if v == NOTHING:
+            if _nothing(v):
                 if req:
                     return NOTHING
                 continue
@@ -1608,7 +1609,7 @@ class _Compiler:
                 keys = inter(keys, _not_in(names))  # declared names are members of their own
             v = self.node(vs, pointer_join(ptr, "patternProperties", next(iter(pp))))
             key_lang = string_of(keys) if pn_lang is None else inter(string_of(keys), pn_lang)
-            if v != NOTHING and keys != NOTHING:
+            if not _nothing(v) and not _nothing(keys):
                 extra = seq(key_lang, self.colon, v)
             if extras_allowed:  # names matching no pattern: additionalProperties (a complement)
                 av = self.node(addl, pointer_join(ptr, "additionalProperties"))
@@ -1619,12 +1620,12 @@ class _Compiler:
                 other = string_of(diff(_not_in(names), pats))
                 if pn_lang is not None:
                     other = inter(other, pn_lang)
-                if av != NOTHING:
+                if not _nothing(av):
                     more = seq(other, self.colon, av)
                     extra = more if extra is None else choice(extra, more)
         elif extras_allowed:
             v = self.node(addl, pointer_join(ptr, "additionalProperties"))
-            if v != NOTHING:  # a shared rule: lists of extras are built with one copy
+            if not _nothing(v):  # a shared rule: lists of extras are built with one copy
                 ename = f"extra{len(self.rules)}:{ptr or '#'}"
                 key_lang = string_of(_not_in(names))
                 if pn_lang is not None:
@@ -1668,7 +1669,7 @@ class _Compiler:
                     pruned.setdefault((c, fl & live), []).extend(ls)
                 new = pruned
             states = {k: choice(*ls) for k, ls in new.items()}
-            states = {k: L for k, L in states.items() if L != NOTHING}
+            states = {k: L for k, L in states.items() if not _nothing(L)}
         counts: dict[int, list[Node]] = {}
         for (c, _), L in states.items():
             counts.setdefault(c, []).append(L)
@@ -1700,7 +1701,7 @@ class _Compiler:
         else:
             ok = [L for c, L in by_count.items() if c >= minp]
             body = choice(*ok) if ok else NOTHING
-        if body == NOTHING:
+        if _nothing(body):
             return NOTHING
         kw = next((k for k in ("maxProperties", "minProperties", "properties", "required") if k in s), None)
         return self.bounded(seq(lit("{"), self.ws, body, self.ws, lit("}")), ptr, kw)
@@ -1919,7 +1920,7 @@ def compile_schema(schema: dict | bool | str, *, whitespace: Literal["compact", 
     sys.setrecursionlimit(max(old, 20000))
     try:
         root = c.node(schema, "")
-        if root == NOTHING:
+        if _nothing(root):
             proof = c.unsat(schema, "")
             if proof is not None:
                 ptr, kw, why = proof
@@ -1931,6 +1932,7 @@ def compile_schema(schema: dict | bool | str, *, whitespace: Literal["compact", 
             raise SchemaError(_rule_pointer(dead), "$ref", "the references here form a cycle that "
                               "never reaches a schema with a finite instance")
         g = Grammar("root", (("root", root),) + tuple(rules.items()), max_depth)
+        known_productive(g)  # (found by _unproductive: a back-end need not look again)
         _check_rules(g, c)
         _attach_estimates(g, c)
     except RecursionError:  # not expected within max_nesting: a backstop, located at the root
@@ -1972,35 +1974,58 @@ def _reachable(root: Node, rules: dict[str, Node]) -> dict[str, Node]:
 
 def _productive(node: Node, good: set[str], true: set[int]) -> bool:
     """Whether ``node`` derives some string when the rules in ``good`` do (Refs to the
-    others derive none), evaluated bottom-up with an explicit stack.  ``true``: ids of
-    nodes known productive (not evaluated again), updated with those found; the caller
-    keeps the nodes alive while it holds the set."""
+    others derive none), by the rules of :func:`decoding.ir.productive._derives` (so the
+    start rule found productive here is productive there: ``known_productive``), evaluated
+    bottom-up with an explicit stack.  ``true``: ids of nodes known productive (not
+    evaluated again), updated with those found; the caller keeps the nodes alive while it
+    holds the set."""
     false: set[int] = set()  # unproductive with this ``good``
-    stack: list[tuple[Node, bool]] = [(node, False)]
+    # a node, or ``(node,)`` once its children are evaluated (each node is expanded once: the
+    # IR below a node, Refs not followed, cannot hold it)
+    stack: list = [node]
     while stack:
-        n, done = stack.pop()
-        if id(n) in true or id(n) in false:
-            continue
-        if isinstance(n, Ref):
-            ok = n.name in good
-        elif isinstance(n, (Seq, Choice)):
-            if not done:
-                stack.append((n, True))
-                stack.extend((x, False) for x in n.items if id(x) not in true and id(x) not in false)
-                continue
-            ok = all(id(x) in true for x in n.items) if isinstance(n, Seq) else \
-                any(id(x) in true for x in n.items)
-        elif isinstance(n, Repeat):
-            if n.min == 0:
-                ok = True
-            elif not done:
-                stack.append((n, True))
-                stack.append((n.item, False))
-                continue
-            else:
+        n = stack.pop()
+        if n.__class__ is tuple:
+            n = n[0]
+            cls = n.__class__
+            if cls is Repeat:
                 ok = id(n.item) in true
+            elif cls is Seq:
+                ok = True
+                for x in n.items:
+                    if id(x) not in true:
+                        ok = False
+                        break
+            else:
+                ok = False
+                for x in n.items:
+                    if id(x) in true:
+                        ok = True
+                        break
         else:
-            ok = True  # Lit, ByteSet, Special
+            i = id(n)
+            if i in true or i in false:
+                continue
+            cls = n.__class__
+            if cls is Ref:
+                ok = n.name in good
+            elif cls is Seq or cls is Choice:
+                stack.append((n,))
+                for x in n.items:
+                    if id(x) not in true and id(x) not in false:
+                        stack.append(x)
+                continue
+            elif cls is Repeat:
+                if n.min == 0 or (n.max is not None and n.max < n.min):
+                    ok = n.min == 0
+                else:
+                    stack.append((n,))
+                    stack.append(n.item)
+                    continue
+            elif cls is ByteSet:
+                ok = bool(n.ranges)
+            else:
+                ok = True  # Lit, Special, Inter, Diff, Dfa
         (true if ok else false).add(id(n))
     return id(node) in true
 
@@ -2077,12 +2102,10 @@ def _attach_estimates(g: Grammar, c: _Compiler) -> None:
     """Attach the subtree estimates this compile made (:func:`_estimate`'s memos, which
     :func:`_check_rules` completed for every rule) to ``g`` for the back-end selection's
     :func:`decoding.ir.size.check_size` (:func:`decoding.ir.size.attach_estimates`)."""
-    from decoding.ir.size import attach_estimates
-
     memos: dict[bool, dict] = {}
     keep: list = []
     for counted in (False, True):
-        shared = c._estimates.get(("fold", counted))
+        shared = c._estimates.get(counted)
         if shared is not None:
             memos[counted] = shared[0]
             keep.append(shared[1])
