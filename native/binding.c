@@ -503,6 +503,221 @@ static PyObject *py_plain_chain(PyObject *self, PyObject *args) {
     return PyLong_FromLongLong((long long)k);
 }
 
+/* ---- state maskers (gd_state_masker): a capsule holding the buffers it points into ------ */
+#define MASKER_CAPSULE "decoding._native.state_masker"
+#define MASKER_BUFS (6 + GD_MASKER_PROFILES * (8 + GD_MASKER_UPTO))
+
+typedef struct {
+    gd_state_masker sm;
+    size_t n_tokens;
+    PyObject *keep; /* the arguments: the tries (capsules) and arrays stay alive */
+    Py_buffer bufs[MASKER_BUFS];
+    int n_bufs;
+} masker_box;
+
+static void masker_free(masker_box *b) {
+    gd_state_masker_release(&b->sm);
+    for (int i = 0; i < b->n_bufs; i++) PyBuffer_Release(&b->bufs[i]);
+    Py_XDECREF(b->keep);
+    PyMem_Free(b);
+}
+
+static void masker_destroy(PyObject *cap) { masker_free(PyCapsule_GetPointer(cap, MASKER_CAPSULE)); }
+
+/* the next buffer of the box (NULL + exception on a bad one); want: format char, 0 = any bytes */
+static Py_buffer *box_buf(masker_box *b, PyObject *o, const char *what, char fmt, Py_ssize_t size, int writable) {
+    Py_buffer *v = &b->bufs[b->n_bufs];
+    if (get_buf(o, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0), what, fmt, size) < 0)
+        return NULL;
+    b->n_bufs++;
+    return v;
+}
+
+static const char *masker_profile(masker_box *b, PyObject *t, gd_masker_profile *p) {
+    PyObject *omemo, *oo, *oonp, *onp, *ocd, *oprobe, *oplain, *oupto, *oids, *on;
+    unsigned int max_chars;
+    if (!PyTuple_Check(t)) {
+        PyErr_SetString(PyExc_TypeError, "state_masker: each profile must be a tuple");
+        return "";
+    }
+    if (!PyArg_ParseTuple(t, "OOOOOOIOOOO;profile: (loop_memo, other_trie, other_node_plain, node_plain, char_dfa, "
+                          "probes, max_chars, plain_mask, upto, by_chars_ids, by_chars_n)",
+                          &omemo, &oo, &oonp, &onp, &ocd, &oprobe, &max_chars, &oplain, &oupto, &oids, &on))
+        return "";
+    gd_state_masker *sm = &b->sm;
+    if (!(p->other_trie = PyCapsule_GetPointer(oo, TRIE_CAPSULE))) return "";
+    Py_buffer *v[9];
+    if (!(v[0] = box_buf(b, omemo, "loop_memo", 'B', 1, 1)) || !(v[1] = box_buf(b, oonp, "other_node_plain", 'B', 1, 0)) ||
+        !(v[2] = box_buf(b, onp, "node_plain", 'B', 1, 0)) || !(v[3] = box_buf(b, ocd, "char_dfa", 'h', 2, 0)) ||
+        !(v[4] = box_buf(b, oprobe, "probes", 'B', 1, 0)) || !(v[5] = box_buf(b, oplain, "plain_mask", 'I', 4, 0)) ||
+        !(v[6] = box_buf(b, oids, "by_chars_ids", 'I', 4, 0)) || !(v[7] = box_buf(b, on, "by_chars_n", 'i', 4, 0)))
+        return "";
+    if (v[0]->shape[0] != (Py_ssize_t)sm->n_states) return "loop_memo: one byte per automaton state";
+    if (v[1]->shape[0] != (Py_ssize_t)gd_trie_nodes(p->other_trie)) return "other_node_plain: one byte per node of other_trie";
+    if (v[2]->shape[0] != (Py_ssize_t)gd_trie_nodes(sm->trie)) return "node_plain: one byte per node of the trie";
+    Py_ssize_t n_char = v[3]->shape[0] / 256;
+    if (v[3]->shape[0] % 256 || n_char < 1 || n_char > 8) return "char_dfa: int16[n * 256] with n in 1..8";
+    for (Py_ssize_t k = 0; k < v[3]->shape[0]; k++) {
+        int16_t q = ((const int16_t *)v[3]->buf)[k];
+        if (q < -1 || q >= n_char) return "char_dfa: a next state out of range";
+    }
+    if (v[5]->shape[0] != (Py_ssize_t)sm->nwords) return "plain_mask: not nwords words";
+    if (v[6]->shape[0] != v[7]->shape[0]) return "by_chars_ids and by_chars_n differ in length";
+    if (!PyTuple_Check(oupto) || PyTuple_GET_SIZE(oupto) != GD_MASKER_UPTO) return "upto: a tuple of 9 masks or None";
+    for (int k = 0; k < GD_MASKER_UPTO; k++) {
+        PyObject *u = PyTuple_GET_ITEM(oupto, k);
+        p->upto[k] = NULL;
+        if (u == Py_None) continue;
+        Py_buffer *vu = box_buf(b, u, "upto", 'I', 4, 0);
+        if (!vu) return "";
+        if (vu->shape[0] != (Py_ssize_t)sm->nwords) return "upto: not nwords words";
+        p->upto[k] = vu->buf;
+    }
+    p->loop_memo = v[0]->buf;
+    p->other_node_plain = v[1]->buf;
+    p->node_plain = v[2]->buf;
+    p->char_dfa = v[3]->buf;
+    p->n_char = (size_t)n_char;
+    p->probes = v[4]->buf;
+    p->n_probes = (size_t)v[4]->shape[0];
+    p->max_chars = max_chars;
+    p->plain_mask = v[5]->buf;
+    p->by_chars_ids = v[6]->buf; /* (ids past the vocabulary are skipped by the core; not scanned here) */
+    p->by_chars_n = v[7]->buf;
+    p->n_plain = (size_t)v[7]->shape[0];
+    return NULL;
+}
+
+/* state_masker(trie, classes_u8[256], table_i32_or_i16, ncols, n_classes, n_tokens, special_ids_u32,
+ *              accepting_u8, eog_mask_or_None, profiles) -> capsule; see gd_state_mask.
+ * Every table entry must be a valid state or -1 (checked once by the caller, index.py). */
+static PyObject *py_state_masker(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *cap, *ocls, *otab, *ospec, *oacc, *oeog, *oprof;
+    Py_ssize_t ncols, n_classes, n_tokens;
+    if (!PyArg_ParseTuple(args, "OOOnnnOOOO", &cap, &ocls, &otab, &ncols, &n_classes, &n_tokens, &ospec, &oacc, &oeog,
+                          &oprof))
+        return NULL;
+    gd_trie *t = PyCapsule_GetPointer(cap, TRIE_CAPSULE);
+    if (!t) return NULL;
+    masker_box *b = PyMem_Calloc(1, sizeof(masker_box));
+    if (!b) return PyErr_NoMemory();
+    b->keep = Py_NewRef(args);
+    gd_state_masker *sm = &b->sm;
+    sm->trie = t;
+    sm->sink = -1;
+    b->n_tokens = n_tokens > 0 ? (size_t)n_tokens : 0;
+    sm->nwords = (b->n_tokens + 31) / 32;
+    const char *bad = NULL;
+    Py_buffer *vc, *vt, *vs, *va;
+    if (!(vc = box_buf(b, ocls, "classes", 'B', 1, 0))) goto fail;
+    vt = &b->bufs[b->n_bufs];
+    if (PyObject_GetBuffer(otab, vt, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) goto fail;
+    b->n_bufs++;
+    {
+        char f = fmt_char(vt->format);
+        if (!(vt->ndim == 1 && ((vt->itemsize == 4 && fmt_ok(f, 'i')) || (vt->itemsize == 2 && f == 'h')))) {
+            bad = "table: expected a 1-D int32 or int16 array";
+            goto fail;
+        }
+    }
+    if (!(vs = box_buf(b, ospec, "special_ids", 'I', 4, 0)) || !(va = box_buf(b, oacc, "accepting", 'B', 1, 0))) goto fail;
+    if (n_tokens <= 0) bad = "n_tokens must be positive";
+    else if (vc->shape[0] != 256) bad = "classes: 256 entries";
+    else if (ncols <= 0 || n_classes <= 0 || n_classes + vs->shape[0] > ncols) bad = "ncols below the classes and specials";
+    else if (vt->shape[0] % ncols) bad = "table: length not a multiple of ncols";
+    if (bad) goto fail;
+    for (int x = 0; x < 256 && !bad; x++)
+        if (((const uint8_t *)vc->buf)[x] >= n_classes) bad = "classes: a class not below n_classes";
+    for (Py_ssize_t k = 0; k < vs->shape[0] && !bad; k++)
+        if (((const uint32_t *)vs->buf)[k] >= b->n_tokens) bad = "special_ids: an id past the vocabulary";
+    sm->classes = vc->buf;
+    sm->table = vt->buf;
+    sm->table16 = vt->itemsize == 2;
+    sm->ncols = (size_t)ncols;
+    sm->n_classes = (size_t)n_classes;
+    sm->n_states = (size_t)(vt->shape[0] / ncols);
+    sm->special_ids = vs->buf;
+    sm->n_special = (size_t)vs->shape[0];
+    sm->accepting = va->buf;
+    if (!bad && va->shape[0] != (Py_ssize_t)sm->n_states) bad = "accepting: one byte per state";
+    if (bad) goto fail;
+    if (oeog != Py_None) {
+        Py_buffer *ve = box_buf(b, oeog, "eog_mask", 'I', 4, 0);
+        if (!ve) goto fail;
+        if (ve->shape[0] != (Py_ssize_t)sm->nwords) { bad = "eog_mask: not nwords words"; goto fail; }
+        sm->eog_mask = ve->buf;
+    }
+    if (!PyTuple_Check(oprof) || PyTuple_GET_SIZE(oprof) > GD_MASKER_PROFILES) {
+        bad = "profiles: a tuple of at most 4 profiles";
+        goto fail;
+    }
+    for (Py_ssize_t p = 0; p < PyTuple_GET_SIZE(oprof); p++) {
+        bad = masker_profile(b, PyTuple_GET_ITEM(oprof, p), &sm->prof[p]);
+        if (bad) goto fail;
+        sm->n_profiles++;
+    }
+    PyObject *ret = PyCapsule_New(b, MASKER_CAPSULE, masker_destroy);
+    if (!ret) masker_free(b);
+    return ret;
+fail:
+    if (bad && *bad) PyErr_Format(PyExc_ValueError, "state_masker: %s", bad);
+    masker_free(b);
+    return NULL;
+}
+
+/* state_mask(masker, state, mask_out, ids_out) -> (hash, n, inverted): the state's mask into
+ * mask_out, then its digest (mask_digest): n set bits with their ids in ids_out when at most
+ * len(ids_out); else, when the clear bits are that few, inverted and their ids and count. */
+static PyObject *py_state_mask(PyObject *module, PyObject *args) {
+    PyObject *cap, *om, *oi;
+    int state;
+    if (!PyArg_ParseTuple(args, "OiOO", &cap, &state, &om, &oi)) return NULL;
+    masker_box *b = PyCapsule_GetPointer(cap, MASKER_CAPSULE);
+    if (!b) return NULL;
+    Py_buffer m, ids;
+    if (get_words(om, &m, 1, "mask") < 0) return NULL;
+    if (get_words(oi, &ids, 1, "ids") < 0) { PyBuffer_Release(&m); return NULL; }
+    PyObject *ret = NULL;
+    if (m.shape[0] != (Py_ssize_t)b->sm.nwords) {
+        PyErr_SetString(PyExc_ValueError, "state_mask: mask is not nwords words");
+    } else {
+        const gd_kernels *k = state_of(module)->kernels;
+        size_t cap_ids = (size_t)ids.shape[0], c = 0;
+        uint64_t h = 0;
+        int rc, inverted = 0;
+        Py_BEGIN_ALLOW_THREADS
+        rc = gd_state_mask(k, &b->sm, state, m.buf);
+        if (rc == 0) {
+            c = gd_mask_digest(m.buf, b->n_tokens, &h, ids.buf, cap_ids);
+            if (c > cap_ids && b->n_tokens - c <= cap_ids) {
+                c = gd_mask_clear_ids(m.buf, b->n_tokens, ids.buf, cap_ids);
+                inverted = 1;
+            }
+        }
+        Py_END_ALLOW_THREADS
+        if (rc == -1) PyErr_Format(PyExc_ValueError, "state_mask: state %d out of range", state);
+        else if (rc) PyErr_NoMemory();
+        else ret = Py_BuildValue("Kni", (unsigned long long)h, (Py_ssize_t)c, inverted);
+    }
+    PyBuffer_Release(&m);
+    PyBuffer_Release(&ids);
+    return ret;
+}
+
+/* state_run(masker, state, data_bytes) -> the state after the bytes, -1 if rejected on the way */
+static PyObject *py_state_run(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *cap;
+    int state;
+    const char *data;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "Oiy#", &cap, &state, &data, &n)) return NULL;
+    masker_box *b = PyCapsule_GetPointer(cap, MASKER_CAPSULE);
+    if (!b) return NULL;
+    return PyLong_FromLong((long)gd_state_run(&b->sm, state, (const uint8_t *)data, (size_t)n));
+}
+
 /* GD_DFA_* error code -> Python exception (the caller words LimitError from these). */
 static PyObject *dfa_error(int rc, const char *what) {
     switch (rc) {
@@ -1339,6 +1554,13 @@ static PyMethodDef methods[] = {
      "max_frames, budget_s) -> (0, n, end, eps_src, eps_tgt, e_src, e_lo, e_hi, e_tgt, sp_src, sp_k, sp_tgt) as "
      "bytes, or (rc, n, err_rule, err_rule2, err_arg) for a limit, the budget or a fallback (see gd_nfa_build). "
      "Releases the GIL."},
+    {"state_masker", py_state_masker, METH_VARARGS,
+     "state_masker(trie, classes, table, ncols, n_classes, n_tokens, special_ids, accepting, eog_mask, profiles) "
+     "-> capsule (see gd_state_mask)"},
+    {"state_mask", py_state_mask, METH_VARARGS,
+     "state_mask(masker, state, mask_out, ids_out) -> (hash, n, inverted): the state's mask and its digest"},
+    {"state_run", py_state_run, METH_VARARGS,
+     "state_run(masker, state, data) -> the state after the bytes over the masker's table, -1 if rejected"},
     {"impl", py_impl, METH_NOARGS, "Name of the active kernel implementation."},
     {"impl_supported", py_impl_supported, METH_VARARGS, "impl_supported(name) -> bool."},
     {"set_impl", py_set_impl, METH_VARARGS, "set_impl(name): force scalar|sse2|avx2|avx512|neon."},

@@ -157,6 +157,13 @@ class MaskTable:
             inv = m.copy()
             self._invert(inv)
             _, count = _native.mask_digest(inv, self.n_tokens, buf)
+        return self.intern_digest(m, key, count, inverted, buf)
+
+    def intern_digest(self, m: np.ndarray, key: int, count: int, inverted: bool, buf: np.ndarray) -> int:
+        """:meth:`intern` of ``m`` whose digest is given: ``key`` its ``mask_digest`` hash; with
+        ``inverted`` False, ``count`` its set bits and, when at most :data:`SPARSE_MAX`, their
+        ids in ``buf``; with ``inverted``, ``count`` (at most :data:`SPARSE_MAX`) clear bits and
+        their ids in ``buf`` (``_native.state_mask`` gives all of these)."""
         sparse = count <= SPARSE_MAX
         with self._lock:
             for i in self._by_hash.get(key, ()):

@@ -73,6 +73,7 @@ class PlainProfile:
     _upto: dict = field(default_factory=dict, repr=False)
     _by_chars: tuple = field(default=(), repr=False)  # (plain ids sorted by characters, their counts)
     _max_chars: int = field(default=0, repr=False)
+    _masker_args: tuple = field(default=(), repr=False)
 
     #: masks of at most this many characters are made with the profile (most tokens are that
     #: short, so those masks are the costly ones); longer bounds clear the few longer tokens
@@ -93,6 +94,21 @@ class PlainProfile:
     def max_chars(self) -> int:
         """Characters of the longest plain token (a chain this long masks like any longer one)."""
         return self._max_chars
+
+    @property
+    def masker_args(self) -> tuple:
+        """The profile's part of a ``_native.state_masker`` profile, made once: (other_trie,
+        other_node_plain, node_plain, char_dfa, probes, max_chars, plain_mask, the
+        ``plain_upto(k)`` made with the profile for k in 0..EAGER_UPTO (else None), the plain ids
+        sorted by characters, their characters)."""
+        if not self._masker_args:
+            from decoding.backends.textloop import probes
+
+            upto = tuple(self._upto.get(k) for k in range(self.EAGER_UPTO + 1))
+            object.__setattr__(self, "_masker_args", (
+                self.other_trie, self.other_node_plain, self.node_plain, np.ascontiguousarray(self.char_dfa).reshape(-1),
+                bytes(probes(self.name)), self._max_chars, self.plain_mask, upto) + self._by_chars)
+        return self._masker_args
 
     def plain_upto(self, k: int) -> np.ndarray:
         """Mask of the plain tokens of at most ``k`` characters (cached per k): the ids of the

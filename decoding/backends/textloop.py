@@ -25,7 +25,7 @@ import numpy as np
 
 from decoding import _native
 
-__all__ = ["plain_step", "plain_chain_py", "plain_chain", "char_pairs", "char_pairs_py", "walk_tokens", "PlainLoops", "UNBOUNDED",
+__all__ = ["plain_step", "plain_chain_py", "plain_chain", "char_pairs", "char_pairs_py", "walk_tokens", "PlainLoops", "UNBOUNDED", "probes",
            "MAX_CHAIN"]
 
 #: chain length of a state on a cycle of uniform steps
@@ -134,7 +134,7 @@ def plain_chain(pairs: tuple[np.ndarray, np.ndarray, np.ndarray], table: np.ndar
 _PROBES: dict[str, tuple[int, ...]] = {}
 
 
-def _probes(name: str) -> tuple[int, ...]:
+def probes(name: str) -> tuple[int, ...]:
     """Single-byte plain characters of profile ``name`` among " < 0 space (a uniform step
     sends each of them where it sends "a")."""
     hit = _PROBES.get(name)
@@ -197,7 +197,7 @@ def walk_tokens(tabs: Any, classes: np.ndarray, table: np.ndarray, state: int, m
     if a >= 0:
         for name in profiles:
             # necessary for a uniform first step: the profile's probe characters go where "a" goes
-            for b in _probes(name):
+            for b in probes(name):
                 if row[classes[b]] != a:
                     break
             else:

@@ -145,6 +145,65 @@ int64_t gd_plain_chain16(const int32_t *row_off, const uint8_t *pair_cls, const 
 int32_t gd_char_pairs(const int16_t *char_dfa, size_t n_char, const uint16_t *byte_class, int32_t *row_off,
                       uint8_t *pair_cls, int16_t *pair_next);
 
+/* ---- state masks (src/state_mask.c) -----------------------------------------------------
+ * The whole token mask of one state of an explicit DFA in one call, as
+ * decoding/backends/textloop.py `walk_tokens` and DFAGrammar._compute make it: for each
+ * plain-text profile in order, if the state's bytes `probes` go where "a" goes and its plain
+ * chain (gd_plain_chain, max_len = max(1, max_chars)) is k >= 0 or unbounded, the walk of the
+ * profile's trie of the other tokens plus the plain tokens of at most k characters (upto[k]
+ * when given, else plain_mask minus the tokens by_chars_ids[j] with by_chars_n[j] > k:
+ * plain ids sorted by characters); otherwise the walk of the whole trie.  An unbounded chain
+ * makes its profile the `bulk` one: walks use its whole-subtree shortcut (gd_walk_opts:
+ * node_plain of the trie walked, the pairs, loop_memo).  Then the special tokens' bits
+ * (special_ids[k] set iff column n_classes + k of the state's row has a transition) and,
+ * in accepting states, eog_mask ORed in.  Every pointer is caller-owned but a profile's pairs
+ * (gd_char_pairs of its char_dfa and the table's classes), made when first needed and freed by
+ * gd_state_masker_release; the pairs, `bulk` and the loop memos are the only fields a call
+ * writes (callers serialise calls on one masker).
+ * Returns 0, -1 for a state out of range, -2 when out of memory. */
+#define GD_MASKER_PROFILES 4
+#define GD_MASKER_UPTO 9
+typedef struct {
+    const gd_trie *other_trie;
+    const uint8_t *other_node_plain, *node_plain;
+    const int16_t *char_dfa; /* int16[n_char * 256], entries -1 .. n_char - 1 */
+    size_t n_char;
+    int32_t *row_off;        /* the pairs (gd_char_pairs) for this table: made by the first call */
+    uint8_t *pair_cls;       /* that needs them, freed by gd_state_masker_release */
+    int16_t *pair_next;
+    uint8_t *loop_memo;
+    const uint8_t *probes;
+    size_t n_probes;
+    uint32_t max_chars;
+    const uint32_t *plain_mask;
+    const uint32_t *upto[GD_MASKER_UPTO]; /* NULL where not given */
+    const uint32_t *by_chars_ids;
+    const int32_t *by_chars_n;
+    size_t n_plain;
+} gd_masker_profile;
+typedef struct {
+    const gd_trie *trie;
+    const uint8_t *classes; /* [256] */
+    const void *table;      /* int32 or (table16) int16 [n_states * ncols], byte classes first */
+    int table16;
+    size_t ncols, n_states, n_classes, nwords;
+    int32_t sink;
+    const uint32_t *special_ids;
+    size_t n_special;
+    const uint8_t *accepting;  /* [n_states] */
+    const uint32_t *eog_mask;  /* NULL: none */
+    int32_t n_profiles, bulk;
+    gd_masker_profile prof[GD_MASKER_PROFILES];
+} gd_state_masker;
+int gd_state_mask(const gd_kernels *kern, gd_state_masker *sm, int32_t state, uint32_t *mask);
+void gd_state_masker_release(gd_state_masker *sm);
+/* The state after the bytes data[0..n) from `state` over the masker's table; -1 if one has no
+ * transition (or `state` is out of range). */
+int32_t gd_state_run(const gd_state_masker *sm, int32_t state, const uint8_t *data, size_t n);
+/* The ids of the clear bits among the first n, ascending, into ids; their count, or cap + 1
+ * when there are more than cap. */
+size_t gd_mask_clear_ids(const uint32_t *mask, size_t n, uint32_t *ids, size_t cap);
+
 /* ---- grammar automata: subset construction and minimisation (src/dfa_build.c) -----------
  * Both are re-entrant (the binding releases the GIL) and free everything they allocate on
  * every path.  `budget_s` is a cooperative time budget in seconds, read against the

@@ -128,11 +128,11 @@ int32_t gd_char_pairs(const int16_t *char_dfa, size_t n_char, const uint16_t *by
     if (n_char > 256) return -1;
     for (b = 0; b < 256; b++)
         if (byte_class[b] > 255) return -1;
+    memset(seen, 0, sizeof seen);
     for (p = 0; p < n_char; p++) {
         const int16_t *row = char_dfa + p * 256;
         int cmax = -1;
         row_off[p] = n;
-        memset(seen, 0, sizeof seen);
         for (b = 0; b < 256; b++) {
             int q = row[b];
             if (q < 0) continue;
@@ -144,6 +144,7 @@ int32_t gd_char_pairs(const int16_t *char_dfa, size_t n_char, const uint16_t *by
         for (c = 0; c <= cmax; c++)
             for (w = 0; w < 4; w++) {
                 uint64_t bits = seen[c * 4 + w];
+                seen[c * 4 + w] = 0; /* (cleared as read: the next state starts from zero) */
                 while (bits) {
                     int q = w * 64 + __builtin_ctzll(bits);
                     bits &= bits - 1;

@@ -187,12 +187,124 @@ static void test_digest(void) {
     }
 }
 
+/* gd_state_mask on a tiny vocabulary, for one kernel table: a JSON-like string "[a-z]*" with
+ * the letters as the plain profile (unbounded chain: the plain tokens plus the walk of the
+ * others), a bounded body of two letters (the plain tokens of at most 2 characters, from
+ * upto[2] or by clearing the longer ones), a full walk, a special and end-of-generation. */
+static gd_trie *build(const char *const *toks, uint32_t n, const uint8_t *skip) {
+    uint64_t off[16];
+    char blob[64];
+    uint64_t p = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        off[i] = p;
+        size_t l = skip && skip[i] ? 0 : strlen(toks[i]);
+        memcpy(blob + p, toks[i], l);
+        p += l;
+    }
+    off[n] = p;
+    return gd_trie_build((const uint8_t *)blob, off, n);
+}
+
+static void test_state_mask(int impl) {
+    const gd_kernels *kern = gd_kernels_for(impl);
+    if (!kern) return;
+    /* 0:"a" 1:"ab" 2:"\"" 3:"a\"" 4:"b" 5: special 6:"abc" 7: end of generation */
+    const char *const toks[] = {"a", "ab", "\"", "a\"", "b", "", "abc", ""};
+    const uint8_t plain[8] = {1, 1, 0, 0, 1, 0, 1, 0};
+    gd_trie *all = build(toks, 8, NULL), *other = build(toks, 8, plain);
+    int16_t cd[256];
+    uint16_t bc16[256];
+    uint8_t classes[256];
+    for (int b = 0; b < 256; b++) {
+        cd[b] = (b >= 'a' && b <= 'z') ? 0 : -1;
+        classes[b] = b == '"' ? 1 : (b >= 'a' && b <= 'z') ? 2 : 0;
+        bc16[b] = classes[b];
+    }
+    int32_t row_off[2];
+    uint8_t pair_cls[256];
+    int16_t pair_next[256];
+    CHECK(gd_char_pairs(cd, 1, bc16, row_off, pair_cls, pair_next) == 1, "char pairs");
+    CHECK(gd_char_pairs(cd, 1, bc16, row_off, pair_cls, pair_next) == 1 && row_off[1] == 1 && pair_cls[0] == 2 &&
+          pair_next[0] == 0, "char pairs again (no state left over)");
+    uint8_t np_all[16], np_other[16], memo[5] = {0};
+    CHECK(gd_trie_plain_flags(all, cd, 1, np_all) == 0 && gd_trie_plain_flags(other, cd, 1, np_other) == 0, "flags");
+    /* states: 0 -"-> 1; 1 -[a-z]-> 1 (unbounded) ; 1 -"-> 2 (accepting; special col 3 -> 2);
+     * 3 -[a-z]-> 4 -[a-z]-> 2 ... bounded: 3 and 4 also -"-> 2 */
+    int32_t table[5 * 4];
+    for (int i = 0; i < 20; i++) table[i] = -1;
+    table[0 * 4 + 1] = 1;
+    table[1 * 4 + 2] = 1;
+    table[1 * 4 + 1] = 2;
+    table[2 * 4 + 3] = 2;
+    table[3 * 4 + 2] = 4;
+    table[3 * 4 + 1] = 2;
+    table[4 * 4 + 2] = 0; /* (0 has no letter: the chain from 3 is 2 letters long) */
+    table[4 * 4 + 1] = 2;
+    uint8_t accepting[5] = {0, 0, 1, 0, 0};
+    uint32_t plain_mask[1] = {(1u << 0) | (1u << 1) | (1u << 4) | (1u << 6)}, upto2[1] = {(1u << 0) | (1u << 1) | (1u << 4)};
+    uint32_t eog[1] = {1u << 7}, special[1] = {5}, ids[4] = {0, 4, 1, 6};
+    int32_t nchars[4] = {1, 1, 2, 3};
+    gd_state_masker sm = {0};
+    sm.trie = all;
+    sm.classes = classes;
+    sm.table = table;
+    sm.ncols = 4;
+    sm.n_states = 5;
+    sm.n_classes = 3;
+    sm.nwords = 1;
+    sm.sink = -1;
+    sm.special_ids = special;
+    sm.n_special = 1;
+    sm.accepting = accepting;
+    sm.eog_mask = eog;
+    sm.n_profiles = 1;
+    gd_masker_profile *p = &sm.prof[0];
+    p->other_trie = other;
+    p->other_node_plain = np_other;
+    p->node_plain = np_all;
+    p->char_dfa = cd;
+    p->n_char = 1;
+    p->loop_memo = memo;
+    p->probes = (const uint8_t *)"bz";
+    p->n_probes = 2;
+    p->max_chars = 3;
+    p->plain_mask = plain_mask;
+    p->by_chars_ids = ids;
+    p->by_chars_n = nchars;
+    p->n_plain = 4;
+    uint32_t m[1];
+    const uint32_t want[5] = {1u << 2, 0x5Fu, (1u << 5) | (1u << 7), (1u << 0) | (1u << 1) | (1u << 2) | (1u << 3) | (1u << 4),
+                              (1u << 0) | (1u << 2) | (1u << 3) | (1u << 4)};
+    for (int pass = 0; pass < 2; pass++) { /* without, then with upto[2] */
+        p->upto[2] = pass ? upto2 : NULL;
+        for (int32_t s = 0; s < 5; s++) {
+            m[0] = 0xFFFFFFFFu;
+            CHECK(gd_state_mask(kern, &sm, s, m) == 0 && m[0] == want[s], "%s state mask %d pass %d: %x, want %x",
+                  gd_impl_name(impl), s, pass, m[0], want[s]);
+        }
+    }
+    CHECK(sm.bulk == 0 && gd_state_mask(kern, &sm, 5, m) == -1, "state out of range");
+    CHECK(gd_state_run(&sm, 0, (const uint8_t *)"\"ab\"", 4) == 2 && gd_state_run(&sm, 0, (const uint8_t *)"a", 1) == -1 &&
+          gd_state_run(&sm, 9, (const uint8_t *)"", 0) == -1, "state run");
+    uint32_t clear[4];
+    uint32_t full[2] = {0xFFFFFFFFu, ~((1u << 3) | (1u << 9))};
+    CHECK(gd_mask_clear_ids(full, 42, clear, 4) == 2 && clear[0] == 35 && clear[1] == 41, "clear ids");
+    CHECK(gd_mask_clear_ids(full, 41, clear, 4) == 1 && gd_mask_clear_ids(full, 64, clear, 1) == 2, "clear ids: n and cap");
+    CHECK(p->row_off && p->row_off[1] == 1, "the pairs were made once needed");
+    gd_state_masker_release(&sm);
+    CHECK(!p->row_off && !p->pair_cls && !p->pair_next, "released");
+    gd_trie_free(all);
+    gd_trie_free(other);
+    printf("ok   state mask %s\n", gd_impl_name(impl));
+}
+
 int main(void) {
     test_selection();
     test_hash_equal();
     test_digest();
     for (int impl = GD_IMPL_SCALAR; impl < GD_IMPL_COUNT; impl++) test_impl(impl);
     test_trie();
+    for (int impl = GD_IMPL_SCALAR; impl < GD_IMPL_COUNT; impl++) test_state_mask(impl);
     if (failures) { printf("%d failed\n", failures); return 1; }
     printf("all native tests passed\n");
     return 0;

@@ -30,7 +30,7 @@ from decoding import _native
 from decoding.backends.automaton import DFA, DEFAULT_MAX_STATES, _pure_python_dfa, compile_dfa
 from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN
 from decoding.backends.textloop import PlainLoops, char_pairs, plain_chain, plain_chain_py, walk_tokens
-from decoding.backends.masks import DEFAULT_MAX_MASKS, MaskTable
+from decoding.backends.masks import DEFAULT_MAX_MASKS, SPARSE_MAX, MaskTable
 from decoding.backends.tables import PROFILES, vocab_tables
 from decoding.errors import LimitError, VocabError
 from decoding.limits import Limits
@@ -78,6 +78,8 @@ class DFAGrammar:
     grammar_key: str = ""
     meta: dict = field(default_factory=dict)
     max_masks: int = DEFAULT_MAX_MASKS
+    #: masks made by one native call per state (False: the Python composition, the reference)
+    native_masker = True
     _state_mask: np.ndarray = field(init=False, repr=False)
     _masks: MaskTable = field(init=False, repr=False)
     _lock: threading.Lock = field(init=False, repr=False)
@@ -112,6 +114,7 @@ class DFAGrammar:
         self._plain_steps: dict[str, dict[int, int | None]] = {}  # (the Python reference's memo)
         self._char_pairs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._loops: PlainLoops | None = None  # whole plain subtrees in full walks (native only)
+        self._masker = None  # the native state masker (first mask; False: the Python composition)
 
     @classmethod
     def from_precomputed(cls, dfa: DFA, vocab: Vocab, special_token_ids: Sequence[int],
@@ -172,7 +175,8 @@ class DFAGrammar:
         elif token in self._special_set:
             ns = int(self._table[state, self._special_col[token]])
         elif 0 <= token < self.vocab.n_tokens and self.vocab.token_bytes[token]:
-            ns = self.dfa.run(self.vocab.token_bytes[token], state)
+            ns = _native.state_run(self._masker, state, self.vocab.token_bytes[token]) if self._masker \
+                else self.dfa.run(self.vocab.token_bytes[token], state)
         else:
             ns = FORBIDDEN
         self._next[key] = ns
@@ -318,6 +322,13 @@ class DFAGrammar:
             if mid >= 0:
                 return mid
             m = np.empty(self._n_words, dtype=np.uint32)
+            masker = self._masker if self._masker is not None else self._make_masker()
+            if masker:
+                buf = np.empty(SPARSE_MAX, dtype=np.uint32)
+                key, count, inverted = _native.state_mask(masker, int(state), m, buf)
+                mid = self._masks.intern_digest(m, key, count, bool(inverted), buf)
+                self._state_mask[state] = mid
+                return mid
             self._walk(int(state), m)
             if self.special_token_ids:
                 row = self._table[state]
@@ -330,6 +341,31 @@ class DFAGrammar:
             mid = self._masks.intern(m)
             self._state_mask[state] = mid
             return mid
+
+    def _make_masker(self):
+        """The native state masker (``_native.state_mask``: walk, plain tokens, special and
+        end-of-generation bits and digest in one call, the same masks as :meth:`_walk` and the
+        bits :meth:`_compute` adds), or False under ``GD_PURE_PYTHON_DFA=1`` or when
+        ``native_masker`` is off (tests: the reference composition)."""
+        tabs = self._tabs = self._tabs or vocab_tables(self.vocab)
+        self._pure = _pure_python_dfa()
+        if self._pure or not self.native_masker:
+            self._masker = False
+            return False
+        profiles = []
+        if self._loop_profiles:
+            # (the loop memos in self._loops, as the Python composition keeps them; the character
+            # pairs are made natively, when first needed)
+            loops = self._loops = PlainLoops(self.dfa.n_states, self._loop_profiles[0], self._char_pairs)
+            n = self.dfa.n_states
+            for name in self._loop_profiles:
+                memo = loops.memo[name] = np.zeros(n, dtype=np.uint8)
+                profiles.append((memo,) + tabs.profile(name).masker_args)
+        self._masker = _native.state_masker(
+            tabs.trie, self._classes, self._table.reshape(-1), self._table.shape[1], self.dfa.n_classes,
+            self.vocab.n_tokens, np.array(self.special_token_ids, dtype=np.uint32),
+            np.ascontiguousarray(self.dfa.accepting).view(np.uint8), self._eog_mask, tuple(profiles))
+        return self._masker
 
     def _walk(self, state: int, m: np.ndarray) -> None:
         """Text-token bits of ``state`` into ``m`` (overwritten): a walk of the whole vocabulary

@@ -1,0 +1,148 @@
+/* A DFA state's whole token mask in one call (see gd_native.h, "state masks"): the choice
+ * between a plain-text chain and a full trie walk, the walk, the plain tokens, the special and
+ * end-of-generation bits.  The same steps as decoding/backends/textloop.py `walk_tokens` plus
+ * decoding/backends/dfa/index.py `DFAGrammar._compute`, which stay the reference. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gd_native.h"
+
+static int32_t cell(const gd_state_masker *sm, int32_t s, size_t c) {
+    size_t i = (size_t)s * sm->ncols + c;
+    return sm->table16 ? (int32_t)((const int16_t *)sm->table)[i] : ((const int32_t *)sm->table)[i];
+}
+
+static size_t walk(const gd_state_masker *sm, const gd_trie *t, int32_t state, uint32_t *mask,
+                   const gd_walk_opts *o) {
+    if (sm->table16)
+        return gd_trie_walk_ex16(t, sm->classes, sm->table, sm->ncols, state, mask, sm->nwords, NULL, o);
+    return gd_trie_walk_ex(t, sm->classes, sm->table, sm->ncols, state, mask, sm->nwords, NULL, o);
+}
+
+/* the profile's pairs for this table, made on first use: 0, or -2 when out of memory */
+static int pairs(const gd_state_masker *sm, gd_masker_profile *p) {
+    if (p->row_off) return 0;
+    uint16_t bc[256];
+    for (int b = 0; b < 256; b++) bc[b] = sm->classes[b];
+    int32_t *ro = malloc((p->n_char + 1) * sizeof *ro);
+    uint8_t *cls = malloc(p->n_char * 256);
+    int16_t *nx = malloc(p->n_char * 256 * sizeof *nx);
+    int32_t n = (ro && cls && nx) ? gd_char_pairs(p->char_dfa, p->n_char, bc, ro, cls, nx) : -1;
+    if (n < 0) {
+        free(ro);
+        free(cls);
+        free(nx);
+        return -2;
+    }
+    p->row_off = ro;
+    p->pair_cls = cls;
+    p->pair_next = nx;
+    return 0;
+}
+
+void gd_state_masker_release(gd_state_masker *sm) {
+    for (int32_t p = 0; p < sm->n_profiles && p < GD_MASKER_PROFILES; p++) {
+        free(sm->prof[p].row_off);
+        free(sm->prof[p].pair_cls);
+        free(sm->prof[p].pair_next);
+        sm->prof[p].row_off = NULL;
+        sm->prof[p].pair_cls = NULL;
+        sm->prof[p].pair_next = NULL;
+    }
+}
+
+static void bulk_opts(const gd_masker_profile *p, const uint8_t *node_plain, gd_walk_opts *o) {
+    o->node_plain = node_plain;
+    o->row_off = p->row_off;
+    o->pair_cls = p->pair_cls;
+    o->pair_next = p->pair_next;
+    o->loop_memo = p->loop_memo;
+}
+
+/* mask |= the plain tokens of at most k characters (k >= max_chars: all of them) */
+static void or_plain(const gd_kernels *kern, const gd_masker_profile *p, int64_t k, uint32_t *mask,
+                     size_t nwords) {
+    if (k <= 0) return;
+    if (k >= (int64_t)p->max_chars) {
+        gd_mask_or(kern, mask, mask, p->plain_mask, nwords);
+        return;
+    }
+    if (k < GD_MASKER_UPTO && p->upto[k]) {
+        gd_mask_or(kern, mask, mask, p->upto[k], nwords);
+        return;
+    }
+    gd_mask_or(kern, mask, mask, p->plain_mask, nwords);
+    size_t lo = 0, hi = p->n_plain; /* the first plain token (by characters) of more than k */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((int64_t)p->by_chars_n[mid] <= k) lo = mid + 1;
+        else hi = mid;
+    }
+    for (size_t j = lo; j < p->n_plain; j++) {
+        uint32_t id = p->by_chars_ids[j];
+        if ((size_t)(id >> 5) < nwords) mask[id >> 5] &= ~(1u << (id & 31));
+    }
+}
+
+int gd_state_mask(const gd_kernels *kern, gd_state_masker *sm, int32_t state, uint32_t *mask) {
+    if (state < 0 || (size_t)state >= sm->n_states) return -1;
+    gd_walk_opts o = {sm->sink, NULL, NULL, NULL, NULL, NULL, -1};
+    int done = 0;
+    int32_t a = cell(sm, state, sm->classes['a']);
+    for (int32_t p = 0; a >= 0 && p < sm->n_profiles && !done; p++) {
+        gd_masker_profile *pr = &sm->prof[p];
+        size_t i = 0;
+        while (i < pr->n_probes && cell(sm, state, sm->classes[pr->probes[i]]) == a) i++;
+        if (i < pr->n_probes) continue; /* not a uniform first step */
+        if (pairs(sm, pr)) return -2;
+        uint32_t max_len = pr->max_chars ? pr->max_chars : 1;
+        int64_t k = sm->table16 ? gd_plain_chain16(pr->row_off, pr->pair_cls, pr->pair_next, sm->table, sm->ncols,
+                                                   sm->n_states, state, max_len)
+                                : gd_plain_chain(pr->row_off, pr->pair_cls, pr->pair_next, sm->table, sm->ncols,
+                                                 sm->n_states, state, max_len);
+        if (k == GD_PLAIN_NOMEM) return -2;
+        if (k < 0 && k != GD_PLAIN_UNBOUNDED) continue;
+        if (k == GD_PLAIN_UNBOUNDED) {
+            sm->bulk = p;
+            k = INT64_MAX;
+        }
+        if (sm->bulk == p) bulk_opts(pr, pr->other_node_plain, &o);
+        walk(sm, pr->other_trie, state, mask, &o);
+        or_plain(kern, pr, k, mask, sm->nwords);
+        done = 1;
+    }
+    if (!done) {
+        if (sm->n_profiles > 0) {
+            if (pairs(sm, &sm->prof[sm->bulk])) return -2;
+            bulk_opts(&sm->prof[sm->bulk], sm->prof[sm->bulk].node_plain, &o);
+        }
+        walk(sm, sm->trie, state, mask, &o);
+    }
+    for (size_t k = 0; k < sm->n_special; k++) {
+        uint32_t id = sm->special_ids[k];
+        if ((size_t)(id >> 5) >= sm->nwords) continue;
+        mask[id >> 5] &= ~(1u << (id & 31));
+        if (cell(sm, state, sm->n_classes + k) >= 0) mask[id >> 5] |= 1u << (id & 31);
+    }
+    if (sm->eog_mask && sm->accepting[state]) gd_mask_or(kern, mask, mask, sm->eog_mask, sm->nwords);
+    return 0;
+}
+
+int32_t gd_state_run(const gd_state_masker *sm, int32_t state, const uint8_t *data, size_t n) {
+    if (state < 0 || (size_t)state >= sm->n_states) return -1;
+    for (size_t i = 0; i < n && state >= 0; i++) state = cell(sm, state, sm->classes[data[i]]);
+    return state;
+}
+
+size_t gd_mask_clear_ids(const uint32_t *mask, size_t n, uint32_t *ids, size_t cap) {
+    size_t nwords = (n + 31) / 32, count = 0;
+    for (size_t w = 0; w < nwords; w++) {
+        uint32_t x = ~mask[w];
+        if (w == nwords - 1 && (n & 31)) x &= (1u << (n & 31)) - 1u;
+        for (; x; x &= x - 1) {
+            if (count == cap) return cap + 1;
+            ids[count++] = (uint32_t)(w * 32 + (size_t)__builtin_ctz(x));
+        }
+    }
+    return count;
+}

@@ -1,0 +1,146 @@
+"""The native state masker (``_native.state_mask``: one call per first-visited DFA state) gives
+the masks of the Python composition it replaced (``DFAGrammar.native_masker = False``:
+``walk_tokens`` with the plain-text shortcuts, then the special and end-of-generation bits),
+state by state, and the same digest for interning.  Covered: unbounded and bounded string
+bodies (chains of at most ``EAGER_UPTO`` characters, longer ones below the longest plain
+token, and longer), XML text, anchors matched as special tokens, end-of-generation in accepting
+states, tiny and real vocabularies, and the error paths of the binding."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import get_vocab
+from decoding import _native, compile_json_schema
+from decoding.backends.masks import SPARSE_MAX
+from decoding.backends.select import compile_grammar
+from decoding.ir import Grammar, Special, lit, plus, seq, char_class
+from decoding.vocab import Vocab
+
+SCHEMAS = [
+    {"type": "string"},
+    {"type": "string", "maxLength": 3},
+    {"type": "string", "minLength": 2, "maxLength": 8},
+    {"type": "string", "maxLength": 12},
+    {"type": "string", "maxLength": 40},
+    {"type": "string", "maxLength": 300},
+    {"type": "object", "properties": {"q": {"type": "string"}, "n": {"type": "integer"},
+                                      "t": {"type": "string", "maxLength": 20}}, "required": ["q", "n"]},
+    {"type": "array", "items": {"type": "string", "pattern": "^[a-z]{0,3}$"}, "maxItems": 3},
+    {"type": "object", "additionalProperties": {"type": "string"}},
+    {"enum": ["alpha", "beta", "\u4e2d\u6587"]},
+    {"type": "string", "format": "date"},
+]
+
+
+def _pair(build):
+    """(native, reference) compiled twice from ``build()``; the reference composes in Python."""
+    fast, ref = build(), build()
+    fast, ref = getattr(fast, "inner", fast), getattr(ref, "inner", ref)
+    ref.native_masker = False
+    return fast, ref
+
+
+def _same_masks(fast, ref, limit: int = 400) -> None:
+    n = min(fast.dfa.n_states, limit)
+    for s in range(n):
+        assert np.array_equal(fast.mask(s), ref.mask(s)), f"state {s}"
+    assert fast._masker, "the native masker was not used"
+    assert ref._masker is False
+    assert len(fast.masks) == len(ref.masks)  # the same interning (digest and sparse ids)
+
+
+@pytest.mark.parametrize("schema", SCHEMAS, ids=[str(i) for i in range(len(SCHEMAS))])
+@pytest.mark.parametrize("vocab_name", ["gpt-2", "llama-bpe", "gemma-4"])
+def test_native_masks_equal_the_python_composition(schema, vocab_name):
+    v = get_vocab(vocab_name)
+    _same_masks(*_pair(lambda: compile_json_schema(schema, v)))
+
+
+def test_native_masks_on_an_xml_dtd():
+    from decoding.frontends.xml.dtd import parse_dtd
+    from decoding.frontends.xml.grammar import dtd_grammar
+
+    v = get_vocab("gpt-2")
+    g = dtd_grammar(parse_dtd("<!ELEMENT note (to, body)><!ELEMENT to (#PCDATA)><!ELEMENT body (#PCDATA)>"), "note")
+    fast, ref = _pair(lambda: compile_grammar(g, v))
+    _same_masks(fast, ref)
+    assert any(fast._plain_chain("xml-text", s) is not None for s in range(fast.dfa.n_states))
+
+
+def test_native_masks_without_plain_profiles():
+    v = get_vocab("gpt-2")
+    fast, ref = _pair(lambda: compile_json_schema({"type": "object", "properties": {"a": {"type": "string"}}}, v))
+    fast._loop_profiles = ref._loop_profiles = ()
+    _same_masks(fast, ref)
+
+
+def test_native_masks_on_xml_text_and_special_tokens():
+    toks = [b"", b"<a>", b"</a>", b"x", b"xy", b"xyz<", b"<", b"a", b">", b"/", b"\xe4\xb8\xad", b"\xe4", b"\xb8\xad",
+            b"<|s|>", b"<|e|>"]
+    v = Vocab.from_bytes(toks, eog_ids=[0], special={"<|s|>": 13, "<|e|>": 14})
+    text = plus(char_class([(ord("<"), ord("<")), (ord("&"), ord("&")), (ord(">"), ord(">"))], negate=True))
+    g = Grammar.single(seq(Special("<|s|>"), lit("<a>"), text, lit("</a>"), Special("<|e|>")))
+    fast, ref = _pair(lambda: compile_grammar(g, v, backend="dfa"))
+    _same_masks(fast, ref)
+    assert any(fast.mask(s)[0] & (1 << 13) for s in range(fast.dfa.n_states))  # the anchor is allowed somewhere
+
+
+def test_state_mask_digest_matches_mask_digest():
+    v = get_vocab("llama-bpe")
+    cg = compile_json_schema({"type": "object", "properties": {"s": {"type": "string"}}}, v)
+    cg.mask(0)
+    for s in range(cg.dfa.n_states):
+        m, buf = np.empty(v.n_words, dtype=np.uint32), np.empty(SPARSE_MAX, dtype=np.uint32)
+        key, count, inverted = _native.state_mask(cg._masker, s, m, buf)
+        ref_buf = np.empty(SPARSE_MAX, dtype=np.uint32)
+        ref_key, ref_count = _native.mask_digest(m, v.n_tokens, ref_buf)
+        assert key == ref_key
+        if inverted:
+            inv = ~m
+            inv[-1] &= np.uint32((1 << (v.n_tokens & 31)) - 1) if v.n_tokens & 31 else np.uint32(0xFFFFFFFF)
+            ids = np.nonzero(np.unpackbits(inv.view(np.uint8), bitorder="little")[:v.n_tokens])[0]
+            assert count == len(ids) <= SPARSE_MAX and np.array_equal(buf[:count], ids)
+        else:
+            assert count == ref_count
+            if count <= SPARSE_MAX:
+                assert np.array_equal(buf[:count], ref_buf[:count])
+
+
+def test_state_masker_rejects_bad_arguments():
+    v = get_vocab("gpt-2")
+    cg = compile_json_schema({"type": "string"}, v)
+    cg.mask(0)
+    with pytest.raises(ValueError, match="out of range"):
+        _native.state_mask(cg._masker, cg.dfa.n_states, np.empty(v.n_words, dtype=np.uint32),
+                           np.empty(8, dtype=np.uint32))
+    with pytest.raises(ValueError, match="nwords"):
+        _native.state_mask(cg._masker, 0, np.empty(v.n_words + 1, dtype=np.uint32), np.empty(8, dtype=np.uint32))
+    with pytest.raises(TypeError):
+        _native.state_mask(cg._masker, 0, np.empty(v.n_words, dtype=np.int64), np.empty(8, dtype=np.uint32))
+    tabs = cg._tabs
+    table = cg._table.reshape(-1)
+    acc = np.ascontiguousarray(cg.dfa.accepting).view(np.uint8)
+    good = (tabs.trie, cg._classes, table, cg._table.shape[1], cg.dfa.n_classes, v.n_tokens,
+            np.zeros(0, dtype=np.uint32), acc, None, ())
+    assert _native.state_masker(*good)
+    bad_classes = np.full(256, cg.dfa.n_classes, dtype=np.uint8)
+    with pytest.raises(ValueError, match="classes"):
+        _native.state_masker(*((good[0], bad_classes) + good[2:]))
+    with pytest.raises(ValueError, match="accepting"):
+        _native.state_masker(*(good[:7] + (acc[:-1],) + good[8:]))
+    with pytest.raises(ValueError, match="specials"):  # a special with no column of its own
+        _native.state_masker(*(good[:6] + (np.array([v.n_tokens], dtype=np.uint32),) + good[7:]))
+    with pytest.raises(ValueError, match="eog_mask"):
+        _native.state_masker(*(good[:8] + (np.zeros(v.n_words - 1, dtype=np.uint32),) + good[9:]))
+    with pytest.raises(TypeError, match="profile"):
+        _native.state_masker(*(good[:9] + ((1, 2),)))
+    prof = (np.zeros(cg.dfa.n_states, dtype=np.uint8),) + tabs.profile("json-string").masker_args
+    assert _native.state_masker(*(good[:9] + ((prof,),)))
+    bad_dfa = prof[4].copy()
+    bad_dfa[7] = 9  # a character state past the automaton
+    with pytest.raises(ValueError, match="char_dfa"):
+        _native.state_masker(*(good[:9] + ((prof[:4] + (bad_dfa,) + prof[5:],),)))
+    with pytest.raises(ValueError, match="loop_memo"):
+        _native.state_masker(*(good[:9] + (((prof[0][:-1],) + prof[1:],),)))
