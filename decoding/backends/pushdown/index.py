@@ -22,6 +22,10 @@ Invariants
   call or return to a caller (over-approximated with FIRST/FOLLOW byte sets) are checked
   exactly by stepping the configuration.  Compile-time data (:class:`Pushdown`) is
   immutable and shared; :class:`CompiledPushdown` adds per-vocabulary memos.
+- Memory: no table has a column per byte: the walks' tables have one per class of bytes
+  that no rule move or exit set tells apart (the 256-column table with equal columns
+  merged), and the walks' masks are interned in a :class:`~decoding.backends.masks.MaskTable`
+  (sparse when few tokens are in or out).
 - Budgets are bounds, not exact: ``completion_cost`` is the fewest *bytes* that complete
   a configuration (every byte on a completion is a single token of the vocabulary, so that
   many tokens always suffice).
@@ -30,9 +34,11 @@ Invariants
 from __future__ import annotations
 
 import heapq
+import sys
 import threading
 import time
 from dataclasses import dataclass, field, replace
+from operator import is_
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -45,7 +51,7 @@ from decoding.backends.textloop import PlainLoops, char_pairs, plain_chain, walk
 from decoding.backends.tables import PROFILES, vocab_tables
 from decoding.errors import GrammarError, LimitError
 from decoding.limits import DEFAULT_LIMITS, Limits
-from decoding.ir import Grammar, Node, Ref, Special, map_leaves
+from decoding.ir import Choice, Grammar, Node, Ref, Repeat, Seq, Special
 from decoding.ir.productive import check_productive
 from decoding.vocab import Vocab
 
@@ -55,11 +61,50 @@ __all__ = ["Pushdown", "CompiledPushdown", "compile_pushdown", "compile_grammar_
 CALL = "\x00call\x00"  # prefix of the special symbols that stand for calls in rule DFAs
 MAX_STACKS = 4096  # stacks in one configuration (ambiguity bound)
 INF = 1 << 40
-_IDENT = np.arange(256, dtype=np.uint8)
 
 
-def _calls_as_specials(node: Node) -> Node:
-    return map_leaves(node, lambda n: Special(CALL + n.name) if isinstance(n, Ref) else n)
+class _Calls:
+    """Rule bodies with each ``Ref(X)`` replaced by ``Special(CALL + X)``, structurally what
+    ``map_leaves`` makes but keeping the IR's sharing: a node is mapped once for all the
+    rules (memo by identity), a subtree without a Ref is the same object (so the estimates'
+    and the NFA serialiser's memos by identity see a shared subtree once, and registered
+    plain nodes stay registered), and a rebuilt node is built once however many parents it
+    has.  ``Inter``/``Diff`` hold no Ref (:class:`~decoding.ir.Grammar` checks) and stay."""
+
+    def __init__(self) -> None:
+        self._memo: dict[int, Node] = {}
+        self._keep: list[Node] = []  # the mapped originals stay alive while ids name them
+
+    def body(self, root: Node) -> Node:
+        memo = self._memo
+        stack: list[tuple[Node, bool]] = [(root, False)]
+        while stack:
+            n, ready = stack.pop()
+            if id(n) in memo:
+                continue
+            cls = n.__class__
+            if cls is Seq or cls is Choice or cls is Repeat:
+                kids = (n.item,) if cls is Repeat else n.items  # type: ignore[union-attr]
+                if not ready:
+                    stack.append((n, True))
+                    for k in kids:
+                        if id(k) not in memo:
+                            stack.append((k, False))
+                    continue
+                new = [memo[id(k)] for k in kids]
+                if all(map(is_, new, kids)):
+                    out = n
+                elif cls is Repeat:
+                    out = Repeat(new[0], n.min, n.max)  # type: ignore[union-attr]
+                else:
+                    out = cls(tuple(new))
+            elif cls is Ref:
+                out = Special(CALL + n.name)  # type: ignore[union-attr]
+            else:
+                out = n
+            memo[id(n)] = out
+            self._keep.append(n)
+        return memo[id(root)]
 
 
 @dataclass(frozen=True, eq=False)
@@ -111,13 +156,14 @@ def compile_pushdown(grammar: Grammar, *, literal_specials: Iterable[str] = (),
     # 2000}`` properties, one rule each) share one automaton: a call of either is a call of it
     same = _SameBody()
     same.first(grammar.rule(grammar.start), 0)
+    calls = _Calls()
     raw: list[DFA | None] = []
     total = 0  # states of the rules' automata so far: at most max_dfa_states, like one DFA
     i = 0
     while i < len(order):
         name = order[i]
         i += 1
-        node = _calls_as_specials(grammar.rule(name))
+        node = calls.body(grammar.rule(name))
         left = deadline - time.monotonic()
         if left <= 0:
             raise LimitError(f"rule '{name}': compiling took longer than max_compile_seconds="
@@ -281,62 +327,94 @@ class _SameBody:
 
 
 class _Tables:
-    """Python-level step tables and the FIRST/FOLLOW exit sets of a :class:`Pushdown`."""
+    """Python-level step tables and the FIRST/FOLLOW exit sets of a :class:`Pushdown`.
+
+    Per rule ``r`` (no 256-column table: the rules' byte classes are kept):
+    ``tr[r]`` the byte moves over the DFA's byte classes (a view of its table), ``bc[r]`` /
+    ``bcn[r]`` byte -> class (list / array), ``fin[r]`` the accepting states,
+    ``calls[r][s]`` the ``(callee, target)`` calls of state ``s`` (``()`` for most states),
+    ``callers[r]`` the ``(state, calls)`` of the states that have some (increasing),
+    ``specs[r]`` ``{state: {special: target}}``, ``rev_c[r]`` ``{target: [(state, callee)]}``,
+    ``exit[r]`` ``{state: byte set}`` for the states whose exit set (the bytes that may enter
+    a call or return to the caller, bit b for byte b) is not empty; :meth:`rev` the byte-move
+    predecessors (made on first use) and :meth:`classes` the byte classes of the mask walks'
+    tables (refined by the exit sets)."""
 
     def __init__(self, pd: Pushdown, deadline: float | None = None, limits: Limits | None = None) -> None:
         self.pd = pd
         self._deadline = deadline
         self._limits = DEFAULT_LIMITS if limits is None else limits
         R = len(pd.dfas)
-        self.bc = [d.byte_class.astype(np.int64).tolist() for d in pd.dfas]
-        # byte moves as arrays (a list of Python ints per state cost ~40 bytes a cell: 1.1 GB
-        # for Snowplow sp_137's 525,405 states)
-        self.tr = [np.ascontiguousarray(d.trans[:, :d.n_classes], dtype=np.int32) for d in pd.dfas]
+        self.bcn = [d.byte_class.astype(np.intp) for d in pd.dfas]
+        self.bc = [b.tolist() for b in self.bcn]
+        self.tr = [d.trans[:, :d.n_classes] for d in pd.dfas]  # (int16 or int32)
         self.fin = [d.accepting.tolist() for d in pd.dfas]
-        self.full = [np.ascontiguousarray(d.full_table(), dtype=np.int32) for d in pd.dfas]
         self.calls: list[list[tuple[tuple[int, int], ...]]] = []
-        self.specs: list[list[dict[int, int]]] = []
+        self.callers: list[list[tuple[int, tuple[tuple[int, int], ...]]]] = []
+        self.specs: list[dict[int, dict[int, int]]] = []
         for r, d in enumerate(pd.dfas):
             self._check("the step tables")
-            cr, sr = [], []
-            for s in range(d.n_states):
-                cs, ss = [], {}
-                for c, (kind, k) in enumerate(pd.cols[r]):
-                    t = int(d.trans[s, d.n_classes + c])
-                    if t < 0 or k < 0:
-                        continue
-                    if kind == "call":
-                        cs.append((k, t))
-                    else:
-                        ss[k] = t
-                cr.append(tuple(cs))
-                sr.append(ss)
+            sym = d.trans[:, d.n_classes:]
+            src, col = np.nonzero(sym >= 0)  # state-major, columns in order
+            cols = pd.cols[r]
+            by_state: dict[int, list[tuple[int, int]]] = {}
+            sr: dict[int, dict[int, int]] = {}
+            for s, c, t in zip(src.tolist(), col.tolist(), sym[src, col].tolist()):
+                kind, k = cols[c]
+                if k < 0:
+                    continue
+                if kind == "call":
+                    by_state.setdefault(s, []).append((k, t))
+                else:
+                    sr.setdefault(s, {})[k] = t
+            cr: list[tuple[tuple[int, int], ...]] = [()] * d.n_states
+            callers = []
+            for s, cs in by_state.items():
+                cr[s] = tuple(cs)
+                callers.append((s, cr[s]))
             self.calls.append(cr)
+            self.callers.append(callers)
             self.specs.append(sr)
         self.calls_to: list[list[tuple[int, int, int]]] = [[] for _ in range(R)]
+        self.rev_c: list[dict[int, list[tuple[int, int]]]] = [{} for _ in range(R)]
         for r in range(R):
-            for s, cs in enumerate(self.calls[r]):
+            for s, cs in self.callers[r]:
                 for x, t in cs:
                     self.calls_to[x].append((r, s, t))
-        self.rev_b: list[list[list[int]]] = []
-        self.rev_c: list[list[list[tuple[int, int]]]] = []
-        for r in range(R):
-            self._check("the reverse edges")
-            n = len(self.fin[r])
-            rb: list[list[int]] = [[] for _ in range(n)]
-            rc: list[list[tuple[int, int]]] = [[] for _ in range(n)]
-            # the states with a byte move to each state, each once, in increasing order
-            tr = self.tr[r]
-            src, col = np.nonzero(tr >= 0)
-            pairs = np.unique(tr[src, col].astype(np.int64) * n + src)
-            for tt, s in zip((pairs // n).tolist(), (pairs % n).tolist()):
-                rb[tt].append(s)
-            for s in range(n):
-                for x, tt in self.calls[r][s]:
-                    rc[tt].append((s, x))
-            self.rev_b.append(rb)
-            self.rev_c.append(rc)
+                    self.rev_c[r].setdefault(t, []).append((s, x))
+        self._rev: list[tuple[np.ndarray, np.ndarray]] | None = None
+        self._classes: dict[int, tuple[np.ndarray, np.ndarray, dict[int, np.ndarray]]] = {}
         self._exit_sets()
+
+    def rev(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per rule ``(off, src)``: the states with a byte move to ``t`` are
+        ``src[off[t]:off[t + 1]]``, each once, increasing."""
+        if self._rev is None:
+            out = []
+            for tr in self.tr:
+                n = tr.shape[0]
+                src, col = np.nonzero(tr >= 0)
+                pairs = np.unique(tr[src, col].astype(np.int64) * n + src)
+                out.append((np.searchsorted(pairs // n, np.arange(n + 1)), (pairs % n).astype(np.int32)))
+            self._rev = out
+        return self._rev
+
+    def classes(self, r: int) -> tuple[np.ndarray, np.ndarray, dict[int, np.ndarray]]:
+        """Rule ``r``'s byte classes refined by its exit sets: (byte -> column uint8[256],
+        column -> the DFA's class, exit set -> bool mask of its columns).  Bytes in one
+        column have the same moves and are in the same exit sets, so a table over these
+        columns is the 256-column one with equal columns merged."""
+        hit = self._classes.get(r)
+        if hit is None:
+            exits = sorted(set(self.exit[r].values()))
+            bits = [_byte_bits(e) for e in exits]
+            u, inv = np.unique(np.stack([self.bcn[r]] + bits, axis=1), axis=0, return_inverse=True)
+            inv = inv.reshape(-1)
+            rep = np.empty(len(u), dtype=np.intp)  # a byte of each column
+            rep[inv] = np.arange(256)
+            hit = self._classes[r] = (inv.astype(np.uint8), u[:, 0].astype(np.intp),
+                                      {e: b[rep] for e, b in zip(exits, bits)})
+        return hit
 
     def min_bytes(self, forbidden: frozenset) -> list[list[int]]:
         """Per rule, per state: fewest bytes to complete the frame without calling the rules
@@ -345,6 +423,7 @@ class _Tables:
         start cost dropped, so a chain of rules costs one Dijkstra per rule, not one round
         per rule.  Start costs only decrease, so it terminates at the least fixpoint."""
         R = len(self.fin)
+        rev = self.rev()
         starts = [INF] * R
         mb: list[list[int]] = [[INF] * len(f) for f in self.fin]
         todo = list(range(R))  # popped from the end: callees (higher index) first
@@ -352,6 +431,8 @@ class _Tables:
         while todo:
             r = todo.pop()
             queued[r] = False
+            off, src = rev[r]
+            rc = self.rev_c[r]
             d = [INF] * len(self.fin[r])
             heap = [(0, s) for s, f in enumerate(self.fin[r]) if f]
             for _, s in heap:
@@ -361,11 +442,11 @@ class _Tables:
                 c, t = heapq.heappop(heap)
                 if c > d[t]:
                     continue
-                for s in self.rev_b[r][t]:
+                for s in src[off[t]:off[t + 1]].tolist():
                     if c + 1 < d[s]:
                         d[s] = c + 1
                         heapq.heappush(heap, (c + 1, s))
-                for s, x in self.rev_c[r][t]:
+                for s, x in rc.get(t, ()):
                     w = starts[x]
                     if x not in forbidden and w < INF and c + w < d[s]:
                         d[s] = c + w
@@ -384,38 +465,45 @@ class _Tables:
         _check_deadline(self._deadline, self._limits, self.pd.names[0] if self.pd.names else "", step)
 
     def _exit_sets(self) -> None:
+        """``exit``: FIRST of the calls of each state (and of what follows a nullable call)
+        plus FOLLOW of the rule where the state is nullable.  Only states with calls change
+        in the fixpoints (the others' FIRST is their own moves, their nullability their
+        acceptance), so only those are visited."""
         R = len(self.pd.dfas)
-        direct = []
+        self._check("the exit sets")
+        # FIRST as ints (bit b for byte b) of the states the fixpoints read: the rules'
+        # starts, the states with calls and their calls' targets; at first the bytes each
+        # has a move on
+        first: list[dict[int, int]] = []
         for r in range(R):
-            self._check("the exit sets")
-            # per state, the bytes it has a move on as an int (bit b for byte b), from the
-            # table's rows packed to four 64-bit words
-            words = np.packbits(self.full[r] >= 0, axis=1, bitorder="little").view("<u8").tolist()
-            direct.append([w0 | w1 << 64 | w2 << 128 | w3 << 192 for w0, w1, w2, w3 in words])
+            need = sorted({0, *(s for s, _ in self.callers[r]), *(t for _, cs in self.callers[r] for _, t in cs)})
+            rows = np.packbits(self.tr[r][need][:, self.bcn[r]] >= 0, axis=1, bitorder="little")
+            first.append({s: int.from_bytes(row.tobytes(), "little") for s, row in zip(need, rows)})
         null = [list(f) for f in self.fin]
         changed = True
         while changed:
             changed = False
             self._check("the exit sets")
             for r in range(R - 1, -1, -1):  # callees first (see compile_pushdown)
-                for s, cs in enumerate(self.calls[r]):
-                    if not null[r][s] and any(null[x][0] and null[r][t] for x, t in cs):
-                        null[r][s] = True
+                nr = null[r]
+                for s, cs in self.callers[r]:
+                    if not nr[s] and any(null[x][0] and nr[t] for x, t in cs):
+                        nr[s] = True
                         changed = True
-        first = [list(d) for d in direct]
         changed = True
         while changed:
             changed = False
             self._check("the exit sets")
             for r in range(R - 1, -1, -1):
-                for s, cs in enumerate(self.calls[r]):
-                    v = first[r][s]
+                fr = first[r]
+                for s, cs in self.callers[r]:
+                    v0 = v = fr[s]
                     for x, t in cs:
                         v |= first[x][0]
                         if null[x][0]:
-                            v |= first[r][t]
-                    if v != first[r][s]:
-                        first[r][s] = v
+                            v |= fr[t]
+                    if v != v0:
+                        fr[s] = v
                         changed = True
         follow = [0] * R
         changed = True
@@ -430,10 +518,12 @@ class _Tables:
                 if v != follow[x]:
                     follow[x] = v
                     changed = True
-        self.exit: list[list[int]] = []
+        self.exit: list[dict[int, int]] = []
         for r in range(R):
-            row = []
-            for s, cs in enumerate(self.calls[r]):
+            ex: dict[int, int] = {}
+            if follow[r]:  # the nullable states without calls: the accepting ones
+                ex = dict.fromkeys(np.flatnonzero(self.pd.dfas[r].accepting).tolist(), follow[r])
+            for s, cs in self.callers[r]:
                 v = 0
                 for x, t in cs:
                     v |= first[x][0]
@@ -441,8 +531,14 @@ class _Tables:
                         v |= first[r][t]
                 if null[r][s]:
                     v |= follow[r]
-                row.append(v)
-            self.exit.append(row)
+                if v:
+                    ex[s] = v
+            self.exit.append(ex)
+
+
+def _byte_bits(v: int) -> np.ndarray:
+    """bool[256]: bit b of ``v`` at index b."""
+    return np.unpackbits(np.frombuffer(v.to_bytes(32, "little"), dtype=np.uint8), bitorder="little").astype(bool)
 
 
 Stack = tuple  # tuple of frames (rule, state, counts id)
@@ -482,8 +578,12 @@ class CompiledPushdown:
         self._next: dict[tuple[int, int], int] = {}
         self._mb_memo: dict[int, list[list[int]]] = {}
         self._succ_memo: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        self._walks: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]] = {}
-        self._char_pairs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        # (rule, state, saturated set) -> ids in _walk_masks (most walks' masks repeat or are
+        # sparse: interned, like the configurations' masks, but never counted against max_masks)
+        self._walks: dict[tuple[int, int, int], tuple[int, int]] = {}
+        self._walk_masks = MaskTable(self.vocab.n_tokens, max_masks=sys.maxsize, where="pushdown walk memo")
+        self._char_pairs: dict[int, dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
+        self._rule_of: dict[int, int] = {}  # id of a table of _tabs -> its rule
         self._loop_profiles = tuple(PROFILES)  # the plain-text shortcuts tried (tests clear it)
         self._loops: dict[tuple[int, int, int], PlainLoops] = {}
         self._tabs: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
@@ -535,7 +635,7 @@ class CompiledPushdown:
         t = self._t
         R = len(t.tr)
         live = [[False] * len(t.fin[r]) for r in range(R)]
-        rev_b, rev_c = t.rev_b, t.rev_c
+        rev, rev_c = t.rev(), t.rev_c
         work = []
         for r in range(R):
             for s, f in enumerate(t.fin[r]):
@@ -544,11 +644,12 @@ class CompiledPushdown:
                     work.append((r, s))
         while work:
             r, tt = work.pop()
-            for s in rev_b[r][tt]:
+            off, src = rev[r]
+            for s in src[off[tt]:off[tt + 1]].tolist():
                 if not live[r][s]:
                     live[r][s] = True
                     work.append((r, s))
-            for s, x in rev_c[r][tt]:
+            for s, x in rev_c[r].get(tt, ()):
                 if x not in S and live[x][0] and not live[r][s]:
                     live[r][s] = True
                     work.append((r, s))
@@ -622,7 +723,8 @@ class CompiledPushdown:
         out = set()
         for st in self._closure(cfg):
             r, s, ck = st[-1]
-            nt = t.specs[r][s].get(k, -1)
+            sp = t.specs[r].get(s)
+            nt = -1 if sp is None else sp.get(k, -1)
             if nt >= 0 and self._ok(r, nt, ck):
                 out.add(st[:-1] + ((r, nt, ck),))
         return frozenset(out)
@@ -695,7 +797,7 @@ class CompiledPushdown:
         found: int | None = None
         for st in self._closure(cfg):
             r, s, ck = st[-1]
-            row = t.full[r][s]
+            row = t.tr[r][s][t.bcn[r]]
             for b in np.flatnonzero(row >= 0).tolist():
                 if b != found and self._ok(r, int(row[b]), ck):
                     if found is not None:
@@ -785,7 +887,7 @@ class CompiledPushdown:
                 loc_t, _ = self._tables(r, sid)
                 nxt = np.full(self.n_words * 32, -1, dtype=np.int32)
                 scratch = np.zeros(self.n_words, dtype=np.uint32)
-                _native.trie_walk(trie, _IDENT, loc_t.reshape(-1), 256, s, scratch, nxt)
+                _native.trie_walk(trie, self._t.classes(r)[0], loc_t.reshape(-1), loc_t.shape[1], s, scratch, nxt)
                 mbr = np.array(self._mb(sid)[r] + [INF], dtype=np.int64)
                 below = sum(self._mb(self._sat_of[c])[q][p] for q, p, c in st[:-1])
                 end = nxt[ids]
@@ -809,54 +911,60 @@ class CompiledPushdown:
 
     # ------------------------------------------------------------------ masks
     def _tables(self, r: int, sid: int) -> tuple[np.ndarray, np.ndarray]:
-        """(local, over) int32 tables [n+1, 256] of rule ``r`` for saturated set ``sid``:
-        local keeps the rule's own byte moves into live states; over also sends every
-        byte that may enter a call or return to the caller (exit set) to the absorbing
-        state ``n``."""
+        """(local, over) tables [n+1, columns] of rule ``r`` for saturated set ``sid``, over
+        the rule's refined byte classes (:meth:`_Tables.classes`; int16 when the states fit):
+        local keeps the rule's own byte moves into live states; over also sends every byte
+        that may enter a call or return to the caller (exit set) to the absorbing state ``n``."""
         key = (r, sid)
         hit = self._tabs.get(key)
         if hit is not None:
             return hit
-        full = self._t.full[r]
-        n = full.shape[0]
-        loc = np.full((n + 1, 256), -1, dtype=np.int32)
-        loc[:n] = full
+        _, orig, ex_cols = self._t.classes(r)
+        base = self._t.tr[r][:, orig]
+        n = base.shape[0]
+        loc = np.full((n + 1, len(orig)), -1, dtype=np.int16 if n < 32767 else np.int32)
         live = self._live_for(sid)
-        if live is not None:
+        if live is None:
+            loc[:n] = base
+        else:
             lv = np.array(live[r] + [False], dtype=bool)
-            loc[:n] = np.where((full >= 0) & lv[np.maximum(full, 0)], full, -1)
-            loc[:n][~lv[:n]] = -1
+            loc[:n] = np.where((base >= 0) & lv[np.maximum(base, 0)] & lv[:n, None], base, -1)
         over = loc.copy()
         over[n, :] = n
-        for s, ex in enumerate(self._t.exit[r]):
-            if ex:
-                cols = [b for b in range(256) if (ex >> b) & 1]
-                over[s, cols] = n
+        by_exit: dict[int, list[int]] = {}
+        for s, ex in self._t.exit[r].items():
+            by_exit.setdefault(ex, []).append(s)
+        for ex, states in by_exit.items():
+            over[np.ix_(states, np.flatnonzero(ex_cols[ex]))] = n
+        self._rule_of[id(loc)] = self._rule_of[id(over)] = r
         self._tabs[key] = (loc, over)
         return loc, over
 
-    def _walk(self, r: int, s: int, ck: int) -> tuple[np.ndarray, np.ndarray]:
+    def _walk(self, r: int, s: int, ck: int) -> tuple[int, int]:
+        """Ids in ``_walk_masks`` of (the tokens the top frame ``(r, s)`` consumes itself,
+        the other tokens that may enter a call or return: checked by stepping)."""
         sid = self._sat_of[ck]
         key = (r, s, sid)
         hit = self._walks.get(key)
         if hit is not None:
             return hit
         loc_t, over_t = self._tables(r, sid)
+        cls = self._t.classes(r)[0]
         tabs = vocab_tables(self.vocab)
         loc = np.empty(self.n_words, dtype=np.uint32)
         over = np.empty(self.n_words, dtype=np.uint32)
         # string bodies take the plain-text shortcut of the DFA back-end (exact, see
         # decoding.backends.textloop); state n of ``over`` is absorbing (its sink)
-        walk_tokens(tabs, _IDENT, loc_t, s, loc, lambda name, st: self._plain_chain(name, loc_t, st), self._loop_profiles,
+        walk_tokens(tabs, cls, loc_t, s, loc, lambda name, st: self._plain_chain(name, loc_t, st), self._loop_profiles,
                     loops=self._loops_for(r, sid, 0, loc_t))
-        walk_tokens(tabs, _IDENT, over_t, s, over, lambda name, st: self._plain_chain(name, over_t, st), self._loop_profiles,
+        walk_tokens(tabs, cls, over_t, s, over, lambda name, st: self._plain_chain(name, over_t, st), self._loop_profiles,
                     sink=over_t.shape[0] - 1, loops=self._loops_for(r, sid, 1, over_t))
         for tid in self.special_token_ids:
             loc[tid >> 5] &= ~np.uint32(1 << (tid & 31))
             over[tid >> 5] &= ~np.uint32(1 << (tid & 31))
         cand = over & ~loc
-        self._walks[key] = (loc, cand)
-        return loc, cand
+        hit = self._walks[key] = (self._walk_masks.intern(loc), self._walk_masks.intern(cand))
+        return hit
 
     def _loops_for(self, r: int, sid: int, which: int, table: np.ndarray) -> PlainLoops | None:
         """The whole-plain-subtree memo of one rule table (``which``: 0 local, 1 over)."""
@@ -865,24 +973,34 @@ class CompiledPushdown:
         key = (r, sid, which)
         hit = self._loops.get(key)
         if hit is None:
-            hit = self._loops[key] = PlainLoops(table.shape[0], self._loop_profiles[0], self._char_pairs)
+            hit = self._loops[key] = PlainLoops(table.shape[0], self._loop_profiles[0], self._pairs_of(r))
+        return hit
+
+    def _pairs_of(self, r: int) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Rule ``r``'s plain-text character pairs per profile (its tables share its classes)."""
+        hit = self._char_pairs.get(r)
+        if hit is None:
+            hit = self._char_pairs[r] = {}
         return hit
 
     def _plain_chain(self, name: str, table: np.ndarray, state: int) -> int | None:
-        """The plain-text chain of ``state`` in a rule table (identity byte classes)."""
-        pairs = self._char_pairs.get(name)
-        if pairs is None:
-            pairs = self._char_pairs[name] = char_pairs(vocab_tables(self.vocab).profile(name).char_dfa, _IDENT)
-        return plain_chain(pairs, table, state, max(1, vocab_tables(self.vocab).profile(name).max_chars))
+        """The plain-text chain of ``state`` in a rule table (one of :meth:`_tables`)."""
+        r = self._rule_of[id(table)]
+        pairs = self._pairs_of(r)
+        hit = pairs.get(name)
+        if hit is None:
+            hit = pairs[name] = char_pairs(vocab_tables(self.vocab).profile(name).char_dfa, self._t.classes(r)[0])
+        return plain_chain(hit, table, state, max(1, vocab_tables(self.vocab).profile(name).max_chars))
 
     def _compute(self, cfg: Config) -> np.ndarray:
         m = np.zeros(self.n_words, dtype=np.uint32)
         cand = np.zeros(self.n_words, dtype=np.uint32)
+        wm = self._walk_masks
         for st in cfg:
             r, s, ck = st[-1]
             loc, c = self._walk(r, s, ck)
-            m |= loc
-            cand |= c
+            m |= wm[loc]
+            cand |= wm[c]
         cand &= ~m
         ids = mask_ids(cand, self.vocab.n_tokens).tolist()
         tb = self._tb
