@@ -503,117 +503,177 @@ static PyObject *py_plain_chain(PyObject *self, PyObject *args) {
     return PyLong_FromLongLong((long long)k);
 }
 
-/* ---- state maskers (gd_state_masker): a capsule holding the buffers it points into ------ */
+/* ---- state maskers (gd_state_masker) ------------------------------------------------------
+ * Two capsules, each holding the buffers it points into: the plain-text profiles of one
+ * vocabulary (masker_profiles, made once per vocabulary), and one masker per DFA table
+ * (state_masker), which keeps its profiles capsule alive. */
+#define PROFILES_CAPSULE "decoding._native.masker_profiles"
 #define MASKER_CAPSULE "decoding._native.state_masker"
-#define MASKER_BUFS (6 + GD_MASKER_PROFILES * (8 + GD_MASKER_UPTO))
+#define PROFILES_BUFS (GD_MASKER_PROFILES * (7 + GD_MASKER_UPTO))
+#define MASKER_BUFS (5 + GD_MASKER_PROFILES)
+
+typedef struct {
+    gd_masker_profile prof[GD_MASKER_PROFILES];
+    int32_t n;
+    const gd_trie *trie;
+    size_t n_tokens;
+    PyObject *keep; /* the arguments: the tries (capsules) and arrays stay alive */
+    Py_buffer bufs[PROFILES_BUFS];
+    int n_bufs;
+} profiles_box;
 
 typedef struct {
     gd_state_masker sm;
     size_t n_tokens;
-    PyObject *keep; /* the arguments: the tries (capsules) and arrays stay alive */
+    PyObject *keep; /* the arguments, the profiles capsule among them */
     Py_buffer bufs[MASKER_BUFS];
     int n_bufs;
 } masker_box;
 
-static void masker_free(masker_box *b) {
-    gd_state_masker_release(&b->sm);
-    for (int i = 0; i < b->n_bufs; i++) PyBuffer_Release(&b->bufs[i]);
-    Py_XDECREF(b->keep);
+static void release_bufs(Py_buffer *bufs, int n, PyObject *keep) {
+    for (int i = 0; i < n; i++) PyBuffer_Release(&bufs[i]);
+    Py_XDECREF(keep);
+}
+
+static void profiles_free(profiles_box *b) {
+    release_bufs(b->bufs, b->n_bufs, b->keep);
     PyMem_Free(b);
 }
 
+static void masker_free(masker_box *b) {
+    gd_state_masker_release(&b->sm);
+    release_bufs(b->bufs, b->n_bufs, b->keep);
+    PyMem_Free(b);
+}
+
+static void profiles_destroy(PyObject *cap) { profiles_free(PyCapsule_GetPointer(cap, PROFILES_CAPSULE)); }
 static void masker_destroy(PyObject *cap) { masker_free(PyCapsule_GetPointer(cap, MASKER_CAPSULE)); }
 
-/* the next buffer of the box (NULL + exception on a bad one); want: format char, 0 = any bytes */
-static Py_buffer *box_buf(masker_box *b, PyObject *o, const char *what, char fmt, Py_ssize_t size, int writable) {
-    Py_buffer *v = &b->bufs[b->n_bufs];
+/* the next buffer of bufs (NULL + exception on a bad one) */
+static Py_buffer *next_buf(Py_buffer *bufs, int *n, PyObject *o, const char *what, char fmt, Py_ssize_t size,
+                           int writable) {
+    Py_buffer *v = &bufs[*n];
     if (get_buf(o, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0), what, fmt, size) < 0)
         return NULL;
-    b->n_bufs++;
+    (*n)++;
     return v;
 }
 
-static const char *masker_profile(masker_box *b, PyObject *t, gd_masker_profile *p) {
-    PyObject *omemo, *oo, *oonp, *onp, *ocd, *oprobe, *oplain, *oupto, *oids, *on;
+static const char *masker_profile(profiles_box *b, PyObject *t, gd_masker_profile *p) {
+    PyObject *oo, *oonp, *onp, *ocd, *oprobe, *oplain, *oupto, *oids, *on;
     unsigned int max_chars;
     if (!PyTuple_Check(t)) {
-        PyErr_SetString(PyExc_TypeError, "state_masker: each profile must be a tuple");
+        PyErr_SetString(PyExc_TypeError, "masker_profiles: each profile must be a tuple");
         return "";
     }
-    if (!PyArg_ParseTuple(t, "OOOOOOIOOOO;profile: (loop_memo, other_trie, other_node_plain, node_plain, char_dfa, "
-                          "probes, max_chars, plain_mask, upto, by_chars_ids, by_chars_n)",
-                          &omemo, &oo, &oonp, &onp, &ocd, &oprobe, &max_chars, &oplain, &oupto, &oids, &on))
+    if (!PyArg_ParseTuple(t, "OOOOOIOOOO;profile: (other_trie, other_node_plain, node_plain, char_dfa, probes, "
+                          "max_chars, plain_mask, upto, by_chars_ids, by_chars_n)",
+                          &oo, &oonp, &onp, &ocd, &oprobe, &max_chars, &oplain, &oupto, &oids, &on))
         return "";
-    gd_state_masker *sm = &b->sm;
     if (!(p->other_trie = PyCapsule_GetPointer(oo, TRIE_CAPSULE))) return "";
-    Py_buffer *v[9];
-    if (!(v[0] = box_buf(b, omemo, "loop_memo", 'B', 1, 1)) || !(v[1] = box_buf(b, oonp, "other_node_plain", 'B', 1, 0)) ||
-        !(v[2] = box_buf(b, onp, "node_plain", 'B', 1, 0)) || !(v[3] = box_buf(b, ocd, "char_dfa", 'h', 2, 0)) ||
-        !(v[4] = box_buf(b, oprobe, "probes", 'B', 1, 0)) || !(v[5] = box_buf(b, oplain, "plain_mask", 'I', 4, 0)) ||
-        !(v[6] = box_buf(b, oids, "by_chars_ids", 'I', 4, 0)) || !(v[7] = box_buf(b, on, "by_chars_n", 'i', 4, 0)))
+    Py_buffer *v[7], *bb = b->bufs;
+    int *n = &b->n_bufs;
+    if (!(v[0] = next_buf(bb, n, oonp, "other_node_plain", 'B', 1, 0)) || !(v[1] = next_buf(bb, n, onp, "node_plain", 'B', 1, 0)) ||
+        !(v[2] = next_buf(bb, n, ocd, "char_dfa", 'h', 2, 0)) || !(v[3] = next_buf(bb, n, oprobe, "probes", 'B', 1, 0)) ||
+        !(v[4] = next_buf(bb, n, oplain, "plain_mask", 'I', 4, 0)) ||
+        !(v[5] = next_buf(bb, n, oids, "by_chars_ids", 'I', 4, 0)) || !(v[6] = next_buf(bb, n, on, "by_chars_n", 'i', 4, 0)))
         return "";
-    if (v[0]->shape[0] != (Py_ssize_t)sm->n_states) return "loop_memo: one byte per automaton state";
-    if (v[1]->shape[0] != (Py_ssize_t)gd_trie_nodes(p->other_trie)) return "other_node_plain: one byte per node of other_trie";
-    if (v[2]->shape[0] != (Py_ssize_t)gd_trie_nodes(sm->trie)) return "node_plain: one byte per node of the trie";
-    Py_ssize_t n_char = v[3]->shape[0] / 256;
-    if (v[3]->shape[0] % 256 || n_char < 1 || n_char > 8) return "char_dfa: int16[n * 256] with n in 1..8";
-    for (Py_ssize_t k = 0; k < v[3]->shape[0]; k++) {
-        int16_t q = ((const int16_t *)v[3]->buf)[k];
+    size_t nwords = (b->n_tokens + 31) / 32;
+    if (v[0]->shape[0] != (Py_ssize_t)gd_trie_nodes(p->other_trie)) return "other_node_plain: one byte per node of other_trie";
+    if (v[1]->shape[0] != (Py_ssize_t)gd_trie_nodes(b->trie)) return "node_plain: one byte per node of the trie";
+    Py_ssize_t n_char = v[2]->shape[0] / 256;
+    if (v[2]->shape[0] % 256 || n_char < 1 || n_char > 8) return "char_dfa: int16[n * 256] with n in 1..8";
+    for (Py_ssize_t k = 0; k < v[2]->shape[0]; k++) {
+        int16_t q = ((const int16_t *)v[2]->buf)[k];
         if (q < -1 || q >= n_char) return "char_dfa: a next state out of range";
     }
-    if (v[5]->shape[0] != (Py_ssize_t)sm->nwords) return "plain_mask: not nwords words";
-    if (v[6]->shape[0] != v[7]->shape[0]) return "by_chars_ids and by_chars_n differ in length";
+    if (v[4]->shape[0] != (Py_ssize_t)nwords) return "plain_mask: not nwords words";
+    if (v[5]->shape[0] != v[6]->shape[0]) return "by_chars_ids and by_chars_n differ in length";
     if (!PyTuple_Check(oupto) || PyTuple_GET_SIZE(oupto) != GD_MASKER_UPTO) return "upto: a tuple of 9 masks or None";
     for (int k = 0; k < GD_MASKER_UPTO; k++) {
         PyObject *u = PyTuple_GET_ITEM(oupto, k);
         p->upto[k] = NULL;
         if (u == Py_None) continue;
-        Py_buffer *vu = box_buf(b, u, "upto", 'I', 4, 0);
+        Py_buffer *vu = next_buf(bb, n, u, "upto", 'I', 4, 0);
         if (!vu) return "";
-        if (vu->shape[0] != (Py_ssize_t)sm->nwords) return "upto: not nwords words";
+        if (vu->shape[0] != (Py_ssize_t)nwords) return "upto: not nwords words";
         p->upto[k] = vu->buf;
     }
-    p->loop_memo = v[0]->buf;
-    p->other_node_plain = v[1]->buf;
-    p->node_plain = v[2]->buf;
-    p->char_dfa = v[3]->buf;
+    p->other_node_plain = v[0]->buf;
+    p->node_plain = v[1]->buf;
+    p->char_dfa = v[2]->buf;
     p->n_char = (size_t)n_char;
-    p->probes = v[4]->buf;
-    p->n_probes = (size_t)v[4]->shape[0];
+    p->probes = v[3]->buf;
+    p->n_probes = (size_t)v[3]->shape[0];
     p->max_chars = max_chars;
-    p->plain_mask = v[5]->buf;
-    p->by_chars_ids = v[6]->buf; /* (ids past the vocabulary are skipped by the core; not scanned here) */
-    p->by_chars_n = v[7]->buf;
-    p->n_plain = (size_t)v[7]->shape[0];
+    p->plain_mask = v[4]->buf;
+    p->by_chars_ids = v[5]->buf; /* (ids past the vocabulary are skipped by the core; not scanned here) */
+    p->by_chars_n = v[6]->buf;
+    p->n_plain = (size_t)v[6]->shape[0];
     return NULL;
 }
 
-/* state_masker(trie, classes_u8[256], table_i32_or_i16, ncols, n_classes, n_tokens, special_ids_u32,
- *              accepting_u8, eog_mask_or_None, profiles) -> capsule; see gd_state_mask.
- * Every table entry must be a valid state or -1 (checked once by the caller, index.py). */
-static PyObject *py_state_masker(PyObject *self, PyObject *args) {
+/* masker_profiles(trie, n_tokens, profiles) -> capsule: the plain-text profiles a masker tries, in
+ * order, each (other_trie, other_node_plain, node_plain, char_dfa, probes, max_chars, plain_mask,
+ * upto (9 masks or None), by_chars_ids, by_chars_n); see gd_state_mask. */
+static PyObject *py_masker_profiles(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *cap, *ocls, *otab, *ospec, *oacc, *oeog, *oprof;
-    Py_ssize_t ncols, n_classes, n_tokens;
-    if (!PyArg_ParseTuple(args, "OOOnnnOOOO", &cap, &ocls, &otab, &ncols, &n_classes, &n_tokens, &ospec, &oacc, &oeog,
-                          &oprof))
-        return NULL;
+    PyObject *cap, *oprof;
+    Py_ssize_t n_tokens;
+    if (!PyArg_ParseTuple(args, "OnO", &cap, &n_tokens, &oprof)) return NULL;
     gd_trie *t = PyCapsule_GetPointer(cap, TRIE_CAPSULE);
     if (!t) return NULL;
+    if (n_tokens <= 0) return PyErr_Format(PyExc_ValueError, "masker_profiles: n_tokens must be positive");
+    if (!PyTuple_Check(oprof) || PyTuple_GET_SIZE(oprof) > GD_MASKER_PROFILES)
+        return PyErr_Format(PyExc_ValueError, "masker_profiles: a tuple of at most %d profiles", GD_MASKER_PROFILES);
+    profiles_box *b = PyMem_Calloc(1, sizeof(profiles_box));
+    if (!b) return PyErr_NoMemory();
+    b->keep = Py_NewRef(args);
+    b->trie = t;
+    b->n_tokens = (size_t)n_tokens;
+    for (Py_ssize_t p = 0; p < PyTuple_GET_SIZE(oprof); p++) {
+        const char *bad = masker_profile(b, PyTuple_GET_ITEM(oprof, p), &b->prof[p]);
+        if (bad) {
+            if (*bad) PyErr_Format(PyExc_ValueError, "masker_profiles: %s", bad);
+            profiles_free(b);
+            return NULL;
+        }
+        b->n++;
+    }
+    PyObject *ret = PyCapsule_New(b, PROFILES_CAPSULE, profiles_destroy);
+    if (!ret) profiles_free(b);
+    return ret;
+}
+
+/* state_masker(profiles, classes_u8[256], table_i32_or_i16, ncols, n_classes, special_ids_u32,
+ *              accepting_u8, eog_mask_or_None, loop_memos) -> capsule; see gd_state_mask.
+ * loop_memos: one writable uint8[n_states] per profile.  Every table entry must be a valid
+ * state or -1 (checked once by the caller, index.py). */
+static PyObject *py_state_masker(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *pcap, *ocls, *otab, *ospec, *oacc, *oeog, *omemo;
+    Py_ssize_t ncols, n_classes;
+    if (!PyArg_ParseTuple(args, "OOOnnOOOO", &pcap, &ocls, &otab, &ncols, &n_classes, &ospec, &oacc, &oeog, &omemo))
+        return NULL;
+    profiles_box *pb = PyCapsule_GetPointer(pcap, PROFILES_CAPSULE);
+    if (!pb) return NULL;
     masker_box *b = PyMem_Calloc(1, sizeof(masker_box));
     if (!b) return PyErr_NoMemory();
     b->keep = Py_NewRef(args);
     gd_state_masker *sm = &b->sm;
-    sm->trie = t;
+    Py_buffer *bb = b->bufs;
+    int *n = &b->n_bufs;
+    sm->trie = pb->trie;
     sm->sink = -1;
-    b->n_tokens = n_tokens > 0 ? (size_t)n_tokens : 0;
+    b->n_tokens = pb->n_tokens;
     sm->nwords = (b->n_tokens + 31) / 32;
+    sm->prof = pb->prof;
     const char *bad = NULL;
     Py_buffer *vc, *vt, *vs, *va;
-    if (!(vc = box_buf(b, ocls, "classes", 'B', 1, 0))) goto fail;
-    vt = &b->bufs[b->n_bufs];
+    if (!(vc = next_buf(bb, n, ocls, "classes", 'B', 1, 0))) goto fail;
+    vt = &bb[*n];
     if (PyObject_GetBuffer(otab, vt, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) goto fail;
-    b->n_bufs++;
+    (*n)++;
     {
         char f = fmt_char(vt->format);
         if (!(vt->ndim == 1 && ((vt->itemsize == 4 && fmt_ok(f, 'i')) || (vt->itemsize == 2 && f == 'h')))) {
@@ -621,9 +681,9 @@ static PyObject *py_state_masker(PyObject *self, PyObject *args) {
             goto fail;
         }
     }
-    if (!(vs = box_buf(b, ospec, "special_ids", 'I', 4, 0)) || !(va = box_buf(b, oacc, "accepting", 'B', 1, 0))) goto fail;
-    if (n_tokens <= 0) bad = "n_tokens must be positive";
-    else if (vc->shape[0] != 256) bad = "classes: 256 entries";
+    if (!(vs = next_buf(bb, n, ospec, "special_ids", 'I', 4, 0)) || !(va = next_buf(bb, n, oacc, "accepting", 'B', 1, 0)))
+        goto fail;
+    if (vc->shape[0] != 256) bad = "classes: 256 entries";
     else if (ncols <= 0 || n_classes <= 0 || n_classes + vs->shape[0] > ncols) bad = "ncols below the classes and specials";
     else if (vt->shape[0] % ncols) bad = "table: length not a multiple of ncols";
     if (bad) goto fail;
@@ -643,25 +703,27 @@ static PyObject *py_state_masker(PyObject *self, PyObject *args) {
     if (!bad && va->shape[0] != (Py_ssize_t)sm->n_states) bad = "accepting: one byte per state";
     if (bad) goto fail;
     if (oeog != Py_None) {
-        Py_buffer *ve = box_buf(b, oeog, "eog_mask", 'I', 4, 0);
+        Py_buffer *ve = next_buf(bb, n, oeog, "eog_mask", 'I', 4, 0);
         if (!ve) goto fail;
         if (ve->shape[0] != (Py_ssize_t)sm->nwords) { bad = "eog_mask: not nwords words"; goto fail; }
         sm->eog_mask = ve->buf;
     }
-    if (!PyTuple_Check(oprof) || PyTuple_GET_SIZE(oprof) > GD_MASKER_PROFILES) {
-        bad = "profiles: a tuple of at most 4 profiles";
+    if (!PyTuple_Check(omemo) || PyTuple_GET_SIZE(omemo) != pb->n) {
+        bad = "loop_memos: one per profile";
         goto fail;
     }
-    for (Py_ssize_t p = 0; p < PyTuple_GET_SIZE(oprof); p++) {
-        bad = masker_profile(b, PyTuple_GET_ITEM(oprof, p), &sm->prof[p]);
-        if (bad) goto fail;
-        sm->n_profiles++;
+    for (int32_t p = 0; p < pb->n; p++) {
+        Py_buffer *vm = next_buf(bb, n, PyTuple_GET_ITEM(omemo, p), "loop_memo", 'B', 1, 1);
+        if (!vm) goto fail;
+        if (vm->shape[0] != (Py_ssize_t)sm->n_states) { bad = "loop_memo: one byte per automaton state"; goto fail; }
+        sm->loop[p].loop_memo = vm->buf;
     }
+    sm->n_profiles = pb->n;
     PyObject *ret = PyCapsule_New(b, MASKER_CAPSULE, masker_destroy);
     if (!ret) masker_free(b);
     return ret;
 fail:
-    if (bad && *bad) PyErr_Format(PyExc_ValueError, "state_masker: %s", bad);
+    if (bad) PyErr_Format(PyExc_ValueError, "state_masker: %s", bad);
     masker_free(b);
     return NULL;
 }
@@ -1554,8 +1616,10 @@ static PyMethodDef methods[] = {
      "max_frames, budget_s) -> (0, n, end, eps_src, eps_tgt, e_src, e_lo, e_hi, e_tgt, sp_src, sp_k, sp_tgt) as "
      "bytes, or (rc, n, err_rule, err_rule2, err_arg) for a limit, the budget or a fallback (see gd_nfa_build). "
      "Releases the GIL."},
+    {"masker_profiles", py_masker_profiles, METH_VARARGS,
+     "masker_profiles(trie, n_tokens, profiles) -> capsule: a vocabulary's plain-text profiles for state maskers"},
     {"state_masker", py_state_masker, METH_VARARGS,
-     "state_masker(trie, classes, table, ncols, n_classes, n_tokens, special_ids, accepting, eog_mask, profiles) "
+     "state_masker(profiles, classes, table, ncols, n_classes, special_ids, accepting, eog_mask, loop_memos) "
      "-> capsule (see gd_state_mask)"},
     {"state_mask", py_state_mask, METH_VARARGS,
      "state_mask(masker, state, mask_out, ids_out) -> (hash, n, inverted): the state's mask and its digest"},

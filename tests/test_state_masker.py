@@ -122,25 +122,40 @@ def test_state_masker_rejects_bad_arguments():
     tabs = cg._tabs
     table = cg._table.reshape(-1)
     acc = np.ascontiguousarray(cg.dfa.accepting).view(np.uint8)
-    good = (tabs.trie, cg._classes, table, cg._table.shape[1], cg.dfa.n_classes, v.n_tokens,
-            np.zeros(0, dtype=np.uint32), acc, None, ())
+    none = tabs.masker_profiles(())
+    good = (none, cg._classes, table, cg._table.shape[1], cg.dfa.n_classes, np.zeros(0, dtype=np.uint32), acc, None, ())
     assert _native.state_masker(*good)
     bad_classes = np.full(256, cg.dfa.n_classes, dtype=np.uint8)
     with pytest.raises(ValueError, match="classes"):
         _native.state_masker(*((good[0], bad_classes) + good[2:]))
     with pytest.raises(ValueError, match="accepting"):
-        _native.state_masker(*(good[:7] + (acc[:-1],) + good[8:]))
+        _native.state_masker(*(good[:6] + (acc[:-1],) + good[7:]))
     with pytest.raises(ValueError, match="specials"):  # a special with no column of its own
-        _native.state_masker(*(good[:6] + (np.array([v.n_tokens], dtype=np.uint32),) + good[7:]))
+        _native.state_masker(*(good[:5] + (np.array([v.n_tokens], dtype=np.uint32),) + good[6:]))
     with pytest.raises(ValueError, match="eog_mask"):
-        _native.state_masker(*(good[:8] + (np.zeros(v.n_words - 1, dtype=np.uint32),) + good[9:]))
+        _native.state_masker(*(good[:7] + (np.zeros(v.n_words - 1, dtype=np.uint32),) + good[8:]))
+    with pytest.raises(ValueError, match="loop_memos"):
+        _native.state_masker(*(good[:8] + ((np.zeros(cg.dfa.n_states, dtype=np.uint8),),)))
+    with pytest.raises(ValueError, match="incorrect name"):
+        _native.state_masker(*((tabs.trie,) + good[1:]))  # a trie is not a profiles capsule
+    one = tabs.masker_profiles(("json-string",))
+    memo = np.zeros(cg.dfa.n_states, dtype=np.uint8)
+    assert _native.state_masker(*((one,) + good[1:8] + ((memo,),)))
+    with pytest.raises(ValueError, match="loop_memo"):
+        _native.state_masker(*((one,) + good[1:8] + ((memo[:-1],),)))
+    with pytest.raises(TypeError):  # read-only memo
+        ro = memo.copy()
+        ro.setflags(write=False)
+        _native.state_masker(*((one,) + good[1:8] + ((ro,),)))
+    prof = tabs.profile("json-string").masker_args
+    assert _native.masker_profiles(tabs.trie, v.n_tokens, (prof,))
     with pytest.raises(TypeError, match="profile"):
-        _native.state_masker(*(good[:9] + ((1, 2),)))
-    prof = (np.zeros(cg.dfa.n_states, dtype=np.uint8),) + tabs.profile("json-string").masker_args
-    assert _native.state_masker(*(good[:9] + ((prof,),)))
-    bad_dfa = prof[4].copy()
+        _native.masker_profiles(tabs.trie, v.n_tokens, (1,))
+    bad_dfa = prof[3].copy()
     bad_dfa[7] = 9  # a character state past the automaton
     with pytest.raises(ValueError, match="char_dfa"):
-        _native.state_masker(*(good[:9] + ((prof[:4] + (bad_dfa,) + prof[5:],),)))
-    with pytest.raises(ValueError, match="loop_memo"):
-        _native.state_masker(*(good[:9] + (((prof[0][:-1],) + prof[1:],),)))
+        _native.masker_profiles(tabs.trie, v.n_tokens, (prof[:3] + (bad_dfa,) + prof[4:],))
+    with pytest.raises(ValueError, match="plain_mask"):
+        _native.masker_profiles(tabs.trie, v.n_tokens + 64, (prof,))
+    with pytest.raises(ValueError, match="node_plain"):
+        _native.masker_profiles(tabs.trie, v.n_tokens, (prof[:1] + (prof[2], prof[1]) + prof[3:],))

@@ -1033,7 +1033,7 @@ def _assemble(d: DFA, loops: Sequence[Loop], vocab: Vocab, *, grammar_key: str, 
                    tuple(d.specials[j] for j in keep), ncls)
     ids = tuple(int(vocab.special_token(t)) for t in mask_dfa.specials)  # type: ignore[arg-type]
     m = dict(meta or {})
-    inner = DFAGrammar(mask_dfa, vocab, ids, grammar_key=grammar_key, meta=m, max_masks=max_masks)
+    inner = DFAGrammar(mask_dfa, vocab, ids, grammar_key=grammar_key, meta=m, max_masks=max_masks).prepare()
     cg = CountedGrammar(d, tuple(loops), inner, grammar_key=grammar_key, meta=m)
     cg._mid = mid.tolist()
     cg._mid_arr = mid

@@ -173,13 +173,14 @@ class VocabTables:
     """The shared per-vocabulary tables of one :class:`~decoding.vocab.Vocab`, each built
     on first use (thread-safe; built at most once)."""
 
-    __slots__ = ("_vocab", "_trie", "_profiles", "_eog_mask", "_lock", "__weakref__")
+    __slots__ = ("_vocab", "_trie", "_profiles", "_eog_mask", "_maskers", "_lock", "__weakref__")
 
     def __init__(self, vocab: Vocab) -> None:
         self._vocab = weakref.ref(vocab)
         self._trie: Any = None
         self._profiles: dict[str, PlainProfile] = {}
         self._eog_mask: np.ndarray | None = None
+        self._maskers: dict[tuple[str, ...], Any] = {}
         self._lock = threading.Lock()
 
     def _v(self) -> Vocab:
@@ -207,6 +208,15 @@ class VocabTables:
             m.setflags(write=False)
             self._eog_mask = m
         return self._eog_mask
+
+    def masker_profiles(self, names: tuple[str, ...]) -> Any:
+        """The native profiles (``_native.masker_profiles``) a DFA's state masker tries, in the
+        order of ``names`` (made once per vocabulary and order)."""
+        hit = self._maskers.get(names)
+        if hit is None:
+            args = tuple(self.profile(n).masker_args for n in names)
+            hit = self._maskers.setdefault(names, _native.masker_profiles(self.trie, self._v().n_tokens, args))
+        return hit
 
     def profile(self, name: str) -> PlainProfile:
         """The plain-text profile ``name`` (one of :data:`PROFILES`)."""

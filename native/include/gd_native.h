@@ -157,21 +157,17 @@ int32_t gd_char_pairs(const int16_t *char_dfa, size_t n_char, const uint16_t *by
  * node_plain of the trie walked, the pairs, loop_memo).  Then the special tokens' bits
  * (special_ids[k] set iff column n_classes + k of the state's row has a transition) and,
  * in accepting states, eog_mask ORed in.  Every pointer is caller-owned but a profile's pairs
- * (gd_char_pairs of its char_dfa and the table's classes), made when first needed and freed by
- * gd_state_masker_release; the pairs, `bulk` and the loop memos are the only fields a call
- * writes (callers serialise calls on one masker).
+ * (gd_char_pairs of its char_dfa and the table's classes: loop[p]), made when first needed and
+ * freed by gd_state_masker_release; the pairs, `bulk` and the loop memos are the only fields a
+ * call writes (callers serialise calls on one masker; the profiles are only read).
  * Returns 0, -1 for a state out of range, -2 when out of memory. */
 #define GD_MASKER_PROFILES 4
 #define GD_MASKER_UPTO 9
-typedef struct {
+typedef struct { /* one plain-text profile of one vocabulary (shared by every masker of it) */
     const gd_trie *other_trie;
     const uint8_t *other_node_plain, *node_plain;
     const int16_t *char_dfa; /* int16[n_char * 256], entries -1 .. n_char - 1 */
     size_t n_char;
-    int32_t *row_off;        /* the pairs (gd_char_pairs) for this table: made by the first call */
-    uint8_t *pair_cls;       /* that needs them, freed by gd_state_masker_release */
-    int16_t *pair_next;
-    uint8_t *loop_memo;
     const uint8_t *probes;
     size_t n_probes;
     uint32_t max_chars;
@@ -181,6 +177,12 @@ typedef struct {
     const int32_t *by_chars_n;
     size_t n_plain;
 } gd_masker_profile;
+typedef struct {       /* a profile's part of one masker */
+    int32_t *row_off;  /* the pairs (gd_char_pairs) for the masker's table: made by the first call */
+    uint8_t *pair_cls; /* that needs them, freed by gd_state_masker_release */
+    int16_t *pair_next;
+    uint8_t *loop_memo; /* [n_states], zero-initialised, caller-owned */
+} gd_masker_loop;
 typedef struct {
     const gd_trie *trie;
     const uint8_t *classes; /* [256] */
@@ -193,7 +195,8 @@ typedef struct {
     const uint8_t *accepting;  /* [n_states] */
     const uint32_t *eog_mask;  /* NULL: none */
     int32_t n_profiles, bulk;
-    gd_masker_profile prof[GD_MASKER_PROFILES];
+    const gd_masker_profile *prof; /* [n_profiles] */
+    gd_masker_loop loop[GD_MASKER_PROFILES];
 } gd_state_masker;
 int gd_state_mask(const gd_kernels *kern, gd_state_masker *sm, int32_t state, uint32_t *mask);
 void gd_state_masker_release(gd_state_masker *sm);

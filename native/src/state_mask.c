@@ -20,8 +20,8 @@ static size_t walk(const gd_state_masker *sm, const gd_trie *t, int32_t state, u
 }
 
 /* the profile's pairs for this table, made on first use: 0, or -2 when out of memory */
-static int pairs(const gd_state_masker *sm, gd_masker_profile *p) {
-    if (p->row_off) return 0;
+static int pairs(const gd_state_masker *sm, const gd_masker_profile *p, gd_masker_loop *l) {
+    if (l->row_off) return 0;
     uint16_t bc[256];
     for (int b = 0; b < 256; b++) bc[b] = sm->classes[b];
     int32_t *ro = malloc((p->n_char + 1) * sizeof *ro);
@@ -34,29 +34,30 @@ static int pairs(const gd_state_masker *sm, gd_masker_profile *p) {
         free(nx);
         return -2;
     }
-    p->row_off = ro;
-    p->pair_cls = cls;
-    p->pair_next = nx;
+    l->row_off = ro;
+    l->pair_cls = cls;
+    l->pair_next = nx;
     return 0;
 }
 
 void gd_state_masker_release(gd_state_masker *sm) {
     for (int32_t p = 0; p < sm->n_profiles && p < GD_MASKER_PROFILES; p++) {
-        free(sm->prof[p].row_off);
-        free(sm->prof[p].pair_cls);
-        free(sm->prof[p].pair_next);
-        sm->prof[p].row_off = NULL;
-        sm->prof[p].pair_cls = NULL;
-        sm->prof[p].pair_next = NULL;
+        gd_masker_loop *l = &sm->loop[p];
+        free(l->row_off);
+        free(l->pair_cls);
+        free(l->pair_next);
+        l->row_off = NULL;
+        l->pair_cls = NULL;
+        l->pair_next = NULL;
     }
 }
 
-static void bulk_opts(const gd_masker_profile *p, const uint8_t *node_plain, gd_walk_opts *o) {
+static void bulk_opts(const gd_masker_loop *l, const uint8_t *node_plain, gd_walk_opts *o) {
     o->node_plain = node_plain;
-    o->row_off = p->row_off;
-    o->pair_cls = p->pair_cls;
-    o->pair_next = p->pair_next;
-    o->loop_memo = p->loop_memo;
+    o->row_off = l->row_off;
+    o->pair_cls = l->pair_cls;
+    o->pair_next = l->pair_next;
+    o->loop_memo = l->loop_memo;
 }
 
 /* mask |= the plain tokens of at most k characters (k >= max_chars: all of them) */
@@ -90,15 +91,16 @@ int gd_state_mask(const gd_kernels *kern, gd_state_masker *sm, int32_t state, ui
     int done = 0;
     int32_t a = cell(sm, state, sm->classes['a']);
     for (int32_t p = 0; a >= 0 && p < sm->n_profiles && !done; p++) {
-        gd_masker_profile *pr = &sm->prof[p];
+        const gd_masker_profile *pr = &sm->prof[p];
+        gd_masker_loop *l = &sm->loop[p];
         size_t i = 0;
         while (i < pr->n_probes && cell(sm, state, sm->classes[pr->probes[i]]) == a) i++;
         if (i < pr->n_probes) continue; /* not a uniform first step */
-        if (pairs(sm, pr)) return -2;
+        if (pairs(sm, pr, l)) return -2;
         uint32_t max_len = pr->max_chars ? pr->max_chars : 1;
-        int64_t k = sm->table16 ? gd_plain_chain16(pr->row_off, pr->pair_cls, pr->pair_next, sm->table, sm->ncols,
+        int64_t k = sm->table16 ? gd_plain_chain16(l->row_off, l->pair_cls, l->pair_next, sm->table, sm->ncols,
                                                    sm->n_states, state, max_len)
-                                : gd_plain_chain(pr->row_off, pr->pair_cls, pr->pair_next, sm->table, sm->ncols,
+                                : gd_plain_chain(l->row_off, l->pair_cls, l->pair_next, sm->table, sm->ncols,
                                                  sm->n_states, state, max_len);
         if (k == GD_PLAIN_NOMEM) return -2;
         if (k < 0 && k != GD_PLAIN_UNBOUNDED) continue;
@@ -106,15 +108,15 @@ int gd_state_mask(const gd_kernels *kern, gd_state_masker *sm, int32_t state, ui
             sm->bulk = p;
             k = INT64_MAX;
         }
-        if (sm->bulk == p) bulk_opts(pr, pr->other_node_plain, &o);
+        if (sm->bulk == p) bulk_opts(l, pr->other_node_plain, &o);
         walk(sm, pr->other_trie, state, mask, &o);
         or_plain(kern, pr, k, mask, sm->nwords);
         done = 1;
     }
     if (!done) {
         if (sm->n_profiles > 0) {
-            if (pairs(sm, &sm->prof[sm->bulk])) return -2;
-            bulk_opts(&sm->prof[sm->bulk], sm->prof[sm->bulk].node_plain, &o);
+            if (pairs(sm, &sm->prof[sm->bulk], &sm->loop[sm->bulk])) return -2;
+            bulk_opts(&sm->loop[sm->bulk], sm->prof[sm->bulk].node_plain, &o);
         }
         walk(sm, sm->trie, state, mask, &o);
     }

@@ -258,13 +258,14 @@ static void test_state_mask(int impl) {
     sm.accepting = accepting;
     sm.eog_mask = eog;
     sm.n_profiles = 1;
-    gd_masker_profile *p = &sm.prof[0];
+    gd_masker_profile prof = {0}, *p = &prof;
+    sm.prof = p;
+    sm.loop[0].loop_memo = memo;
     p->other_trie = other;
     p->other_node_plain = np_other;
     p->node_plain = np_all;
     p->char_dfa = cd;
     p->n_char = 1;
-    p->loop_memo = memo;
     p->probes = (const uint8_t *)"bz";
     p->n_probes = 2;
     p->max_chars = 3;
@@ -290,9 +291,9 @@ static void test_state_mask(int impl) {
     uint32_t full[2] = {0xFFFFFFFFu, ~((1u << 3) | (1u << 9))};
     CHECK(gd_mask_clear_ids(full, 42, clear, 4) == 2 && clear[0] == 35 && clear[1] == 41, "clear ids");
     CHECK(gd_mask_clear_ids(full, 41, clear, 4) == 1 && gd_mask_clear_ids(full, 64, clear, 1) == 2, "clear ids: n and cap");
-    CHECK(p->row_off && p->row_off[1] == 1, "the pairs were made once needed");
+    CHECK(sm.loop[0].row_off && sm.loop[0].row_off[1] == 1, "the pairs were made once needed");
     gd_state_masker_release(&sm);
-    CHECK(!p->row_off && !p->pair_cls && !p->pair_next, "released");
+    CHECK(!sm.loop[0].row_off && !sm.loop[0].pair_cls && !sm.loop[0].pair_next, "released");
     gd_trie_free(all);
     gd_trie_free(other);
     printf("ok   state mask %s\n", gd_impl_name(impl));

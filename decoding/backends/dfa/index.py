@@ -78,8 +78,6 @@ class DFAGrammar:
     grammar_key: str = ""
     meta: dict = field(default_factory=dict)
     max_masks: int = DEFAULT_MAX_MASKS
-    #: masks made by one native call per state (False: the Python composition, the reference)
-    native_masker = True
     _state_mask: np.ndarray = field(init=False, repr=False)
     _masks: MaskTable = field(init=False, repr=False)
     _lock: threading.Lock = field(init=False, repr=False)
@@ -110,11 +108,12 @@ class DFAGrammar:
         self._eog_mask: np.ndarray | None = vocab_tables(self.vocab).eog_mask if len(self._eog) else None
         self._tabs = None  # the vocabulary's tables (on the first walk)
         self._pure = False  # GD_PURE_PYTHON_DFA=1, read on the first walk
-        self._loop_profiles = tuple(PROFILES)  # the plain-text shortcuts tried (tests clear it)
+        self._masker = None  # the native state masker (False: the Python composition)
+        self._native_on = True
+        self._profiles_tried = tuple(PROFILES)
         self._plain_steps: dict[str, dict[int, int | None]] = {}  # (the Python reference's memo)
         self._char_pairs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._loops: PlainLoops | None = None  # whole plain subtrees in full walks (native only)
-        self._masker = None  # the native state masker (first mask; False: the Python composition)
 
     @classmethod
     def from_precomputed(cls, dfa: DFA, vocab: Vocab, special_token_ids: Sequence[int],
@@ -139,6 +138,27 @@ class DFAGrammar:
                               where="DFA token index")
         cg._budget = budget
         return cg
+
+    @property
+    def native_masker(self) -> bool:
+        """Whether masks are made by one native call per state (``_native.state_mask``); False:
+        the Python composition, the reference (tests).  Setting it drops the masker."""
+        return self._native_on
+
+    @native_masker.setter
+    def native_masker(self, on: bool) -> None:
+        self._native_on = bool(on)
+        self._masker = None
+
+    @property
+    def _loop_profiles(self) -> tuple[str, ...]:
+        """The plain-text shortcuts tried, in order (tests clear them; setting drops the masker)."""
+        return self._profiles_tried
+
+    @_loop_profiles.setter
+    def _loop_profiles(self, names: tuple[str, ...]) -> None:
+        self._profiles_tried = tuple(names)
+        self._masker = None
 
     # ------------------------------------------------------------------ contract
     @property
@@ -175,7 +195,8 @@ class DFAGrammar:
         elif token in self._special_set:
             ns = int(self._table[state, self._special_col[token]])
         elif 0 <= token < self.vocab.n_tokens and self.vocab.token_bytes[token]:
-            ns = _native.state_run(self._masker, state, self.vocab.token_bytes[token]) if self._masker \
+            masker = self._masker if self._masker is not None else self.prepare()._masker
+            ns = _native.state_run(masker, state, self.vocab.token_bytes[token]) if masker \
                 else self.dfa.run(self.vocab.token_bytes[token], state)
         else:
             ns = FORBIDDEN
@@ -342,6 +363,15 @@ class DFAGrammar:
             self._state_mask[state] = mid
             return mid
 
+    def prepare(self) -> "DFAGrammar":
+        """Make the state masker now (the compilers call it: its objects are warm then, and the
+        first mask request is not the one to pay it)."""
+        if self._masker is None:
+            with self._lock:
+                if self._masker is None:
+                    self._make_masker()
+        return self
+
     def _make_masker(self):
         """The native state masker (``_native.state_mask``: walk, plain tokens, special and
         end-of-generation bits and digest in one call, the same masks as :meth:`_walk` and the
@@ -352,19 +382,16 @@ class DFAGrammar:
         if self._pure or not self.native_masker:
             self._masker = False
             return False
-        profiles = []
-        if self._loop_profiles:
-            # (the loop memos in self._loops, as the Python composition keeps them; the character
-            # pairs are made natively, when first needed)
-            loops = self._loops = PlainLoops(self.dfa.n_states, self._loop_profiles[0], self._char_pairs)
-            n = self.dfa.n_states
-            for name in self._loop_profiles:
-                memo = loops.memo[name] = np.zeros(n, dtype=np.uint8)
-                profiles.append((memo,) + tabs.profile(name).masker_args)
+        # (the loop memos in self._loops, as the Python composition keeps them; the character
+        # pairs are made natively, when first needed)
+        loops = self._loops = PlainLoops(self.dfa.n_states, self._loop_profiles[0] if self._loop_profiles else "",
+                                         self._char_pairs)
+        n = self.dfa.n_states
+        memos = tuple(loops.memo.setdefault(name, np.zeros(n, dtype=np.uint8)) for name in self._loop_profiles)
         self._masker = _native.state_masker(
-            tabs.trie, self._classes, self._table.reshape(-1), self._table.shape[1], self.dfa.n_classes,
-            self.vocab.n_tokens, np.array(self.special_token_ids, dtype=np.uint32),
-            np.ascontiguousarray(self.dfa.accepting).view(np.uint8), self._eog_mask, tuple(profiles))
+            tabs.masker_profiles(tuple(self._loop_profiles)), self._classes, self._table.reshape(-1),
+            self._table.shape[1], self.dfa.n_classes, np.array(self.special_token_ids, dtype=np.uint32),
+            np.ascontiguousarray(self.dfa.accepting).view(np.uint8), self._eog_mask, memos)
         return self._masker
 
     def _walk(self, state: int, m: np.ndarray) -> None:
@@ -412,4 +439,5 @@ def compile_dfa_grammar(grammar: Grammar, vocab: Vocab, *, max_states: int = DEF
     dfa = dfa.prune(vocab.single_byte_tokens())
     ids = tuple(int(vocab.special_token(t)) for t in dfa.specials)  # type: ignore[arg-type]
     cg = DFAGrammar(dfa, vocab, ids, grammar_key=grammar_key, meta=dict(meta or {}), max_masks=max_masks)
+    cg.prepare()
     return cg.precompute() if eager else cg
