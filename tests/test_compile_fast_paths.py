@@ -80,6 +80,32 @@ def test_check_size_with_attached_estimates(name: str) -> None:
                 assert got == want, (name, limits, counted, inline)
 
 
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_check_size_of_grammars_made_of_attached_nodes(name: str) -> None:
+    """A grammar made of the nodes of one with estimates attached (each rule alone, its Refs
+    as specials, as the pushdown back-end checks them) reads those estimates
+    (``_any_attached``): the same estimates and errors as with nothing attached."""
+    from decoding.backends.pushdown.index import _Calls
+    g = _grammar(SCHEMAS[name])
+    if g is None:
+        pytest.skip("the front-end refuses this schema")
+    calls = _Calls()
+    subs = [Grammar(rule, ((rule, calls.body(body)),), g.max_depth) for rule, body in g.rules]
+    assert all(S._attached(sub, False, True) is None for sub in subs) and S._any_attached(False, True) is not None
+
+    def sizes() -> list:
+        return [_size(sub, limits, inline=inline, counted=counted) for sub in subs for limits in SMALL
+                for inline in (True, False) for counted in (False, True)]
+    got = sizes()
+    attached = dict(S._ATTACHED)
+    S._ATTACHED.clear()
+    try:
+        want = sizes()
+    finally:
+        S._ATTACHED.update(attached)
+    assert got == want
+
+
 def test_estimates_released_by_compile_grammar() -> None:
     from decoding.backends.select import compile_grammar
     from decoding.vocab import Vocab

@@ -59,44 +59,49 @@ def canonical_ir_text(grammar: Grammar) -> str:
     """``canonical_text(to_data(grammar))``, built bottom-up with the text of every distinct
     node object made once (the IR is a DAG: JSON Schema refs and shared fragments make
     ``to_data`` expand the same subtree many times).  Iterative: no recursion limit."""
-    memo = _plain_texts()  # (a fresh copy: the registered plain nodes' texts, made once)
+    plain = _plain_texts()  # (the registered plain nodes' texts, made once: read only)
+    memo: dict[int, str] = {}
     keep: list[Node] = []  # memo keys stay valid: no node is freed while memo lives
     for _, root in grammar.rules:
-        if id(root) in memo:
-            continue
-        # (node, True): its children's texts are in memo, write its own
-        stack: list[tuple[Node, bool]] = [(root, False)]
+        # a node, or ``(node,)`` once its children are pushed: then their texts are in memo
+        # (each node is expanded once: the IR below a node, Refs not followed, cannot hold it)
+        stack: list = [root]
         while stack:
-            n, ready = stack.pop()
-            i = id(n)
-            cls = n.__class__
-            if not ready:
-                if i in memo:
-                    continue
-                if cls is Lit:
-                    memo[i] = '["lit","' + n.data.hex() + '"]'  # type: ignore[union-attr]
-                    keep.append(n)
-                    continue
-                if cls is Ref:
-                    memo[i] = '["ref",' + _dumps(n.name) + "]"  # type: ignore[union-attr]
-                    keep.append(n)
-                    continue
-                kids = n.items if cls is Seq or cls is Choice or cls is Inter else \
-                    (n.item,) if cls is Repeat else (n.base, n.minus) if cls is Diff else _kids(n)  # type: ignore[union-attr]
-                missing = [(k, False) for k in kids if id(k) not in memo]
-                if missing:  # their texts first, then this node's
-                    stack.append((n, True))
-                    stack.extend(missing)
-                    continue
-            elif i in memo:  # (written meanwhile: a node reached twice before its text was made)
+            n = stack.pop()
+            if n.__class__ is tuple:
+                n = n[0]
+                cls = n.__class__
+                if cls is Seq:
+                    text = '["seq",[' + ",".join([memo[id(x)] for x in n.items]) + "]]"
+                elif cls is Choice:
+                    text = '["choice",[' + ",".join([memo[id(x)] for x in n.items]) + "]]"
+                else:
+                    text = _node_text(n, memo)
+                memo[id(n)] = text
+                keep.append(n)
                 continue
-            if cls is Seq:
-                text = '["seq",[' + ",".join([memo[id(x)] for x in n.items]) + "]]"  # type: ignore[union-attr]
-            elif cls is Choice:
-                text = '["choice",[' + ",".join([memo[id(x)] for x in n.items]) + "]]"  # type: ignore[union-attr]
+            i = id(n)
+            if i in memo:
+                continue
+            text = plain.get(i)
+            if text is not None:
+                memo[i] = text
+                continue
+            cls = n.__class__
+            if cls is Lit:
+                memo[i] = '["lit","' + n.data.hex() + '"]'
+            elif cls is Ref:
+                memo[i] = '["ref",' + _dumps(n.name) + "]"
             else:
-                text = _node_text(n, memo)
-            memo[i] = text
+                kids = n.items if cls is Seq or cls is Choice or cls is Inter else \
+                    (n.item,) if cls is Repeat else (n.base, n.minus) if cls is Diff else ()
+                if kids:  # their texts first, then this node's
+                    stack.append((n,))
+                    for k in reversed(kids):
+                        if id(k) not in memo:
+                            stack.append(k)
+                    continue
+                memo[i] = _node_text(n, memo)
             keep.append(n)
     rules = ",".join(f"[{_dumps(name)},{memo[id(node)]}]" for name, node in grammar.rules)
     return f'{{"max_depth":{_dumps(grammar.max_depth)},"rules":[{rules}],"start":{_dumps(grammar.start)}}}'
@@ -113,23 +118,13 @@ _PLAIN_TEXT: dict[int, str] = {}
 
 
 def _plain_texts() -> dict[int, str]:
-    """A copy of :data:`_PLAIN_TEXT`, first completed with the nodes registered since."""
+    """:data:`_PLAIN_TEXT`, first completed with the nodes registered since."""
     nodes = plain_nodes()
     if len(_PLAIN_TEXT) < len(nodes):
         for n in list(nodes):  # every node after its subtree's
             if id(n) not in _PLAIN_TEXT:
                 _PLAIN_TEXT[id(n)] = _node_text(n, _PLAIN_TEXT)
-    return dict(_PLAIN_TEXT)
-
-
-def _kids(n: Node) -> tuple:
-    if isinstance(n, (Seq, Choice, Inter)):
-        return n.items
-    if isinstance(n, Repeat):
-        return (n.item,)
-    if isinstance(n, Diff):
-        return (n.base, n.minus)
-    return ()
+    return _PLAIN_TEXT
 
 
 def _node_text(n: Node, memo: dict[int, str]) -> str:

@@ -163,18 +163,32 @@ class Grammar:
         # undefined ref, the first Inter/Diff and the specials' order are what rule-by-rule
         # walks find, since what a skipped subtree holds was found where it was first seen
         # (the registered plain nodes hold none of these: skipped, see :func:`register_plain`)
-        seen: set[int] = set(_PLAIN_IDS)
+        plain = _PLAIN_IDS
+        seen: set[int] = set()
         has_ref = False
         for name, node in self.rules:
-            for n in walk(node, seen):
-                if isinstance(n, Ref):
+            stack = [node]  # (the pre-order of :func:`walk`)
+            while stack:
+                n = stack.pop()
+                i = id(n)
+                if i in seen or i in plain:
+                    continue
+                seen.add(i)
+                cls = n.__class__
+                if cls is Seq or cls is Choice:
+                    stack.extend(reversed(n.items))  # type: ignore[union-attr]
+                elif cls is Repeat:
+                    stack.append(n.item)  # type: ignore[union-attr]
+                elif cls is Ref:
                     has_ref = True
-                    if undefined is None and n.name not in table:
-                        undefined = GrammarError(f"rule '{name}' refers to undefined rule '{n.name}'")
-                elif isinstance(n, Special):
-                    specials.setdefault(n.text)
-                elif isinstance(n, (Inter, Diff)) and irregular is None:
-                    irregular = (name, n)
+                    if undefined is None and n.name not in table:  # type: ignore[union-attr]
+                        undefined = GrammarError(f"rule '{name}' refers to undefined rule '{n.name}'")  # type: ignore[union-attr]
+                elif cls is Special:
+                    specials.setdefault(n.text)  # type: ignore[union-attr]
+                elif cls is Inter or cls is Diff:
+                    if irregular is None:
+                        irregular = (name, n)
+                    stack.extend(reversed(n.items) if cls is Inter else (n.minus, n.base))  # type: ignore[union-attr]
         if undefined is not None:
             raise undefined
         if irregular is not None:
@@ -439,13 +453,22 @@ def seq(*items: Node) -> Node:
 
 
 def choice(*items: Node) -> Node:
+    """Alternation: nested choices flattened (one level), repeated alternatives dropped; the
+    alternative itself when one is left."""
+    if len(items) == 1 and items[0].__class__ is not Choice:
+        return items[0]
     flat: list[Node] = []
-    leaves: set[Node] = set()  # leaves hash cheaply: many alternatives stay linear
+    datas: set[bytes] = set()  # the literals' bytes (equal literals: equal bytes)
+    leaves: set[Node] = set()  # other leaves hash cheaply: many alternatives stay linear
     nested: list[Node] = []  # composites are compared (hashing one walks it whole)
     for it in items:
-        its = it.items if isinstance(it, Choice) else (it,)
-        for x in its:
-            if isinstance(x, (Seq, Choice, Repeat, Inter, Diff)):
+        for x in (it.items if it.__class__ is Choice else (it,)):  # type: ignore[union-attr]
+            cls = x.__class__
+            if cls is Lit:
+                if x.data in datas:  # type: ignore[union-attr]
+                    continue
+                datas.add(x.data)  # type: ignore[union-attr]
+            elif cls is Seq or cls is Choice or cls is Repeat or cls is Inter or cls is Diff:
                 if x in nested:
                     continue
                 nested.append(x)

@@ -95,26 +95,34 @@ class Estimate:
 
 _ALL = (1 << 257) - 1
 
-_SETTERS = tuple(Estimate.__dict__[f].__set__ for f in Estimate.__dataclass_fields__)  # the slots' own
+
+class _Filling:
+    """Estimate's slots without the frozen guard: :func:`_est` fills one, then makes it an
+    Estimate (a ``__class__`` assignment, allowed between classes of equal slots)."""
+    __slots__ = Estimate.__slots__
+
+
 _new = object.__new__
 
 
 def _est(states: int, lo: int, hi: int | None, work: int, amb: bool = False, first: int = _ALL,
          refs: bool = False, pf: bool = False, cut: bool = False) -> Estimate:
-    """``Estimate(...)`` made faster (the slots set directly, not through the frozen class's
+    """``Estimate(...)`` made faster (the slots set without the frozen class's
     ``__setattr__`` guard): the same object; the estimates are built by the thousand."""
-    e = _new(Estimate)
-    s0, s1, s2, s3, s4, s5, s6, s7, s8 = _SETTERS
-    s0(e, states)
-    s1(e, lo)
-    s2(e, hi)
-    s3(e, work)
-    s4(e, amb)
-    s5(e, first)
-    s6(e, refs)
-    s7(e, pf)
-    s8(e, cut)
-    return e
+    e = _new(_Filling)
+    e.states = states
+    e.lo = lo
+    e.hi = hi
+    e.work = work
+    e.amb = amb
+    e.first = first
+    e.refs = refs
+    e.pf = pf
+    e.cut = cut
+    e.__class__ = Estimate  # type: ignore[assignment]
+    return e  # type: ignore[return-value]
+
+
 # a Ref seen as one symbol (the pushdown back-end's call), or a recursive Ref inlined as
 # nothing: its language is unknown here (first = every symbol, never "known ambiguous")
 _ONE = Estimate(1, 1, 1, 0, refs=True)
@@ -637,7 +645,9 @@ _ATTACHED: dict[int, tuple[weakref.ref, dict[bool, dict[int, Estimate]], object]
 
 
 def attach_estimates(g: Grammar, memos: dict[bool, dict[int, Estimate]], keep: object) -> None:
-    """Let :func:`check_size` of ``g`` reuse the estimates a front-end made while building it:
+    """Let :func:`check_size` of ``g`` (and, while none is attached to them, of the grammars
+    made of its nodes: the pushdown back-end's, rule by rule) reuse the estimates a
+    front-end made while building it:
     ``memos[counted]`` maps node ids to their estimates with Refs as one symbol
     (:func:`_node_estimate`'s memo with that ``counted``); ``keep`` holds every node they
     name alive (so no id names another node while they are attached).  The estimates of the
@@ -663,19 +673,36 @@ def _attached(g: Grammar, counted: bool, inline: bool) -> Callable[[int], Estima
     hit = _ATTACHED.get(id(g))
     if hit is None or hit[0]() is not g:
         return None
-    same = hit[1].get(counted)
-    other = None if counted else hit[1].get(True)  # counted estimates where nothing was counted
-    keep = hit[2]
+    return _seed([hit], counted, inline)
+
+
+#: :func:`_any_attached` reads the estimates of at most this many grammars (the latest attached)
+ANY_ATTACHED_MAX = 4
+
+
+def _any_attached(counted: bool, inline: bool) -> Callable[[int], Estimate | None] | None:
+    """The seed of the estimates attached to the grammars attached last (None when none is):
+    a node's estimate is the same in every grammar (Ref-free, or Refs as one symbol without
+    ``inline``), so a grammar made of a front-end's nodes (the pushdown back-end's, rule by
+    rule) reads those of its nodes the front-end estimated."""
+    hits = [h for h in list(_ATTACHED.values())[-ANY_ATTACHED_MAX:] if h[0]() is not None]
+    return _seed(hits, counted, inline) if hits else None
+
+
+def _seed(hits: list, counted: bool, inline: bool) -> Callable[[int], Estimate | None]:
+    """The seed of attached estimates ``hits`` (entries of :data:`_ATTACHED`)."""
+    memos = [(h[1].get(counted), None if counted else h[1].get(True)) for h in hits]  # (counted where nothing was)
 
     def seed(i: int) -> Estimate | None:
-        e = same.get(i) if same is not None else None
-        if e is not None and not (inline and e.refs):
-            return e
-        e = other.get(i) if other is not None else None
-        if e is not None and not (inline and e.refs) and not e.cut:
-            return e
+        for same, other in memos:
+            e = same.get(i) if same is not None else None
+            if e is not None and not (inline and e.refs):
+                return e
+            e = other.get(i) if other is not None else None
+            if e is not None and not (inline and e.refs) and not e.cut:
+                return e
         return None
-    seed.keep = keep  # type: ignore[attr-defined]  # (the nodes stay alive while it is used)
+    seed.keep = [h[2] for h in hits]  # type: ignore[attr-defined]  # (the nodes stay alive while it is used)
     return seed
 
 
@@ -689,7 +716,7 @@ def check_size(g: Grammar, limits: Limits = DEFAULT_LIMITS, *, inline: bool = Tr
     refused 16 JSONSchemaBench schemas that compile in 3-6 s).  ``where``
     prefixes the message (a source name).  Returns the whole grammar's estimate."""
     prefix = f"{where}: " if where else ""
-    seed = _attached(g, counted, inline)
+    seed = _attached(g, counted, inline) or _any_attached(counted, inline)
     if inline:
         ev = _Inline(g, counted, seed)
         total = ev.run()

@@ -1641,9 +1641,12 @@ class _Compiler:
             return NOTHING
         cap = maxp if maxp is not None else max(minp, 1)
         empty: frozenset[str] = frozenset()
-        states: dict[tuple[int, frozenset[str]], Node] = {(0, empty): EMPTY}
+        # each state's language as the parts of a sequence, ``seq(*parts)`` (equal to the
+        # nested seq(seq(L, ...), ...) of its path, none of whose parts is a Seq holding a Seq,
+        # made once instead of once per member); no part is NOTHING (no m is)
+        states: dict[tuple[int, frozenset[str]], tuple[Node, ...]] = {(0, empty): (EMPTY,)}
         for i, (key, m, req) in enumerate(members):
-            new: dict[tuple[int, frozenset[str]], list[Node]] = {}
+            new: dict[tuple[int, frozenset[str]], list[tuple[Node, ...]]] = {}
             for (c, fl), L in states.items():
                 c2 = c + 1
                 take = maxp is None or c2 <= maxp
@@ -1653,26 +1656,32 @@ class _Compiler:
                     # skipping and taking lead to the same state: ``L ("," m)?`` holds one
                     # copy of L, not two (with two, a run of optional members doubles the
                     # IR per member: 16 optional properties were 4.9 million NFA states)
-                    new.setdefault((c, fl), []).append(seq(L, opt(seq(self.comma if c else EMPTY, m))))
+                    new.setdefault((c, fl), []).append(L + (opt(seq(self.comma if c else EMPTY, m)),))
                     continue
                 if not req:
                     new.setdefault((c, fl), []).append(L)
                 if take:
-                    new.setdefault((c2, fl2), []).append(seq(L, self.comma if c else EMPTY, m))
+                    new.setdefault((c2, fl2), []).append(L + (self.comma if c else EMPTY, m))
             if key in tracked:
                 done = [cons[j] for j in range(len(cons)) if last[j] == i]
                 live = {k for j in range(len(cons)) if last[j] > i for k in (cons[j][0], *cons[j][1])}
-                pruned: dict[tuple[int, frozenset[str]], list[Node]] = {}
+                pruned: dict[tuple[int, frozenset[str]], list[tuple[Node, ...]]] = {}
                 for (c, fl), ls in new.items():
                     if any(t in fl and not ds <= fl for t, ds in done):
                         continue
                     pruned.setdefault((c, fl & live), []).extend(ls)
                 new = pruned
-            states = {k: choice(*ls) for k, ls in new.items()}
-            states = {k: L for k, L in states.items() if not _nothing(L)}
+            states = {}
+            for k, ls in new.items():  # (one path: ``choice`` of its sequence is the sequence)
+                if len(ls) == 1:
+                    states[k] = ls[0]
+                else:
+                    alt = choice(*[seq(*L) for L in ls])
+                    if not _nothing(alt):
+                        states[k] = (alt,)
         counts: dict[int, list[Node]] = {}
         for (c, _), L in states.items():
-            counts.setdefault(c, []).append(L)
+            counts.setdefault(c, []).append(seq(*L))
         by_count = {c: choice(*ls) for c, ls in counts.items()}
         if extra is not None:
             final: list[Node] = []

@@ -12,7 +12,8 @@ __all__ = ["resolve_ref", "resolve_pointer", "pointer_join"]
 def pointer_join(ptr: str, *parts: object) -> str:
     out = ptr
     for p in parts:
-        out += "/" + str(p).replace("~", "~0").replace("/", "~1")
+        p = str(p)
+        out += "/" + (p.replace("~", "~0").replace("/", "~1") if "~" in p or "/" in p else p)
     return out
 
 
