@@ -98,3 +98,31 @@ def test_rule_tables_llama_bpe_and_sparse_walk_memos():
     assert any(len(cp._t.classes(r)[1]) < 64 for r, _ in cp._tabs)  # far fewer columns than bytes
     assert len(cp._walks) >= 10
     assert cp._walk_masks.nbytes * 4 < len(cp._walks) * 2 * cp.n_words * 4
+
+
+def _live_reference(t, forbidden) -> list[list[bool]]:
+    """Liveness by a worklist over the reverse byte and call edges (the definition)."""
+    live = [list(f) for f in t.fin]
+    work = [(r, s) for r, f in enumerate(t.fin) for s, x in enumerate(f) if x]
+    rev = t.rev()
+    while work:
+        r, tt = work.pop()
+        off, src = rev[r]
+        back = [(r, s) for s in src[off[tt]:off[tt + 1]].tolist()]
+        back += [(r, s) for s, x in t.rev_c[r].get(tt, ()) if x not in forbidden and live[x][0]]
+        if tt == 0 and r not in forbidden:  # the calls of r whose return is live
+            back += [(q, s) for q, s, t2 in t.calls_to[r] if live[q][t2]]
+        for q, s in back:
+            if not live[q][s]:
+                live[q][s] = True
+                work.append((q, s))
+    return live
+
+
+@pytest.mark.parametrize("name", list(GRAMMARS))
+def test_live_states_are_the_least_fixpoint(name):
+    cp = compile_grammar(GRAMMARS[name], TINY, backend="pushdown")
+    t = cp._t
+    n = len(cp.pushdown.dfas)
+    for forbidden in [frozenset(), *(frozenset({r}) for r in range(n)), frozenset(range(n))]:
+        assert t.live(forbidden) == _live_reference(t, forbidden), forbidden

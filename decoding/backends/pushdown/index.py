@@ -382,6 +382,11 @@ class _Tables:
                 for x, t in cs:
                     self.calls_to[x].append((r, s, t))
                     self.rev_c[r].setdefault(t, []).append((s, x))
+        # per rule, its call columns of live callees and those callees (index arrays)
+        self._call_cols = [(np.array([d.n_classes + c for c, (kind, k) in enumerate(pd.cols[r]) if kind == "call" and k >= 0],
+                                     dtype=np.intp),
+                            np.array([k for kind, k in pd.cols[r] if kind == "call" and k >= 0], dtype=np.intp))
+                           for r, d in enumerate(pd.dfas)]
         self._rev: list[tuple[np.ndarray, np.ndarray]] | None = None
         self._classes: dict[int, tuple[np.ndarray, np.ndarray, dict[int, np.ndarray]]] = {}
         self._exit_sets()
@@ -399,6 +404,36 @@ class _Tables:
             self._rev = out
         return self._rev
 
+    def live(self, forbidden: frozenset) -> list[list[bool]]:
+        """Per rule, per state: completable without calling the rules in ``forbidden``, by
+        byte moves and calls (not specials).  The least fixpoint over the rules' starts:
+        native reverse breadth-first searches from the accepting states over the byte
+        columns and the calls of allowed callees whose start is live, a rule searched again
+        only when one of those starts became live."""
+        R = len(self.tr)
+        allowed = np.array([x not in forbidden for x in range(R)], dtype=bool)
+        callee_ok = np.zeros(R, dtype=bool)  # allowed with a live start
+        live: list[np.ndarray] = [np.zeros(0, dtype=bool)] * R
+        seen: list[np.ndarray | None] = [None] * R  # callee_ok of a rule's callees at its last search
+        changed = True
+        while changed:
+            changed = False
+            for r in range(R - 1, -1, -1):  # callees first (see compile_pushdown)
+                d = self.pd.dfas[r]
+                cols, callees = self._call_cols[r]
+                now = callee_ok[callees]
+                if seen[r] is not None and np.array_equal(now, seen[r]):
+                    continue
+                seen[r] = now
+                col_ok = np.zeros(d.trans.shape[1], dtype=bool)
+                col_ok[:d.n_classes] = True
+                col_ok[cols] = now
+                live[r] = _bfs(d.trans, np.flatnonzero(d.accepting), reverse=True, col_ok=col_ok) >= 0
+                if live[r][0] and allowed[r] and not callee_ok[r]:
+                    callee_ok[r] = True
+                    changed = True
+        return [lv.tolist() for lv in live]
+
     def classes(self, r: int) -> tuple[np.ndarray, np.ndarray, dict[int, np.ndarray]]:
         """Rule ``r``'s byte classes refined by its exit sets: (byte -> column uint8[256],
         column -> the DFA's class, exit set -> bool mask of its columns).  Bytes in one
@@ -408,11 +443,11 @@ class _Tables:
         if hit is None:
             exits = sorted(set(self.exit[r].values()))
             bits = [_byte_bits(e) for e in exits]
-            u, inv = np.unique(np.stack([self.bcn[r]] + bits, axis=1), axis=0, return_inverse=True)
-            inv = inv.reshape(-1)
-            rep = np.empty(len(u), dtype=np.intp)  # a byte of each column
-            rep[inv] = np.arange(256)
-            hit = self._classes[r] = (inv.astype(np.uint8), u[:, 0].astype(np.intp),
+            # each byte's signature (its class, below 256, then one byte per exit set) as one item
+            sig = np.ascontiguousarray(np.stack([self.bcn[r]] + bits, axis=1).astype(np.uint8))
+            _, rep, inv = np.unique(sig.view(np.dtype((np.void, sig.shape[1]))).reshape(-1), return_index=True,
+                                    return_inverse=True)  # rep: a byte of each column
+            hit = self._classes[r] = (inv.reshape(-1).astype(np.uint8), self.bcn[r][rep],
                                       {e: b[rep] for e, b in zip(exits, bits)})
         return hit
 
@@ -631,34 +666,7 @@ class CompiledPushdown:
         (None when that set is empty: every state of the pruned rule DFAs is live)."""
         if sid in self._live:
             return self._live[sid]
-        S = self._sat_sets[sid]
-        t = self._t
-        R = len(t.tr)
-        live = [[False] * len(t.fin[r]) for r in range(R)]
-        rev, rev_c = t.rev(), t.rev_c
-        work = []
-        for r in range(R):
-            for s, f in enumerate(t.fin[r]):
-                if f:
-                    live[r][s] = True
-                    work.append((r, s))
-        while work:
-            r, tt = work.pop()
-            off, src = rev[r]
-            for s in src[off[tt]:off[tt + 1]].tolist():
-                if not live[r][s]:
-                    live[r][s] = True
-                    work.append((r, s))
-            for s, x in rev_c[r].get(tt, ()):
-                if x not in S and live[x][0] and not live[r][s]:
-                    live[r][s] = True
-                    work.append((r, s))
-            if tt == 0 and r not in S:
-                for q, s, t2 in t.calls_to[r]:
-                    if live[q][t2] and not live[q][s]:
-                        live[q][s] = True
-                        work.append((q, s))
-        self._live[sid] = live
+        live = self._live[sid] = self._t.live(self._sat_sets[sid])
         return live
 
     def _ok(self, r: int, s: int, ck: int) -> bool:
