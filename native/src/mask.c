@@ -84,21 +84,30 @@ size_t gd_mask_count(const uint32_t *mask, size_t n) {
 
 /* Four independent multiply-xor lanes over 64-bit pairs of words (no serial dependency
  * between consecutive words), folded at the end. */
-uint64_t gd_mask_hash(const uint32_t *mask, size_t nwords) {
+/* gd_mask_hash, and (when count is not NULL) the set bits of the nwords words into *count in
+ * the same pass. */
+static inline uint64_t hash_count(const uint32_t *mask, size_t nwords, size_t *count) {
     const uint64_t K = 0x9E3779B97F4A7C15ull, M = 0xFF51AFD7ED558CCDull;
     uint64_t h[4] = {K ^ (uint64_t)nwords, K * 3u, K * 5u, K * 7u};
-    size_t w = 0;
+    size_t w = 0, c = 0;
     for (; w + 8 <= nwords; w += 8)
         for (int l = 0; l < 4; l++) {
             uint64_t x = (uint64_t)mask[w + 2 * l] | ((uint64_t)mask[w + 2 * l + 1] << 32);
             h[l] = (h[l] ^ (x * M)) * K;
+            if (count) c += (size_t)popcount64(x);
         }
-    for (; w < nwords; w++) h[w & 3] = (h[w & 3] ^ ((uint64_t)mask[w] * M + w)) * K;
+    for (; w < nwords; w++) {
+        h[w & 3] = (h[w & 3] ^ ((uint64_t)mask[w] * M + w)) * K;
+        if (count) c += (size_t)popcount64(mask[w]);
+    }
+    if (count) *count = c;
     uint64_t r = h[0] ^ (h[1] * M) ^ (h[2] * K) ^ (h[3] * M * K);
     r ^= r >> 31;
     r *= M;
     return r ^ (r >> 29);
 }
+
+uint64_t gd_mask_hash(const uint32_t *mask, size_t nwords) { return hash_count(mask, nwords, NULL); }
 
 void gd_mask_from_ids(uint32_t *mask, size_t nwords, const uint32_t *ids, size_t n_ids) {
     memset(mask, 0, nwords * sizeof(uint32_t));
@@ -120,11 +129,13 @@ size_t gd_mask_to_ids(const uint32_t *mask, size_t n, int64_t *ids, size_t cap) 
     return k;
 }
 
-/* The hash, then one scan that collects ids while they fit (zero words skipped 64 bits at a
- * time); a mask with more than cap bits is counted from there on by gd_mask_count. */
+/* One pass for the hash and the count; then, when the ids fit, one scan that collects them
+ * (zero words skipped 64 bits at a time). */
 size_t gd_mask_digest(const uint32_t *mask, size_t n, uint64_t *hash, uint32_t *ids, size_t cap) {
-    size_t nwords = (n + 31) / 32, full = n / 32, count = 0, w = 0;
-    *hash = gd_mask_hash(mask, nwords);
+    size_t nwords = (n + 31) / 32, full = n / 32, count = 0, w = 0, total;
+    *hash = hash_count(mask, nwords, &total); /* one pass: the hash and the bits of whole words */
+    if (n & 31) total -= (size_t)popcount64(mask[full] & ~((1u << (n & 31)) - 1u)); /* past n */
+    if (total > cap) return total;
     while (w < nwords) {
         if (w + 2 <= full && (mask[w] | mask[w + 1]) == 0) {
             w += 2;
@@ -132,8 +143,6 @@ size_t gd_mask_digest(const uint32_t *mask, size_t n, uint64_t *hash, uint32_t *
         }
         uint32_t x = mask[w];
         if (w >= full) x &= (1u << (n & 31)) - 1u; /* the last, partial word */
-        size_t c = (size_t)popcount64(x);
-        if (count + c > cap) return count + gd_mask_count(mask + w, n - w * 32);
         for (; x; x &= x - 1) ids[count++] = (uint32_t)(w * 32 + (size_t)__builtin_ctz(x));
         w++;
     }

@@ -109,6 +109,7 @@ class DFAGrammar:
         self._tabs = None  # the vocabulary's tables (on the first walk)
         self._pure = False  # GD_PURE_PYTHON_DFA=1, read on the first walk
         self._masker = None  # the native state masker (False: the Python composition)
+        self._ids_buf = np.empty(SPARSE_MAX, dtype=np.uint32)  # its digest's ids (under the lock)
         self._native_on = True
         self._profiles_tried = tuple(PROFILES)
         self._plain_steps: dict[str, dict[int, int | None]] = {}  # (the Python reference's memo)
@@ -174,7 +175,8 @@ class DFAGrammar:
         mid = self._state_mask[state]
         if mid >= 0:
             return self._masks[mid]
-        return self._masks[self._compute(state)]
+        mid, m = self._compute_mask(state)
+        return self._masks[mid] if m is None else m
 
     def allowed_ids(self, state: int) -> np.ndarray:
         """Sorted ids of the tokens allowed in ``state`` (cached per distinct mask)."""
@@ -338,18 +340,24 @@ class DFAGrammar:
 
     def _compute(self, state: int) -> int:
         """Mask id of ``state``, computing and interning its mask if needed."""
+        return self._compute_mask(state)[0]
+
+    def _compute_mask(self, state: int) -> tuple[int, np.ndarray | None]:
+        """(mask id of ``state``, the read-only mask when this call made it natively, else
+        None), computing and interning the mask if needed."""
         with self._lock:
             mid = int(self._state_mask[state])
             if mid >= 0:
-                return mid
+                return mid, None
             m = np.empty(self._n_words, dtype=np.uint32)
             masker = self._masker if self._masker is not None else self._make_masker()
             if masker:
-                buf = np.empty(SPARSE_MAX, dtype=np.uint32)
+                buf = self._ids_buf  # (the lock is held: one call at a time uses it)
                 key, count, inverted = _native.state_mask(masker, int(state), m, buf)
                 mid = self._masks.intern_digest(m, key, count, bool(inverted), buf)
+                m.setflags(write=False)
                 self._state_mask[state] = mid
-                return mid
+                return mid, m
             self._walk(int(state), m)
             if self.special_token_ids:
                 row = self._table[state]
@@ -361,7 +369,7 @@ class DFAGrammar:
                 _native.mask_or(m, m, self._eog_mask)
             mid = self._masks.intern(m)
             self._state_mask[state] = mid
-            return mid
+            return mid, None
 
     def prepare(self) -> "DFAGrammar":
         """Make the state masker now (the compilers call it: its objects are warm then, and the
