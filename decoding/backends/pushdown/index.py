@@ -155,8 +155,15 @@ def compile_pushdown(grammar: Grammar, *, literal_specials: Iterable[str] = (),
     # Ref-free rules with the same body (a JSON Schema's many ``{"type": "string", "maxLength":
     # 2000}`` properties, one rule each) share one automaton: a call of either is a call of it
     same = _SameBody()
-    same.first(grammar.rule(grammar.start), 0)
     calls = _Calls()
+
+    def first(rule: str, k: int) -> int:
+        """``same.first`` of the rule's body (``k`` at once for a body that holds a Ref: its
+        mapping is another node)."""
+        body = grammar.rule(rule)
+        return k if calls.body(body) is not body else same.first(body, k)
+
+    first(grammar.start, 0)
     raw: list[DFA | None] = []
     total = 0  # states of the rules' automata so far: at most max_dfa_states, like one DFA
     i = 0
@@ -193,7 +200,7 @@ def compile_pushdown(grammar: Grammar, *, literal_specials: Iterable[str] = (),
             for sp in d.specials:
                 if sp.startswith(CALL) and sp[len(CALL):] not in index:
                     callee = sp[len(CALL):]
-                    earlier = same.first(grammar.rule(callee), len(order))
+                    earlier = first(callee, len(order))
                     index[callee] = earlier
                     if earlier == len(order):
                         order.append(callee)
