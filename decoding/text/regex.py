@@ -44,6 +44,7 @@ from functools import lru_cache
 from typing import Callable
 
 from decoding.errors import PatternError
+from decoding.text import unicode_classes
 from decoding.limits import DEFAULT_LIMITS
 from decoding.ir import (EMPTY, MAX_CP, Node, choice, complement_ranges, diff, inter, normalize_ranges, rep,
                          seq, star)
@@ -72,19 +73,6 @@ class Rx:
     hi: int | None = None
 
 
-def _scan(pred) -> Ranges:
-    out: list[tuple[int, int]] = []
-    start = None
-    for cp in range(MAX_CP + 2):
-        ok = cp <= MAX_CP and pred(chr(cp))
-        if ok and start is None:
-            start = cp
-        elif not ok and start is not None:
-            out.append((start, cp - 1))
-            start = None
-    return tuple(out)
-
-
 _ECMA_SPACE: Ranges = normalize_ranges([
     (9, 13), (32, 32), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A), (0x2028, 0x2029),
     (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000), (0xFEFF, 0xFEFF)])
@@ -94,10 +82,10 @@ _ECMA_SPACE: Ranges = normalize_ranges([
 def _wide(name: str) -> Ranges:
     """Largest reading of a shorthand (union of Python-re and ECMA meanings)."""
     if name == "d":
-        return _scan(str.isdecimal)
+        return unicode_classes.DECIMAL
     if name == "w":
-        return _scan(lambda c: c.isalnum() or c == "_")
-    return normalize_ranges(_ECMA_SPACE + _scan(str.isspace) + ((0x1C, 0x1F),))
+        return unicode_classes.WORD
+    return normalize_ranges(_ECMA_SPACE + unicode_classes.SPACE + ((0x1C, 0x1F),))
 
 
 _NARROW = {"d": ((48, 57),), "w": normalize_ranges([(48, 57), (65, 90), (95, 95), (97, 122)]),
