@@ -235,10 +235,12 @@ vocab_tables: "WeakMemo[Vocab, VocabTables]" = WeakMemo(VocabTables)
 
 
 def prepare(vocab: Vocab) -> VocabTables:
-    """Build every per-vocabulary table now (the trie and each plain-text profile) instead
-    of on the first mask that needs it; returns them."""
+    """Build every per-vocabulary table now (the trie, each plain-text profile and their
+    native form for state maskers) instead of on the first compile or mask that needs it;
+    returns them."""
     t = vocab_tables(vocab)
     _ = t.trie
     for name in PROFILES:
         t.profile(name)
+    t.masker_profiles(tuple(PROFILES))
     return t
