@@ -449,13 +449,16 @@ class _Tables:
         hit = self._classes.get(r)
         if hit is None:
             exits = sorted(set(self.exit[r].values()))
-            bits = [_byte_bits(e) for e in exits]
-            # each byte's signature (its class, below 256, then one byte per exit set) as one item
-            sig = np.ascontiguousarray(np.stack([self.bcn[r]] + bits, axis=1).astype(np.uint8))
+            # bits[j, b]: byte b is in exits[j]
+            bits = np.unpackbits(np.frombuffer(b"".join(e.to_bytes(32, "little") for e in exits), dtype=np.uint8)
+                                 .reshape(len(exits), 32), axis=1, bitorder="little").astype(bool)
+            # each byte's signature (its class, below 256, then its exit sets packed) as one item
+            sig = np.ascontiguousarray(np.concatenate(
+                [self.bcn[r].astype(np.uint8)[:, None], np.packbits(bits.T, axis=1)], axis=1))
             _, rep, inv = np.unique(sig.view(np.dtype((np.void, sig.shape[1]))).reshape(-1), return_index=True,
                                     return_inverse=True)  # rep: a byte of each column
             hit = self._classes[r] = (inv.reshape(-1).astype(np.uint8), self.bcn[r][rep],
-                                      {e: b[rep] for e, b in zip(exits, bits)})
+                                      dict(zip(exits, bits[:, rep])))
         return hit
 
     def min_bytes(self, forbidden: frozenset) -> list[list[int]]:
@@ -576,11 +579,6 @@ class _Tables:
                 if v:
                     ex[s] = v
             self.exit.append(ex)
-
-
-def _byte_bits(v: int) -> np.ndarray:
-    """bool[256]: bit b of ``v`` at index b."""
-    return np.unpackbits(np.frombuffer(v.to_bytes(32, "little"), dtype=np.uint8), bitorder="little").astype(bool)
 
 
 Stack = tuple  # tuple of frames (rule, state, counts id)
@@ -957,7 +955,7 @@ class CompiledPushdown:
 
     def _walk(self, r: int, s: int, ck: int) -> tuple[int, int]:
         """Ids in ``_walk_masks`` of (the tokens the top frame ``(r, s)`` consumes itself,
-        the other tokens that may enter a call or return: checked by stepping)."""
+        the other tokens that may enter a call or return: checked by stepping; -1: none)."""
         sid = self._sat_of[ck]
         key = (r, s, sid)
         hit = self._walks.get(key)
@@ -978,7 +976,7 @@ class CompiledPushdown:
             loc[tid >> 5] &= ~np.uint32(1 << (tid & 31))
             over[tid >> 5] &= ~np.uint32(1 << (tid & 31))
         cand = over & ~loc
-        hit = self._walks[key] = (self._walk_masks.intern(loc), self._walk_masks.intern(cand))
+        hit = self._walks[key] = (self._walk_masks.intern(loc), self._walk_masks.intern(cand) if cand.any() else -1)
         return hit
 
     def _loops_for(self, r: int, sid: int, which: int, table: np.ndarray) -> PlainLoops | None:
@@ -1015,7 +1013,8 @@ class CompiledPushdown:
             r, s, ck = st[-1]
             loc, c = self._walk(r, s, ck)
             m |= wm[loc]
-            cand |= wm[c]
+            if c >= 0:
+                cand |= wm[c]
         cand &= ~m
         ids = mask_ids(cand, self.vocab.n_tokens).tolist()
         tb = self._tb
