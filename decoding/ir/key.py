@@ -52,6 +52,8 @@ def grammar_digest(grammar: Grammar) -> str:
 def _dumps(x: Any) -> str:
     if type(x) is str:  # what json.dumps(x, ensure_ascii=False) returns for a str, without its set-up
         return _encode_str(x)
+    if type(x) is int:  # (and for an int)
+        return str(x)
     return json.dumps(x, ensure_ascii=False, separators=(",", ":"))
 
 

@@ -276,12 +276,29 @@ class _Compiler:
         try:
             reg = _registry(registry)
             root_res = self._spec.create_resource(self.root)
-            self._resolver = reg.resolver_with_root(root_res)
+            self._root_scope = (reg, root_res)
+            self._resolver_now: Any = None
+            if registry is not None or isinstance(self.root, dict) and ("$id" in self.root or "id" in self.root):
+                self._resolver_now = reg.resolver_with_root(root_res)  # (else made on first use: it cannot fail)
         except (referencing.exceptions.CannotDetermineSpecification, TypeError, ValueError) as e:
             raise SchemaError("", None, f"registry: {e}") from None
         self._res_of: dict[int, Any] = {}
         self._ptr_of: dict[int, str] | None = None  # see _pointer_of
         self._dynamic: bool | None = True if registry is not None else None  # see _dynamic_scopes
+
+    @property
+    def _resolver(self) -> Any:
+        """The ``referencing`` resolver of the scope now; the root's is made on first use (a
+        schema without references never needs it)."""
+        r = self._resolver_now
+        if r is None:
+            reg, res = self._root_scope
+            r = self._resolver_now = reg.resolver_with_root(res)
+        return r
+
+    @_resolver.setter
+    def _resolver(self, r: Any) -> None:
+        self._resolver_now = r
 
     def _pointer_of(self, target: Any, default: str) -> str:
         """The place of ``target`` (an object inside the root schema, by identity) in the
@@ -1954,12 +1971,16 @@ def compile_schema(schema: dict | bool | str, *, whitespace: Literal["compact", 
     return SchemaGrammar(g, tuple(c.dropped), tuple(c.ignored))
 
 
+#: the empty ``referencing.Registry`` (immutable: every compile without a registry shares it)
+_EMPTY_REGISTRY: dict[int, Any] = {}
+
+
 def _registry(registry: Any) -> Any:
     """A ``referencing.Registry`` from ``registry`` (None, a Registry, or URI -> schema)."""
     import referencing
     import referencing.jsonschema as rj
     if registry is None:
-        return referencing.Registry()
+        return _EMPTY_REGISTRY[0] if _EMPTY_REGISTRY else _EMPTY_REGISTRY.setdefault(0, referencing.Registry())
     if isinstance(registry, referencing.Registry):
         return registry
     if not isinstance(registry, dict):
