@@ -24,12 +24,16 @@ from decoding import _native
 from decoding.vocab import Vocab
 from decoding.weakmemo import WeakMemo
 
-__all__ = ["PROFILES", "PlainProfile", "VocabTables", "vocab_tables", "prepare", "char_dfa"]
+__all__ = ["PROFILES", "PROBES", "PlainProfile", "VocabTables", "vocab_tables", "prepare", "char_dfa"]
 
 _JSON_EXCLUDED = frozenset(range(0x20)) | {0x22, 0x5C}
 _XML_EXCLUDED = frozenset(set(range(0x20)) - {0x09, 0x0A, 0x0D}) | {0x3C, 0x26, 0x3E}
 #: profile name -> ASCII bytes that are not plain characters
 PROFILES: dict[str, frozenset[int]] = {"json-string": _JSON_EXCLUDED, "xml-text": _XML_EXCLUDED}
+#: profile name -> its single-byte plain characters among " < 0 space: a uniform step sends
+#: each of them where it sends "a" (the cheap test before a state's plain chain is read)
+PROBES: dict[str, tuple[int, ...]] = {name: tuple(b for b in b'"<0 ' if b not in ex)
+                                      for name, ex in PROFILES.items()}
 
 
 def char_dfa(excluded: frozenset[int]) -> np.ndarray:
@@ -102,12 +106,10 @@ class PlainProfile:
         ``plain_upto(k)`` made with the profile for k in 0..EAGER_UPTO (else None), the plain ids
         sorted by characters, their characters)."""
         if not self._masker_args:
-            from decoding.backends.textloop import probes
-
             upto = tuple(self._upto.get(k) for k in range(self.EAGER_UPTO + 1))
             object.__setattr__(self, "_masker_args", (
                 self.other_trie, self.other_node_plain, self.node_plain, np.ascontiguousarray(self.char_dfa).reshape(-1),
-                bytes(probes(self.name)), self._max_chars, self.plain_mask, upto) + self._by_chars)
+                bytes(PROBES[self.name]), self._max_chars, self.plain_mask, upto) + self._by_chars)
         return self._masker_args
 
     def plain_upto(self, k: int) -> np.ndarray:

@@ -131,18 +131,12 @@ def plain_chain(pairs: tuple[np.ndarray, np.ndarray, np.ndarray], table: np.ndar
     return None if k < 0 else int(k)
 
 
-_PROBES: dict[str, tuple[int, ...]] = {}
-
-
 def probes(name: str) -> tuple[int, ...]:
     """Single-byte plain characters of profile ``name`` among " < 0 space (a uniform step
     sends each of them where it sends "a")."""
-    hit = _PROBES.get(name)
-    if hit is None:
-        from decoding.backends.tables import PROFILES
+    from decoding.backends.tables import PROBES
 
-        hit = _PROBES[name] = tuple(b for b in b'"<0 ' if b not in PROFILES[name])
-    return hit
+    return PROBES[name]
 
 
 class PlainLoops:
