@@ -159,3 +159,23 @@ def test_state_masker_rejects_bad_arguments():
         _native.masker_profiles(tabs.trie, v.n_tokens + 64, (prof,))
     with pytest.raises(ValueError, match="node_plain"):
         _native.masker_profiles(tabs.trie, v.n_tokens, (prof[:1] + (prof[2], prof[1]) + prof[3:],))
+
+
+def test_a_grammar_loaded_with_its_masks_steps_without_a_masker():
+    """Artifacts hold every mask: stepping such a grammar must not build the vocabulary's
+    plain-text profiles for a masker it never needs, and steps as the compiled one does."""
+    from decoding.backends.dfa.index import DFAGrammar
+    from decoding.testing import random_walk
+
+    v = get_vocab("gpt-2")
+    cg = compile_json_schema({"type": "object", "properties": {"a": {"type": "string", "maxLength": 6},
+                                                              "b": {"type": "integer"}}}, v).precompute()
+    masks = [cg.masks[i] for i in range(len(cg.masks))]
+    pre = DFAGrammar.from_precomputed(cg.dfa, v, cg.special_token_ids, cg.state_masks(), masks)
+    for seed in range(5):
+        w = random_walk(pre, np.random.default_rng(seed))
+        s = 0
+        for t in w.tokens:
+            assert pre.next_state(s, t) == cg.next_state(s, t)
+            s = cg.next_state(s, t)
+    assert pre._masker is None and cg._masker

@@ -197,7 +197,9 @@ class DFAGrammar:
         elif token in self._special_set:
             ns = int(self._table[state, self._special_col[token]])
         elif 0 <= token < self.vocab.n_tokens and self.vocab.token_bytes[token]:
-            masker = self._masker if self._masker is not None else self.prepare()._masker
+            # natively over the masker's table once there is one (compiled grammars make it at
+            # compile time; a grammar loaded with all its masks never needs one: no profiles)
+            masker = self._masker
             ns = _native.state_run(masker, state, self.vocab.token_bytes[token]) if masker \
                 else self.dfa.run(self.vocab.token_bytes[token], state)
         else:
