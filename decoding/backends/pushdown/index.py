@@ -413,7 +413,7 @@ class _Tables:
 
     def live(self, forbidden: frozenset) -> list[list[bool]]:
         """Per rule, per state: completable without calling the rules in ``forbidden``, by
-        byte moves and calls (not specials).  The least fixpoint over the rules' starts:
+        byte moves, special-token moves and calls.  The least fixpoint over the rules' starts:
         native reverse breadth-first searches from the accepting states over the byte
         columns and the calls of allowed callees whose start is live, a rule searched again
         only when one of those starts became live."""
@@ -432,8 +432,7 @@ class _Tables:
                 if seen[r] is not None and np.array_equal(now, seen[r]):
                     continue
                 seen[r] = now
-                col_ok = np.zeros(d.trans.shape[1], dtype=bool)
-                col_ok[:d.n_classes] = True
+                col_ok = np.ones(d.trans.shape[1], dtype=bool)  # bytes and specials: always
                 col_ok[cols] = now
                 live[r] = _bfs(d.trans, np.flatnonzero(d.accepting), reverse=True, col_ok=col_ok) >= 0
                 if live[r][0] and allowed[r] and not callee_ok[r]:
