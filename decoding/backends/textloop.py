@@ -24,8 +24,9 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from decoding import _native
+from decoding.backends.tables import PROBES
 
-__all__ = ["plain_step", "plain_chain_py", "plain_chain", "char_pairs", "char_pairs_py", "walk_tokens", "PlainLoops", "UNBOUNDED", "probes",
+__all__ = ["plain_step", "plain_chain_py", "plain_chain", "char_pairs", "char_pairs_py", "walk_tokens", "PlainLoops", "UNBOUNDED",
            "MAX_CHAIN"]
 
 #: chain length of a state on a cycle of uniform steps
@@ -131,14 +132,6 @@ def plain_chain(pairs: tuple[np.ndarray, np.ndarray, np.ndarray], table: np.ndar
     return None if k < 0 else int(k)
 
 
-def probes(name: str) -> tuple[int, ...]:
-    """Single-byte plain characters of profile ``name`` among " < 0 space (a uniform step
-    sends each of them where it sends "a")."""
-    from decoding.backends.tables import PROBES
-
-    return PROBES[name]
-
-
 class PlainLoops:
     """Per automaton table: which plain-text profile's whole-subtree shortcut its full trie
     walks use (``bulk``: the last profile seen on a string-body loop, json-string first), that
@@ -191,7 +184,7 @@ def walk_tokens(tabs: Any, classes: np.ndarray, table: np.ndarray, state: int, m
     if a >= 0:
         for name in profiles:
             # necessary for a uniform first step: the profile's probe characters go where "a" goes
-            for b in probes(name):
+            for b in PROBES[name]:
                 if row[classes[b]] != a:
                     break
             else:

@@ -13,7 +13,7 @@ from decoding.ir.nodes import (
     Lit, ByteSet, Seq, Choice, Repeat, Ref, Special, Inter, Diff, Dfa, Node, inter, diff, check_regular,
     Grammar, EMPTY, NOTHING, lit, seq, choice, opt, star,
     plus, rep, byteset, char_class, any_char, normalize_ranges, complement_ranges, map_leaves,
-    to_data, from_data, DEFAULT_MAX_DEPTH, MAX_CP, walk, nullable, reachable_rules, register_plain, plain_ids,
+    to_data, from_data, DEFAULT_MAX_DEPTH, MAX_CP, children, walk, nullable, reachable_rules, register_plain, plain_ids,
 )
 
-__all__ = ["Dfa", "Inter", "Diff", "inter", "diff", "check_regular", "Lit", "ByteSet", "Seq", "Choice", "Repeat", "Ref", "Special", "Node", "Grammar", "EMPTY", "NOTHING", "lit", "seq", "choice", "opt", "star", "plus", "rep", "byteset", "char_class", "any_char", "normalize_ranges", "complement_ranges", "map_leaves", "to_data", "from_data", "DEFAULT_MAX_DEPTH", "MAX_CP", "walk", "nullable", "reachable_rules", "register_plain", "plain_ids"]
+__all__ = ["Dfa", "Inter", "Diff", "inter", "diff", "check_regular", "Lit", "ByteSet", "Seq", "Choice", "Repeat", "Ref", "Special", "Node", "Grammar", "EMPTY", "NOTHING", "lit", "seq", "choice", "opt", "star", "plus", "rep", "byteset", "char_class", "any_char", "normalize_ranges", "complement_ranges", "map_leaves", "to_data", "from_data", "DEFAULT_MAX_DEPTH", "MAX_CP", "children", "walk", "nullable", "reachable_rules", "register_plain", "plain_ids"]

@@ -300,6 +300,18 @@ def plain_nodes() -> list[Node]:
     return _PLAIN_KEEP
 
 
+def children(n: Node) -> tuple[Node, ...]:
+    """The direct sub-nodes of ``n`` (a Ref's rule is not one; leaves have none)."""
+    cls = n.__class__
+    if cls is Seq or cls is Choice or cls is Inter:
+        return n.items  # type: ignore[union-attr]
+    if cls is Repeat:
+        return (n.item,)  # type: ignore[union-attr]
+    if cls is Diff:
+        return (n.base, n.minus)  # type: ignore[union-attr]
+    return ()
+
+
 def walk(node: Node, seen: set[int] | None = None) -> Iterable[Node]:
     """Pre-order iteration over ``node`` and its children (not following refs).  A subtree
     shared by several parents (the same object) is visited once, so IR that shares

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from decoding.errors import LimitError
-from decoding.ir.nodes import ByteSet, Choice, Dfa, Diff, Grammar, Inter, Lit, Node, Ref, Repeat, Seq
+from decoding.ir.nodes import ByteSet, Choice, Dfa, Diff, Grammar, Inter, Lit, Node, Ref, Repeat, Seq, children
 from decoding.limits import DEFAULT_LIMITS, Limits
 
 #: the window ``K`` the estimates assume for counted repetitions (one more than the longest
@@ -487,14 +487,7 @@ def _fold(root: Node, ref: Callable[[Ref], Estimate | None], memo: dict[int, Est
                 out.append(hit)
                 dep.append(False)
                 continue
-        if cls is Seq or cls is Choice or cls is Inter:
-            kids_n = n.items
-        elif cls is Repeat:
-            kids_n = (n.item,)
-        elif cls is Diff:
-            kids_n = (n.base, n.minus)
-        else:
-            kids_n = ()
+        kids_n = children(n)
         if not kids_n:
             est = _leaf(n)
             memo[i] = est
@@ -544,15 +537,7 @@ def _node_fold(root: Node, counted: bool, memo: dict[int, Estimate], keep: list 
         i = id(n)
         if i in memo:
             continue
-        cls = n.__class__
-        if cls is Seq or cls is Choice or cls is Inter:
-            kids = n.items
-        elif cls is Repeat:
-            kids = (n.item,)
-        elif cls is Diff:
-            kids = (n.base, n.minus)
-        else:
-            kids = ()
+        kids = children(n)
         if not kids:
             memo[i] = _leaf(n)
             keep.append(n)

@@ -34,8 +34,8 @@ from decoding import _native
 from decoding.backends.automaton import DFA, SUBSET_STATES_FACTOR, _Deadline, grammar_nfa
 from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN
 from decoding.backends.masks import DEFAULT_MAX_MASKS, MaskTable
-from decoding.backends.tables import PROFILES, vocab_tables
-from decoding.backends.textloop import UNBOUNDED, char_pairs, probes
+from decoding.backends.tables import PROBES, PROFILES, vocab_tables
+from decoding.backends.textloop import UNBOUNDED, char_pairs
 from decoding.errors import GrammarError, LimitError
 from decoding.ir import Grammar
 from decoding.limits import DEFAULT_LIMITS, Limits
@@ -320,7 +320,7 @@ class LazyDFAGrammar:
         a = row[cls[0x61]]
         if a >= 0:
             for name in PROFILES:
-                if any(row[cls[b]] != a for b in probes(name)):
+                if any(row[cls[b]] != a for b in PROBES[name]):
                     continue
                 p = self._pairs_of(name)
                 k = self.dfa._call(lambda c, *x: _native.lazy_plain_chain(p[0], p[1], p[2], c, *x), state,

@@ -288,7 +288,7 @@ class _SameBody:
     def key(self, root: Node) -> int | None:
         """The body's number, or None when it holds a Ref (a rule that calls others keeps
         its own frame: the recursion counts are per rule)."""
-        from decoding.ir import ByteSet, Choice, Dfa, Diff, Inter, Lit, Repeat, Seq
+        from decoding.ir import ByteSet, Choice, Dfa, Diff, Inter, Lit, Repeat, Seq, children
         ids = self._ids
         stack: list[tuple[Node, bool]] = [(root, False)]
         while stack:
@@ -297,8 +297,7 @@ class _SameBody:
                 continue
             cls = n.__class__
             if cls is Seq or cls is Choice or cls is Inter or cls is Repeat or cls is Diff:
-                kids = n.items if cls is Seq or cls is Choice or cls is Inter else \
-                    (n.item,) if cls is Repeat else (n.base, n.minus)  # type: ignore[union-attr]
+                kids = children(n)
                 if not ready:
                     stack.append((n, True))
                     stack.extend((k, False) for k in kids if id(k) not in ids)
