@@ -107,10 +107,15 @@ class Compiler:
         self._frontend_defaults = {k: v for k, v in defaults.items() if k not in COMPILE_OPTIONS}
         # one-time costs paid here rather than by the first compile: the vocabulary's
         # fingerprint (part of every key; hashing 262k tokens takes ~0.25 s), its single-byte
-        # tokens (the DFA prune; ~60 ms) and the metaschema validator's import (~0.2 s)
+        # tokens (the DFA prune; ~60 ms), the metaschema validator's import (~0.2 s) and the
+        # JSON Schema front-end's shared nodes (any string, numbers, the formats; ~35 ms once
+        # per process)
         _ = self.vocab.fingerprint
         self.vocab.single_byte_tokens()
         import jsonschema  # noqa: F401
+
+        from decoding.frontends.jsonschema.compile import warm
+        compile_grammar(warm(), self.vocab, backend="lazy")  # (the NFA's records of the shared nodes)
 
     # ------------------------------------------------------------------ one call per source kind
     def compile_json_schema(self, schema: dict | bool | str, **options: Any) -> CompiledGrammar:

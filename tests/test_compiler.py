@@ -247,3 +247,39 @@ def test_disk_cache_loads_what_the_callers_own_state_limit_let_through(tmp_path,
     got = fresh.lookup(cg.grammar_key, VOCAB, backend="dfa", max_states=max_states)
     assert (got is not None) == from_disk
     assert fresh.stats["disk_hits" if from_disk else "disk_errors"] == 1
+
+
+def test_compiler_builds_the_shared_schema_nodes_so_no_compile_pays_for_them():
+    """``Compiler()`` builds the JSON Schema front-end's per-process shared nodes (any string,
+    the numbers) and the back-end's records of them: in a fresh process, compiling schemas
+    that use them registers no new shared node, and a format's string is still made (and
+    registered) by the first schema that uses it."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    schemas = [{"type": "string"}, {"type": "integer"}, {"type": "number"}, {"type": "object"},
+               {"type": "array", "items": {"type": ["string", "number", "boolean", "null"]}}]
+    code = f"""
+import json
+from decoding import Compiler
+from decoding.ir.nodes import plain_nodes
+from decoding.vocab import Vocab
+from decoding.backends import automaton
+vocab = Vocab.from_bytes([bytes([i]) for i in range(256)], eog_ids=[0])
+assert len(plain_nodes()) == 0
+c = Compiler(vocab, cache=False)
+warmed = len(plain_nodes())
+program = automaton._PLAIN_PROGRAM[0][0]
+for s in json.loads({json.dumps(json.dumps(schemas))}):
+    c.compile_json_schema(s)
+after = len(plain_nodes())
+c.compile_json_schema({{"type": "string", "format": "date"}})
+print(warmed, program, after, len(plain_nodes()))
+"""
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    warmed, program, after, with_date = map(int, out.stdout.split()[-4:])
+    assert warmed > 0 and program == warmed == after
+    assert with_date > after

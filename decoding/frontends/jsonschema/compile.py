@@ -28,6 +28,7 @@ from decoding.frontends.json_validator import exact_value, validator_class
 from decoding.frontends.jsonschema.check import check_schema, load_schema_text
 from decoding.frontends.jsonschema.formats import CHECKED_FORMATS, check_format, format_regex
 from decoding.frontends.jsonschema.jsonstr import any_json_char, dumps, encode_str, json_char, quote, string_of
+from decoding.ir.key import canonical_ir_text
 from decoding.ir.literals import literal_set
 from decoding.ir.productive import known_productive
 from decoding.ir.size import Estimate, _node_estimate, _node_fold, attach_estimates
@@ -140,6 +141,19 @@ def _format_string(src: str, rx: Rx) -> Node:
         _CONSTANTS[0] = more
     _FORMAT_STRINGS[src] = node
     return node
+
+
+def warm() -> Grammar:
+    """Build this process's shared constant nodes now (:func:`_constants`: any JSON string,
+    the numbers) and their canonical key texts, so that no schema's compile pays for them
+    (about 4 ms): :class:`~decoding.compiler.Compiler` calls it once, and compiles the
+    grammar returned, which reaches every one of them, to warm the back-end's per-process
+    records of them.  Idempotent; the nodes are the ones a compile would have made on first
+    use.  The formats' strings are still made by the first schema that uses each (seeding
+    every compile with all of them would cost each compile more than it saves)."""
+    grammar = Grammar("shared", (("shared", choice(*_constants().nodes)),))
+    canonical_ir_text(grammar)
+    return grammar
 
 
 def _any_string() -> Node:
