@@ -28,6 +28,9 @@ state with an ``<en>`` move, a byte its own row does not have takes ``<en>`` fir
 counts it or, when ``X`` units are done, takes ``<tp>`` first.  A unit qualifies only when that is unambiguous: it is not nullable, no byte
 that starts a unit can extend a complete one, and (checked on the built automaton) a unit
 once started can only leave the middle by completing.  Otherwise the loop is left as it was.
+One table serves both: the steps read the mask table's rows, except in the (few) states with
+an ``<en>`` move, whose own rows are kept apart (``CountedGrammar.dfa`` rebuilds the automaton
+with its marker columns: the same table).
 A unit may hold ``Dfa`` leaves (a long enum): they are regular and hold no special.  When a
 loop is counted, the smaller repetitions (``SMALL_AS_LEAF`` copies or more, or unbounded) of
 items that qualify as units get the unit's minimal automaton as their item: the same
@@ -61,7 +64,7 @@ from __future__ import annotations
 
 import heapq
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -545,27 +548,42 @@ class _Rows:
         return r
 
 
-@dataclass(eq=False)
 class CountedGrammar:
     """A grammar with counted middles, for one tokenizer; satisfies
     :class:`~decoding.backends.contract.CompiledGrammar`.  States are interned pairs
-    ``(dfa state, units started in the current middle)``; 0 is the start."""
+    ``(dfa state, units started in the current middle)``; 0 is the start.
 
-    dfa: DFA  # with the marker columns
-    loops: tuple[Loop, ...]
-    inner: DFAGrammar  # marker columns removed, <en> rows made transparent: the masks
-    grammar_key: str = ""
-    meta: dict = field(default_factory=dict)
+    One table is kept: the mask automaton's (``inner.dfa``: marker columns removed, the row
+    of a state with an ``<en>`` move merged with the middle's first row).  Stepping reads the
+    same rows, except in a state with an ``<en>`` move, whose own row (before the merge) is
+    kept apart (``_own``, a few rows); the marker moves are kept as (source, target) arrays.
+    :attr:`dfa` rebuilds the automaton with its marker columns from these (tests, tools): the
+    same table as the one given."""
 
-    def __post_init__(self) -> None:
-        d = self.dfa
+    def __init__(self, dfa: DFA, loops: Sequence[Loop], inner: DFAGrammar, grammar_key: str = "",
+                 meta: dict | None = None) -> None:
+        d = dfa
+        self.loops = tuple(loops)
+        self.inner = inner  # marker columns removed, <en> rows made transparent: the masks
+        self.grammar_key = grammar_key
+        self.meta = {} if meta is None else meta
         self.vocab = self.inner.vocab
         self.special_token_ids = self.inner.special_token_ids
-        self._trans = _Rows(d.trans[:, :d.n_classes])  # rows as lists, made when a step first reads them
+        m = self.inner.dfa
+        ncls = d.n_classes
+        self._specials = d.specials  # the marker automaton's specials, markers included
+        self._trimmed = d.trimmed
+        self._keep = [j for j, t in enumerate(d.specials) if not t.startswith(MARK)]  # columns of m past ncls
+        self._trans = _Rows(m.trans)  # rows as lists, made when a step first reads them
         self._bc = d.byte_class.astype(np.int64).tolist()
-        self._acc = self.inner.dfa.accepting.tolist()  # a prefix's end accepts if <en> leads to acceptance
+        self._acc = m.accepting.tolist()  # a prefix's end accepts if <en> leads to acceptance
         n = d.n_states
         col = {t: j for j, t in enumerate(d.specials)}
+        self._marks: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # marker column -> (sources, targets)
+        for j, t in enumerate(d.specials):
+            if t.startswith(MARK):
+                src = np.flatnonzero(d.trans[:, ncls + j] >= 0)
+                self._marks[j] = (src.astype(np.int32), d.trans[src, ncls + j].astype(np.int32))
         self._en = [-1] * n  # target of the <en> move, or -1
         self._tp = [-1] * n  # target of the <tp> move (-1: none)
         self._loop_of_tp = [-1] * n
@@ -575,12 +593,22 @@ class CountedGrammar:
             for b in lp.first:
                 self._first[lp.index][b] = True
             if lp.en in col:
-                for s in np.nonzero(d.trans[:, d.n_classes + col[lp.en]] >= 0)[0].tolist():
-                    self._en[s] = int(d.trans[s, d.n_classes + col[lp.en]])
+                src, tgt = self._marks[col[lp.en]]
+                for s, t in zip(src.tolist(), tgt.tolist()):
+                    self._en[s] = t
             if lp.tp in col:
-                for s in np.nonzero(d.trans[:, d.n_classes + col[lp.tp]] >= 0)[0].tolist():
-                    self._tp[s] = int(d.trans[s, d.n_classes + col[lp.tp]])
+                src, tgt = self._marks[col[lp.tp]]
+                for s, t in zip(src.tolist(), tgt.tolist()):
+                    self._tp[s] = t
                     self._loop_of_tp[s] = lp.index
+        # own rows (bytes, then the kept specials, as in m) and acceptance of the <en> states
+        cols = list(range(ncls)) + [ncls + j for j in self._keep]
+        self._own: dict[int, list[int]] = {}
+        self._own_acc: dict[int, bool] = {}
+        en_states = {s for lp in self.loops if lp.en in col for s in self._marks[col[lp.en]][0].tolist()}
+        for s in sorted(en_states):
+            self._own[s] = d.trans[s, cols].tolist()
+            self._own_acc[s] = bool(d.accepting[s])
         self._lock = threading.RLock()  # _costs holds it while _successors takes it
         self._states: list[tuple[int, int]] = [(0, 0)]
         self._ids: dict[tuple[int, int], int] = {(0, 0): 0}
@@ -595,7 +623,23 @@ class CountedGrammar:
         self._first_arr = [np.array(f, dtype=bool) for f in self._first]
         self._mid_arr = np.array(self._mid, dtype=np.int64)
         self._special_set = frozenset(self.special_token_ids)
-        self._special_col = {tid: d.n_classes + k for k, tid in enumerate(self.special_token_ids)}
+        self._special_col = {tid: ncls + k for k, tid in enumerate(self.special_token_ids)}
+
+    @property
+    def dfa(self) -> DFA:
+        """The automaton with its marker columns (rebuilt on each call from the one table kept)."""
+        m = self.inner.dfa
+        ncls = m.n_classes
+        cols = list(range(ncls)) + [ncls + j for j in self._keep]
+        full = np.full((m.n_states, ncls + len(self._specials)), -1, dtype=m.trans.dtype)
+        full[:, cols] = m.trans
+        acc = m.accepting.copy()
+        for s, row in self._own.items():
+            full[s, cols] = row
+            acc[s] = self._own_acc[s]
+        for j, (src, tgt) in self._marks.items():
+            full[src, ncls + j] = tgt
+        return DFA(m.byte_class, full, acc, self._specials, ncls, trimmed=self._trimmed)
 
     # ------------------------------------------------------------------ contract
     @property
@@ -737,10 +781,11 @@ class CountedGrammar:
     def _run(self, s: int, c: int, data: bytes) -> tuple[int, int] | None:
         """Step ``data`` from ``(s, c)``: ``<en>`` is taken at a prefix's end by the first byte
         that does not extend its last unit; ``<tp>`` when a unit would start after ``X``."""
-        trans, bc, tp, lot, first, en, mid = (self._trans, self._bc, self._tp, self._loop_of_tp, self._first,
-                                              self._en, self._mid)
+        trans, bc, tp, lot, first, en, mid, own = (self._trans, self._bc, self._tp, self._loop_of_tp, self._first,
+                                                   self._en, self._mid, self._own)
         for b in data:
-            if en[s] >= 0 and trans[s][bc[b]] < 0:
+            cb = bc[b]
+            if en[s] >= 0 and own[s][cb] < 0:
                 s, c = en[s], 0
             k = lot[s]
             if k >= 0 and first[k][b]:
@@ -748,7 +793,7 @@ class CountedGrammar:
                     s, c = tp[s], 0
                 else:
                     c += 1
-            s = trans[s][bc[b]]
+            s = (own[s] if en[s] >= 0 else trans[s])[cb]  # (the table's rows of <en> states are merged)
             if s < 0:
                 return None
             if c and mid[s] < 0:
@@ -803,7 +848,7 @@ class CountedGrammar:
         ``<tp>`` of a room middle free and ``<tp>`` of a need middle weighing ``f(X)``, a
         fresh middle's units; :meth:`completion_cost` corrects that for the units done), after
         ``u``/``P`` of each need loop."""
-        n = self.dfa.n_states
+        n = self.inner.dfa.n_states
         succ: dict[int, np.ndarray] = {}
         seen = np.zeros(n, dtype=bool)
         todo = [0]
@@ -985,27 +1030,39 @@ def _assemble(d: DFA, loops: Sequence[Loop], vocab: Vocab, *, grammar_key: str, 
     trans2 = np.concatenate([byte_t, d.trans[:, [ncls + j for j in keep]]], axis=1) if keep else byte_t.copy()
     acc2 = d.accepting.copy()
     mid = np.full(n, -1, dtype=np.int64)
-    live = byte_t >= 0
-    src, cls_ = np.nonzero(live)
-    dst = byte_t[src, cls_].astype(np.int64)
-    order = np.argsort(dst, kind="stable")
-    rsrc = src[order].astype(np.int64)
-    rstart = np.searchsorted(dst[order], np.arange(n + 1))  # reverse edges of t: rsrc[rstart[t]:rstart[t+1]]
-    rs, rp = rsrc.tolist(), rstart.tolist()
+    tp_of = {lp.index: d.trans[:, ncls + col[lp.tp]] >= 0 for lp in loops if lp.tp in col}
+    if tp_of:
+        # the middles: states that reach a complete unit (a <tp> move) by bytes alone.  Their
+        # union by one reverse search in C; each loop's part by a search inside the union (a
+        # state on a byte path to a <tp> state reaches it too, so the path stays inside)
+        any_tp = np.logical_or.reduce(list(tp_of.values()))
+        col_ok = np.zeros(d.trans.shape[1], dtype=bool)
+        col_ok[:ncls] = True
+        region = np.flatnonzero(_automaton._bfs(d.trans, np.flatnonzero(any_tp), reverse=True, col_ok=col_ok) >= 0)
+        local = np.full(n, -1, dtype=np.int64)
+        local[region] = np.arange(len(region))
+        sub = byte_t[region].astype(np.int64)
+        src, _ = np.nonzero(sub >= 0)
+        dst = local[sub[sub >= 0]]
+        inside = dst >= 0
+        src, dst = src[inside], dst[inside]
+        order = np.argsort(dst, kind="stable")
+        rs = src[order].tolist()  # reverse edges of local t: rs[rp[t]:rp[t+1]] (local numbers)
+        rp = np.searchsorted(dst[order], np.arange(len(region) + 1)).tolist()
     for lp in loops:
         if lp.tp not in col:
             continue  # the middle is unreachable (pruned away)
-        is_tp = d.trans[:, ncls + col[lp.tp]] >= 0
-        tps = np.flatnonzero(is_tp).tolist()
-        region = set(tps)
+        is_tp = tp_of[lp.index]
+        tps = local[np.flatnonzero(is_tp)].tolist()
+        seen = set(tps)
         todo = list(tps)
         while todo:  # states that reach a complete unit by bytes alone: the middle
             t = todo.pop()
-            for s in rs[rp[t]:rp[t + 1]]:
-                if s not in region:
-                    region.add(s)
-                    todo.append(s)
-        members = np.fromiter(region, dtype=np.int64, count=len(region))
+            for x in rs[rp[t]:rp[t + 1]]:
+                if x not in seen:
+                    seen.add(x)
+                    todo.append(x)
+        members = region[np.fromiter(seen, dtype=np.int64, count=len(seen))]
         if (mid[members] >= 0).any():
             return None  # two middles share a state
         mid[members] = lp.index
@@ -1029,7 +1086,7 @@ def _assemble(d: DFA, loops: Sequence[Loop], vocab: Vocab, *, grammar_key: str, 
                 return None  # a byte both continues before <en> and follows it
             trans2[s] = np.where(own >= 0, own, there)
             acc2[s] = d.accepting[s] or d.accepting[h]
-    mask_dfa = DFA(d.byte_class, np.ascontiguousarray(trans2.astype(d.trans.dtype)), acc2,
+    mask_dfa = DFA(d.byte_class, np.ascontiguousarray(trans2.astype(d.trans.dtype, copy=False)), acc2,
                    tuple(d.specials[j] for j in keep), ncls)
     ids = tuple(int(vocab.special_token(t)) for t in mask_dfa.specials)  # type: ignore[arg-type]
     m = dict(meta or {})
