@@ -63,10 +63,11 @@ def dfa_trim(table: np.ndarray, nsym: int, accepting: np.ndarray,
     """``dfa_prune`` that makes its result: (states kept, int32 table bytes, uint8 accepting
     bytes); the tables are None when none or every state is kept.  Releases the GIL."""
 def dfa_minimize_table(table: np.ndarray, nsym: int, accepting: np.ndarray,
-                       budget_s: float) -> tuple[int, bytes | None, bytes | None]:
+                       budget_s: float, live: bool = False) -> tuple:
     """``dfa_minimize`` and the quotient: (blocks, int32 table bytes, uint8 accepting bytes)
-    of the minimal DFA, the tables None when the DFA is already minimal.  TimeoutError once
-    ``budget_s`` is spent.  Releases the GIL."""
+    of the minimal DFA, the tables None when the DFA is already minimal; with ``live`` a
+    fourth item, whether every state can reach acceptance (``gd_dfa_minimize_live``).
+    TimeoutError once ``budget_s`` is spent.  Releases the GIL."""
 def literal_dfa(blob: Any, offsets: np.ndarray) -> tuple[bytes, bytes, bytes, bytes]:
     """Minimal acyclic DFA of the words ``blob[offsets[i]:offsets[i+1]]`` (uint8 blob, int64
     offsets, ``offsets[0] == 0``; the words strictly increasing bytewise): (int32 ``off`` of
@@ -75,12 +76,17 @@ def literal_dfa(blob: Any, offsets: np.ndarray) -> tuple[bytes, bytes, bytes, by
     unsorted words, MemoryError.  Releases the GIL."""
 def nfa_build(code: Any, lit: Any, rule_body: Any, leaf_n: Any, leaf_eoff: Any, leaf_src: Any, leaf_lo: Any,
               leaf_hi: Any, leaf_tgt: Any, leaf_aoff: Any, leaf_acc: Any, root: int, n0: int, s: int, max_depth: int,
-              max_nesting: int, base_len: int, max_states: int, max_frames: int, budget_s: float) -> tuple:
+              max_nesting: int, base_len: int, max_states: int, max_frames: int, budget_s: float,
+              want: Any = None, max_subset: int = 0, max_dfa: int = 0, max_bytes: int = 0) -> tuple:
     """Thompson NFA of a serialised IR (``gd_nfa_build``; see ``automaton._nfa_program``):
     ``(0, n, end, eps_src, eps_tgt, e_src, e_lo, e_hi, e_tgt, sp_src, sp_k, sp_tgt)`` (the
     edge arrays as int32 / uint8 bytes, end -1 for the empty language), or ``(rc, n,
     err_rule, err_rule2, err_arg)`` past a limit, the budget, or where the Python builder
-    must take over.  ValueError for a malformed program, MemoryError.  Releases the GIL."""
+    must take over.  ``want`` (uint8, one entry per rule of the program): the rules built
+    first as their own minimal DFAs and embedded (``gd_nfa_build_rule_dfas``; subset
+    construction at most ``max_subset`` states and ``max_bytes`` bytes, minimal DFA at most
+    ``max_dfa`` states, else the rule is inlined).  ValueError for a malformed program,
+    MemoryError.  Releases the GIL."""
 def impl() -> str:
     """Name of the kernel implementation in use: scalar, sse2, avx2, avx512 or neon."""
 def impl_supported(name: str) -> bool:

@@ -1419,9 +1419,9 @@ out:
 static PyObject *py_dfa_minimize_table(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *otab, *oacc;
-    int nsym;
+    int nsym, want_live = 0, live = 1;
     double budget;
-    if (!PyArg_ParseTuple(args, "OiOd", &otab, &nsym, &oacc, &budget)) return NULL;
+    if (!PyArg_ParseTuple(args, "OiOd|p", &otab, &nsym, &oacc, &budget, &want_live)) return NULL;
     Py_buffer tab, acc;
     if (get_buf(otab, &tab, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "table", 'i', 4) < 0) return NULL;
     if (get_buf(oacc, &acc, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "accepting", 'B', 1) < 0) {
@@ -1443,14 +1443,16 @@ static PyObject *py_dfa_minimize_table(PyObject *self, PyObject *args) {
     }
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = gd_dfa_minimize(tab.buf, (int32_t)n, nsym, acc.buf, budget, block);
+    rc = want_live ? gd_dfa_minimize_live(tab.buf, (int32_t)n, nsym, acc.buf, budget, block, &live)
+                   : gd_dfa_minimize(tab.buf, (int32_t)n, nsym, acc.buf, budget, block);
     Py_END_ALLOW_THREADS
     if (rc < 0) {
         dfa_error(rc, "dfa_minimize_table");
         goto out;
     }
     if (rc == n) {
-        ret = Py_BuildValue("(iOO)", rc, Py_None, Py_None);
+        ret = want_live ? Py_BuildValue("(iOOO)", rc, Py_None, Py_None, live ? Py_True : Py_False)
+                        : Py_BuildValue("(iOO)", rc, Py_None, Py_None);
         goto out;
     }
     PyObject *tb = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)rc * nsym * 4);
@@ -1469,7 +1471,8 @@ static PyObject *py_dfa_minimize_table(PyObject *self, PyObject *args) {
         dfa_error(rc, "dfa_minimize_table");
         goto out;
     }
-    ret = Py_BuildValue("(iNN)", rc, tb, ab);
+    ret = want_live ? Py_BuildValue("(iNNO)", rc, tb, ab, live ? Py_True : Py_False)
+                    : Py_BuildValue("(iNN)", rc, tb, ab);
 out:
     PyMem_RawFree(block);
     PyBuffer_Release(&tab);
@@ -1482,13 +1485,19 @@ out:
 
 static PyObject *py_nfa_build(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *o[11];
-    int root, n0, s, max_depth, max_nesting, base_len, max_states, max_frames;
+    PyObject *o[11], *owant = Py_None;
+    int root, n0, s, max_depth, max_nesting, base_len, max_states, max_frames, max_subset = 0, max_dfa = 0;
+    Py_ssize_t max_bytes = 0;
     double budget;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOiiiiiiiid", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOiiiiiiiid|Oiin", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
                           &o[8], &o[9], &o[10], &root, &n0, &s, &max_depth, &max_nesting, &base_len, &max_states,
-                          &max_frames, &budget))
+                          &max_frames, &budget, &owant, &max_subset, &max_dfa, &max_bytes))
         return NULL;
+    Py_buffer want;
+    want.buf = NULL;
+    if (owant != Py_None) {
+        if (get_buf(owant, &want, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "want", 'B', 1) < 0) return NULL;
+    }
     const char *const names[11] = {"code", "lit", "rule_body", "leaf_n", "leaf_eoff", "leaf_src", "leaf_lo",
                                    "leaf_hi", "leaf_tgt", "leaf_aoff", "leaf_acc"};
     const char fmts[11] = {'i', 'B', 'i', 'i', 'q', 'i', 'B', 'B', 'i', 'q', 'i'};
@@ -1497,10 +1506,15 @@ static PyObject *py_nfa_build(PyObject *self, PyObject *args) {
         if (get_buf(o[i], &b[i], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, names[i], fmts[i],
                     fmts[i] == 'B' ? 1 : fmts[i] == 'q' ? 8 : 4) < 0) {
             while (i--) PyBuffer_Release(&b[i]);
+            if (want.buf) PyBuffer_Release(&want);
             return NULL;
         }
     PyObject *ret = NULL;
     Py_ssize_t nl = b[3].shape[0];
+    if (want.buf && (want.shape[0] != b[2].shape[0] || max_bytes < 0)) {
+        PyErr_SetString(PyExc_ValueError, "nfa_build: want must have one entry per rule");
+        goto out;
+    }
     const int64_t *eo = b[4].buf, *ao = b[9].buf;
     if (b[4].shape[0] != nl + 1 || b[9].shape[0] != nl + 1 || b[6].shape[0] != b[5].shape[0] ||
         b[7].shape[0] != b[5].shape[0] || b[8].shape[0] != b[5].shape[0] || eo[0] != 0 || ao[0] != 0 ||
@@ -1510,11 +1524,15 @@ static PyObject *py_nfa_build(PyObject *self, PyObject *args) {
     }
     gd_nfa_program p = {b[0].buf, (size_t)b[0].shape[0], b[1].buf, (size_t)b[1].shape[0], b[2].buf,
                         (int32_t)b[2].shape[0], (int32_t)nl, b[3].buf, eo, ao, b[5].buf, b[8].buf, b[10].buf,
-                        b[6].buf, b[7].buf, max_depth, max_nesting, base_len, max_states, max_frames, budget};
+                        b[6].buf, b[7].buf, max_depth, max_nesting, base_len, max_states, max_frames, budget,
+                        NULL, NULL};
     gd_nfa_out r;
     int rc;
     Py_BEGIN_ALLOW_THREADS /* re-entrant (no global state); buffers stay held */
-    rc = gd_nfa_build(&p, root, n0, s, &r);
+    if (want.buf)
+        rc = gd_nfa_build_rule_dfas(&p, want.buf, max_subset, max_dfa, (size_t)max_bytes, root, n0, s, &r);
+    else
+        rc = gd_nfa_build(&p, root, n0, s, &r);
     Py_END_ALLOW_THREADS
     if (rc == GD_DFA_OK) {
         ret = Py_BuildValue("(iiiy#y#y#y#y#y#y#y#y#)", 0, (int)r.n, (int)r.end, NZ(r.eps_src),
@@ -1534,6 +1552,7 @@ static PyObject *py_nfa_build(PyObject *self, PyObject *args) {
     }
 out:
     for (int i = 0; i < 11; i++) PyBuffer_Release(&b[i]);
+    if (want.buf) PyBuffer_Release(&want);
     return ret;
 }
 
@@ -1607,13 +1626,15 @@ static PyMethodDef methods[] = {
      "dfa_trim(table_i32, nsym, accepting_u8, col_ok_u8_or_None) -> (states kept, table_i32_bytes, accepting_u8_bytes); "
      "the tables are None when none or every state is kept (as dfa_prune). Releases the GIL."},
     {"dfa_minimize_table", py_dfa_minimize_table, METH_VARARGS,
-     "dfa_minimize_table(table_i32, nsym, accepting_u8, budget_s) -> (blocks, table_i32_bytes, accepting_u8_bytes): "
-     "the minimal DFA (as dfa_minimize, its block of state s is the row block[s]); the tables are None when "
-     "already minimal. TimeoutError past the budget. Releases the GIL."},
+     "dfa_minimize_table(table_i32, nsym, accepting_u8, budget_s, live=False) -> (blocks, table_i32_bytes, "
+     "accepting_u8_bytes[, all_live]): the minimal DFA (as dfa_minimize, its block of state s is the row "
+     "block[s]); the tables are None when already minimal; with live, whether every state reaches acceptance "
+     "(gd_dfa_minimize_live). TimeoutError past the budget. Releases the GIL."},
     {"nfa_build", py_nfa_build, METH_VARARGS,
      "nfa_build(code_i32, lit_u8, rule_body_i32, leaf_n_i32, leaf_eoff_i64, leaf_src_i32, leaf_lo_u8, leaf_hi_u8, "
      "leaf_tgt_i32, leaf_aoff_i64, leaf_acc_i32, root, n0, s, max_depth, max_nesting, base_len, max_states, "
-     "max_frames, budget_s) -> (0, n, end, eps_src, eps_tgt, e_src, e_lo, e_hi, e_tgt, sp_src, sp_k, sp_tgt) as "
+     "max_frames, budget_s, want_u8=None, max_subset=0, max_dfa=0, max_bytes=0) -> (0, n, end, eps_src, eps_tgt, "
+     "e_src, e_lo, e_hi, e_tgt, sp_src, sp_k, sp_tgt) as "
      "bytes, or (rc, n, err_rule, err_rule2, err_arg) for a limit, the budget or a fallback (see gd_nfa_build). "
      "Releases the GIL."},
     {"masker_profiles", py_masker_profiles, METH_VARARGS,

@@ -59,7 +59,7 @@ from decoding.ir import ByteSet, Choice, Dfa, Diff, Grammar, Inter, Lit, Node, R
 from decoding.ir.nodes import plain_nodes
 from decoding.ir import literals as _literals
 from decoding.ir.productive import check_productive
-from decoding.ir.size import check_size, estimate_size, node_size
+from decoding.ir.size import check_size, estimate_size, node_size, rule_estimates
 from decoding.ir.size import is_sep_loop as _sep_loop
 from decoding.limits import DEFAULT_LIMITS, Limits
 
@@ -178,7 +178,8 @@ class _NFA:
     (the subset construction does not depend on it)."""
     __slots__ = ("n", "eps_src", "eps_tgt", "e_src", "e_lo", "e_hi", "e_tgt", "sp_src", "sp_k", "sp_tgt",
                  "max_states", "grammar", "special_ids", "depth", "rules", "max_nesting", "deadline", "regular",
-                 "max_dfa", "leaves", "frags", "safe", "node_safe", "peak")
+                 "max_dfa", "leaves", "frags", "safe", "node_safe", "peak", "ref_leaves", "leaf_rules",
+                 "leaf_limits")
 
     def __init__(self, grammar: Grammar, special_ids: dict[str, int], max_states: int, *,
                  max_nesting: int = DEFAULT_LIMITS.max_nesting,
@@ -201,6 +202,13 @@ class _NFA:
         self.safe: frozenset[str] | None = None  # rules whose expansion never meets a recursive rule
         self.node_safe: dict[int, tuple[Node, bool]] = {}
         self.peak = 0  # the most rules inlined at once while recording
+        #: rules built as their own minimal DFAs (:func:`_rule_dfa_names`), a Ref to one embeds
+        #: it: made here by :func:`_rule_leaves` (the Python builder) ...
+        self.ref_leaves: dict[str, _Leaf] = {}
+        #: ... or by the C builder (``gd_nfa_build_rule_dfas``) under these limits: (subset
+        #: construction states, minimal DFA states, subset construction bytes)
+        self.leaf_rules: frozenset[str] = frozenset()
+        self.leaf_limits = (0, 0, 0)
 
     def _too_many(self) -> LimitError:
         return LimitError(f"rule '{self.rules[-1]}': grammar expands to more than "
@@ -363,6 +371,10 @@ class _NFA:
             self.eps_tgt.extend([end] * len(ends))
             return end
         if tp is Ref:
+            if self.ref_leaves:
+                lf = self.ref_leaves.get(node.name)  # type: ignore[union-attr]
+                if lf is not None:
+                    return self.embed(lf, s)
             d = self.depth.get(node.name, 0)  # type: ignore[union-attr]
             if d >= self.grammar.max_depth:
                 return None  # recursion bound reached: empty language here
@@ -573,6 +585,7 @@ def _serialise(nfa: "_NFA | None", roots: list[Node], base: int, at: dict[int, i
     leaves: list[_Leaf] = []
     leaf_ix: dict[int, int] = {}
     sids = nfa.special_ids if nfa is not None else {}
+    ref_leaves = nfa.ref_leaves if nfa is not None else None
     push = code.append
 
     at_get = at.get
@@ -646,6 +659,10 @@ def _serialise(nfa: "_NFA | None", roots: list[Node], base: int, at: dict[int, i
                 push(-1 if hi is None else hi)
         elif tp is Ref:
             name = node.name  # type: ignore[union-attr]
+            lf = ref_leaves.get(name) if ref_leaves else None
+            if lf is not None:  # the rule's own minimal DFA (keyed by the leaf: every Ref to it)
+                leaf(lf, lf)  # type: ignore[arg-type]
+                return off
             r = rule_ix.get(name)
             if r is None:
                 r = rule_ix[name] = len(rule_names)
@@ -753,9 +770,14 @@ def _build_native(nfa: "_NFA", node: Node, s: int) -> "int | None | object":
     frames = min(sys.getrecursionlimit() - _stack_depth() - _FRAME_MARGIN, _MAX_C_FRAMES)
     if frames < 1:
         return _FALLBACK
+    want = ()
+    if nfa.leaf_rules:
+        sub, max_dfa, max_bytes = nfa.leaf_limits
+        want = (np.fromiter((n in nfa.leaf_rules for n in names), dtype=np.uint8, count=len(names)),
+                min(sub, _I32), min(max_dfa, _I32), max(0, int(max_bytes)))
     res = _native.nfa_build(code, lit, bodies, *_leaf_arrays(leaves), root, nfa.n, s, nfa.grammar.max_depth,
                             min(nfa.max_nesting, _I32 - 2), len(nfa.rules), min(nfa.max_states, _I32), frames,
-                            _budget(nfa.deadline))
+                            _budget(nfa.deadline), *want)
     rc = res[0]
     if rc == 0:
         _, n, end, eps_src, eps_tgt, e_src, e_lo, e_hi, e_tgt, sp_src, sp_k, sp_tgt = res
@@ -821,6 +843,33 @@ class _Leaf:
         return _Leaf(dfa.n_states, si.astype(np.int32), r_lo[ri].astype(np.uint8), r_hi[ri].astype(np.uint8),
                      t[si, ri].astype(np.int32), np.nonzero(dfa.accepting)[0].astype(np.int32))
 
+    @staticmethod
+    def of_rule_dfa(dfa: DFA) -> "_Leaf":
+        """:meth:`of_dfa` of a rule's trimmed minimal DFA, keeping the byte classes of the
+        NFA it was made from: the classes of an NFA are cut at every edge's ends, and a
+        class without a live transition (an edge of the rule's NFA that leads nowhere) would
+        lose its cuts in the DFA's edges; those are kept by one more state, unreachable,
+        with an edge over each of the DFA's classes.  So an NFA that embeds the leaf instead
+        of inlining the rule has the byte classes it had, and its minimal DFA is the same,
+        state numbering included (the numbering is the breadth-first order of the minimal
+        DFA, see :func:`_minimize_py`)."""
+        lf = _Leaf.of_dfa(dfa)
+        bc = dfa.byte_class.astype(np.int64)
+        start = np.ones(257, dtype=bool)
+        start[1:256] = bc[1:] != bc[:-1]
+        cuts = np.zeros(257, dtype=bool)
+        cuts[0] = cuts[256] = True
+        cuts[lf.lo] = True
+        cuts[lf.hi.astype(np.int64) + 1] = True
+        if np.array_equal(cuts, start):
+            return lf
+        r_lo = np.nonzero(start[:256])[0]
+        r_hi = np.append(r_lo[1:] - 1, 255)
+        k = lf.n  # the carrier state
+        return _Leaf(k + 1, np.concatenate([lf.src, np.full(len(r_lo), k, dtype=np.int32)]),
+                     np.concatenate([lf.lo, r_lo.astype(np.uint8)]), np.concatenate([lf.hi, r_hi.astype(np.uint8)]),
+                     np.concatenate([lf.tgt, np.full(len(r_lo), k, dtype=np.int32)]), lf.accept)
+
 
 _UNSEEN = object()
 #: fragments of fewer NFA states are rebuilt, not replayed (a replay costs a few numpy calls)
@@ -874,7 +923,7 @@ class _Frag:
 
 def _acyclic_rules(g: Grammar) -> frozenset[str]:
     """Rules from which no rule on a cycle of references (a recursive rule) is reachable."""
-    refs = {name: {x.name for x in walk(node) if isinstance(x, Ref)} for name, node in g.rules}
+    refs = {name: set(g.rule_refs(name)) for name, _ in g.rules}
     back: dict[str, set[str]] = {name: set() for name in refs}
     for a, bs in refs.items():
         for b in bs:
@@ -1164,7 +1213,7 @@ def compile_dfa(grammar: Grammar, *, max_states: int | None = None,
         max_states = lim.max_dfa_states
     deadline = _Deadline(lim.max_compile_seconds, f"grammar '{grammar.start}'")
     nfa, start, end, specials = grammar_nfa(grammar, lim, deadline, literal_specials=literal_specials,
-                                            size_checked=size_checked, max_dfa=max_states)
+                                            size_checked=size_checked, max_dfa=max_states, rule_dfas=True)
     dfa = _minimal_dfa(nfa, start, end, specials, deadline, max_states, f"grammar '{grammar.start}'",
                        lim.max_subset_bytes)
     assert dfa is not None
@@ -1172,14 +1221,16 @@ def compile_dfa(grammar: Grammar, *, max_states: int | None = None,
 
 
 def grammar_nfa(grammar: Grammar, lim: Limits, deadline: _Deadline, *, literal_specials: Iterable[str] = (),
-                size_checked: bool = False, max_dfa: int = DEFAULT_MAX_STATES, flat: bool = False
-                ) -> "tuple[_NFA | _NFARef, int, int, tuple[str, ...]]":
+                size_checked: bool = False, max_dfa: int = DEFAULT_MAX_STATES, flat: bool = False,
+                rule_dfas: bool = False) -> "tuple[_NFA | _NFARef, int, int, tuple[str, ...]]":
     """The Thompson NFA of ``grammar`` as :func:`compile_dfa` and the lazy DFA
     (:mod:`decoding.backends.dfa.lazy`) build it: ``(nfa, start, end, specials)``.  The IR
     is estimated first unless ``size_checked``; ``literal_specials`` are matched as their
     bytes; ``max_dfa`` bounds the automata of Inter/Diff operands.  ``flat``: a builder with
     flat edge arrays even under ``GD_PURE_PYTHON_DFA=1`` (:class:`_NFA`, the reference of the
-    native builder).  GrammarError for an empty language."""
+    native builder).  GrammarError for an empty language.  ``rule_dfas``: large rules are
+    embedded as their own minimal DFAs (:func:`_rule_leaves`; the NFA then has another
+    shape, but its minimal DFA is the same)."""
     if not size_checked:
         check_size(grammar, lim)
     check_productive(grammar)  # an empty language names its rule, not "max_depth?"
@@ -1193,12 +1244,148 @@ def grammar_nfa(grammar: Grammar, lim: Limits, deadline: _Deadline, *, literal_s
     else:
         nfa = _new_nfa(grammar, sid, lim.max_nfa_states, max_nesting=lim.max_nesting, deadline=deadline)
     nfa.max_dfa = max_dfa
+    if rule_dfas and isinstance(nfa, _NFA):
+        names = _rule_dfa_names(grammar, lim)
+        if names and nfa.native:
+            nfa.leaf_rules = frozenset(names)
+            nfa.leaf_limits = (max(1, max_dfa) * SUBSET_STATES_FACTOR, max_dfa, lim.max_subset_bytes)
+        elif names:
+            nfa.ref_leaves = _rule_leaves(grammar, names, lim, deadline, max_dfa)
     start = nfa.new()
     end = nfa.build_start(start)
     if end is None:
         raise GrammarError(f"grammar '{grammar.start}' accepts no string "
                            f"(recursion deeper than max_depth={grammar.max_depth}?)")
     return nfa, start, end, specials
+
+
+#: :func:`compile_dfa` builds large rules bottom-up (:func:`_rule_leaves`) when the grammar is
+#: estimated at this many NFA states or more
+RULE_DFAS_ABOVE = 4000
+#: ... each rule estimated at this many NFA states or more (refs expanded)
+RULE_DFA_MIN = 256
+
+
+def _rule_dfas_off() -> bool:
+    """``GD_NO_RULE_DFAS=1``: every rule inlined into one NFA, none built on its own first."""
+    return os.environ.get("GD_NO_RULE_DFAS", "") == "1"
+
+
+def _rule_dfa_names(grammar: Grammar, lim: Limits) -> list[str]:
+    """The rules of ``grammar`` that :func:`compile_dfa` builds on its own first, callees
+    first: each as its minimal DFA, embedded where the rule is referenced instead of the
+    rule's NFA inlined at every reference (in C: ``gd_nfa_build_rule_dfas``; in Python:
+    :func:`_rule_leaves`).
+
+    Why: the subset construction of an NFA that inlines a rule many times (an object's
+    property value is inlined twice: as the first property present and after a comma) or a
+    rule made of such rules makes states that the minimisation merges again, a factor that
+    compounds with the nesting; kb_449 (Kubernetes) made 26,815 states for a minimal DFA of
+    1,978.  Determinising and minimising each large rule first keeps every subset
+    construction near its minimal DFA's size.
+
+    Only for a grammar estimated at :data:`RULE_DFAS_ABOVE` NFA states or more, only rules
+    estimated at :data:`RULE_DFA_MIN` or more (refs expanded) that reach no recursive rule
+    (their language does not depend on where they are inlined) and no special (a leaf is
+    bytes only), never the start rule.  The language is the same; so is the minimal DFA,
+    numbering and byte classes included (:meth:`_Leaf.of_rule_dfa`).  Limits: the
+    estimates were checked on the whole grammar; a rule whose own DFA hits a limit is
+    inlined as before (the whole grammar then meets the limits as it did); ``max_nesting``
+    cannot be reached where this is used (the bound below), so embedding a rule hides no
+    nesting error; the deadline is the compile's.  ``GD_NO_RULE_DFAS=1``: none."""
+    if _rule_dfas_off():
+        return []
+    est = rule_estimates(grammar)
+    total = est.get(grammar.start)
+    if total is None or total.states < RULE_DFAS_ABOVE:
+        return []
+    safe = _acyclic_rules(grammar)
+    # rules inlined at once: at most max_depth of each recursive rule, then the longest chain
+    # of acyclic rules; within max_nesting, neither build meets a nesting error
+    height: dict[str, int] = {}
+    order: list[str] = []  # the acyclic rules, callees first
+    for name in est:
+        if name in safe and name not in height:
+            _post_order(grammar, name, height, order)
+    bound = 1 + (len(grammar.rules) - len(safe)) * grammar.max_depth + max(height.values(), default=0)
+    if bound > lim.max_nesting:
+        return []
+    specials = _rules_with_specials(grammar) if grammar.specials() else frozenset()
+    out = []
+    for name in order:
+        e = est.get(name)
+        if name != grammar.start and e is not None and e.states >= RULE_DFA_MIN and name not in specials:
+            out.append(name)
+    return out
+
+
+def _rule_leaves(grammar: Grammar, names: list[str], lim: Limits, deadline: _Deadline,
+                 max_dfa: int) -> "dict[str, _Leaf]":
+    """The leaves of rules ``names`` (callees first), each built by :func:`_rule_leaf` with
+    those before it embedded: what ``gd_nfa_build_rule_dfas`` makes, in Python."""
+    leaves: dict[str, _Leaf] = {}
+    for name in names:
+        lf = _rule_leaf(grammar, name, lim, deadline, max_dfa, leaves)
+        if lf is not None:
+            leaves[name] = lf
+    return leaves
+
+
+def _post_order(g: Grammar, root: str, height: dict[str, int], order: list[str]) -> None:
+    """The acyclic rules reachable from acyclic ``root`` not yet in ``height``, callees first,
+    appended to ``order``; ``height[r]``: the most rules inlined at once building ``r``."""
+    stack = [(root, iter(g.rule_refs(root)))]
+    height[root] = 0  # (in progress: an acyclic rule never reaches itself)
+    while stack:
+        name, it = stack[-1]
+        nxt = next((r for r in it if r not in height), None)
+        if nxt is not None:
+            height[nxt] = 0
+            stack.append((nxt, iter(g.rule_refs(nxt))))
+            continue
+        stack.pop()
+        height[name] = 1 + max((height[r] for r in g.rule_refs(name)), default=0)
+        order.append(name)
+
+
+def _rules_with_specials(g: Grammar) -> frozenset[str]:
+    """Rules from which a :class:`Special` is reachable (through refs too)."""
+    own = {name for name, node in g.rules if any(isinstance(x, Special) for x in walk(node))}
+    back: dict[str, list[str]] = {}
+    for name, _ in g.rules:
+        for r in g.rule_refs(name):
+            back.setdefault(r, []).append(name)
+    todo = list(own)
+    while todo:
+        for a in back.get(todo.pop(), ()):
+            if a not in own:
+                own.add(a)
+                todo.append(a)
+    return frozenset(own)
+
+
+def _rule_leaf(g: Grammar, name: str, lim: Limits, deadline: _Deadline, max_dfa: int,
+               leaves: "dict[str, _Leaf]") -> "_Leaf | None":
+    """Rule ``name``'s trimmed minimal DFA as a leaf (the rules in ``leaves`` embedded), or
+    None when it is better inlined: its language is empty, or its automaton meets a limit
+    (then the whole grammar's build meets it, or another, as it did).  The deadline raises."""
+    nfa = _new_nfa(g, {}, lim.max_nfa_states, max_nesting=lim.max_nesting, deadline=deadline)
+    if not isinstance(nfa, _NFA):
+        return None
+    nfa.max_dfa = max_dfa
+    nfa.rules = [name]
+    nfa.ref_leaves = leaves
+    try:
+        s = nfa.new()
+        e = nfa.build_node(g.rule(name), s)
+        if e is None:
+            return None
+        dfa = _minimal_dfa(nfa, s, e, (), deadline, max_dfa, f"rule '{name}'", lim.max_subset_bytes, empty_ok=True)
+    except (LimitError, GrammarError, RecursionError):
+        if time.monotonic() >= deadline.at:
+            raise
+        return None
+    return None if dfa is None else _Leaf.of_rule_dfa(dfa)
 
 
 def _minimal_dfa(nfa: "_NFA | _NFARef", start: int, end: int, specials: tuple[str, ...], deadline: _Deadline,
@@ -1230,18 +1417,17 @@ def _minimal_dfa(nfa: "_NFA | _NFARef", start: int, end: int, specials: tuple[st
 
 def _trimmed_minimal(dfa: DFA, deadline: _Deadline | None) -> DFA:
     """``_minimize(_prune(dfa, None))`` of a subset construction's ``dfa`` (every state
-    reachable from state 0), the same DFA, numbering and dtype included.  Minimises first and
-    trims the (smaller) minimal DFA only to check it: if every state of the minimal DFA
-    reaches acceptance, so does every state of ``dfa`` (a state and its block have the same
-    language), so the trim of ``dfa`` would have kept it as it is and the minimisation of the
-    two is the same; else (some state is dead, or the language is empty) the trim then the
-    minimisation, as before."""
+    reachable from state 0), the same DFA, numbering and dtype included.  Minimises first,
+    the minimisation telling on the way whether every state of ``dfa`` reaches acceptance
+    (``gd_dfa_minimize_live``: over the incoming transitions it builds anyway); if so, the
+    trim of ``dfa`` would have kept it as it is and the minimisation of the two is the same;
+    else (some state is dead, or the language is empty) the trim then the minimisation, as
+    before."""
     if _pure_python_dfa():
         return _minimize(_prune(dfa, None), deadline)
-    m = _minimize(dfa, deadline)
-    k, _, _ = _native.dfa_trim(np.ascontiguousarray(m.trans, dtype=np.int32).reshape(-1), m.trans.shape[1],
-                               np.ascontiguousarray(m.accepting, dtype=np.uint8), None)
-    if k != m.n_states:
+    live: list[bool] = []
+    m = _minimize(dfa, deadline, live)
+    if not live[0]:  # (every state of ``dfa`` reachable: live is trimmed)
         return _minimize(_prune(dfa, None), deadline)
     if m is dfa:  # already minimal: the table as the trim would have left it (its dtype, read-only)
         m = _read_only(dfa, *_kept(dfa))
@@ -1778,10 +1964,11 @@ def _row_classes(key: np.ndarray, rows: np.ndarray, weights: np.ndarray) -> tupl
     return inv.reshape(-1), first
 
 
-def _minimize(dfa: DFA, deadline: _Deadline | None = None) -> DFA:
+def _minimize(dfa: DFA, deadline: _Deadline | None = None, live: list[bool] | None = None) -> DFA:
     """Minimal DFA of ``dfa``, state 0 kept as the start: Valmari's partition refinement in C
     (``native/src/dfa_build.c``; the GIL is released).  The result, state numbering included,
-    is that of :func:`_minimize_py`, which ``GD_PURE_PYTHON_DFA=1`` selects."""
+    is that of :func:`_minimize_py`, which ``GD_PURE_PYTHON_DFA=1`` selects.  ``live`` (the
+    native path only): gets whether every state of ``dfa`` can reach acceptance appended."""
     if _pure_python_dfa():
         return _minimize_py(dfa, deadline)
     step = "the minimisation"
@@ -1791,10 +1978,12 @@ def _minimize(dfa: DFA, deadline: _Deadline | None = None) -> DFA:
     trans = dfa.trans
     try:
         # the quotient is made in C too: the row of each block's first state, targets mapped
-        nblocks, tb, ab = _native.dfa_minimize_table(np.ascontiguousarray(trans, dtype=np.int32).reshape(-1),
-                                                     trans.shape[1],
-                                                     np.ascontiguousarray(dfa.accepting, dtype=np.uint8),
-                                                     _budget(deadline))
+        res = _native.dfa_minimize_table(np.ascontiguousarray(trans, dtype=np.int32).reshape(-1), trans.shape[1],
+                                         np.ascontiguousarray(dfa.accepting, dtype=np.uint8), _budget(deadline),
+                                         live is not None)
+        nblocks, tb, ab = res[:3]
+        if live is not None:
+            live.append(res[3])
     except TimeoutError:
         nblocks, tb, ab = -1, None, None
     if nblocks < 0:

@@ -54,7 +54,7 @@ COUNTED_WINDOW = 129
 CACHE_REF_FREE = True
 
 __all__ = ["COUNTED_WINDOW", "estimate_size", "node_size", "node_work", "estimate_work", "check_size", "is_sep_loop", "Estimate",
-           "attach_estimates", "release_estimates"]
+           "attach_estimates", "release_estimates", "rule_estimates"]
 
 
 def is_sep_loop(x: Node, r: Node) -> bool:
@@ -716,6 +716,8 @@ def check_size(g: Grammar, limits: Limits = DEFAULT_LIMITS, *, inline: bool = Tr
         ev = _Inline(g, counted, seed)
         total = ev.run()
         rules = ev.done
+        if not counted:
+            _remember_rules(g, rules)
     elif seed is not None:
         memo: dict[int, Estimate] = {}  # (a node's estimate with Refs as one symbol: the same in every rule)
         rules = [(name, _fold(node, lambda r: _ONE, memo, lambda r: None, lambda r, e: e, lambda: True, counted,
@@ -734,3 +736,34 @@ def check_size(g: Grammar, limits: Limits = DEFAULT_LIMITS, *, inline: bool = Tr
                              f"about {e.work} steps to determinise (limit max_compile_work="
                              f"{limits.max_compile_work}); bound fewer repetitions")
     return total
+
+
+#: the per-rule estimates (refs expanded, not counted) of the grammars estimated last, by ``id``:
+#: (weak reference to the grammar, {rule: estimate}); see :func:`rule_estimates`
+_RULES: dict[int, tuple[weakref.ref, dict[str, Estimate]]] = {}
+#: :data:`_RULES` keeps those of at most this many grammars (the latest)
+RULES_MAX = 4
+
+
+def _remember_rules(g: Grammar, done: list[tuple[str, Estimate]]) -> dict[str, Estimate]:
+    out = dict(done)
+    key = id(g)
+    _RULES.pop(key, None)
+    while len(_RULES) >= RULES_MAX:
+        _RULES.pop(next(iter(_RULES)))
+    _RULES[key] = (weakref.ref(g, lambda _r, key=key: _RULES.pop(key, None)), out)
+    return out
+
+
+def rule_estimates(g: Grammar) -> dict[str, Estimate]:
+    """The estimate of every rule reachable from ``g``'s start, refs expanded (what
+    :func:`check_size` estimates with ``inline=True``, ``counted=False``: a recursive rule
+    counted as its unrolled copies): the start rule's is the whole grammar's.  Read from
+    the last :func:`check_size` of ``g`` when there was one (the explicit DFA back-end asks
+    right after the back-end selection estimated the grammar), else estimated now."""
+    hit = _RULES.get(id(g))
+    if hit is not None and hit[0]() is g:
+        return hit[1]
+    ev = _Inline(g, False, _attached(g, False, True) or _any_attached(False, True))
+    ev.run()
+    return _remember_rules(g, ev.done)

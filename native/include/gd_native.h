@@ -339,6 +339,11 @@ void gd_dfa_prune_apply(const int32_t *trans, int32_t n, int32_t nsym, const uin
  * then Valmari's partition refinement runs on what is left: 1.32 -> 1.0 s there. */
 int gd_dfa_minimize(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *accepting, double budget_s,
                     int32_t *block);
+/* gd_dfa_minimize that also writes *all_live: 1 when every state can reach an accepting state
+ * (a subset construction's table, whose states are all reachable, is then trimmed), found on
+ * the way (no pass over the table). */
+int gd_dfa_minimize_live(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *accepting, double budget_s,
+                         int32_t *block, int *all_live);
 
 /* The quotient of the DFA trans (int32[n * nsym]) by block (int32[n], numbered by their first
  * state, as gd_dfa_minimize writes it; nblocks blocks): the row of block b is the row of its
@@ -393,6 +398,18 @@ void gd_literal_dfa_free(gd_literal_dfa *d);
 enum { GD_NK_LIT = 0, GD_NK_SET = 1, GD_NK_SEQ = 2, GD_NK_CHOICE = 3, GD_NK_REPEAT = 4, GD_NK_REF = 5,
        GD_NK_SPECIAL = 6, GD_NK_LEAF = 7, GD_NK_NONE = 8, GD_NK_FALLBACK = 9, GD_NK_SEPLOOP = 10 };
 enum { GD_NFA_STATES = -10, GD_NFA_NESTING = -11, GD_NFA_FALLBACK = -12 };
+/* An automaton embedded where a rule is referenced (gd_nfa_build_rule_dfas): n states
+ * (0 the entry), byte-range edges src/lo/hi/tgt[0 .. n_edges), accepting states acc[0 .. n_acc). */
+typedef struct {
+    int32_t n;
+    size_t n_edges, n_acc;
+    const int32_t *src, *tgt, *acc;
+    const uint8_t *lo, *hi;
+} gd_leaf_view;
+/* Asked at a reference to `rule` (before the recursion bound and the nesting check): 1 and
+ * *out filled to embed that automaton instead of inlining the rule, 0 to inline it, or a
+ * negative GD_DFA_* code to fail the build.  frames_left: what is left of max_frames. */
+typedef int (*gd_rule_leaf_fn)(void *ud, int32_t rule, int32_t frames_left, gd_leaf_view *out);
 typedef struct {
     const int32_t *code;
     size_t n_code;
@@ -407,6 +424,8 @@ typedef struct {
     const uint8_t *leaf_lo, *leaf_hi;
     int32_t max_depth, max_nesting, base_len, max_states, max_frames;
     double budget_s;
+    gd_rule_leaf_fn rule_leaf; /* NULL: every rule inlined */
+    void *rule_leaf_ud;
 } gd_nfa_program;
 /* The NFA: n states (the caller's n0 first), end state (-1: the empty language) and the
  * edges added, in `_NFA`'s order; err_* describe a failure. */
@@ -429,6 +448,19 @@ typedef struct {
  * GD_DFA_INVALID; `out` then holds no edges. */
 int gd_nfa_build(const gd_nfa_program *p, int32_t root, int32_t n0, int32_t s, gd_nfa_out *out);
 void gd_nfa_out_free(gd_nfa_out *o);
+/* gd_nfa_build where each rule r with want[r] (n_rules entries) is built on its own first,
+ * bottom-up (src/dfa_build.c; decoding/backends/automaton.py `_rule_leaves` is the Python
+ * twin): its body's NFA (the wanted rules it references embedded the same way), the subset
+ * construction (at most max_subset states and max_bytes bytes, 0: no bound), the
+ * minimisation and the trim, then embedded at every reference as its minimal DFA's byte
+ * columns (one edge per state and byte class with a transition, by state then class; when a
+ * class of the rule's NFA has no transition left, one more state, unreachable, with an edge
+ * over each class keeps the cuts of the byte classes).  A rule whose own build fails (a
+ * limit, the frames, a special, the empty language, more than max_dfa minimal states) is
+ * inlined; the budget (GD_DFA_TIMEOUT) and memory fail the whole build.  The wanted rules
+ * must reach no recursive rule (their language must not depend on where they are built). */
+int gd_nfa_build_rule_dfas(const gd_nfa_program *p, const uint8_t *want, int32_t max_subset, int32_t max_dfa,
+                           size_t max_bytes, int32_t root, int32_t n0, int32_t s, gd_nfa_out *out);
 
 #ifdef __cplusplus
 }

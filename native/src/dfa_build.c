@@ -10,7 +10,9 @@
  * which spares recomputing the closure of a target set seen before.
  *
  * Minimisation: Valmari's partition refinement of blocks and cords (A. Valmari, "Fast brief
- * practical DFA minimization", IPL 112(6), 2012), O(m log n) in the m defined transitions.
+ * practical DFA minimization", IPL 112(6), 2012), O(m log n) in the m defined transitions,
+ * read once from the table into sparse rows (about 5% of a JSON Schema grammar's cells are
+ * set: the passes over the dense table were most of the time).
  * A missing transition (-1) is its own implicit class: two states are merged only if, on
  * every symbol, both have no transition or both go to merged states; acceptance splits the
  * initial partition.  This is the coarsest such partition, unique, so numbering the blocks
@@ -24,6 +26,11 @@
  * Reachability (gd_dfa_bfs): breadth-first distances over a DFA table, forwards or over the
  * reversed edges, restricted to some columns and states (`min_steps_to_accept`); trimming
  * (gd_dfa_prune, `_prune`): two such searches and a renumbering.
+ *
+ * Rule automata (gd_nfa_build_rule_dfas): a grammar's large acyclic rules determinised and
+ * minimised on their own, bottom-up, and embedded where they are referenced (the callback of
+ * the NFA builder, src/nfa_build.c), so no subset construction copies what the minimisation
+ * merges again.
  *
  * Re-entrant: no global state; every allocation is freed on every path.  A cooperative
  * deadline is read from the monotonic clock every few tens of thousands of work units.
@@ -1089,13 +1096,58 @@ static int32_t uf_find(int32_t *f, int32_t x) {
     return x;
 }
 
+/* The DFA's defined transitions as sparse rows (a subset construction's table is mostly -1:
+ * about 5% of the cells of a JSON Schema grammar's are set): state s's are sym/tgt[off[s] ..
+ * off[s+1]), by increasing symbol.  Every pass below reads these, not the table. */
+typedef struct {
+    int32_t *off, *sym, *tgt;
+} sparse_rows;
+
+static void sparse_free(sparse_rows *r) {
+    free(r->off);
+    free(r->sym);
+    free(r->tgt);
+}
+
+/* One pass over the table to count (and check) its entries, one to copy them.  GD_DFA_OK,
+ * GD_DFA_INVALID (a target out of range, or more than INT32_MAX transitions), GD_DFA_NOMEM. */
+static int sparse_of(const int32_t *trans, int32_t n, int32_t nsym, sparse_rows *r, size_t *m_out) {
+    size_t nn = (size_t)n, ns = (size_t)nsym, m = 0;
+    memset(r, 0, sizeof *r);
+    r->off = malloc(sizeof(int32_t) * (nn + 1));
+    if (!r->off) return GD_DFA_NOMEM;
+    r->off[0] = 0;
+    for (size_t s = 0; s < nn; s++) {
+        const int32_t *row = trans + s * ns;
+        for (size_t c = 0; c < ns; c++) {
+            int32_t x = row[c];
+            if (x < -1 || x >= n) return GD_DFA_INVALID;
+            m += x >= 0;
+        }
+        if (m > (size_t)INT32_MAX) return GD_DFA_INVALID;
+        r->off[s + 1] = (int32_t)m;
+    }
+    r->sym = malloc(sizeof(int32_t) * (m ? m : 1));
+    r->tgt = malloc(sizeof(int32_t) * (m ? m : 1));
+    if (!r->sym || !r->tgt) return GD_DFA_NOMEM;
+    size_t j = 0;
+    for (size_t s = 0; s < nn; s++) {
+        const int32_t *row = trans + s * ns;
+        for (size_t c = 0; c < ns; c++)
+            if (row[c] >= 0) {
+                r->sym[j] = (int32_t)c;
+                r->tgt[j++] = row[c];
+            }
+    }
+    *m_out = m;
+    return GD_DFA_OK;
+}
+
 /* Hash of state s's row with every target replaced by its representative, and acceptance. */
-static uint64_t row_hash(const int32_t *trans, size_t nsym, const uint8_t *accepting, int32_t *f, int32_t s) {
-    const int32_t *row = trans + (size_t)s * nsym;
+static uint64_t row_hash(const sparse_rows *r, const uint8_t *accepting, int32_t *f, int32_t s) {
     uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)(accepting[s] != 0);
-    for (size_t c = 0; c < nsym; c++) {
-        int32_t x = row[c];
-        h ^= (uint64_t)(uint32_t)(x >= 0 ? uf_find(f, x) : -1) + c;
+    for (int32_t j = r->off[s]; j < r->off[s + 1]; j++) {
+        h ^= (uint64_t)(uint32_t)uf_find(f, r->tgt[j]) + ((uint64_t)(uint32_t)r->sym[j] << 32);
         h *= 0xBF58476D1CE4E5B9ull;
         h ^= h >> 31;
     }
@@ -1104,14 +1156,12 @@ static uint64_t row_hash(const int32_t *trans, size_t nsym, const uint8_t *accep
     return h ^ (h >> 32);
 }
 
-static int rows_equal(const int32_t *trans, size_t nsym, const uint8_t *accepting, int32_t *f, int32_t a, int32_t b) {
+static int rows_equal(const sparse_rows *r, const uint8_t *accepting, int32_t *f, int32_t a, int32_t b) {
     if ((accepting[a] != 0) != (accepting[b] != 0)) return 0;
-    const int32_t *ra = trans + (size_t)a * nsym, *rb = trans + (size_t)b * nsym;
-    for (size_t c = 0; c < nsym; c++) {
-        int32_t x = ra[c], y = rb[c];
-        if ((x >= 0) != (y >= 0)) return 0;
-        if (x >= 0 && uf_find(f, x) != uf_find(f, y)) return 0;
-    }
+    int32_t ja = r->off[a], jb = r->off[b], k = r->off[a + 1] - ja;
+    if (k != r->off[b + 1] - jb) return 0;
+    for (int32_t i = 0; i < k; i++)
+        if (r->sym[ja + i] != r->sym[jb + i] || uf_find(f, r->tgt[ja + i]) != uf_find(f, r->tgt[jb + i])) return 0;
     return 1;
 }
 
@@ -1121,9 +1171,9 @@ static int rows_equal(const int32_t *trans, size_t nsym, const uint8_t *acceptin
  * construction (the same sub-automaton reached two ways, Snowplow's optional properties)
  * merge bottom-up in time linear in the transitions; what is left is for the partition
  * refinement.  GD_DFA_OK, GD_DFA_NOMEM or GD_DFA_TIMEOUT. */
-static int premerge(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *accepting, size_t m,
-                    int32_t *f, deadline *dl) {
-    size_t nn = (size_t)n, ns = (size_t)nsym;
+static int premerge(const sparse_rows *r, int32_t n, const uint8_t *accepting, size_t m, int32_t *f,
+                    deadline *dl) {
+    size_t nn = (size_t)n;
     int rc = GD_DFA_NOMEM;
     int32_t *off = calloc(nn + 1, sizeof(int32_t)), *pred = malloc(sizeof(int32_t) * (m ? m : 1));
     int32_t *stack = malloc(sizeof(int32_t) * nn);
@@ -1135,21 +1185,14 @@ static int premerge(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t
     size_t used = 0;
     if (!off || !pred || !stack || !inq || !th || !ts) goto done;
     for (size_t i = 0; i < cap; i++) ts[i] = -1;
-    for (size_t s = 0; s < nn; s++)
-        for (size_t c = 0; c < ns; c++) {
-            int32_t t = trans[s * ns + c];
-            if (t >= 0) off[t + 1]++;
-        }
+    for (size_t j = 0; j < m; j++) off[r->tgt[j] + 1]++;
     for (size_t q = 0; q < nn; q++) off[q + 1] += off[q];
     {
         int32_t *pos = malloc(sizeof(int32_t) * nn);
         if (!pos) goto done;
         memcpy(pos, off, sizeof(int32_t) * nn);
         for (size_t s = 0; s < nn; s++)
-            for (size_t c = 0; c < ns; c++) {
-                int32_t t = trans[s * ns + c];
-                if (t >= 0) pred[pos[t]++] = (int32_t)s;
-            }
+            for (int32_t j = r->off[s]; j < r->off[s + 1]; j++) pred[pos[r->tgt[j]]++] = (int32_t)s;
         free(pos);
     }
     size_t sp = 0;
@@ -1166,22 +1209,22 @@ static int premerge(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t
     while (sp && work++ < budget) {
         int32_t s = stack[--sp];
         inq[s] = 0;
-        if (deadline_passed(dl, ns)) {
+        if (deadline_passed(dl, (size_t)(r->off[s + 1] - r->off[s]) + 1)) {
             rc = GD_DFA_TIMEOUT;
             goto done;
         }
         if (f[s] != s) continue;
-        uint64_t h = row_hash(trans, ns, accepting, f, s);
+        uint64_t h = row_hash(r, accepting, f, s);
         size_t mask = cap - 1, slot = (size_t)h & mask;
-        int32_t r = -1;
+        int32_t x0 = -1;
         for (; ts[slot] >= 0; slot = (slot + 1) & mask) {
             int32_t x = ts[slot];
-            if (th[slot] == h && x != s && f[x] == x && rows_equal(trans, ns, accepting, f, x, s)) {
-                r = x;
+            if (th[slot] == h && x != s && f[x] == x && rows_equal(r, accepting, f, x, s)) {
+                x0 = x;
                 break;
             }
         }
-        if (r < 0) { /* a new row: remember it (stale entries stay, never matched wrongly) */
+        if (x0 < 0) { /* a new row: remember it (stale entries stay, never matched wrongly) */
             if (2 * (used + 1) > cap) {
                 size_t cap2 = 2 * cap;
                 uint64_t *th2 = malloc(sizeof(uint64_t) * cap2);
@@ -1213,10 +1256,10 @@ static int premerge(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t
             used++;
             continue;
         }
-        /* s merges into r (the smaller index represents the class) */
-        int32_t lo = r < s ? r : s, hi = r < s ? s : r;
+        /* s merges into x0 (the smaller index represents the class) */
+        int32_t lo = x0 < s ? x0 : s, hi = x0 < s ? s : x0;
         f[hi] = lo;
-        if (hi == r) { /* r's table entry now stands for a merged state: s takes its place */
+        if (hi == x0) { /* x0's table entry now stands for a merged state: s takes its place */
             ts[slot] = lo;
         }
         for (int32_t j = off[hi]; j < off[hi + 1]; j++) {
@@ -1238,18 +1281,22 @@ done:
     return rc;
 }
 
-int gd_dfa_minimize(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *accepting, double budget_s,
-                    int32_t *block) {
+/* gd_dfa_minimize; with all_live (not NULL): whether every state can reach an accepting
+ * state (then the DFA is trimmed, its states being reachable), found on the classes left
+ * after the merging over their incoming transitions. */
+static int minimize(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *accepting, double budget_s,
+                    int32_t *block, int *all_live) {
     if (n <= 0 || nsym <= 0) return n == 0 && nsym > 0 ? 0 : GD_DFA_INVALID;
-    size_t n0 = (size_t)n, ncell = n0 * (size_t)nsym, m0 = 0;
-    for (size_t i = 0; i < ncell; i++) {
-        if (trans[i] < -1 || trans[i] >= n) return GD_DFA_INVALID;
-        m0 += trans[i] >= 0;
+    size_t n0 = (size_t)n, m0 = 0;
+    sparse_rows R;
+    int rc = sparse_of(trans, n, nsym, &R, &m0);
+    if (rc != GD_DFA_OK) {
+        sparse_free(&R);
+        return rc;
     }
-    if (m0 > (size_t)INT32_MAX) return GD_DFA_INVALID;
     deadline dl;
     deadline_init(&dl, budget_s);
-    int rc = GD_DFA_NOMEM;
+    rc = GD_DFA_NOMEM;
     partition B, C;
     memset(&B, 0, sizeof B);
     memset(&C, 0, sizeof C);
@@ -1263,7 +1310,7 @@ int gd_dfa_minimize(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t
         rc = GD_DFA_TIMEOUT;
         goto done;
     }
-    rc = premerge(trans, n, nsym, accepting, m0, f, &dl);
+    rc = premerge(&R, n, accepting, m0, f, &dl);
     if (rc != GD_DFA_OK) goto done;
     rc = GD_DFA_NOMEM;
     size_t nn = 0, m = 0;
@@ -1273,8 +1320,7 @@ int gd_dfa_minimize(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t
             reps[nn++] = (int32_t)s;
         }
     for (size_t s = 0; s < n0; s++) qid[s] = qid[uf_find(f, (int32_t)s)];
-    for (size_t q = 0; q < nn; q++)
-        for (int32_t c = 0; c < nsym; c++) m += trans[(size_t)reps[q] * (size_t)nsym + (size_t)c] >= 0;
+    for (size_t q = 0; q < nn; q++) m += (size_t)(R.off[reps[q] + 1] - R.off[reps[q]]);
     T = malloc(sizeof(int32_t) * (m ? m : 1));      /* tail of transition t */
     H = malloc(sizeof(int32_t) * (m ? m : 1));      /* head */
     A = malloc(sizeof(int32_t) * (m ? m : 1));      /* transitions by head */
@@ -1284,20 +1330,17 @@ int gd_dfa_minimize(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t
     if (part_init(&B, nn) < 0 || part_init(&C, m) < 0) goto done;
     /* transitions (of the classes) numbered by symbol, then by tail (counting sort) */
     for (size_t q = 0; q < nn; q++)
-        for (int32_t c = 0; c < nsym; c++) lab[c + 1] += trans[(size_t)reps[q] * (size_t)nsym + (size_t)c] >= 0;
+        for (int32_t j = R.off[reps[q]]; j < R.off[reps[q] + 1]; j++) lab[R.sym[j] + 1]++;
     for (int32_t c = 0; c < nsym; c++) lab[c + 1] += lab[c];
     {
         int32_t *pos = malloc(sizeof(int32_t) * (size_t)nsym);
         if (!pos) goto done;
         memcpy(pos, lab, sizeof(int32_t) * (size_t)nsym);
         for (size_t q = 0; q < nn; q++)
-            for (int32_t c = 0; c < nsym; c++) {
-                int32_t t = trans[(size_t)reps[q] * (size_t)nsym + (size_t)c];
-                if (t >= 0) {
-                    int32_t e = pos[c]++;
-                    T[e] = (int32_t)q;
-                    H[e] = qid[t];
-                }
+            for (int32_t j = R.off[reps[q]]; j < R.off[reps[q] + 1]; j++) {
+                int32_t e = pos[R.sym[j]]++;
+                T[e] = (int32_t)q;
+                H[e] = qid[R.tgt[j]];
             }
         free(pos);
     }
@@ -1326,6 +1369,34 @@ int gd_dfa_minimize(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t
         memcpy(pos, Fh, sizeof(int32_t) * nn);
         for (size_t t = 0; t < m; t++) A[pos[H[t]]++] = (int32_t)t;
         free(pos);
+    }
+    if (all_live) { /* backwards from the accepting classes over the incoming transitions */
+        uint8_t *live = calloc(nn ? nn : 1, 1);
+        int32_t *queue = malloc(sizeof(int32_t) * (nn ? nn : 1));
+        if (!live || !queue) {
+            free(live);
+            free(queue);
+            goto done;
+        }
+        size_t head = 0, tail = 0;
+        for (size_t q = 0; q < nn; q++)
+            if (accepting[reps[q]]) {
+                live[q] = 1;
+                queue[tail++] = (int32_t)q;
+            }
+        while (head < tail) {
+            int32_t q = queue[head++];
+            for (int32_t j = Fh[q]; j < Fh[q + 1]; j++) {
+                int32_t p = T[A[j]];
+                if (!live[p]) {
+                    live[p] = 1;
+                    queue[tail++] = p;
+                }
+            }
+        }
+        *all_live = tail == nn;
+        free(live);
+        free(queue);
     }
     /* refine: each cord splits blocks by its tails, each new block splits cords by the
      * transitions into it; block 0 need never split cords */
@@ -1368,6 +1439,7 @@ int gd_dfa_minimize(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t
         rc = nb;
     }
 done:
+    sparse_free(&R);
     free(f);
     free(qid);
     free(reps);
@@ -1379,6 +1451,17 @@ done:
     part_free(&B);
     part_free(&C);
     return rc;
+}
+
+int gd_dfa_minimize(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *accepting, double budget_s,
+                    int32_t *block) {
+    return minimize(trans, n, nsym, accepting, budget_s, block, NULL);
+}
+
+int gd_dfa_minimize_live(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *accepting, double budget_s,
+                         int32_t *block, int *all_live) {
+    *all_live = 0;
+    return minimize(trans, n, nsym, accepting, budget_s, block, all_live);
 }
 
 int gd_dfa_quotient(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *accepting, const int32_t *block,
@@ -1524,5 +1607,231 @@ done:
     free(oy);
     free(trans);
     free(acc);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------- rule automata */
+
+/* gd_nfa_build_rule_dfas: a wanted rule's automaton is made the first time a reference to it
+ * is built (through the program's rule_leaf callback), from a build of its body alone (state
+ * 0 the entry, the wanted rules it references embedded the same way: bottom-up, since the
+ * wanted rules are acyclic), then kept for every later reference. */
+typedef struct {
+    int state; /* 0: not tried yet; 1: built (v); 2: inlined */
+    gd_leaf_view v;
+    int32_t *ints;  /* src, tgt, acc back to back */
+    uint8_t *bytes; /* lo, hi */
+} rule_dfa;
+
+typedef struct {
+    gd_nfa_program p; /* the caller's, with the callback */
+    const uint8_t *want;
+    rule_dfa *r;
+    int32_t max_subset, max_dfa;
+    size_t max_bytes;
+    int has_deadline;
+    double at;
+} rule_dfas;
+
+static double rd_budget(const rule_dfas *x) { return x->has_deadline ? x->at - mono_now() : 1e300; }
+
+/* The byte columns of the trimmed minimal DFA t (n states, ncls byte classes bc, no specials) as
+ * r->v (as automaton.py `_Leaf.of_rule_dfa`).  GD_DFA_OK or GD_DFA_NOMEM. */
+static int rd_leaf(const int32_t *t, int32_t n, int32_t ncls, const uint8_t *acc, const uint16_t *bc, rule_dfa *r) {
+    int32_t clo[256], chi[256];
+    for (int b = 0; b < 256; b++) {
+        if (b == 0 || bc[b] != bc[b - 1]) clo[bc[b]] = b;
+        chi[bc[b]] = b;
+    }
+    size_t ne = 0, na = 0, nn = (size_t)n, nc = (size_t)ncls;
+    uint8_t cut[257];
+    memset(cut, 0, sizeof cut);
+    for (size_t s = 0; s < nn; s++) {
+        na += acc[s] != 0;
+        for (size_t c = 0; c < nc; c++)
+            if (t[s * nc + c] >= 0) {
+                ne++;
+                cut[clo[c]] = 1;
+                cut[chi[c] + 1] = 1;
+            }
+    }
+    int carrier = 0;
+    for (size_t c = 0; c < nc; c++) carrier |= !cut[clo[c]];
+    size_t ne2 = ne + (carrier ? nc : 0);
+    r->ints = malloc(sizeof(int32_t) * (2 * ne2 + na + 1));
+    r->bytes = malloc(2 * ne2 + 1);
+    if (!r->ints || !r->bytes) return GD_DFA_NOMEM;
+    int32_t *src = r->ints, *tgt = src + ne2, *ac = tgt + ne2;
+    uint8_t *lo = r->bytes, *hi = lo + ne2;
+    size_t j = 0, k = 0;
+    for (size_t s = 0; s < nn; s++) {
+        if (acc[s]) ac[k++] = (int32_t)s;
+        for (size_t c = 0; c < nc; c++) {
+            int32_t x = t[s * nc + c];
+            if (x < 0) continue;
+            src[j] = (int32_t)s;
+            lo[j] = (uint8_t)clo[c];
+            hi[j] = (uint8_t)chi[c];
+            tgt[j++] = x;
+        }
+    }
+    if (carrier) /* state n, unreachable: an edge over each class keeps every cut */
+        for (size_t c = 0; c < nc; c++) {
+            src[j] = n;
+            lo[j] = (uint8_t)clo[c];
+            hi[j] = (uint8_t)chi[c];
+            tgt[j++] = n;
+        }
+    gd_leaf_view v = {n + carrier, ne2, na, src, tgt, ac, lo, hi};
+    r->v = v;
+    return GD_DFA_OK;
+}
+
+/* The minimal DFA of the table d, in place (d becomes its quotient, or stays as it is when
+ * already minimal).  With live (not NULL): whether every state of d can reach acceptance.
+ * GD_DFA_OK, or a GD_DFA_* code. */
+static int rd_minimize(gd_dfa_table *d, double budget, int *live) {
+    int32_t n = d->n_states, nsym = d->nsym;
+    int32_t *block = malloc(sizeof(int32_t) * (size_t)n);
+    if (!block) return GD_DFA_NOMEM;
+    int all = 1;
+    int nb = minimize(d->trans, n, nsym, d->accepting, budget, block, live ? &all : NULL);
+    if (live) *live = all;
+    if (nb < 0 || nb == n || (live && !all)) {
+        free(block);
+        return nb < 0 ? nb : GD_DFA_OK;
+    }
+    int32_t *t = malloc(sizeof(int32_t) * (size_t)nb * (size_t)nsym);
+    uint8_t *a = malloc((size_t)nb);
+    int rc = GD_DFA_NOMEM;
+    if (t && a) rc = gd_dfa_quotient(d->trans, n, nsym, d->accepting, block, nb, t, a);
+    free(block);
+    if (rc < 0) {
+        free(t);
+        free(a);
+        return rc;
+    }
+    gd_dfa_table_free(d);
+    d->trans = t;
+    d->accepting = a;
+    d->n_states = nb;
+    d->nsym = nsym;
+    return GD_DFA_OK;
+}
+
+/* Trims the table d in place (gd_dfa_prune).  The states kept (0: the empty language), or a
+ * GD_DFA_* code. */
+static int rd_trim(gd_dfa_table *d) {
+    size_t n = (size_t)d->n_states, ns = (size_t)d->nsym;
+    int32_t *t = malloc(sizeof(int32_t) * n * ns);
+    uint8_t *a = malloc(n);
+    int k = GD_DFA_NOMEM;
+    if (t && a) k = gd_dfa_prune(d->trans, d->n_states, d->nsym, d->accepting, NULL, t, a);
+    if (k <= 0) {
+        free(t);
+        free(a);
+        return k;
+    }
+    gd_dfa_table_free(d);
+    d->trans = t;
+    d->accepting = a;
+    d->n_states = k;
+    d->nsym = (int32_t)ns;
+    return k;
+}
+
+/* Builds rule `rule`'s automaton into r (r->state 1), or leaves it inlined (r->state 2).
+ * GD_DFA_OK, or GD_DFA_TIMEOUT / GD_DFA_NOMEM (the whole build fails). */
+static int rd_build(rule_dfas *x, int32_t rule, int32_t frames_left, rule_dfa *r) {
+    gd_nfa_program q = x->p;
+    q.base_len = 1;
+    q.max_frames = frames_left;
+    q.budget_s = rd_budget(x);
+    gd_nfa_out o;
+    int rc = gd_nfa_build(&q, q.rule_body[rule], 1, 0, &o);
+    if (rc == GD_DFA_TIMEOUT || rc == GD_DFA_NOMEM) return rc;
+    if (rc != GD_DFA_OK) return GD_DFA_OK; /* a limit, the frames, a fallback: inlined */
+    if (o.end < 0 || o.n_spec) {
+        gd_nfa_out_free(&o);
+        return GD_DFA_OK;
+    }
+    uint16_t bc[256];
+    int32_t ncls = 0;
+    gd_dfa_table d, m = {NULL, NULL, 0, 0};
+    rc = gd_nfa_determinize_coo(o.n, 0, o.end, o.n_eps, o.eps_src, o.eps_tgt, o.n_edges, o.e_src, o.e_lo, o.e_hi,
+                                o.e_tgt, 0, NULL, NULL, NULL, 0, x->max_subset, x->max_bytes, rd_budget(x), bc, &ncls,
+                                &d);
+    gd_nfa_out_free(&o);
+    if (rc == GD_DFA_TIMEOUT || rc == GD_DFA_NOMEM) return rc;
+    if (rc != GD_DFA_OK) return GD_DFA_OK;
+    /* automaton.py `_trimmed_minimal`: minimised first, unless a state cannot reach
+     * acceptance: then trimmed first */
+    int live = 1;
+    rc = rd_minimize(&d, rd_budget(x), &live);
+    if (rc != GD_DFA_OK) goto done;
+    if (!live) {
+        int k = rd_trim(&d);
+        if (k <= 0) { /* the empty language (or no memory): inlined */
+            rc = k == GD_DFA_NOMEM ? k : GD_DFA_OK;
+            goto done;
+        }
+        rc = rd_minimize(&d, rd_budget(x), NULL);
+        if (rc != GD_DFA_OK) goto done;
+    }
+    m = d;
+    memset(&d, 0, sizeof d);
+    if (m.n_states > x->max_dfa) {
+        rc = GD_DFA_OK;
+        goto done;
+    }
+    rc = rd_leaf(m.trans, m.n_states, ncls, m.accepting, bc, r);
+    if (rc == GD_DFA_OK) r->state = 1;
+done:
+    gd_dfa_table_free(&d);
+    gd_dfa_table_free(&m);
+    if (rc == GD_DFA_TIMEOUT || rc == GD_DFA_NOMEM) return rc;
+    return GD_DFA_OK; /* anything else: inlined */
+}
+
+static int rd_callback(void *ud, int32_t rule, int32_t frames_left, gd_leaf_view *out) {
+    rule_dfas *x = ud;
+    if (rule < 0 || rule >= x->p.n_rules || !x->want[rule]) return 0;
+    rule_dfa *r = &x->r[rule];
+    if (r->state == 0) {
+        r->state = 2; /* inlined unless built (never asked again while building: acyclic) */
+        int rc = rd_build(x, rule, frames_left, r);
+        if (rc != GD_DFA_OK) {
+            r->state = 0;
+            return rc;
+        }
+    }
+    if (r->state != 1) return 0;
+    *out = r->v;
+    return 1;
+}
+
+int gd_nfa_build_rule_dfas(const gd_nfa_program *p, const uint8_t *want, int32_t max_subset, int32_t max_dfa,
+                           size_t max_bytes, int32_t root, int32_t n0, int32_t s, gd_nfa_out *out) {
+    if (p->n_rules < 0) return GD_DFA_INVALID;
+    rule_dfas x;
+    memset(&x, 0, sizeof x);
+    x.p = *p;
+    x.p.rule_leaf = rd_callback;
+    x.p.rule_leaf_ud = &x;
+    x.want = want;
+    x.max_subset = max_subset < 1 ? 1 : max_subset;
+    x.max_dfa = max_dfa;
+    x.max_bytes = max_bytes;
+    double b = p->budget_s;
+    x.has_deadline = b == b && b < 1e18;
+    x.at = x.has_deadline ? mono_now() + b : 0.0;
+    x.r = calloc((size_t)p->n_rules + 1, sizeof(rule_dfa));
+    if (!x.r) return GD_DFA_NOMEM;
+    int rc = gd_nfa_build(&x.p, root, n0, s, out);
+    for (int32_t i = 0; i < p->n_rules; i++) {
+        free(x.r[i].ints);
+        free(x.r[i].bytes);
+    }
+    free(x.r);
     return rc;
 }

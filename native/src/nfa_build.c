@@ -43,6 +43,12 @@ static double nfa_now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* a suffix of a sequence (its items i.. of the record at `node`) built into state t */
+struct sfx {
+    uint64_t h;
+    int32_t t, node, i, entry, r;
+};
+
 typedef struct {
     const gd_nfa_program *p;
     gd_nfa_out *o;
@@ -53,6 +59,13 @@ typedef struct {
     int32_t *scratch; /* the ends of bounded repeats, LIFO */
     size_t n_scratch, cap_scratch;
     int32_t frames;
+    /* rule-DFA builds (p->rule_leaf): rule automata embedded in a choice's tail positions,
+     * (rule, target state) -> the copy's first state, shared by the same rule's later
+     * references there (see build_into) */
+    int32_t *tails;
+    size_t n_tails, cap_tails;
+    struct sfx *sfx; /* the same for the suffixes of sequences (suffix_find) */
+    size_t n_sfx, cap_sfx;
     int has_deadline;
     double at;
     int rc;
@@ -137,6 +150,7 @@ static int32_t alloc(ctx *c, int32_t k) {
 }
 
 static int32_t build(ctx *c, int32_t node, int32_t s);
+static int32_t build_into(ctx *c, int32_t node, int32_t s, int32_t t);
 
 /* The length of the record x (room: entries from x to the end of the code), or -1 if it
  * does not fit or is malformed. */
@@ -161,33 +175,39 @@ static int64_t rec_len(const int32_t *x, size_t room) {
 
 static int32_t nomem(ctx *c) { return fail(c, GD_DFA_NOMEM); }
 
-static int32_t embed(ctx *c, int32_t leaf, int32_t s) {
-    const gd_nfa_program *p = c->p;
-    if (leaf < 0 || leaf >= p->n_leaves) return fail(c, GD_DFA_INVALID);
-    int32_t k = p->leaf_n[leaf];
-    if (k < 1) return fail(c, GD_DFA_INVALID);
-    int32_t base = alloc(c, k);
+/* The automaton v added from s (`_NFA.embed`): its states, an epsilon edge into its state
+ * 0, one from each accepting state to a fresh end state; the end state. */
+static int32_t embed_view(ctx *c, const gd_leaf_view *v, int32_t s) {
+    if (v->n < 1) return fail(c, GD_DFA_INVALID);
+    int32_t base = alloc(c, v->n);
     if (base == FAIL) return FAIL;
     int32_t end = alloc(c, 1);
     if (end == FAIL) return FAIL;
     if (eps(c, s, base)) return nomem(c);
-    int64_t e0 = p->leaf_eoff[leaf], e1 = p->leaf_eoff[leaf + 1];
-    if (reserve_edges(c, (size_t)(e1 - e0))) return nomem(c);
+    if (reserve_edges(c, v->n_edges)) return nomem(c);
     gd_nfa_out *o = c->o;
-    for (int64_t i = e0; i < e1; i++) {
+    for (size_t i = 0; i < v->n_edges; i++) {
         size_t j = o->n_edges++;
-        o->e_src[j] = p->leaf_src[i] + base;
-        o->e_lo[j] = p->leaf_lo[i];
-        o->e_hi[j] = p->leaf_hi[i];
-        o->e_tgt[j] = p->leaf_tgt[i] + base;
+        o->e_src[j] = v->src[i] + base;
+        o->e_lo[j] = v->lo[i];
+        o->e_hi[j] = v->hi[i];
+        o->e_tgt[j] = v->tgt[i] + base;
     }
-    int64_t a0 = p->leaf_aoff[leaf], a1 = p->leaf_aoff[leaf + 1];
-    if (reserve_eps(c, (size_t)(a1 - a0))) return nomem(c);
-    for (int64_t i = a0; i < a1; i++) {
-        o->eps_src[o->n_eps] = p->leaf_acc[i] + base;
+    if (reserve_eps(c, v->n_acc)) return nomem(c);
+    for (size_t i = 0; i < v->n_acc; i++) {
+        o->eps_src[o->n_eps] = v->acc[i] + base;
         o->eps_tgt[o->n_eps++] = end;
     }
     return end;
+}
+
+static int32_t embed(ctx *c, int32_t leaf, int32_t s) {
+    const gd_nfa_program *p = c->p;
+    if (leaf < 0 || leaf >= p->n_leaves) return fail(c, GD_DFA_INVALID);
+    int64_t e0 = p->leaf_eoff[leaf], a0 = p->leaf_aoff[leaf];
+    gd_leaf_view v = {p->leaf_n[leaf], (size_t)(p->leaf_eoff[leaf + 1] - e0), (size_t)(p->leaf_aoff[leaf + 1] - a0),
+                      p->leaf_src + e0, p->leaf_tgt + e0, p->leaf_acc + a0, p->leaf_lo + e0, p->leaf_hi + e0};
+    return embed_view(c, &v, s);
 }
 
 /* one more Python frame (`_NFA.build`, `_replayed`, `build_sep_loop`) */
@@ -266,6 +286,12 @@ static int32_t build_node(ctx *c, int32_t node, int32_t s) {
     case GD_NK_SEPLOOP: /* a Seq item: this build() frame stands for `build_sep_loop`'s */
         return build_sep_loop(c, x[1], x + 3, x[2], s);
     case GD_NK_CHOICE: {
+        if (p->rule_leaf) { /* its end made first: every branch is built into it */
+            int32_t end = alloc(c, 1);
+            if (end == FAIL) return FAIL;
+            int32_t r = build_into(c, node, s, end);
+            return r == 0 ? end : r;
+        }
         int32_t n = x[1], end = NONE;
         for (int32_t i = 0; i < n; i++) {
             int32_t a = alloc(c, 1);
@@ -334,6 +360,12 @@ static int32_t build_node(ctx *c, int32_t node, int32_t s) {
     case GD_NK_REF: {
         int32_t rule = x[1];
         if (rule < 0 || rule >= p->n_rules) return fail(c, GD_DFA_INVALID);
+        if (p->rule_leaf) { /* the rule's own automaton (gd_nfa_build_rule_dfas) */
+            gd_leaf_view v;
+            int k = p->rule_leaf(p->rule_leaf_ud, rule, p->max_frames - c->frames, &v);
+            if (k < 0) return fail(c, k);
+            if (k > 0) return embed_view(c, &v, s);
+        }
         int32_t d = c->depth[rule];
         if (d >= p->max_depth) return NONE; /* recursion bound reached: empty language here */
         if (p->base_len + c->n_stack > p->max_nesting) {
@@ -380,6 +412,265 @@ static int32_t build(ctx *c, int32_t node, int32_t s) {
     return e;
 }
 
+/* The memo of build_into: (key, t) -> (entry state, result), open addressing (keys of
+ * 0 are free slots: a key is a node's offset + 1, or -(rule + 1) for a rule automaton). */
+static int32_t *tail_find(ctx *c, int64_t key, int32_t t) {
+    if (!c->cap_tails) return NULL;
+    uint64_t h = ((uint64_t)key * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)(uint32_t)t * 0xBF58476D1CE4E5B9ull);
+    size_t mask = c->cap_tails - 1;
+    for (size_t i = (size_t)(h >> 20) & mask;; i = (i + 1) & mask) {
+        int32_t *e = c->tails + 4 * i;
+        if (e[0] == 0 && e[1] == 0) return e; /* free */
+        if (((int64_t)e[0]) == key && e[1] == t) return e;
+    }
+}
+
+/* Remembers (key, t) -> (entry, r).  0, or -1 without memory. */
+static int tail_put(ctx *c, int64_t key, int32_t t, int32_t entry, int32_t r) {
+    if (2 * (c->n_tails + 1) > c->cap_tails) {
+        size_t cap = c->cap_tails ? 2 * c->cap_tails : 64;
+        int32_t *old = c->tails;
+        size_t ocap = c->cap_tails;
+        c->tails = calloc(cap, 4 * sizeof(int32_t));
+        if (!c->tails) {
+            c->tails = old;
+            return -1;
+        }
+        c->cap_tails = cap;
+        for (size_t i = 0; i < ocap; i++) {
+            int32_t *e = old + 4 * i;
+            if (e[0] == 0 && e[1] == 0) continue;
+            int32_t *d = tail_find(c, e[0], e[1]);
+            memcpy(d, e, 4 * sizeof(int32_t));
+        }
+        free(old);
+    }
+    int32_t *e = tail_find(c, key, t);
+    e[0] = (int32_t)key;
+    e[1] = t;
+    e[2] = entry;
+    e[3] = r;
+    c->n_tails++;
+    return 0;
+}
+
+/* Hash of the items i.. of the sequence record x (their offsets). */
+static uint64_t suffix_hash(const int32_t *x, int32_t i) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)(x[1] - i);
+    for (int32_t j = i; j < x[1]; j++) {
+        h ^= (uint64_t)(uint32_t)x[2 + j];
+        h *= 0xBF58476D1CE4E5B9ull;
+        h ^= h >> 29;
+    }
+    return h | 1; /* 0 marks a free slot */
+}
+
+/* The slot of the suffix (items i.. of sequence record `node`, hash h) into t: found, or the
+ * free slot where it goes. */
+static struct sfx *suffix_find(ctx *c, int32_t node, int32_t i, uint64_t h, int32_t t) {
+    if (!c->cap_sfx) return NULL;
+    const int32_t *code = c->p->code, *x = code + node;
+    size_t mask = c->cap_sfx - 1;
+    for (size_t k = (size_t)((h ^ ((uint64_t)(uint32_t)t * 0x94D049BB133111EBull)) >> 17) & mask;;
+         k = (k + 1) & mask) {
+        struct sfx *e = c->sfx + k;
+        if (!e->h) return e;
+        if (e->h != h || e->t != t) continue;
+        const int32_t *y = code + e->node;
+        if (y[1] - e->i != x[1] - i) continue;
+        if (!memcmp(y + 2 + e->i, x + 2 + i, sizeof(int32_t) * (size_t)(x[1] - i))) return e;
+    }
+}
+
+static int suffix_put(ctx *c, int32_t node, int32_t i, uint64_t h, int32_t t, int32_t entry, int32_t r) {
+    if (2 * (c->n_sfx + 1) > c->cap_sfx) {
+        size_t cap = c->cap_sfx ? 2 * c->cap_sfx : 64, ocap = c->cap_sfx;
+        struct sfx *old = c->sfx;
+        c->sfx = calloc(cap, sizeof(struct sfx));
+        if (!c->sfx) {
+            c->sfx = old;
+            return -1;
+        }
+        c->cap_sfx = cap;
+        for (size_t k = 0; k < ocap; k++)
+            if (old[k].h) *suffix_find(c, old[k].node, old[k].i, old[k].h, old[k].t) = old[k];
+        free(old);
+    }
+    struct sfx *e = suffix_find(c, node, i, h, t);
+    e->h = h;
+    e->t = t;
+    e->node = node;
+    e->i = i;
+    e->entry = entry;
+    e->r = r;
+    c->n_sfx++;
+    return 0;
+}
+
+/* Whether an item of this kind is worth an entry state of its own when a sequence ends in a
+ * tail position (a literal or a byte set is cheaper built again than shared). */
+static int shareable(const int32_t *x) { return x[0] != GD_NK_LIT && x[0] != GD_NK_SET && x[0] != GD_NK_NONE; }
+
+/* Rule-DFA builds only (p->rule_leaf; gd_nfa_build_rule_dfas): `node` from s into the given
+ * state t (0, NONE for the empty language, or FAIL).  A choice's branches are built into its
+ * end, the last item of a sequence and the item of an optional (`x{0,1}`) into the state the
+ * sequence or the optional ends at.  A choice or a reference reached that way is built once
+ * per (node, t) -- a rule once per (rule, t) -- from a fresh entry state (a rule automaton's
+ * first state), and a later occurrence in a tail position with the same end t is an epsilon
+ * edge into that entry: the same language (both continue at t, through the same automaton:
+ * the occurrences are in one choice, so in the same rule context), with one copy where an
+ * object's property value had two (as the first property present, and after a comma), which
+ * the subset construction copied and the minimisation merged again.  Anything else is built
+ * by build, then an epsilon edge from its end to t. */
+static int32_t build_into(ctx *c, int32_t node, int32_t s, int32_t t) {
+    const gd_nfa_program *p = c->p;
+    if (node < 0 || (size_t)node >= p->n_code) return fail(c, GD_DFA_INVALID);
+    const int32_t *x = p->code + node;
+    if (rec_len(x, p->n_code - (size_t)node) < 0) return fail(c, GD_DFA_INVALID);
+    int64_t key = 0;
+    gd_leaf_view v;
+    int leaf = 0;
+    if (x[0] == GD_NK_CHOICE) {
+        key = (int64_t)node + 1;
+    } else if (x[0] == GD_NK_REF) {
+        if (x[1] < 0 || x[1] >= p->n_rules) return fail(c, GD_DFA_INVALID);
+        key = -(int64_t)x[1] - 1;
+    }
+    if (key) {
+        int32_t *hit = tail_find(c, key, t);
+        if (hit && (hit[0] || hit[1])) {
+            if (eps(c, s, hit[2])) return nomem(c);
+            return hit[3];
+        }
+    }
+    ENTER(c);
+    int32_t r = NONE, entry = s;
+    if (x[0] == GD_NK_REF) {
+        int k = p->rule_leaf(p->rule_leaf_ud, x[1], p->max_frames - c->frames, &v);
+        if (k < 0) return fail(c, k);
+        leaf = k > 0;
+    }
+    if (key && !leaf) {
+        entry = alloc(c, 1);
+        if (entry == FAIL) return FAIL;
+        if (eps(c, s, entry)) return nomem(c);
+    }
+    switch (x[0]) {
+    case GD_NK_CHOICE:
+        for (int32_t i = 0; i < x[1]; i++) {
+            int32_t a = alloc(c, 1);
+            if (a == FAIL) return FAIL;
+            if (eps(c, entry, a)) return nomem(c);
+            int32_t e = build_into(c, x[2 + i], a, t);
+            if (e == FAIL) return FAIL;
+            if (e == 0) r = 0;
+        }
+        break;
+    case GD_NK_SEQ: {
+        /* the longest suffix (from a shareable item) already built into t: the items before
+         * it, then an epsilon edge into it; else every item, with an entry state before each
+         * shareable one (its suffix remembered once the sequence is built) */
+        int32_t n = x[1], hit = n;
+        const int32_t *code = p->code;
+        uint64_t hs[64];
+        int32_t at[64], ent[64], na = 0;
+        struct sfx *found = NULL;
+        for (int32_t i = 0; i < n && na < 64; i++) {
+            int32_t y = x[2 + i];
+            if (y < 0 || (size_t)y >= p->n_code) return fail(c, GD_DFA_INVALID);
+            if (!shareable(code + y)) continue;
+            uint64_t h = suffix_hash(x, i);
+            struct sfx *e = suffix_find(c, node, i, h, t);
+            if (e && e->h) {
+                hit = i;
+                found = e;
+                break;
+            }
+            hs[na] = h;
+            at[na++] = i;
+        }
+        int32_t k = 0;
+        for (int32_t i = 0; i < n; i++) {
+            if (i == hit) {
+                if (eps(c, s, found->entry)) return nomem(c);
+                r = found->r;
+                break;
+            }
+            int32_t e;
+            if (k < na && at[k] == i) { /* an entry state for the suffix from i */
+                e = alloc(c, 1);
+                if (e == FAIL) return FAIL;
+                if (eps(c, s, e)) return nomem(c);
+                s = e;
+                ent[k++] = e;
+            }
+            if (i + 1 < n) {
+                e = build(c, x[2 + i], s);
+                if (e < 0) {
+                    c->frames--;
+                    return e;
+                }
+                s = e;
+            } else {
+                r = build_into(c, x[2 + i], s, t);
+                if (r == FAIL) return FAIL;
+            }
+        }
+        if (n == 0) {
+            if (eps(c, s, t)) return nomem(c);
+            r = 0;
+        }
+        if (r == 0)
+            for (int32_t j = 0; j < k; j++)
+                if (suffix_put(c, node, at[j], hs[j], t, ent[j], r)) return nomem(c);
+        break;
+    }
+    case GD_NK_REPEAT:
+        if (x[2] == 0 && x[3] == 1) {
+            if (eps(c, s, t)) return nomem(c);
+            if (build_into(c, x[1], s, t) == FAIL) return FAIL;
+            r = 0;
+            break;
+        }
+        goto plain;
+    case GD_NK_REF:
+        if (!leaf) goto plain;
+        if (v.n < 1) return fail(c, GD_DFA_INVALID);
+        entry = alloc(c, v.n);
+        if (entry == FAIL) return FAIL;
+        if (eps(c, s, entry)) return nomem(c);
+        if (reserve_edges(c, v.n_edges) || reserve_eps(c, v.n_acc)) return nomem(c);
+        {
+            gd_nfa_out *o = c->o;
+            for (size_t i = 0; i < v.n_edges; i++) {
+                size_t j = o->n_edges++;
+                o->e_src[j] = v.src[i] + entry;
+                o->e_lo[j] = v.lo[i];
+                o->e_hi[j] = v.hi[i];
+                o->e_tgt[j] = v.tgt[i] + entry;
+            }
+            for (size_t i = 0; i < v.n_acc; i++) {
+                o->eps_src[o->n_eps] = v.acc[i] + entry;
+                o->eps_tgt[o->n_eps++] = t;
+            }
+        }
+        r = 0;
+        break;
+    default:
+    plain: {
+        int32_t e = build_node(c, node, entry);
+        if (e == FAIL) return FAIL;
+        if (e != NONE) {
+            if (eps(c, e, t)) return nomem(c);
+            r = 0;
+        }
+    }
+    }
+    if (key && tail_put(c, key, t, entry, r)) return nomem(c);
+    c->frames--;
+    return r;
+}
+
 int gd_nfa_build(const gd_nfa_program *p, int32_t root, int32_t n0, int32_t s, gd_nfa_out *out) {
     memset(out, 0, sizeof *out);
     out->end = NONE;
@@ -422,6 +713,8 @@ int gd_nfa_build(const gd_nfa_program *p, int32_t root, int32_t n0, int32_t s, g
     free(c.depth);
     free(c.stack);
     free(c.scratch);
+    free(c.tails);
+    free(c.sfx);
     if (e == FAIL) {
         int rc = c.rc;
         int32_t r1 = out->err_rule, r2 = out->err_rule2, a = out->err_arg, n = out->n;
