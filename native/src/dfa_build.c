@@ -239,6 +239,22 @@ static size_t sort_unique(int32_t *x, size_t k) {
 
 /* ------------------------------------------------------------------------- determinisation */
 
+/* A DFA's defined transitions as sparse rows (a subset construction's table is mostly -1:
+ * about 5% of the cells of a JSON Schema grammar's are set): state s's are sym/tgt[off[s] ..
+ * off[s+1]), by increasing symbol.  The minimisation reads these, not the table; the rule
+ * automata (gd_nfa_build_rule_dfas) never make the table. */
+typedef struct {
+    int32_t *off, *sym, *tgt;
+    size_t cap, off_cap; /* (while a subset construction appends to them) */
+} sparse_rows;
+
+static void sparse_free(sparse_rows *r) {
+    free(r->off);
+    free(r->sym);
+    free(r->tgt);
+    memset(r, 0, sizeof *r);
+}
+
 typedef struct {
     /* the NFA */
     int32_t n;
@@ -260,6 +276,7 @@ typedef struct {
     size_t trans_rows;
     uint8_t *acc;
     size_t acc_cap;
+    sparse_rows *rows; /* not NULL: the rows go here (sparse), no table is made */
     deadline dl;
 } det;
 
@@ -316,7 +333,7 @@ static int32_t det_state(det *d, size_t k) {
     if (d->max_bytes && gd_subset_bytes(ns + 1, (size_t)d->nsym, d->states.n + d->cache.n + 1,
                                         d->states.len + d->cache.len + k) > d->max_bytes)
         return GD_DFA_BYTES;
-    if (ns + 1 > d->trans_rows) {
+    if (!d->rows && ns + 1 > d->trans_rows) {
         size_t rows = d->trans_rows;
         int32_t *t = grow(d->trans, &rows, ns + 1, sizeof(int32_t) * (size_t)d->nsym);
         if (!t) return GD_DFA_NOMEM;
@@ -329,8 +346,10 @@ static int32_t det_state(det *d, size_t k) {
         d->acc = a;
     }
     if (set_map_put(&d->states, d->clo, k, h, (int32_t)ns) < 0) return GD_DFA_NOMEM;
-    int32_t *row = d->trans + ns * (size_t)d->nsym;
-    for (int32_t c = 0; c < d->nsym; c++) row[c] = -1;
+    if (!d->rows) {
+        int32_t *row = d->trans + ns * (size_t)d->nsym;
+        for (int32_t c = 0; c < d->nsym; c++) row[c] = -1;
+    }
     uint8_t a = 0;
     for (size_t i = 0; i < k; i++) a |= d->clo[i] == d->end;
     d->acc[ns] = a;
@@ -342,6 +361,16 @@ static int32_t det_state(det *d, size_t k) {
  * GD_DFA_OK; else a GD_DFA_* code). */
 static int det_expand(det *d, size_t i) {
     size_t k;
+    if (d->rows) { /* row i starts where row i - 1 ended */
+        sparse_rows *r = d->rows;
+        if (i + 2 > r->off_cap) {
+            int32_t *a = grow(r->off, &r->off_cap, i + 2, sizeof(int32_t));
+            if (!a) return GD_DFA_NOMEM;
+            r->off = a;
+        }
+        if (i == 0) r->off[0] = 0;
+        r->off[i + 1] = r->off[i];
+    }
     const int32_t *mv_off = d->mv_off, *mv = d->mv;
     int32_t nsym = d->nsym;
     const int32_t *cur = set_map_items(&d->states, i, &k);
@@ -383,7 +412,27 @@ static int det_expand(det *d, size_t i) {
             if (j < 0) return j;
             if (set_map_put(&d->cache, ts, nt, h, j) < 0) return GD_DFA_NOMEM;
         }
-        d->trans[i * (size_t)nsym + (size_t)c] = j;
+        if (d->rows) { /* appended: the rows are made in order, a row's symbols increasing */
+            sparse_rows *r = d->rows;
+            size_t k0 = (size_t)r->off[i + 1];
+            if (k0 + 1 > r->cap) {
+                size_t cap = r->cap;
+                int32_t *a = grow(r->sym, &cap, k0 + 1, sizeof(int32_t));
+                if (!a) return GD_DFA_NOMEM;
+                r->sym = a;
+                cap = r->cap;
+                a = grow(r->tgt, &cap, k0 + 1, sizeof(int32_t));
+                if (!a) return GD_DFA_NOMEM;
+                r->tgt = a;
+                r->cap = cap;
+            }
+            if (k0 >= (size_t)INT32_MAX) return GD_DFA_NOMEM;
+            r->sym[k0] = c;
+            r->tgt[k0] = j;
+            r->off[i + 1] = (int32_t)(k0 + 1);
+        } else {
+            d->trans[i * (size_t)nsym + (size_t)c] = j;
+        }
     }
     return GD_DFA_OK;
 }
@@ -406,10 +455,13 @@ size_t gd_subset_bytes(size_t n_states, size_t nsym, size_t n_sets, size_t n_ite
     return 4 * n_states * nsym + n_states + 4 * n_items + 28 * n_sets;
 }
 
-int gd_nfa_determinize(int32_t n_nfa, const int32_t *eps_off, const int32_t *eps_tgt, const int32_t *mv_off,
+/* gd_nfa_determinize; with rows (not NULL), the rows into *rows (free with sparse_free) and
+ * out->trans left NULL. */
+static int determinize(int32_t n_nfa, const int32_t *eps_off, const int32_t *eps_tgt, const int32_t *mv_off,
                        const int32_t *mv, int32_t start, int32_t end, int32_t nsym, int32_t max_states,
-                       size_t max_bytes, double budget_s, gd_dfa_table *out) {
+                       size_t max_bytes, double budget_s, gd_dfa_table *out, sparse_rows *rows) {
     memset(out, 0, sizeof *out);
+    if (rows) memset(rows, 0, sizeof *rows);
     if (max_states < 1) max_states = 1; /* the start state is always made */
     if (!nfa_valid(n_nfa, eps_off, eps_tgt, mv_off, mv, start, end, nsym)) return GD_DFA_INVALID;
     det d;
@@ -423,6 +475,7 @@ int gd_nfa_determinize(int32_t n_nfa, const int32_t *eps_off, const int32_t *eps
     d.nsym = nsym;
     d.max_states = max_states;
     d.max_bytes = max_bytes;
+    d.rows = rows;
     deadline_init(&d.dl, budget_s);
     int rc = GD_DFA_NOMEM;
     d.seen = calloc((size_t)n_nfa, sizeof(uint32_t));
@@ -459,7 +512,15 @@ int gd_nfa_determinize(int32_t n_nfa, const int32_t *eps_off, const int32_t *eps
     d.acc = NULL;
 done:
     det_free(&d);
+    if (rc != GD_DFA_OK && rows) sparse_free(rows);
     return rc;
+}
+
+int gd_nfa_determinize(int32_t n_nfa, const int32_t *eps_off, const int32_t *eps_tgt, const int32_t *mv_off,
+                       const int32_t *mv, int32_t start, int32_t end, int32_t nsym, int32_t max_states,
+                       size_t max_bytes, double budget_s, gd_dfa_table *out) {
+    return determinize(n_nfa, eps_off, eps_tgt, mv_off, mv, start, end, nsym, max_states, max_bytes, budget_s, out,
+                       NULL);
 }
 
 void gd_dfa_table_free(gd_dfa_table *t) {
@@ -573,23 +634,39 @@ static int coo_csr(int32_t n_nfa, int32_t start, int32_t end, size_t n_eps, cons
     return GD_DFA_OK;
 }
 
+/* gd_nfa_determinize_coo; with rows (not NULL) as determinize. */
+static int determinize_coo(int32_t n_nfa, int32_t start, int32_t end, size_t n_eps, const int32_t *eps_src,
+                           const int32_t *eps_tgt, size_t n_edges, const int32_t *e_src, const uint8_t *e_lo,
+                           const uint8_t *e_hi, const int32_t *e_tgt, size_t n_spec, const int32_t *sp_src,
+                           const int32_t *sp_sym, const int32_t *sp_tgt, int32_t n_specials, int32_t max_states,
+                           size_t max_bytes, double budget_s, uint16_t *byte_class, int32_t *n_classes,
+                           gd_dfa_table *out, sparse_rows *rows) {
+    memset(out, 0, sizeof *out);
+    if (rows) memset(rows, 0, sizeof *rows);
+    *n_classes = 0;
+    csr_nfa c;
+    int rc = coo_csr(n_nfa, start, end, n_eps, eps_src, eps_tgt, n_edges, e_src, e_lo, e_hi, e_tgt, n_spec, sp_src,
+                     sp_sym, sp_tgt, n_specials, byte_class, &c);
+    if (rc != GD_DFA_OK) return rc;
+    rc = determinize(n_nfa, c.eps_off, c.eps_tgt, c.mv_off, c.mv, start, end, c.nsym, max_states, max_bytes,
+                     budget_s, out, rows);
+    if (rc == GD_DFA_OK) {
+        *n_classes = c.ncls;
+        out->nsym = c.nsym;
+    }
+    csr_free(&c);
+    return rc;
+}
+
 int gd_nfa_determinize_coo(int32_t n_nfa, int32_t start, int32_t end, size_t n_eps, const int32_t *eps_src,
                            const int32_t *eps_tgt, size_t n_edges, const int32_t *e_src, const uint8_t *e_lo,
                            const uint8_t *e_hi, const int32_t *e_tgt, size_t n_spec, const int32_t *sp_src,
                            const int32_t *sp_sym, const int32_t *sp_tgt, int32_t n_specials, int32_t max_states,
                            size_t max_bytes, double budget_s, uint16_t *byte_class, int32_t *n_classes,
                            gd_dfa_table *out) {
-    memset(out, 0, sizeof *out);
-    *n_classes = 0;
-    csr_nfa c;
-    int rc = coo_csr(n_nfa, start, end, n_eps, eps_src, eps_tgt, n_edges, e_src, e_lo, e_hi, e_tgt, n_spec, sp_src,
-                     sp_sym, sp_tgt, n_specials, byte_class, &c);
-    if (rc != GD_DFA_OK) return rc;
-    rc = gd_nfa_determinize(n_nfa, c.eps_off, c.eps_tgt, c.mv_off, c.mv, start, end, c.nsym, max_states, max_bytes,
-                            budget_s, out);
-    if (rc == GD_DFA_OK) *n_classes = c.ncls;
-    csr_free(&c);
-    return rc;
+    return determinize_coo(n_nfa, start, end, n_eps, eps_src, eps_tgt, n_edges, e_src, e_lo, e_hi, e_tgt, n_spec,
+                           sp_src, sp_sym, sp_tgt, n_specials, max_states, max_bytes, budget_s, byte_class, n_classes,
+                           out, NULL);
 }
 
 /* ------------------------------------------------------------------------- lazy determinisation */
@@ -1096,18 +1173,6 @@ static int32_t uf_find(int32_t *f, int32_t x) {
     return x;
 }
 
-/* The DFA's defined transitions as sparse rows (a subset construction's table is mostly -1:
- * about 5% of the cells of a JSON Schema grammar's are set): state s's are sym/tgt[off[s] ..
- * off[s+1]), by increasing symbol.  Every pass below reads these, not the table. */
-typedef struct {
-    int32_t *off, *sym, *tgt;
-} sparse_rows;
-
-static void sparse_free(sparse_rows *r) {
-    free(r->off);
-    free(r->sym);
-    free(r->tgt);
-}
 
 /* One pass over the table to count (and check) its entries, one to copy them.  GD_DFA_OK,
  * GD_DFA_INVALID (a target out of range, or more than INT32_MAX transitions), GD_DFA_NOMEM. */
@@ -1281,22 +1346,18 @@ done:
     return rc;
 }
 
-/* gd_dfa_minimize; with all_live (not NULL): whether every state can reach an accepting
- * state (then the DFA is trimmed, its states being reachable), found on the classes left
- * after the merging over their incoming transitions. */
-static int minimize(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *accepting, double budget_s,
-                    int32_t *block, int *all_live) {
+/* gd_dfa_minimize of the DFA given as its sparse rows R (m0 transitions); with all_live (not
+ * NULL): whether every state can reach an accepting state (then the DFA is trimmed, its
+ * states being reachable), found on the classes left after the merging over their incoming
+ * transitions. */
+static int minimize_rows(const sparse_rows *Rp, size_t m0, int32_t n, int32_t nsym, const uint8_t *accepting,
+                         double budget_s, int32_t *block, int *all_live) {
     if (n <= 0 || nsym <= 0) return n == 0 && nsym > 0 ? 0 : GD_DFA_INVALID;
-    size_t n0 = (size_t)n, m0 = 0;
-    sparse_rows R;
-    int rc = sparse_of(trans, n, nsym, &R, &m0);
-    if (rc != GD_DFA_OK) {
-        sparse_free(&R);
-        return rc;
-    }
+    size_t n0 = (size_t)n;
+    const sparse_rows R = *Rp;
     deadline dl;
     deadline_init(&dl, budget_s);
-    rc = GD_DFA_NOMEM;
+    int rc = GD_DFA_NOMEM;
     partition B, C;
     memset(&B, 0, sizeof B);
     memset(&C, 0, sizeof C);
@@ -1439,7 +1500,6 @@ static int minimize(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t
         rc = nb;
     }
 done:
-    sparse_free(&R);
     free(f);
     free(qid);
     free(reps);
@@ -1450,6 +1510,18 @@ done:
     free(lab);
     part_free(&B);
     part_free(&C);
+    return rc;
+}
+
+/* minimize_rows of a table (read once into sparse rows). */
+static int minimize(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *accepting, double budget_s,
+                    int32_t *block, int *all_live) {
+    if (n <= 0 || nsym <= 0) return n == 0 && nsym > 0 ? 0 : GD_DFA_INVALID;
+    size_t m0 = 0;
+    sparse_rows R;
+    int rc = sparse_of(trans, n, nsym, &R, &m0);
+    if (rc == GD_DFA_OK) rc = minimize_rows(&R, m0, n, nsym, accepting, budget_s, block, all_live);
+    sparse_free(&R);
     return rc;
 }
 
@@ -1740,8 +1812,73 @@ static int rd_trim(gd_dfa_table *d) {
     return k;
 }
 
+/* rd_leaf of the minimal DFA given as the blocks (block[s] of n states, nb blocks numbered by
+ * their first state) of the DFA with sparse rows R and acceptance acc: block b is the row of
+ * its first state, targets mapped to their blocks (the quotient, never made as a table). */
+static int rd_leaf_rows(const sparse_rows *R, int32_t n, const int32_t *block, int32_t nb, const uint8_t *acc,
+                        const uint16_t *bc, int32_t ncls, rule_dfa *r) {
+    int32_t clo[256], chi[256];
+    for (int b = 0; b < 256; b++) {
+        if (b == 0 || bc[b] != bc[b - 1]) clo[bc[b]] = b;
+        chi[bc[b]] = b;
+    }
+    int32_t *rep = malloc(sizeof(int32_t) * (size_t)(nb ? nb : 1));
+    if (!rep) return GD_DFA_NOMEM;
+    int32_t next = 0;
+    for (int32_t s = 0; s < n && next < nb; s++)
+        if (block[s] == next) rep[next++] = s;
+    size_t ne = 0, na = 0, nc = (size_t)ncls;
+    uint8_t cut[257];
+    memset(cut, 0, sizeof cut);
+    for (int32_t b = 0; b < nb; b++) {
+        int32_t s = rep[b];
+        na += acc[s] != 0;
+        for (int32_t j = R->off[s]; j < R->off[s + 1]; j++) {
+            cut[clo[R->sym[j]]] = 1;
+            cut[chi[R->sym[j]] + 1] = 1;
+        }
+        ne += (size_t)(R->off[s + 1] - R->off[s]);
+    }
+    int carrier = 0;
+    for (size_t c = 0; c < nc; c++) carrier |= !cut[clo[c]];
+    size_t ne2 = ne + (carrier ? nc : 0);
+    r->ints = malloc(sizeof(int32_t) * (2 * ne2 + na + 1));
+    r->bytes = malloc(2 * ne2 + 1);
+    if (!r->ints || !r->bytes) {
+        free(rep);
+        return GD_DFA_NOMEM;
+    }
+    int32_t *src = r->ints, *tgt = src + ne2, *ac = tgt + ne2;
+    uint8_t *lo = r->bytes, *hi = lo + ne2;
+    size_t j = 0, k = 0;
+    for (int32_t b = 0; b < nb; b++) {
+        int32_t s = rep[b];
+        if (acc[s]) ac[k++] = b;
+        for (int32_t i = R->off[s]; i < R->off[s + 1]; i++) {
+            src[j] = b;
+            lo[j] = (uint8_t)clo[R->sym[i]];
+            hi[j] = (uint8_t)chi[R->sym[i]];
+            tgt[j++] = block[R->tgt[i]];
+        }
+    }
+    if (carrier) /* state nb, unreachable: an edge over each class keeps every cut */
+        for (size_t c = 0; c < nc; c++) {
+            src[j] = nb;
+            lo[j] = (uint8_t)clo[c];
+            hi[j] = (uint8_t)chi[c];
+            tgt[j++] = nb;
+        }
+    free(rep);
+    gd_leaf_view v = {nb + carrier, ne2, na, src, tgt, ac, lo, hi};
+    r->v = v;
+    return GD_DFA_OK;
+}
+
 /* Builds rule `rule`'s automaton into r (r->state 1), or leaves it inlined (r->state 2).
- * GD_DFA_OK, or GD_DFA_TIMEOUT / GD_DFA_NOMEM (the whole build fails). */
+ * GD_DFA_OK, or GD_DFA_TIMEOUT / GD_DFA_NOMEM (the whole build fails).  The subset
+ * construction makes sparse rows (no table), minimised as they are; only when a state
+ * cannot reach acceptance (rare: automaton.py `_trimmed_minimal` then trims first) is the
+ * table made, trimmed and minimised. */
 static int rd_build(rule_dfas *x, int32_t rule, int32_t frames_left, rule_dfa *r) {
     gd_nfa_program q = x->p;
     q.base_len = 1;
@@ -1756,39 +1893,57 @@ static int rd_build(rule_dfas *x, int32_t rule, int32_t frames_left, rule_dfa *r
         return GD_DFA_OK;
     }
     uint16_t bc[256];
-    int32_t ncls = 0;
-    gd_dfa_table d, m = {NULL, NULL, 0, 0};
-    rc = gd_nfa_determinize_coo(o.n, 0, o.end, o.n_eps, o.eps_src, o.eps_tgt, o.n_edges, o.e_src, o.e_lo, o.e_hi,
-                                o.e_tgt, 0, NULL, NULL, NULL, 0, x->max_subset, x->max_bytes, rd_budget(x), bc, &ncls,
-                                &d);
+    int32_t ncls = 0, *block = NULL;
+    gd_dfa_table d;
+    sparse_rows R;
+    rc = determinize_coo(o.n, 0, o.end, o.n_eps, o.eps_src, o.eps_tgt, o.n_edges, o.e_src, o.e_lo, o.e_hi, o.e_tgt,
+                         0, NULL, NULL, NULL, 0, x->max_subset, x->max_bytes, rd_budget(x), bc, &ncls, &d, &R);
     gd_nfa_out_free(&o);
     if (rc == GD_DFA_TIMEOUT || rc == GD_DFA_NOMEM) return rc;
     if (rc != GD_DFA_OK) return GD_DFA_OK;
-    /* automaton.py `_trimmed_minimal`: minimised first, unless a state cannot reach
-     * acceptance: then trimmed first */
+    int32_t n = d.n_states, nsym = d.nsym;
+    block = malloc(sizeof(int32_t) * (size_t)n);
+    if (!block) {
+        rc = GD_DFA_NOMEM;
+        goto done;
+    }
     int live = 1;
-    rc = rd_minimize(&d, rd_budget(x), &live);
-    if (rc != GD_DFA_OK) goto done;
-    if (!live) {
+    int nb = minimize_rows(&R, (size_t)R.off[n], n, nsym, d.accepting, rd_budget(x), block, &live);
+    if (nb < 0) {
+        rc = nb;
+        goto done;
+    }
+    if (live) {
+        rc = nb > x->max_dfa ? GD_DFA_OK : rd_leaf_rows(&R, n, block, nb, d.accepting, bc, ncls, r);
+        if (rc == GD_DFA_OK && nb <= x->max_dfa) r->state = 1;
+        goto done;
+    }
+    /* the table, trimmed, then minimised */
+    d.trans = malloc(sizeof(int32_t) * (size_t)n * (size_t)nsym);
+    if (!d.trans) {
+        rc = GD_DFA_NOMEM;
+        goto done;
+    }
+    for (size_t i = 0; i < (size_t)n * (size_t)nsym; i++) d.trans[i] = -1;
+    for (int32_t s0 = 0; s0 < n; s0++)
+        for (int32_t j = R.off[s0]; j < R.off[s0 + 1]; j++) d.trans[(size_t)s0 * (size_t)nsym + R.sym[j]] = R.tgt[j];
+    {
         int k = rd_trim(&d);
         if (k <= 0) { /* the empty language (or no memory): inlined */
             rc = k == GD_DFA_NOMEM ? k : GD_DFA_OK;
             goto done;
         }
-        rc = rd_minimize(&d, rd_budget(x), NULL);
-        if (rc != GD_DFA_OK) goto done;
     }
-    m = d;
-    memset(&d, 0, sizeof d);
-    if (m.n_states > x->max_dfa) {
-        rc = GD_DFA_OK;
-        goto done;
+    rc = rd_minimize(&d, rd_budget(x), NULL);
+    if (rc != GD_DFA_OK) goto done;
+    if (d.n_states <= x->max_dfa) {
+        rc = rd_leaf(d.trans, d.n_states, ncls, d.accepting, bc, r);
+        if (rc == GD_DFA_OK) r->state = 1;
     }
-    rc = rd_leaf(m.trans, m.n_states, ncls, m.accepting, bc, r);
-    if (rc == GD_DFA_OK) r->state = 1;
 done:
+    free(block);
+    sparse_free(&R);
     gd_dfa_table_free(&d);
-    gd_dfa_table_free(&m);
     if (rc == GD_DFA_TIMEOUT || rc == GD_DFA_NOMEM) return rc;
     return GD_DFA_OK; /* anything else: inlined */
 }
