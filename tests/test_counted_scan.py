@@ -39,12 +39,33 @@ def test_scan(g, big):
     assert C._has_big_repeat(g, K) is big
 
 
-@pytest.mark.parametrize("g, big", CASES)
-def test_scan_never_hides_a_loop(g, big, monkeypatch):
-    g2, loops, _ = C.rewrite_products(g, K)
+# with a short tail (``C.TAIL``) a room part is counted above ``tail + 1`` units when it holds
+# at least ``K - 1`` (the longest token): rep(AZ, 0, K - 1) now qualifies, rep(AZ, 0, K - 2) not
+CASES_TAIL = [
+    (_g(rep(AZ, 0, K + 1)), True),
+    (_g(rep(AZ, 0, K - 1)), True),
+    (_g(rep(AZ, 0, K - 2)), False),
+    (_g(rep(AZ, 2, K + 1)), True),
+    (_g(rep(AZ, 2, K)), False),
+    (_g(rep(AZ, K + 1, None)), False),  # a need part keeps the whole window
+    (_g(rep(AZ, K + 2, K + 2)), True),
+    (_g(seq(lit("x"), Ref("r")), r=rep(AZ, 0, K)), True),
+    (_g(seq(star(AZ), lit("!"), rep(AZ, 1, 5))), False),
+]
+
+
+@pytest.mark.parametrize("g, big", CASES_TAIL)
+def test_scan_with_a_short_tail(g, big):
+    assert C._has_big_repeat(g, K, 3) is big
+
+
+@pytest.mark.parametrize("tail", [None, 3])
+@pytest.mark.parametrize("g, big", CASES + CASES_TAIL)
+def test_scan_never_hides_a_loop(g, big, tail, monkeypatch):
+    g2, loops, _ = C.rewrite_products(g, K, tail=tail)
     with monkeypatch.context() as m:
-        m.setattr(C, "_has_big_repeat", lambda g, k: True)
-        g3, loops3, _ = C.rewrite_products(g, K)
+        m.setattr(C, "_has_big_repeat", lambda *a: True)
+        g3, loops3, _ = C.rewrite_products(g, K, tail=tail)
     assert len(loops) == len(loops3) and g2 == g3
-    if not big:
+    if not C._has_big_repeat(g, K, tail):
         assert g2 is g and not loops

@@ -8,7 +8,9 @@ has done its number of units ``X``:
 - need part ``U{m}`` (``m > K+1``): ``<en> U* <tp> U{K}``, the middle does exactly
   ``X = m - K`` units and has no exit;
 - room part ``U{0,r}`` (``r > K+1``): ``<en> U* (<tp> U{0,K})?``, the middle does at most
-  ``X = r - K`` units and may exit after any of them.
+  ``X = r - K`` units and may exit after any of them.  Outside ``Inter``/``Diff`` products
+  the tail is shorter: ``T = min(K, TAIL)`` units (``<en> U* (<tp> U{0,T})?``, ``X = r - T``),
+  counted when ``r > T+1`` and ``r >= K-1`` (see "Short tails" below).
 
 ``<en>`` and ``<tp>`` are marker symbols no token spells.  ``K`` is one more than the most
 units one token can hold (units are at least one byte: the longest token's length + 1).
@@ -21,6 +23,20 @@ counter: it is the mask of the same state with ``<tp>`` removed (no token crosse
 the middle's first row, so a token goes on into the middle).
 The masks come from one ordinary :class:`~decoding.backends.dfa.index.DFAGrammar` over that
 table, memoized per state, with the plain-text shortcut for string bodies.
+
+Short tails (room loops outside products): the explicit part is what makes the automaton big
+(``T`` copies of the unit per loop and per place the loop occurs: a JSON string character is
+14 states, so with ``K`` = 129 each ``maxLength`` string above 130 cost ~1,800 states, and the
+ones up to 130 were unrolled).  With ``T < K`` a token of at most ``T - 1`` bytes still never
+tells the counter, as above.  A *long* token (more bytes) read in middle state ``s`` with ``c``
+units started starts ``u`` units before it leaves the middle (``u`` at most its bytes); it is
+allowed by the mask automaton's ``U*`` and really allowed exactly when ``c + u <= X + T`` (it
+ends in the middle or in the explicit tail, with the same bytes allowed as in ``U*``).  That
+can fail only when ``c > X + T - M`` (``M = K - 1``, the longest token): in those states (the
+last ``M - T`` units of the middle) :meth:`CountedGrammar.mask` removes the long tokens with
+``u > X + T - c`` (``u`` found by stepping each long token of more bytes than that, once per
+state).  A long token that enters the middle through ``<en>`` starts at most ``M <= r`` units
+there, so it always fits: hence ``r >= K - 1``.  Need loops and product loops keep ``T = K``.
 
 Stepping is exact: a state is ``(dfa state, units started in the current middle)``.  In a
 state with an ``<en>`` move, a byte its own row does not have takes ``<en>`` first (counter
@@ -41,8 +57,11 @@ Budgets: ``completion_cost`` is the fewest tokens outside need middles and an up
 inside them: costs over the token graph with ``<en>`` free, ``<tp>`` of a room middle free
 and ``<tp>`` of a need middle weighing ``f(X)``, where ``f(r)`` is the cost of a real way to
 write ``r`` units (``r // P`` tokens of the most units one token takes, then a fewest-coins
-table); with ``c`` units done the middle costs ``f(X - c)`` instead.  ``successor_costs``
-gives exactly the ``completion_cost`` of the state each token leads to.
+table); with ``c`` units done the middle costs ``f(X - c)`` instead.  In a room middle with a
+short tail the token graph leaves out the long tokens (which a state near the end may not
+allow), so there the cost is an upper bound too: the fewest tokens of at most ``T - 1``
+bytes, every one of them allowed at any count.  ``successor_costs`` gives exactly the
+``completion_cost`` of the state each token leads to.
 
 Intersections and differences (``maxLength`` with a ``pattern`` or ``format``): in an
 ``Inter`` one operand may hold room loops (``U{0,r}``); it is rewritten with its markers and
@@ -90,10 +109,11 @@ MAX_UNIT_STATES = 4096
 #: of IR, so the counted grammar's NFA, its estimate and its build are smaller
 SMALL_AS_LEAF = 8
 #: the counted form is tried only when its estimate (NFA states) is at most this; larger
-#: grammars go to the other back-ends at once.  (Snowplow sp_172, 25 counted strings of up to
-#: 8192 characters: estimated 305,522, built in 1.2 s to 54,927 states; a counted form too
-#: large to build stops at ``Limits.max_subset_bytes``, about 1 s)
-COUNTED_AT_MOST = 400_000
+#: grammars go to the other back-ends at once.  (Snowplow sp_137: estimated 230,614 with
+#: ``TAIL`` = 33, a subset construction of 179,564 states minimised to 47,451 in 1.9 s, where
+#: the pushdown back-end takes about 0.6 s; a counted form too large to build stops at
+#: ``Limits.max_subset_bytes``, about 1 s)
+COUNTED_AT_MOST = 200_000
 #: explicit units added after ``K`` in a product's loop, tried in order (see the module
 #: docstring: the other operand may need a few units to finish)
 PRODUCT_EXTRA = (0, 16)
@@ -101,6 +121,14 @@ PRODUCT_EXTRA = (0, 16)
 #: (a larger one leaves the node as it was, without trying a longer explicit part)
 MAX_PRODUCT_STATES = 50_000
 MAX_PRODUCT_PAIRS = 400_000
+#: explicit units after a room middle outside products (``T``; ``K`` when smaller): a token of
+#: more than ``T - 1`` bytes (a *long* token) could tell the counter in the last ``M - T``
+#: units of the middle (``M``: the longest token's bytes), so there its mask bit is checked by
+#: stepping it (:meth:`CountedGrammar.mask`); a room part is counted only when it holds at
+#: least ``M`` units (a long token entering the middle always fits).  llama-bpe: ``M`` = 128,
+#: 231 tokens of more than 32 bytes; the tails are 33 units instead of 129 (Snowplow sp_338:
+#: 122k -> 40k states)
+TAIL = 33
 
 
 def window(vocab: Vocab) -> int:
@@ -117,6 +145,7 @@ class Loop:
     first: frozenset  # bytes a unit starts with
     unit: Dfa | None = None  # the unit's minimal automaton (prefix-free: accepting states are final)
     product: bool = False  # the loop is inside an Inter/Diff product (checked by _mirrors_agree)
+    tail: int = 0  # explicit units after <tp> (a need loop: exactly; room: at most); 0: the window K
 
     @property
     def en(self) -> str:
@@ -129,19 +158,22 @@ class Loop:
 
 # ----------------------------------------------------------------------------- IR rewrite
 
-def rewrite(grammar: Grammar, k: int, *, limits: Limits | None = None) -> tuple[Grammar, tuple[Loop, ...]]:
+def rewrite(grammar: Grammar, k: int, *, limits: Limits | None = None,
+            tail: int | None = None) -> tuple[Grammar, tuple[Loop, ...]]:
     """``grammar`` with every qualifying large ``Repeat`` turned into a counted middle (see the
     module docstring); the loops made.  An ``Inter``/``Diff`` whose loops are counted becomes a
-    placeholder special naming its product automaton (see :func:`rewrite_products`)."""
-    g2, loops, _ = rewrite_products(grammar, k, limits=limits)
+    placeholder special naming its product automaton (see :func:`rewrite_products`).
+    ``tail``: the explicit units after a room middle outside products (:data:`TAIL`; None: ``k``)."""
+    g2, loops, _ = rewrite_products(grammar, k, limits=limits, tail=tail)
     return g2, loops
 
 
-def rewrite_products(grammar: Grammar, k: int, *, limits: Limits | None = None
+def rewrite_products(grammar: Grammar, k: int, *, limits: Limits | None = None, tail: int | None = None
                      ) -> tuple[Grammar, tuple[Loop, ...], dict[str, DFA]]:
     """:func:`rewrite`, and the product automata (with marker columns) of the ``Inter``/``Diff``
     nodes counted, by the placeholder special that stands for each in the grammar."""
-    if not _has_big_repeat(grammar, k):
+    tail = k if tail is None else max(2, min(tail, k))  # (a byte is a token of at most T - 1 bytes)
+    if not _has_big_repeat(grammar, k, tail):
         return grammar, (), {}  # nothing to count: the walk below would find no loop
     loops: list[Loop] = []
     products: dict[str, DFA] = {}
@@ -188,7 +220,8 @@ def rewrite_products(grammar: Grammar, k: int, *, limits: Limits | None = None
         item, marked = go(n.item, kk, in_product)
         lo, hi = n.min, n.max
         big_need = lo > kk + 1
-        big_room = hi is not None and hi - lo > kk + 1
+        tt = kk if in_product else tail  # a product's loops keep the whole window (see _mirrors_agree)
+        big_room = hi is not None and hi - lo > tt + 1 and hi - lo >= k - 1
         if not (big_need or big_room) or marked or (in_product and big_need):
             if not marked and (hi is None or hi >= SMALL_AS_LEAF) and _small_item(item, sizes):
                 found = unit_first(item)  # the same language with a few NFA states per copy
@@ -203,7 +236,7 @@ def rewrite_products(grammar: Grammar, k: int, *, limits: Limits | None = None
         first, item = found  # the unit as its minimal automaton: a few NFA states per copy
         parts: list[Node] = []
         if big_need:
-            lp = Loop(len(loops), lo - kk, True, first, item)
+            lp = Loop(len(loops), lo - kk, True, first, item, tail=kk)
             loops.append(lp)
             parts += [Special(lp.en), Repeat(item, 0, None), Special(lp.tp), Repeat(item, kk, kk)]
         elif lo:
@@ -211,9 +244,9 @@ def rewrite_products(grammar: Grammar, k: int, *, limits: Limits | None = None
         if hi is None:
             parts.append(Repeat(item, 0, None))
         elif big_room:
-            lp = Loop(len(loops), hi - lo - kk, False, first, item, product=in_product)
+            lp = Loop(len(loops), hi - lo - tt, False, first, item, product=in_product, tail=tt)
             loops.append(lp)
-            parts += [Special(lp.en), Repeat(item, 0, None), Choice((Seq((Special(lp.tp), Repeat(item, 0, kk))), EMPTY))]
+            parts += [Special(lp.en), Repeat(item, 0, None), Choice((Seq((Special(lp.tp), Repeat(item, 0, tt))), EMPTY))]
         elif hi > lo:
             parts.append(Repeat(item, 0, hi - lo))
         out = Seq(tuple(parts))
@@ -258,15 +291,18 @@ def _with_start(grammar: Grammar, name: str, item: Node) -> Grammar:
     return Grammar(name, keep + ((name, item),), grammar.max_depth)
 
 
-def _has_big_repeat(grammar: Grammar, k: int) -> bool:
+def _has_big_repeat(grammar: Grammar, k: int, tail: int | None = None) -> bool:
     """Whether some repetition of ``grammar`` (anywhere, Inter/Diff operands included) has a
-    need or room part above ``k + 1`` units: the only kind :func:`rewrite_products` counts
-    (its product windows are larger than ``k``, never smaller)."""
+    need part above ``k + 1`` units or a room part above ``tail + 1`` (``tail``: None: ``k``)
+    and of at least ``k - 1``: the only kinds :func:`rewrite_products` counts (its product
+    windows are larger than ``k``, never smaller)."""
     from decoding.ir import walk
 
+    t = k if tail is None else min(tail, k)
     for _, node in grammar.rules:
         for n in walk(node):
-            if isinstance(n, Repeat) and (n.min > k + 1 or (n.max is not None and n.max - n.min > k + 1)):
+            if isinstance(n, Repeat) and (n.min > k + 1 or (n.max is not None and n.max - n.min > t + 1
+                                                             and n.max - n.min >= k - 1)):
                 return True
     return False
 
@@ -624,6 +660,13 @@ class CountedGrammar:
         self._mid_arr = np.array(self._mid, dtype=np.int64)
         self._special_set = frozenset(self.special_token_ids)
         self._special_col = {tid: ncls + k for k, tid in enumerate(self.special_token_ids)}
+        # room loops whose tail T is shorter than the window: a state of the middle with more
+        # than x + T - M units started is near the end (a long token may overrun the tail)
+        big = self.vocab.max_token_bytes
+        self._near: list[int | None] = [lp.x + lp.tail - big if not lp.need and 0 < lp.tail <= big else None
+                                        for lp in self.loops]
+        self._long_memo: dict = {}  # tail -> long tokens; ('c', s) -> _long_cands; ('u', s) -> units by token
+        self._near_memo: dict[tuple[int, int], int | None] = {}
 
     @property
     def dfa(self) -> DFA:
@@ -651,10 +694,116 @@ class CountedGrammar:
         return self.inner.n_words
 
     def mask(self, state: int) -> np.ndarray:
-        return self.inner.mask(self._states[state][0])
+        s, c = self._states[state]
+        k = self._mid[s]
+        if k >= 0 and self._near[k] is not None and c > self._near[k]:
+            mid = self._near_end(state)
+            if mid is not None:
+                return self.inner.masks[mid]
+        return self.inner.mask(s)
 
     def allowed_ids(self, state: int) -> np.ndarray:
-        return self.inner.allowed_ids(self._states[state][0])
+        s, c = self._states[state]
+        k = self._mid[s]
+        if k >= 0 and self._near[k] is not None and c > self._near[k]:
+            mid = self._near_end(state)
+            if mid is not None:
+                return self.inner.masks.ids(mid)
+        return self.inner.allowed_ids(s)
+
+    def _long(self, tail: int) -> np.ndarray:
+        """bool per token: a text token of more than ``tail - 1`` bytes (neither a special of
+        the grammar nor end-of-generation)."""
+        hit = self._long_memo.get(tail)
+        if hit is None:
+            _, off = self.vocab.blob()
+            hit = (off[1:] - off[:-1]) >= tail
+            for t in list(self.vocab.eog_ids) + list(self.special_token_ids):
+                if 0 <= t < len(hit):
+                    hit[t] = False
+            hit.setflags(write=False)
+            self._long_memo[tail] = hit
+        return hit
+
+    def _long_sorted(self, tail: int) -> tuple[np.ndarray, np.ndarray]:
+        """(the long tokens of :meth:`_long`, their bytes), longest first."""
+        hit = self._long_memo.get(("s", tail))
+        if hit is None:
+            ids = np.flatnonzero(self._long(tail))
+            _, off = self.vocab.blob()
+            lens = (off[ids + 1] - off[ids]).astype(np.int64)
+            order = np.argsort(-lens, kind="stable")
+            hit = self._long_memo[("s", tail)] = (ids[order], lens[order])
+        return hit
+
+    def _long_cands(self, s: int) -> tuple[np.ndarray, np.ndarray]:
+        """(long tokens the mask automaton allows in middle state ``s``, their bytes), longest
+        first (memoized per state)."""
+        hit = self._long_memo.get(("c", s))
+        if hit is None:
+            ids, lens = self._long_sorted(self.loops[self._mid[s]].tail)
+            m = self.inner.mask(s)
+            on = ((m[ids >> 5] >> (ids & 31).astype(np.uint32)) & 1).astype(bool)
+            hit = (ids[on], lens[on])
+            with self._lock:
+                self._long_memo[("c", s)] = hit
+        return hit
+
+    def _units_in_middle(self, s: int, data: bytes) -> int:
+        """Units ``data`` starts in the middle holding ``s`` before it leaves it, the middle
+        taken as unbounded (``U*``: the mask automaton)."""
+        trans, bc, lot, first, en, mid, own = (self._trans, self._bc, self._loop_of_tp, self._first, self._en,
+                                               self._mid, self._own)
+        k, n = mid[s], 0
+        for b in data:
+            cb = bc[b]
+            if en[s] >= 0 and own[s][cb] < 0:
+                break  # (an <en>: another middle, or this one afresh)
+            if lot[s] == k and first[k][b]:
+                n += 1
+            s = (own[s] if en[s] >= 0 else trans[s])[cb]
+            if s < 0 or mid[s] != k:
+                break
+        return n
+
+    def _near_end(self, state: int) -> int | None:
+        """(mask, allowed ids) of a state in the last ``M - T`` units of a room middle whose
+        tail ``T`` is shorter than the window: the mask automaton's, less the long tokens that
+        would start more units than the middle and the tail have left (``u > X + T - c``; with
+        ``u <= X + T - c`` the token ends in the middle or in the explicit tail, as in the mask
+        automaton's ``U*``).  Only tokens of more bytes than that are walked (a token starts at
+        most one unit per byte), once per state.  The mask's id in the mask automaton's
+        table (memoized per state and units left), or None when no token is removed."""
+        s, c = self._states[state]
+        lp = self.loops[self._mid[s]]
+        left = lp.x + lp.tail - c
+        cand, lens = self._long_cands(s)
+        n = int(np.searchsorted(-lens, -left, side="left"))  # cand[:n]: more bytes than units left
+        if n == 0:
+            return None
+        key = (s, left)
+        if key in self._near_memo:
+            return self._near_memo[key]
+        units = self._long_memo.setdefault(("u", s), {})
+        tb = self.vocab.token_bytes
+        bad = []
+        for t in cand[:n].tolist():
+            u = units.get(t)
+            if u is None:
+                u = units[t] = self._units_in_middle(s, tb[t])
+            if u > left:
+                bad.append(t)
+        hit = None
+        if bad:
+            m = self.inner.mask(s).copy()
+            b = np.array(bad, dtype=np.int64)
+            np.bitwise_and.at(m, b >> 5, ~(np.uint32(1) << (b & 31).astype(np.uint32)))
+            hit = self.inner.masks.intern(m)
+        with self._lock:
+            if len(self._near_memo) >= 4096:
+                self._near_memo.clear()
+            self._near_memo[(s, left)] = hit
+        return hit
 
     def next_state(self, state: int, token: int) -> int:
         key = (state, token)
@@ -720,6 +869,12 @@ class CountedGrammar:
         automaton over all tokens), else by stepping the token."""
         s, c = self._states[state]
         ids, nxt = self._successors(s)
+        k = self._mid[s]
+        if k >= 0 and self._near[k] is not None and c > self._near[k]:  # some long tokens may overrun here
+            mid = self._near_end(state)
+            if mid is not None:
+                keep = np.isin(ids, self.inner.masks.ids(mid), assume_unique=True)
+                ids, nxt = ids[keep], nxt[keep]
         cost = self._costs()
         live = nxt >= 0
         out = np.where(nxt == EOG, EOG, COST_UNREACHABLE).astype(np.int64)
@@ -761,7 +916,8 @@ class CountedGrammar:
 
     def stats(self) -> dict:
         st = dict(self.inner.stats())
-        st.update(backend=self.backend, counted_loops=[{"units": lp.x, "need": lp.need} for lp in self.loops],
+        st.update(backend=self.backend,
+                  counted_loops=[{"units": lp.x, "need": lp.need, "tail": lp.tail} for lp in self.loops],
                   configs=len(self._states))
         return st
 
@@ -856,8 +1012,17 @@ class CountedGrammar:
         while todo:
             s = todo.pop()
             ids, nxt = self._successors(s)
+            k = self._mid[s]
+            if k >= 0 and self._near[k] is not None:  # long tokens may overrun the tail: not counted
+                reach = np.unique(nxt[nxt >= 0])
+                nxt = nxt[~self._long(self.loops[k].tail)[ids]]
             ts = np.unique(nxt[nxt >= 0])
             succ[s] = ts
+            if k >= 0 and self._near[k] is not None:
+                for t in reach.tolist():  # (still reached: their own costs are computed)
+                    if not seen[t]:
+                        seen[t] = True
+                        todo.append(t)
             outs = ts.tolist() + [t for t in (self._en[s], self._tp[s]) if t >= 0]
             for t in outs:
                 if not seen[t]:
@@ -990,9 +1155,10 @@ def compile_counted(grammar: Grammar, vocab: Vocab, *, limits: Limits | None = N
     caller compiles ``grammar`` as it is); then ``why`` (if given) gets the reason."""
     lim = limits or DEFAULT_LIMITS
     why = [] if why is None else why
-    g2, loops, products = rewrite_products(grammar, window(vocab), limits=lim)
+    k = window(vocab)
+    g2, loops, products = rewrite_products(grammar, k, limits=lim, tail=TAIL)
     if not loops:
-        why.append(f"no repetition above {window(vocab) + 1} units with unambiguous units")
+        why.append(f"no repetition above {min(k, TAIL) + 1} units (and of at least {k - 1}) with unambiguous units")
         return None
     from decoding.ir.size import check_size
 

@@ -1,0 +1,149 @@
+"""Short tails (decoding.backends.counted.TAIL): a room loop outside products is followed by
+``T`` explicit units instead of ``K``; a *long* token (more than ``T - 1`` bytes) could then
+overrun the tail in the last ``M - T`` units of the middle, and there its mask bit comes from
+the units it would start (:meth:`CountedGrammar._near_end`).
+
+The oracle is the explicit DFA back-end (every unit unrolled) on a vocabulary whose longest
+token has 8 bytes (``M`` = 8, ``K`` = 9), with ``T`` of 2, 3 and 5: the same masks at every step
+of walks that mostly stay inside the loops (so they reach the bounds and the near-end states),
+the contract in every state met (every token's step against its mask bit, the costs), and
+budgeted walks that finish within their budget.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from decoding.backends import counted
+from decoding.backends.counted import CountedGrammar, window
+from decoding.backends.select import compile_grammar
+from decoding.ir import Grammar, Special, byteset, choice, lit, rep, seq
+from decoding.runtime.matcher import Matcher
+from decoding.testing import random_walk
+from decoding.vocab import Vocab
+from test_contract import _check_state
+
+_LONG = [b"ab", b"abc", b"cc", b"aaaa", b"abcab", b"cccccc", b"abcabcab", b"aaaaaaa", b'a"', b'ab"', b'aaaa"',
+         b'"a', b'"abcabc', b'abcab","', b'","', b",1", b"1,1", b"1,11,1", b",12,3,", b"]", b"bca", b"\xc3\xa9a",
+         b"aa\xc3\xa9", b"x", b"xx", b"aaax"]
+MED = Vocab.from_bytes([b"", *[bytes([c]) for c in b'"abcx,[]0123'], b"\xc3", b"\xa9", *_LONG, b"<|end|>"],
+                       eog_ids=[0], special={"<|end|>": 15 + len(_LONG)})
+A_C = byteset([(ord("a"), ord("c"))])
+DIGITS = rep(byteset([(ord("0"), ord("3"))]), 1, None)
+EACUTE = seq(byteset([(0xC3, 0xC3)]), byteset([(0xA9, 0xA9)]))
+
+GRAMMARS = {  # name: grammar (every one has a room loop of at least M = 8 units)
+    "room": Grammar.single(seq(lit('"'), rep(A_C, 0, 30), lit('"'))),
+    "room_exactly_m": Grammar.single(seq(lit('"'), rep(A_C, 0, 8), lit('"'))),
+    "room_after_need": Grammar.single(seq(lit('"'), rep(choice(A_C, EACUTE), 12, 40), lit('"'))),
+    "units": Grammar.single(seq(lit("["), rep(choice(lit("ab"), lit("c")), 0, 20), lit("]"))),
+    "array": Grammar.single(seq(lit("["), DIGITS, rep(seq(lit(","), DIGITS), 0, 15), lit("]"))),
+    "top_level": Grammar.single(rep(A_C, 3, 40)),
+    "special_after": Grammar.single(seq(rep(A_C, 0, 15), Special("<|end|>"), lit("x"))),
+    "two_strings": Grammar.single(seq(lit('"'), rep(A_C, 0, 9), lit('","'), rep(A_C, 2, 30), lit('"'))),
+    "same_in_sequence": Grammar.single(seq(lit('"'), rep(A_C, 0, 20), lit('","'), rep(A_C, 0, 20), lit('"'))),
+    "x_after": Grammar.single(seq(rep(A_C, 0, 25), rep(lit("x"), 1, 3))),
+}
+TAILS = [2, 3, 5]
+
+
+@pytest.fixture(params=TAILS, ids=[f"T{t}" for t in TAILS])
+def tail(request, monkeypatch):
+    monkeypatch.setattr(counted, "TAIL", request.param)
+    return request.param
+
+
+def _pair(name: str) -> tuple:
+    g = GRAMMARS[name]
+    return compile_grammar(g, MED, backend="counted"), compile_grammar(g, MED, backend="dfa")
+
+
+def _stay_walks(cg, oracle, seed: int, walks: int = 40) -> None:
+    """Walks that mostly take tokens without a closing byte (so they reach the bounds),
+    comparing the masks and acceptance with the oracle at every step."""
+    rng = np.random.default_rng(seed)
+    for _ in range(walks):
+        a, b = Matcher(cg), Matcher(oracle)
+        for _ in range(150):
+            ids = a.allowed_ids()
+            assert np.array_equal(ids, b.allowed_ids()), (bytes(a.state) if hasattr(a, "state") else None)
+            assert a.is_accepting() == b.is_accepting()
+            stay = [int(t) for t in ids.tolist()
+                    if MED.token_bytes[t] and not any(x in MED.token_bytes[t] for x in b'"]x')]
+            pool = stay if stay and rng.random() < 0.95 else ids.tolist()
+            t = int(pool[rng.integers(len(pool))])
+            assert a.advance(t) and b.advance(t)
+            if a.finished:
+                break
+
+
+def test_the_vocabulary_and_window():
+    assert MED.max_token_bytes == 8 and window(MED) == 9
+
+
+@pytest.mark.parametrize("name", list(GRAMMARS))
+def test_room_loops_get_the_short_tail(name, tail):
+    cg, _ = _pair(name)
+    assert isinstance(cg, CountedGrammar)
+    rooms = [lp for lp in cg.loops if not lp.need]
+    assert rooms and all(lp.tail == tail for lp in rooms)
+    assert all(lp.tail == window(MED) for lp in cg.loops if lp.need)
+
+
+def test_a_room_part_shorter_than_the_longest_token_is_not_counted(monkeypatch):
+    """Room below ``M``: a long token entering the middle could overrun it from the start."""
+    monkeypatch.setattr(counted, "TAIL", 2)
+    g = Grammar.single(seq(lit('"'), rep(A_C, 0, 7), lit('"')))
+    assert counted.rewrite(g, window(MED), tail=2)[1] == ()
+    assert counted.rewrite(GRAMMARS["room_exactly_m"], window(MED), tail=2)[1][0].tail == 2
+    assert counted.rewrite(GRAMMARS["room_exactly_m"], window(MED))[1] == ()  # T = K: room above K + 1 only
+
+
+@pytest.mark.parametrize("name", list(GRAMMARS))
+def test_same_masks_as_the_unrolled_dfa_to_the_bounds(name, tail):
+    cg, oracle = _pair(name)
+    _stay_walks(cg, oracle, seed=1)
+    near = [sid for sid, (s, c) in enumerate(cg._states)
+            if cg._mid[s] >= 0 and cg._near[cg._mid[s]] is not None and c > cg._near[cg._mid[s]]]
+    if tail < 5 or name not in ("room_exactly_m", "units", "array"):
+        assert near, "the walks reached no near-end state"
+
+
+@pytest.mark.parametrize("name", list(GRAMMARS))
+def test_contract_in_every_state_met(name, tail):
+    cg, oracle = _pair(name)
+    _stay_walks(cg, oracle, seed=2, walks=15)
+    removed = 0
+    for sid in range(len(cg._states)):
+        _check_state(cg, sid, range(MED.n_tokens))
+        removed += len(cg.inner.allowed_ids(cg._states[sid][0])) - len(cg.allowed_ids(sid))
+    if tail == 2 and name in ("room", "top_level", "two_strings"):
+        assert removed, "no long token was ever masked off near the end"
+
+
+@pytest.mark.parametrize("name", list(GRAMMARS))
+def test_same_language_on_words_at_the_bounds(name, tail):
+    g = GRAMMARS[name]
+    cg, oracle = _pair(name)
+    rng = np.random.default_rng(3)
+    words = []
+    for _ in range(60):
+        w = random_walk(oracle, rng, max_steps=300).text
+        words += [w, w[:-1] + w[-2:-1] + w[-1:], w[:1] + w, w[:-2] + w[-1:]]
+    assert [cg.accepts(w) for w in words] == [oracle.accepts(w) for w in words]
+    del g
+
+
+@pytest.mark.parametrize("name", list(GRAMMARS))
+@pytest.mark.parametrize("extra", [0, 4])
+def test_budgeted_walks_finish_within_max_tokens(name, extra, tail):
+    cg, oracle = _pair(name)
+    budget = cg.completion_cost(0) + extra
+    assert budget >= oracle.completion_cost(0)
+    rng = np.random.default_rng(extra)
+    for _ in range(15):
+        w = random_walk(cg, rng, budget=budget, max_steps=budget + 1)
+        assert w.finished and len(w.tokens) <= budget
+        m = Matcher(oracle)  # the unrolled DFA takes the same tokens to the end
+        assert all(m.advance(t) for t in w.tokens) and m.is_accepting()
