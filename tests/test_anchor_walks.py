@@ -42,7 +42,7 @@ def walk(cg, rng, structural_bias: float = 0.0, inject: list[int] | None = None,
     literal start anchor) are fed when the mask allows them (to reach the anchors quickly).
     Every token goes through the matcher, so the walk never leaves the grammar."""
     m = Matcher(cg)
-    special = set(cg.special_token_ids) | set(cg.vocab.eog_ids)
+    special = np.array(sorted(set(cg.special_token_ids) | set(cg.vocab.eog_ids)), dtype=np.int64)
     out: list[int] = []
     for _ in range(max_steps):
         ids = m.allowed_ids()
@@ -57,7 +57,7 @@ def walk(cg, rng, structural_bias: float = 0.0, inject: list[int] | None = None,
                 out.extend(inject)
                 continue
             m.rollback(fed)
-        structural = [int(t) for t in ids if int(t) in special] if structural_bias else []
+        structural = ids[np.isin(ids, special)].tolist() if structural_bias else []
         t = int(rng.choice(structural)) if structural and rng.random() < structural_bias else int(rng.choice(ids))
         assert m.advance(t)
         if m.finished:
