@@ -84,10 +84,19 @@ GRAMMARS = {
         t=choice(Ref("leafy"), seq(lit("("), Ref("t"), star(seq(lit(","), Ref("t"))), lit(")"))),
         leafy=_obj(("k", STR), ("v", NUM)),
     ),
-    "specials_in_a_rule": _multi("root", root=seq(Ref("s"), lit("="), Ref("plain"), Ref("s")),
+    "specials_in_a_rule": _multi("root", root=seq(Ref("s"), lit("="), Ref("plain"), Ref("s"), lit(";"), Ref("plain")),
                                  s=choice(seq(Special("<x>"), star(AZ)), lit("x")),
                                  plain=_obj(("k", STR), ("v", NUM))),
     "lone_start": Grammar.single(_obj(("a", STR), ("b", NUM))),
+    "wrappers": _multi(  # outer and inner are built once each (inlined); core twice (a rule DFA)
+        "root",
+        root=seq(lit("<"), Ref("outer"), lit(">")),
+        outer=_obj(("w", Ref("inner"))),
+        inner=seq(lit("["), Ref("core"), lit("|"), Ref("core"), lit("]")),
+        core=_obj(("p", STR), ("q", NUM), ("r", _list(STR))),
+    ),
+    "repeated_once_written": _multi("root", root=seq(rep(Ref("item"), 2, 3), opt(Ref("once"))),
+                                    item=_obj(("k", STR)), once=_obj(("z", NUM))),
 }
 
 
@@ -136,12 +145,17 @@ def test_same_dfa_as_inlined(name, python_nfa, monkeypatch):
 
 
 def test_rules_are_chosen(monkeypatch):
-    """Callees first; never the start rule, a recursive rule or one reaching a special."""
+    """Callees first; only rules built more than once where they are used (two references, a
+    repetition, a reference from a recursive rule); never the start rule, a recursive rule or
+    one reaching a special."""
     _all_on(monkeypatch)
     assert A._rule_dfa_names(GRAMMARS["object_of_objects"], DEFAULT_LIMITS) == ["meta", "spec"]
     assert A._rule_dfa_names(GRAMMARS["recursive_and_acyclic"], DEFAULT_LIMITS) == ["leafy"]
     assert A._rule_dfa_names(GRAMMARS["specials_in_a_rule"], DEFAULT_LIMITS) == ["plain"]
     assert A._rule_dfa_names(GRAMMARS["lone_start"], DEFAULT_LIMITS) == []
+    # built once where they are used: inlined (a wrapper of one large rule is not determinised twice)
+    assert A._rule_dfa_names(GRAMMARS["wrappers"], DEFAULT_LIMITS) == ["core"]
+    assert A._rule_dfa_names(GRAMMARS["repeated_once_written"], DEFAULT_LIMITS) == ["item"]
     monkeypatch.setenv("GD_NO_RULE_DFAS", "1")
     assert A._rule_dfa_names(GRAMMARS["object_of_objects"], DEFAULT_LIMITS) == []
 

@@ -65,7 +65,8 @@ import numpy as np
 from decoding import _native
 from decoding.errors import GrammarError, LimitError
 from decoding.ir import ByteSet, Choice, Dfa, Diff, Grammar, Inter, Lit, Node, Ref, Repeat, Seq, Special, map_leaves, walk
-from decoding.ir.nodes import plain_nodes
+from decoding.ir.nodes import _PLAIN_IDS, plain_nodes
+from decoding.ir.nodes import children as _children
 from decoding.ir import literals as _literals
 from decoding.ir.productive import check_productive
 from decoding.ir.size import check_size, estimate_size, node_size, rule_estimates
@@ -1273,6 +1274,9 @@ def grammar_nfa(grammar: Grammar, lim: Limits, deadline: _Deadline, *, literal_s
 RULE_DFAS_ABOVE = 4000
 #: ... each rule estimated at this many NFA states or more (refs expanded)
 RULE_DFA_MIN = 256
+#: ... and only rules built more than once where they are used (False: every such rule; the
+#: A/B of the choice: Kubernetes 15 largest, thread time 286 -> 265 ms, kb_1110 45 -> 35 ms)
+_SHARED_ONLY = True
 
 
 def _rule_dfas_off() -> bool:
@@ -1296,7 +1300,11 @@ def _rule_dfa_names(grammar: Grammar, lim: Limits) -> list[str]:
     Only for a grammar estimated at :data:`RULE_DFAS_ABOVE` NFA states or more, only rules
     estimated at :data:`RULE_DFA_MIN` or more (refs expanded) that reach no recursive rule
     (their language does not depend on where they are inlined) and no special (a leaf is
-    bytes only), never the start rule.  The language is the same; so is the minimal DFA,
+    bytes only), never the start rule, and only rules built more than once where they are
+    used (two references, a repetition of more copies, a reference from a recursive rule,
+    counted from the start through the rules inlined; :func:`_ref_counts`): a rule built once
+    costs its parent's subset construction about the states its own DFA would have, and a
+    chain of wrappers (a rule holding one large rule) would be determinised once per level.  The language is the same; so is the minimal DFA,
     numbering and byte classes included (:meth:`_Leaf.of_rule_dfa`).  Limits: the
     estimates were checked on the whole grammar; a rule whose own DFA hits a limit is
     inlined as before (the whole grammar then meets the limits as it did); ``max_nesting``
@@ -1320,12 +1328,60 @@ def _rule_dfa_names(grammar: Grammar, lim: Limits) -> list[str]:
     if bound > lim.max_nesting:
         return []
     specials = _rules_with_specials(grammar) if grammar.specials() else frozenset()
-    out = []
-    for name in order:
+    # parents first: a rule is built on its own when it is built more than once where it is
+    # used (a rule built once in its parent's NFA costs the same states there as its own DFA
+    # would, and a chain of wrappers -- a rule holding one large rule -- would be determinised
+    # once per level)
+    uses: dict[str, int] = {grammar.start: 1}
+    for name in est:  # referenced from a recursive rule: unrolled, so built more than once
+        if name not in safe:
+            for callee in grammar.rule_refs(name):
+                uses[callee] = 2
+    chosen: set[str] = set()
+    for name in reversed(order):
         e = est.get(name)
-        if name != grammar.start and e is not None and e.states >= RULE_DFA_MIN and name not in specials:
-            out.append(name)
-    return out
+        if name != grammar.start and e is not None and e.states >= RULE_DFA_MIN and name not in specials \
+                and (uses.get(name, 0) >= 2 or not _SHARED_ONLY):
+            chosen.add(name)
+        times = 1 if name in chosen or name == grammar.start else uses.get(name, 0)
+        for callee, k in _ref_counts(grammar.rule(name)).items():
+            uses[callee] = min(2, uses.get(callee, 0) + times * k)
+    return [name for name in order if name in chosen]
+
+
+def _ref_counts(root: Node) -> dict[str, int]:
+    """How many times each rule is built where ``root`` is built (capped at 2): the Refs of
+    ``root`` counted along every path of its DAG, a repetition of more than one copy
+    counting twice."""
+    memo: dict[int, dict[str, int]] = {}
+    stack: list = [root]
+    while stack:
+        n = stack.pop()
+        if n.__class__ is tuple:
+            n = n[1]
+            out: dict[str, int] = {}
+            mult = 2 if n.__class__ is Repeat and (n.max is None or n.max > 1) else 1
+            for k in _children(n):
+                for r, c in memo[id(k)].items():
+                    out[r] = min(2, out.get(r, 0) + c * mult)
+            memo[id(n)] = out
+            continue
+        if id(n) in memo:
+            continue
+        cls = n.__class__
+        if id(n) in _PLAIN_IDS:  # (registered plain nodes hold no Ref)
+            memo[id(n)] = {}
+            continue
+        if cls is Ref:
+            memo[id(n)] = {n.name: 1}
+            continue
+        kids = _children(n)
+        if not kids:
+            memo[id(n)] = {}
+            continue
+        stack.append((None, n))
+        stack.extend(k for k in kids if id(k) not in memo)
+    return memo[id(root)]
 
 
 def _rule_leaves(grammar: Grammar, names: list[str], lim: Limits, deadline: _Deadline,
