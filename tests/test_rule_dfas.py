@@ -31,6 +31,8 @@ D = byteset([(48, 57)])
 AZ = byteset([(97, 122)])
 STR = seq(lit('"'), star(char_class([(0x22, 0x22), (0x5C, 0x5C)], negate=True)), lit('"'))
 NUM = choice(lit("0"), seq(opt(lit("-")), byteset([(49, 57)]), star(D)))
+SUFFIX = star(D)
+WORD = star(AZ)
 
 
 def _multi(start: str, max_depth: int = 3, **rules) -> Grammar:
@@ -95,18 +97,25 @@ GRAMMARS = {
         inner=seq(lit("["), Ref("core"), lit("|"), Ref("core"), lit("]")),
         core=_obj(("p", STR), ("q", NUM), ("r", _list(STR))),
     ),
+    # the same suffix in several branches, each behind a choice whose 40 branches remember
+    # their own suffixes (the C builder's memo grows while a found suffix waits to be used)
+    "many_suffixes": Grammar.single(choice(*(seq(choice(*(seq(lit(f"{i}:{j}"), WORD, lit(";")) for j in range(40))),
+                                                 SUFFIX, lit("!")) for i in range(3)))),
     "repeated_once_written": _multi("root", root=seq(rep(Ref("item"), 2, 3), opt(Ref("once"))),
                                     item=_obj(("k", STR)), once=_obj(("z", NUM))),
 }
 
 
 def _all_on(monkeypatch) -> None:
+    monkeypatch.setattr(A, "RULE_DFAS", True)
     monkeypatch.setattr(A, "RULE_DFAS_ABOVE", 0)
     monkeypatch.setattr(A, "RULE_DFA_MIN", 0)
 
 
 def _outcome(g: Grammar, monkeypatch, off: bool, **kw):
+    """compile_dfa's outcome; ``off``: the NFA built as before (no rule DFA, no shared tail)."""
     monkeypatch.setenv("GD_NO_RULE_DFAS", "1" if off else "0")
+    monkeypatch.setenv("GD_NO_SHARED_TAILS", "1" if off else "0")
     try:
         return "ok", A.compile_dfa(g, **kw)
     except (LimitError, GrammarError) as e:
@@ -144,6 +153,34 @@ def test_same_dfa_as_inlined(name, python_nfa, monkeypatch):
     _check(GRAMMARS[name], monkeypatch)
 
 
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+def test_shared_tails_same_dfa(name, monkeypatch):
+    """Tails shared without rule DFAs (every grammar the C builder makes: the lazy back-end's
+    NFA too) against the NFA built as before (``GD_NO_SHARED_TAILS=1``)."""
+    monkeypatch.setenv("GD_NO_RULE_DFAS", "1")
+    g = GRAMMARS[name]
+    out = []
+    for off in ("1", "0"):
+        monkeypatch.setenv("GD_NO_SHARED_TAILS", off)
+        try:
+            out.append(("ok", A.compile_dfa(g)))
+        except (LimitError, GrammarError) as e:
+            out.append((type(e), str(e)))
+    if out[0][0] != "ok":
+        assert out[1] == out[0]
+    else:
+        _same(out[1][1], out[0][1])
+
+
+def test_shared_tails_make_a_smaller_nfa(monkeypatch):
+    g = GRAMMARS["object_of_objects"]
+    sizes = []
+    for off in ("1", "0"):
+        monkeypatch.setenv("GD_NO_SHARED_TAILS", off)
+        sizes.append(A.grammar_nfa(g, DEFAULT_LIMITS, A._Deadline(10.0, "t"))[0].n)
+    assert sizes[1] < sizes[0] * 0.6
+
+
 def test_rules_are_chosen(monkeypatch):
     """Callees first; only rules built more than once where they are used (two references, a
     repetition, a reference from a recursive rule); never the start rule, a recursive rule or
@@ -160,7 +197,21 @@ def test_rules_are_chosen(monkeypatch):
     assert A._rule_dfa_names(GRAMMARS["object_of_objects"], DEFAULT_LIMITS) == []
 
 
-def test_small_grammars_are_left_alone():
+def test_off_by_default_and_switches():
+    assert not A.RULE_DFAS and A._rule_dfas_off() and A.SHARE_TAILS
+
+
+def test_env_turns_them_on(monkeypatch):
+    monkeypatch.setattr(A, "RULE_DFAS_ABOVE", 0)
+    monkeypatch.setattr(A, "RULE_DFA_MIN", 0)
+    monkeypatch.setenv("GD_RULE_DFAS", "1")
+    assert A._rule_dfa_names(GRAMMARS["object_of_objects"], DEFAULT_LIMITS) == ["meta", "spec"]
+    monkeypatch.setenv("GD_NO_RULE_DFAS", "1")
+    assert A._rule_dfa_names(GRAMMARS["object_of_objects"], DEFAULT_LIMITS) == []
+
+
+def test_small_grammars_are_left_alone(monkeypatch):
+    monkeypatch.setattr(A, "RULE_DFAS", True)
     g = GRAMMARS["object_of_objects"]
     assert check_size(g).states < A.RULE_DFAS_ABOVE
     assert A._rule_dfa_names(g, DEFAULT_LIMITS) == []
@@ -247,10 +298,12 @@ KUBERNETES_LARGE = ["kb_449_Normalized.json", "kb_667_Normalized.json"]
 
 
 @pytest.mark.skipif(not SAMPLES, reason="../shared/corpora/jsonschemabench not present")
+@pytest.mark.parametrize("rule_dfas", [False, True], ids=["tails", "tails+rule_dfas"])
 @pytest.mark.parametrize("name, schema", SAMPLES, ids=[n for n, _ in SAMPLES])
-def test_corpus_same_dfa(name, schema, monkeypatch):
+def test_corpus_same_dfa(name, schema, rule_dfas, monkeypatch):
     from decoding.frontends.jsonschema import compile_schema
-    _all_on(monkeypatch)
+    if rule_dfas:
+        _all_on(monkeypatch)
     try:
         g = compile_schema(schema).grammar
         if check_size(g).states > 100_000:
@@ -266,6 +319,7 @@ def test_large_kubernetes_same_dfa_at_the_default_thresholds(name, monkeypatch):
     path = CORPORA / "jsonschemabench" / "Kubernetes" / name
     if not path.exists():
         pytest.skip("corpus not present")
+    monkeypatch.setattr(A, "RULE_DFAS", True)
     g = compile_schema(json.loads(path.read_text())["schema"]).grammar
     assert check_size(g).states >= A.RULE_DFAS_ABOVE
     assert len(A._rule_dfa_names(g, DEFAULT_LIMITS)) >= 5

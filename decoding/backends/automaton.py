@@ -13,14 +13,17 @@ tests/test_nfa_native.py); ``GD_PURE_PYTHON_DFA=1`` selects the all-Python refer
 (:class:`_NFARef` lists, :func:`_determinize_py`, :func:`_prune_py`, :func:`_minimize_py`):
 the same DFAs, state numbering included (tests/test_nfa_arrays.py).
 
-Large grammars are built bottom-up (:func:`_rule_dfa_names`, ``gd_nfa_build_rule_dfas``): each
-large rule that reaches no recursive rule and no special is determinised and minimised on its
-own first (callees first, sparse rows, no table) and embedded as its minimal DFA wherever it
-is referenced, and the NFA builder shares a choice's tails (the same rule automaton, choice or
-sequence suffix reached twice with the same end is built once), so the subset construction of
-a Kubernetes schema makes about its minimal DFA's states (kb_449: 26,815 before, 1,984 for
-1,978).  The minimal DFA is the one of the inlined NFA, byte classes and state numbering
-included (``GD_NO_RULE_DFAS=1`` builds that one; tests/test_rule_dfas.py compares them).
+Shared tails (:data:`SHARE_TAILS`, ``build_into`` in ``native/src/nfa_build.c``): the C builder
+builds a choice's branches into the choice's end, and the same rule, choice or sequence suffix
+reached twice in those tail positions with the same end is built once (an object's property
+value was built twice per level: as the first property present and after a comma, a copy the
+subset construction doubled at every nesting level and the minimisation merged again):
+kb_449's subset construction made 26,815 states for a minimal DFA of 1,978, now about that.
+Optionally (:data:`RULE_DFAS`, off) large rules are determinised and minimised on their own
+first and embedded as their minimal DFAs (:func:`_rule_dfa_names`, ``gd_nfa_build_rule_dfas``).
+Either way the minimal DFA is the one of the NFA built as before, byte classes and state
+numbering included (``GD_NO_SHARED_TAILS=1 GD_NO_RULE_DFAS=1`` builds that one;
+tests/test_rule_dfas.py compares them).
 
 ``Inter``/``Diff`` nodes (regular operands, no Ref/Special) are built by
 :func:`regular_dfa`: each operand is determinised on its own, the operands are combined by
@@ -189,7 +192,7 @@ class _NFA:
     __slots__ = ("n", "eps_src", "eps_tgt", "e_src", "e_lo", "e_hi", "e_tgt", "sp_src", "sp_k", "sp_tgt",
                  "max_states", "grammar", "special_ids", "depth", "rules", "max_nesting", "deadline", "regular",
                  "max_dfa", "leaves", "frags", "safe", "node_safe", "peak", "ref_leaves", "leaf_rules",
-                 "leaf_limits")
+                 "leaf_limits", "share_tails")
 
     def __init__(self, grammar: Grammar, special_ids: dict[str, int], max_states: int, *,
                  max_nesting: int = DEFAULT_LIMITS.max_nesting,
@@ -219,6 +222,9 @@ class _NFA:
         #: construction states, minimal DFA states, subset construction bytes)
         self.leaf_rules: frozenset[str] = frozenset()
         self.leaf_limits = (0, 0, 0)
+        #: the C builder shares a choice's tails (``build_into`` in ``native/src/nfa_build.c``;
+        #: always with rule DFAs): another NFA, the same language
+        self.share_tails = False
 
     def _too_many(self) -> LimitError:
         return LimitError(f"rule '{self.rules[-1]}': grammar expands to more than "
@@ -781,7 +787,7 @@ def _build_native(nfa: "_NFA", node: Node, s: int) -> "int | None | object":
     if frames < 1:
         return _FALLBACK
     want = ()
-    if nfa.leaf_rules:
+    if nfa.leaf_rules or nfa.share_tails:
         sub, max_dfa, max_bytes = nfa.leaf_limits
         want = (np.fromiter((n in nfa.leaf_rules for n in names), dtype=np.uint8, count=len(names)),
                 min(sub, _I32), min(max_dfa, _I32), max(0, int(max_bytes)))
@@ -1254,6 +1260,8 @@ def grammar_nfa(grammar: Grammar, lim: Limits, deadline: _Deadline, *, literal_s
     else:
         nfa = _new_nfa(grammar, sid, lim.max_nfa_states, max_nesting=lim.max_nesting, deadline=deadline)
     nfa.max_dfa = max_dfa
+    if isinstance(nfa, _NFA) and nfa.native and _share_tails():
+        nfa.share_tails = True
     if rule_dfas and isinstance(nfa, _NFA):
         names = _rule_dfa_names(grammar, lim)
         if names and nfa.native:
@@ -1269,8 +1277,14 @@ def grammar_nfa(grammar: Grammar, lim: Limits, deadline: _Deadline, *, literal_s
     return nfa, start, end, specials
 
 
-#: :func:`compile_dfa` builds large rules bottom-up (:func:`_rule_leaves`) when the grammar is
-#: estimated at this many NFA states or more
+#: :func:`compile_dfa` builds rules bottom-up (:func:`_rule_dfa_names`).  Off: once the NFA
+#: builder shares tails (:data:`SHARE_TAILS`) the inlined NFA's subset construction is about
+#: its minimal DFA already, and a rule DFA is then determinised and minimised twice (on its
+#: own, then in its parent).  Same-process thread time, Kubernetes 60 (57 eager grammars):
+#: tails shared 182 ms, tails shared and rule DFAs 315 ms, neither 977 ms; Snowplow 36: 665 /
+#: 689 / 1,849 ms (rule DFAs lower its p90: 55 against 83 ms).  ``GD_RULE_DFAS=1`` turns them on
+RULE_DFAS = False
+#: ... when the grammar is estimated at this many NFA states or more
 RULE_DFAS_ABOVE = 4000
 #: ... each rule estimated at this many NFA states or more (refs expanded)
 RULE_DFA_MIN = 256
@@ -1279,9 +1293,24 @@ RULE_DFA_MIN = 256
 _SHARED_ONLY = True
 
 
+def _share_tails() -> bool:
+    """Whether the C builder of :func:`grammar_nfa` shares tails (``GD_NO_SHARED_TAILS=1``:
+    not, unless rule DFAs are built; :data:`SHARE_TAILS`)."""
+    return SHARE_TAILS and os.environ.get("GD_NO_SHARED_TAILS", "") != "1"
+
+
+#: :func:`grammar_nfa` (the eager and the lazy DFA back-ends) builds its NFA with a choice's
+#: tails shared where it is built in C: kb_1110's NFA (the lazy back-end's) 192,833 -> 20,049
+#: states, lazy_new 18 -> 1.3 ms
+SHARE_TAILS = True
+
+
 def _rule_dfas_off() -> bool:
-    """``GD_NO_RULE_DFAS=1``: every rule inlined into one NFA, none built on its own first."""
-    return os.environ.get("GD_NO_RULE_DFAS", "") == "1"
+    """Rule DFAs are off unless :data:`RULE_DFAS` or ``GD_RULE_DFAS=1``; ``GD_NO_RULE_DFAS=1``:
+    off whatever the rest says (every rule inlined into one NFA)."""
+    if os.environ.get("GD_NO_RULE_DFAS", "") == "1":
+        return True
+    return not (RULE_DFAS or os.environ.get("GD_RULE_DFAS", "") == "1")
 
 
 def _rule_dfa_names(grammar: Grammar, lim: Limits) -> list[str]:

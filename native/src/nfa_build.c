@@ -556,12 +556,10 @@ static int32_t build_into(ctx *c, int32_t node, int32_t s, int32_t t) {
         if (eps(c, s, entry)) return nomem(c);
     }
     switch (x[0]) {
-    case GD_NK_CHOICE:
+    case GD_NK_CHOICE: /* every branch from the entry (a fragment never adds an edge into the
+                        * state it is built from, so the branches need no entry of their own) */
         for (int32_t i = 0; i < x[1]; i++) {
-            int32_t a = alloc(c, 1);
-            if (a == FAIL) return FAIL;
-            if (eps(c, entry, a)) return nomem(c);
-            int32_t e = build_into(c, x[2 + i], a, t);
+            int32_t e = build_into(c, x[2 + i], entry, t);
             if (e == FAIL) return FAIL;
             if (e == 0) r = 0;
         }
@@ -573,17 +571,17 @@ static int32_t build_into(ctx *c, int32_t node, int32_t s, int32_t t) {
         int32_t n = x[1], hit = n;
         const int32_t *code = p->code;
         uint64_t hs[64];
-        int32_t at[64], ent[64], na = 0;
-        struct sfx *found = NULL;
-        for (int32_t i = 0; i < n && na < 64; i++) {
+        int32_t at[64], ent[64], na = 0, hit_entry = -1, hit_r = NONE;
+        for (int32_t i = 1; i < n && na < 1; i++) { /* (the first shareable item after the head) */
             int32_t y = x[2 + i];
             if (y < 0 || (size_t)y >= p->n_code) return fail(c, GD_DFA_INVALID);
             if (!shareable(code + y)) continue;
             uint64_t h = suffix_hash(x, i);
             struct sfx *e = suffix_find(c, node, i, h, t);
-            if (e && e->h) {
+            if (e && e->h) { /* (copied: the items built before it may move the table) */
                 hit = i;
-                found = e;
+                hit_entry = e->entry;
+                hit_r = e->r;
                 break;
             }
             hs[na] = h;
@@ -592,8 +590,8 @@ static int32_t build_into(ctx *c, int32_t node, int32_t s, int32_t t) {
         int32_t k = 0;
         for (int32_t i = 0; i < n; i++) {
             if (i == hit) {
-                if (eps(c, s, found->entry)) return nomem(c);
-                r = found->r;
+                if (eps(c, s, hit_entry)) return nomem(c);
+                r = hit_r;
                 break;
             }
             int32_t e;
