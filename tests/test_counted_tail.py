@@ -147,3 +147,46 @@ def test_budgeted_walks_finish_within_max_tokens(name, extra, tail):
         assert w.finished and len(w.tokens) <= budget
         m = Matcher(oracle)  # the unrolled DFA takes the same tokens to the end
         assert all(m.advance(t) for t in w.tokens) and m.is_accepting()
+
+
+# ----------------------------------------------------------------------------- real vocabulary
+
+REAL = [
+    {"type": "string", "maxLength": 300},
+    {"type": "object", "properties": {"a": {"type": "string", "maxLength": 160}, "b": {"type": "string", "maxLength": 130}},
+     "required": ["a", "b"], "additionalProperties": False},
+    {"type": "array", "items": {"type": "string", "maxLength": 128}, "maxItems": 2},
+]
+
+
+@pytest.mark.parametrize("schema", REAL, ids=["string300", "two_strings", "array_of_128"])
+def test_real_vocabulary_masks_match_the_unrolled_dfa_to_the_bound(schema):
+    """llama-bpe (``M`` = 128, ``T`` = 33): walks that favour long tokens inside the strings
+    reach the last ``M - T`` units, where long tokens are masked off one by one; every mask on
+    the way equals the unrolled DFA's."""
+    from conftest import get_vocab
+    from decoding.frontends.jsonschema import compile_schema
+
+    v = get_vocab("llama-bpe")
+    g = compile_schema(schema).grammar
+    cg, oracle = compile_grammar(g, v, backend="counted"), compile_grammar(g, v, backend="dfa")
+    assert cg.backend == "counted" and all(lp.tail == counted.TAIL for lp in cg.loops)
+    lens = np.array([len(b) for b in v.token_bytes])
+    rng = np.random.default_rng(5)
+    removed = 0
+    for _ in range(4):
+        a, b = Matcher(cg), Matcher(oracle)
+        for _ in range(400):
+            ids = a.allowed_ids()
+            assert np.array_equal(ids, b.allowed_ids())
+            assert a.is_accepting() == b.is_accepting()
+            s, c = cg._states[a.state]
+            removed += len(cg.inner.allowed_ids(s)) - len(ids)
+            inside = [int(t) for t in ids[lens[ids] >= 8][:4000].tolist()
+                      if b'"' not in v.token_bytes[t] and b"\\" not in v.token_bytes[t]]
+            pool = inside if inside and rng.random() < 0.9 else ids.tolist()
+            t = int(pool[rng.integers(len(pool))])
+            assert a.advance(t) and b.advance(t)
+            if a.finished:
+                break
+    assert removed, "no long token was masked off near the end"
