@@ -284,6 +284,35 @@ def test_rule_estimates_read_the_last_check():
     assert rule_estimates(g2) == est  # made when there was no check
 
 
+def test_plain_nodes_as_their_minimal_dfas(monkeypatch):
+    """Every registered plain node the C builder embeds as its minimal DFA: the same DFA as the
+    node built as it is, and fewer NFA states."""
+    from decoding.frontends.jsonschema import compile_schema
+    from decoding.ir.nodes import plain_nodes
+    compile_schema({"type": "object", "properties": {"s": {"type": "string"}, "n": {"type": "number"},
+                                                     "i": {"type": "integer"}}})
+    _, _, at, _, leaves = A._plain_program_leafy()
+    assert leaves, "a JSON string character has a smaller minimal DFA than NFA"
+    replaced = 0
+    for x in plain_nodes():
+        if x.__class__ not in (Seq, Choice, Repeat):
+            continue
+        g = Grammar.single(x)
+        outs = []
+        for off in ("1", "0"):
+            monkeypatch.setenv("GD_NO_SHARED_TAILS", off)
+            outs.append(A.compile_dfa(g))
+        _same(outs[1], outs[0])
+        lf = A._plain_leaf(x)
+        if lf is not None:
+            replaced += 1
+            monkeypatch.setenv("GD_NO_SHARED_TAILS", "1")
+            old = A.grammar_nfa(g, DEFAULT_LIMITS, A._Deadline(10.0, "t"))[0].n
+            monkeypatch.setenv("GD_NO_SHARED_TAILS", "0")
+            assert A.grammar_nfa(g, DEFAULT_LIMITS, A._Deadline(10.0, "t"))[0].n < old
+    assert replaced == len(leaves)
+
+
 # ----------------------------------------------------------------------------- corpora
 
 def _schemas(split: str, k: int) -> list[tuple[str, object]]:

@@ -571,6 +571,60 @@ def _plain_program() -> tuple[int, array, dict[int, int], bytes]:
     return _PLAIN_PROGRAM[0]
 
 
+#: the C builder embeds the registered plain nodes as their minimal DFAs where it shares tails
+#: (:func:`_plain_program_leafy`)
+PLAIN_LEAVES = True
+#: the plain program with its composite nodes as their minimal DFAs (:func:`_plain_program_leafy`):
+#: (how many were registered, code, offset by node id, literal bytes, leaves)
+_PLAIN_LEAFY: list[tuple[int, array, dict[int, int], bytes, list]] = []
+
+
+def _plain_program_leafy() -> tuple[int, array, dict[int, int], bytes, list]:
+    """:func:`_plain_program` where each registered plain node that is a sequence, a choice or
+    a repetition and whose trimmed minimal DFA has fewer states than its NFA is a leaf record
+    of that DFA (:meth:`_Leaf.of_rule_dfa`, its byte classes kept): the NFA of a JSON string
+    character (UTF-8 lead bytes, escapes) had states the subset construction copied and the
+    minimisation merged again, in every string of a grammar.  The C builder uses it when it
+    shares tails (:data:`SHARE_TAILS`); a plain node is regular and holds no Ref (checked when
+    registered), so its language is the same wherever it is.  Made once per process (again
+    when more nodes are registered)."""
+    nodes = plain_nodes()
+    if not _PLAIN_LEAFY or _PLAIN_LEAFY[0][0] != len(nodes):
+        _, pcode, at, lit = _plain_program()
+        code = array("i", pcode)
+        leaves: list[_Leaf] = []
+        for x in nodes:
+            if x.__class__ not in (Seq, Choice, Repeat):
+                continue
+            lf = _plain_leaf(x)
+            if lf is not None:
+                o = at[id(x)]
+                code[o] = _NK_LEAF  # (a record of at least two entries: the rest is never read)
+                code[o + 1] = len(leaves)
+                leaves.append(lf)
+        _PLAIN_LEAFY[:] = [(len(nodes), code, at, lit, leaves)]
+    return _PLAIN_LEAFY[0]
+
+
+def _plain_leaf(x: Node) -> "_Leaf | None":
+    """The leaf of plain node ``x``'s trimmed minimal DFA, when it has fewer states than ``x``'s
+    NFA (else None: ``x`` is built as it is)."""
+    nfa = _NFA(Grammar.single(x), {}, DEFAULT_LIMITS.max_nfa_states)
+    s = nfa.new()
+    try:
+        e = nfa.build(x, s)
+        if e is None:
+            return None
+        dfa = _minimal_dfa(nfa, s, e, (), _Deadline(60.0, "a plain node"), DEFAULT_MAX_STATES, "a plain node",
+                           DEFAULT_LIMITS.max_subset_bytes, empty_ok=True)
+    except (LimitError, GrammarError):
+        return None
+    if dfa is None:
+        return None
+    lf = _Leaf.of_rule_dfa(dfa)
+    return lf if lf.n + 1 < nfa.n - 1 else None  # (embedded: its states and an end; built: nfa.n - 1)
+
+
 def _nfa_program(nfa: "_NFA", root: Node) -> tuple:
     """The IR reachable from ``root`` as ``gd_nfa_build`` reads it (each node once, by
     identity): (code int32 array, root offset, literal bytes, rule names, rule body offsets,
@@ -579,12 +633,17 @@ def _nfa_program(nfa: "_NFA", root: Node) -> tuple:
     a node of no IR class, a special not in ``special_ids``, a repeat bound past int32, an
     Inter/Diff whose automaton fails (the Python builder then raises as it does, at the place
     it does).  The code starts with the registered plain nodes' records (:func:`_plain_program`)."""
-    _, pcode, pat, plit = _plain_program()
-    code, _, lits, tops, rule_names, rule_body, leaves = _serialise(nfa, [root], len(pcode), dict(pat), len(plit))
+    if nfa.share_tails and PLAIN_LEAVES:
+        _, pcode, pat, plit, pleaves = _plain_program_leafy()
+    else:
+        (_, pcode, pat, plit), pleaves = _plain_program(), []
+    code, _, lits, tops, rule_names, rule_body, leaves = _serialise(nfa, [root], len(pcode), dict(pat), len(plit),
+                                                                    pleaves)
     return pcode + array("i", code), tops[0], plit + b"".join(lits), rule_names, array("i", rule_body), leaves
 
 
-def _serialise(nfa: "_NFA | None", roots: list[Node], base: int, at: dict[int, int], nlit: int) -> tuple:
+def _serialise(nfa: "_NFA | None", roots: list[Node], base: int, at: dict[int, int], nlit: int,
+               leaves0: "list[_Leaf]" = ()) -> tuple:  # type: ignore[assignment]
     """The records of ``roots`` and of what they reach (rules included), to follow ``base``
     code entries and ``nlit`` literal bytes written already, whose nodes' offsets are in
     ``at`` (those nodes are not written again; ``at`` is updated): (code, offsets, literal
@@ -598,7 +657,7 @@ def _serialise(nfa: "_NFA | None", roots: list[Node], base: int, at: dict[int, i
     rule_names: list[str] = []
     rule_body: list[int] = []
     pending: list[tuple[int, str]] = []
-    leaves: list[_Leaf] = []
+    leaves: list[_Leaf] = list(leaves0)  # (the leaves the code's first records name come first)
     leaf_ix: dict[int, int] = {}
     sids = nfa.special_ids if nfa is not None else {}
     ref_leaves = nfa.ref_leaves if nfa is not None else None
@@ -752,10 +811,25 @@ class _SepLoop:
     sep: tuple[Node, ...]
 
 
+#: the arrays of the plain leaves alone (a JSON Schema grammar's program has no other leaf,
+#: mostly): (the leaves' ids, arrays), made once
+_PLAIN_LEAF_ARRAYS: list = []
+
+
 def _leaf_arrays(leaves: "list[_Leaf]") -> tuple:
     if not leaves:
         z64 = np.zeros(1, dtype=np.int64)
         return _EMPTY_I32, z64, _EMPTY_I32, _EMPTY_U8, _EMPTY_U8, _EMPTY_I32, z64, _EMPTY_I32
+    plain = _PLAIN_LEAFY[0][4] if _PLAIN_LEAFY else None
+    if plain is not None and len(leaves) == len(plain) and all(a is b for a, b in zip(leaves, plain)):
+        key = tuple(map(id, plain))
+        if not _PLAIN_LEAF_ARRAYS or _PLAIN_LEAF_ARRAYS[0] != key:
+            _PLAIN_LEAF_ARRAYS[:] = [key, _leaf_arrays_of(leaves)]
+        return _PLAIN_LEAF_ARRAYS[1]
+    return _leaf_arrays_of(leaves)
+
+
+def _leaf_arrays_of(leaves: "list[_Leaf]") -> tuple:
     eoff = np.zeros(len(leaves) + 1, dtype=np.int64)
     np.cumsum([len(lf.lo) for lf in leaves], out=eoff[1:])
     aoff = np.zeros(len(leaves) + 1, dtype=np.int64)
