@@ -574,6 +574,8 @@ def _plain_program() -> tuple[int, array, dict[int, int], bytes]:
 #: the C builder embeds the registered plain nodes as their minimal DFAs where it shares tails
 #: (:func:`_plain_program_leafy`)
 PLAIN_LEAVES = True
+#: the leaf of each registered plain node, by id (None: built as it is); see _plain_program_leafy
+_PLAIN_LEAF_OF: dict[int, "_Leaf | None"] = {}
 #: the plain program with its composite nodes as their minimal DFAs (:func:`_plain_program_leafy`):
 #: (how many were registered, code, offset by node id, literal bytes, leaves)
 _PLAIN_LEAFY: list[tuple[int, array, dict[int, int], bytes, list]] = []
@@ -596,7 +598,9 @@ def _plain_program_leafy() -> tuple[int, array, dict[int, int], bytes, list]:
         for x in nodes:
             if x.__class__ not in (Seq, Choice, Repeat):
                 continue
-            lf = _plain_leaf(x)
+            lf = _PLAIN_LEAF_OF.get(id(x), _UNSEEN)
+            if lf is _UNSEEN:  # (each node once per process: registered nodes live as long)
+                lf = _PLAIN_LEAF_OF[id(x)] = _plain_leaf(x)
             if lf is not None:
                 o = at[id(x)]
                 code[o] = _NK_LEAF  # (a record of at least two entries: the rest is never read)
@@ -609,10 +613,10 @@ def _plain_program_leafy() -> tuple[int, array, dict[int, int], bytes, list]:
 def _plain_leaf(x: Node) -> "_Leaf | None":
     """The leaf of plain node ``x``'s trimmed minimal DFA, when it has fewer states than ``x``'s
     NFA (else None: ``x`` is built as it is)."""
-    nfa = _NFA(Grammar.single(x), {}, DEFAULT_LIMITS.max_nfa_states)
+    nfa = _NativeNFA(Grammar.single(x), {}, DEFAULT_LIMITS.max_nfa_states)  # (tails not shared: as it is)
     s = nfa.new()
     try:
-        e = nfa.build(x, s)
+        e = nfa.build_node(x, s)
         if e is None:
             return None
         dfa = _minimal_dfa(nfa, s, e, (), _Deadline(60.0, "a plain node"), DEFAULT_MAX_STATES, "a plain node",
