@@ -45,9 +45,10 @@ cross-tools:
 test-native: cross-tools
 	$(MAKE) -C native test
 
-# pytest exit 5 = no tests collected (e.g. a PYTEST_ARGS selection that matches nothing): not a failure
+# pytest exit 5 = no tests collected (e.g. a PYTEST_ARGS selection that matches nothing): not a failure.
+# --durations=15: the slowest tests are listed, so the suite's time (kept under ~15 min) can be watched in CI logs
 test-python: setup
-	@$(BIN)/python -m pytest -q $(PYTEST_ARGS); rc=$$?; \
+	@$(BIN)/python -m pytest -q --durations=15 $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest: no tests were collected (exit 5)"; exit 0; fi; exit $$rc
 
 bench: setup
