@@ -372,3 +372,28 @@ def test_minimize_live_flag(n, nsym, seed, density):
     assert res[3] == live_all
     if np.all(reach >= 0):  # every state reachable: live means trimmed
         assert res[3] == (k == n)
+
+
+def test_threads_build_the_same_dfas():
+    """Compiles in threads at once (the native builds release the GIL; the plain leaves and
+    their arrays are process-wide caches) make the DFAs a serial compile makes."""
+    from concurrent.futures import ThreadPoolExecutor
+    gs = [g for g in GRAMMARS.values()] * 3
+    serial = []
+    for g in gs:
+        try:
+            serial.append(A.compile_dfa(g))
+        except (LimitError, GrammarError) as e:
+            serial.append(type(e))
+    def one(g):
+        try:
+            return A.compile_dfa(g)
+        except (LimitError, GrammarError) as e:
+            return type(e)
+    with ThreadPoolExecutor(4) as ex:
+        par = list(ex.map(one, gs))
+    for a, b in zip(serial, par):
+        if isinstance(a, A.DFA):
+            _same(b, a)
+        else:
+            assert a is b

@@ -816,20 +816,24 @@ class _SepLoop:
 
 
 #: the arrays of the plain leaves alone (a JSON Schema grammar's program has no other leaf,
-#: mostly): (the leaves' ids, arrays), made once
-_PLAIN_LEAF_ARRAYS: list = []
+#: mostly): (the leaves' ids, arrays), made once; replaced whole (one reference: a thread
+#: reads the ids and the arrays of one snapshot)
+_PLAIN_LEAF_ARRAYS: "tuple | None" = None
 
 
 def _leaf_arrays(leaves: "list[_Leaf]") -> tuple:
     if not leaves:
         z64 = np.zeros(1, dtype=np.int64)
         return _EMPTY_I32, z64, _EMPTY_I32, _EMPTY_U8, _EMPTY_U8, _EMPTY_I32, z64, _EMPTY_I32
-    plain = _PLAIN_LEAFY[0][4] if _PLAIN_LEAFY else None
+    global _PLAIN_LEAF_ARRAYS
+    snap = _PLAIN_LEAFY[0] if _PLAIN_LEAFY else None
+    plain = snap[4] if snap is not None else None
     if plain is not None and len(leaves) == len(plain) and all(a is b for a, b in zip(leaves, plain)):
         key = tuple(map(id, plain))
-        if not _PLAIN_LEAF_ARRAYS or _PLAIN_LEAF_ARRAYS[0] != key:
-            _PLAIN_LEAF_ARRAYS[:] = [key, _leaf_arrays_of(leaves)]
-        return _PLAIN_LEAF_ARRAYS[1]
+        hit = _PLAIN_LEAF_ARRAYS
+        if hit is None or hit[0] != key:
+            hit = _PLAIN_LEAF_ARRAYS = (key, _leaf_arrays_of(leaves))
+        return hit[1]
     return _leaf_arrays_of(leaves)
 
 
