@@ -194,4 +194,4 @@ def _compile_rest(grammar: Grammar, vocab: Vocab, unrolled: int | None, lim: Lim
         lim = replace(lim, max_compile_seconds=left)
     return compile_grammar_pushdown(grammar, vocab, grammar_key=grammar_key, eager=eager,
                                     meta=dict(meta or {}, backend="pushdown"), max_masks=max_masks,
-                                    limits=lim)
+                                    limits=lim, size_checked=True)  # (check_size inline=False above)

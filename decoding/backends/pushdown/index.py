@@ -137,7 +137,8 @@ def _check_deadline(deadline: float | None, lim: Limits, start: str, step: str) 
 
 def compile_pushdown(grammar: Grammar, *, literal_specials: Iterable[str] = (),
                      usable_bytes: Sequence[bool] | None = None,
-                     max_rule_states: int = 200_000, limits: Limits | None = None) -> Pushdown:
+                     max_rule_states: int = 200_000, limits: Limits | None = None,
+                     size_checked: bool = False) -> Pushdown:
     """Compile ``grammar`` to per-rule DFAs with calls.  ``usable_bytes``: prune bytes no
     single token spells (as :meth:`DFA.prune`).  Raises GrammarError if the start rule
     accepts nothing, LimitError when the rules' automata together have more than
@@ -145,7 +146,9 @@ def compile_pushdown(grammar: Grammar, *, literal_specials: Iterable[str] = (),
     from them hold a few Python objects per state; Snowplow sp_137's 525,405 states took
     1.1 GB) or past ``limits.max_compile_seconds``.  Rules without calls whose bodies are equal
     (:class:`_SameBody`) are one rule here, counted once (sp_137: 99 rules, 18 automata,
-    77,847 states)."""
+    77,847 states).  Every rule's ``compile_dfa`` estimates it first
+    (:func:`~decoding.ir.size.check_size`) unless ``size_checked`` says the caller ran
+    ``check_size(grammar, inline=False)``, which estimates every rule alone the same way."""
     lit = set(literal_specials)
     lim = DEFAULT_LIMITS if limits is None else limits
     deadline = time.monotonic() + lim.max_compile_seconds  # one budget for all rules
@@ -178,7 +181,7 @@ def compile_pushdown(grammar: Grammar, *, literal_specials: Iterable[str] = (),
         try:
             d = compile_dfa(Grammar(name, ((name, node),), grammar.max_depth),
                             max_states=max_rule_states, literal_specials=lit,
-                            limits=replace(lim, max_compile_seconds=left))
+                            limits=replace(lim, max_compile_seconds=left), size_checked=size_checked)
             if usable_bytes is not None:
                 d = d.prune(usable_bytes)
         except LimitError:  # too large is not "accepts nothing"
@@ -1047,17 +1050,18 @@ class CompiledPushdown:
 
 def compile_grammar_pushdown(grammar: Grammar, vocab: Vocab, *, grammar_key: str = "",
                              meta: dict | None = None, eager: bool = False,
-                             max_masks: int = DEFAULT_MAX_MASKS,
-                             limits: Limits | None = None) -> CompiledPushdown:
+                             max_masks: int = DEFAULT_MAX_MASKS, limits: Limits | None = None,
+                             size_checked: bool = False) -> CompiledPushdown:
     """Compile ``grammar`` for ``vocab`` with the pushdown back-end (specials that are one
     control/user-defined token of the vocabulary are matched as that token).  ``eager``
-    computes the start configuration's mask now."""
+    computes the start configuration's mask now.  ``size_checked``: the caller ran
+    ``check_size(grammar, limits, inline=False)`` (see :func:`compile_pushdown`)."""
     lim = DEFAULT_LIMITS if limits is None else limits
     deadline = time.monotonic() + lim.max_compile_seconds  # the rules and the tables
     specials = grammar.specials()
     literal = [t for t in specials if vocab.special_token(t) is None]
     pd = compile_pushdown(grammar, literal_specials=literal, usable_bytes=vocab.single_byte_tokens(),
-                          limits=limits)
+                          limits=limits, size_checked=size_checked)
     ids = tuple(int(vocab.special_token(t)) for t in pd.specials)  # type: ignore[arg-type]
     cp = CompiledPushdown(pd, vocab, ids, grammar_key=grammar_key, meta=dict(meta or {}), max_masks=max_masks,
                           deadline=deadline, limits=lim)
