@@ -114,8 +114,11 @@ class Compiler:
         self.vocab.single_byte_tokens()
         import jsonschema  # noqa: F401
 
+        from decoding.backends.automaton import compile_dfa
         from decoding.frontends.jsonschema.compile import warm
-        compile_grammar(warm(), self.vocab, backend="lazy")  # (the NFA's records of the shared nodes)
+        # (its byte DFA: the NFA program's records of the shared nodes and their leaves, their
+        # minimal DFAs, are made once per process, here; no token mask is involved)
+        compile_dfa(warm())
 
     # ------------------------------------------------------------------ one call per source kind
     def compile_json_schema(self, schema: dict | bool | str, **options: Any) -> CompiledGrammar:
