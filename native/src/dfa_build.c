@@ -1759,6 +1759,16 @@ static int rd_leaf(const int32_t *t, int32_t n, int32_t ncls, const uint8_t *acc
     return GD_DFA_OK;
 }
 
+/* d's arrays replaced by t and a (owned by d from now on): n states, d's symbols. */
+static void rd_replace(gd_dfa_table *d, int32_t *t, uint8_t *a, int32_t n) {
+    int32_t nsym = d->nsym;
+    gd_dfa_table_free(d);
+    d->trans = t;
+    d->accepting = a;
+    d->n_states = n;
+    d->nsym = nsym;
+}
+
 /* The minimal DFA of the table d, in place (d becomes its quotient, or stays as it is when
  * already minimal).  With live (not NULL): whether every state of d can reach acceptance.
  * GD_DFA_OK, or a GD_DFA_* code. */
@@ -1783,11 +1793,7 @@ static int rd_minimize(gd_dfa_table *d, double budget, int *live) {
         free(a);
         return rc;
     }
-    gd_dfa_table_free(d);
-    d->trans = t;
-    d->accepting = a;
-    d->n_states = nb;
-    d->nsym = nsym;
+    rd_replace(d, t, a, nb);
     return GD_DFA_OK;
 }
 
@@ -1804,11 +1810,7 @@ static int rd_trim(gd_dfa_table *d) {
         free(a);
         return k;
     }
-    gd_dfa_table_free(d);
-    d->trans = t;
-    d->accepting = a;
-    d->n_states = k;
-    d->nsym = (int32_t)ns;
+    rd_replace(d, t, a, k);
     return k;
 }
 
