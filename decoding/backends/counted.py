@@ -767,7 +767,7 @@ class CountedGrammar:
         return n
 
     def _near_end(self, state: int) -> int | None:
-        """(mask, allowed ids) of a state in the last ``M - T`` units of a room middle whose
+        """The mask of a state in the last ``M - T`` units of a room middle whose
         tail ``T`` is shorter than the window: the mask automaton's, less the long tokens that
         would start more units than the middle and the tail have left (``u > X + T - c``; with
         ``u <= X + T - c`` the token ends in the middle or in the explicit tail, as in the mask
