@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import os
 import threading
 from typing import Any
+
+from decoding.envflags import flag
 
 __all__ = ["release_free_memory", "TRIM_AFTER_SECONDS"]
 
@@ -46,7 +47,7 @@ def _load() -> Any:
 
 def release_free_memory() -> bool:
     """Return the C heap's free pages to the system; True if that was done."""
-    if os.environ.get("GD_NO_MALLOC_TRIM", "") == "1":
+    if flag("GD_NO_MALLOC_TRIM"):
         return False
     fn = _load()
     if not fn:

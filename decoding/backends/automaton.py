@@ -56,7 +56,6 @@ Invariants of a :class:`DFA`
 from __future__ import annotations
 
 import math
-import os
 import sys
 import time
 from array import array
@@ -66,6 +65,7 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from decoding import _native
+from decoding.envflags import flag
 from decoding.errors import GrammarError, LimitError
 from decoding.ir import ByteSet, Choice, Dfa, Diff, Grammar, Inter, Lit, Node, Ref, Repeat, Seq, Special, map_leaves, walk
 from decoding.ir.nodes import _PLAIN_IDS, plain_nodes
@@ -1378,7 +1378,7 @@ _SHARED_ONLY = True
 def _share_tails() -> bool:
     """Whether the C builder of :func:`grammar_nfa` shares tails (``GD_NO_SHARED_TAILS=1``:
     not, unless rule DFAs are built; :data:`SHARE_TAILS`)."""
-    return SHARE_TAILS and os.environ.get("GD_NO_SHARED_TAILS", "") != "1"
+    return SHARE_TAILS and not flag("GD_NO_SHARED_TAILS")
 
 
 #: :func:`grammar_nfa` (the eager and the lazy DFA back-ends) builds its NFA with a choice's
@@ -1390,9 +1390,9 @@ SHARE_TAILS = True
 def _rule_dfas_off() -> bool:
     """Rule DFAs are off unless :data:`RULE_DFAS` or ``GD_RULE_DFAS=1``; ``GD_NO_RULE_DFAS=1``:
     off whatever the rest says (every rule inlined into one NFA)."""
-    if os.environ.get("GD_NO_RULE_DFAS", "") == "1":
+    if flag("GD_NO_RULE_DFAS"):
         return True
-    return not (RULE_DFAS or os.environ.get("GD_RULE_DFAS", "") == "1")
+    return not (RULE_DFAS or flag("GD_RULE_DFAS"))
 
 
 def _rule_dfa_names(grammar: Grammar, lim: Limits) -> list[str]:
@@ -1633,7 +1633,7 @@ def _read_only(dfa: DFA, t: np.ndarray, a: np.ndarray) -> DFA:
 def _pure_python_dfa() -> bool:
     """``GD_PURE_PYTHON_DFA=1``: the reference pipeline, all Python: the NFA as lists
     (:class:`_NFARef`), :func:`_determinize_py`, :func:`_prune_py`, :func:`_minimize_py`."""
-    return os.environ.get("GD_PURE_PYTHON_DFA", "") == "1"
+    return flag("GD_PURE_PYTHON_DFA")
 
 
 def _native_literal_dfa(words: list[bytes]) -> "_literals.Minimal":
@@ -1664,7 +1664,7 @@ def _new_nfa(grammar: Grammar, special_ids: dict[str, int], max_states: int, *,
 def _python_nfa() -> bool:
     """``GD_PYTHON_NFA=1``: the NFA is built by the Python :class:`_NFA` (the flat arrays, the
     rest of the pipeline native), not in C (:class:`_NativeNFA`)."""
-    return os.environ.get("GD_PYTHON_NFA", "") == "1"
+    return flag("GD_PYTHON_NFA")
 
 
 def _nfa_lists(nfa: "_NFA | _NFARef") -> tuple[list, list, list]:
