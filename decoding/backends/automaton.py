@@ -2042,11 +2042,12 @@ def _prune(dfa: DFA, usable_bytes: Sequence[bool] | None) -> DFA:
             ub = usable_bytes[:256].astype(bool)
         else:
             ub = np.fromiter((bool(usable_bytes[b]) for b in range(256)), dtype=bool, count=256)
-        col_ok = np.zeros(nsym, dtype=np.uint8)
-        col_ok[dfa.n_classes:] = 1
-        col_ok[dfa.byte_class[ub]] = 1
-        if col_ok.all():
-            col_ok = None  # every column usable: the same as no restriction
+        if not ub.all():  # (every byte usable: every column is, the same as no restriction)
+            col_ok = np.zeros(nsym, dtype=np.uint8)
+            col_ok[dfa.n_classes:] = 1
+            col_ok[dfa.byte_class[ub]] = 1
+            if col_ok.all():
+                col_ok = None  # every column usable: the same as no restriction
     if col_ok is None and dfa.trimmed:
         return dfa  # nothing to drop (what gd_dfa_trim would find: every state kept, the same table)
     k, tb, ab = _native.dfa_trim(np.ascontiguousarray(dfa.trans, dtype=np.int32).reshape(-1), nsym,
