@@ -163,12 +163,18 @@ class Compiler:
         ``gbnf``; aliases json/xml).  ``name`` names the source in errors."""
         kind = kind_of("", kind)
         opts = self._compile_options(options)
-        alias = self._alias(source, kind, options, base_dir) if self.cache is not None else None  # (only a cache reads it)
+        text: str | None = None
+        alias = None
+        if self.cache is not None:  # (only a cache reads the alias and the normalized text)
+            text = self._text(source, kind)
+            alias = self._alias(text, kind, options, base_dir)
         if alias is not None and self.cache is not None:
             hit = self.cache.get_alias(alias, backend=opts["backend"])
             if hit is not None:
                 return hit.precompute() if opts["eager"] else hit
-        p = self.prepare_source(source, kind, name=name, base_dir=base_dir, **options)
+        if self.cache is None and kind == "json-schema":
+            text = ""  # nothing stores the source; the front-end checks it is Unicode text itself
+        p = self._prepare_source(source, kind, name, base_dir, options, text)
         if alias is not None and self.cache is not None:
             self.cache.alias(alias, p.key)
         return self.compile_prepared(p, **opts)
@@ -178,6 +184,13 @@ class Compiler:
                        base_dir: str | os.PathLike | None = None, **options: Any) -> Prepared:
         """Front-end, digest, key and meta of a source (nothing is compiled or cached).
         ``options`` are front-end options only (defaults added)."""
+        return self._prepare_source(source, kind, name, base_dir, options, None)
+
+    def _prepare_source(self, source: str | dict | bool, kind: str, name: str | None,
+                        base_dir: str | os.PathLike | None, options: dict, text: str | None) -> Prepared:
+        """:meth:`prepare_source`; ``text``: the source's normalized text when the caller has
+        made it already, ``""`` when nothing will read it (a compiler without a cache stores
+        no source), None: make it here."""
         kind = kind_of("", kind)
         options = self._frontend_options(options, kind)
         t0 = time.perf_counter()
@@ -185,8 +198,19 @@ class Compiler:
         if kind == "gbnf":
             _check_token_refs(g, source, self.vocab, name)
         plain = _plain(options)
-        src = {"name": name or "", "kind": kind, "text": normalized_text(source, kind), "options": plain}
+        if text is None:
+            text = normalized_text(source, kind)
+        src = {"name": name or "", "kind": kind, "text": text, "options": plain}
         return self._prepared(g, meta, kind, plain, src, t0)
+
+    @staticmethod
+    def _text(source: Any, kind: str) -> str | None:
+        """The normalized text of a source, or None where it cannot be made (the front-end
+        then reports why)."""
+        try:
+            return normalized_text(source, kind)
+        except (TypeError, ValueError, GrammarError):
+            return None
 
     def prepare_ir(self, grammar: Grammar) -> Prepared:
         """Digest, key and meta of an IR grammar."""
@@ -260,11 +284,13 @@ class Compiler:
         names = option_names(kind)
         return {**{k: v for k, v in self._frontend_defaults.items() if k in names}, **options}
 
-    def _alias(self, source: Any, kind: str, options: dict, base_dir: Any) -> str | None:
-        """The request alias of a source compile, or None where it cannot be formed."""
+    def _alias(self, text: str | None, kind: str, options: dict, base_dir: Any) -> str | None:
+        """The request alias of a source compile (``text``: its normalized text, see
+        :meth:`_text`), or None where it cannot be formed."""
+        if text is None:
+            return None
         try:
             opts = json.dumps(self._frontend_options(options, kind), sort_keys=True)
-            text = normalized_text(source, kind)
         except (TypeError, ValueError, GrammarError):
             return None
         base = os.path.abspath(base_dir) if base_dir is not None else None

@@ -283,3 +283,29 @@ print(warmed, program, after, len(plain_nodes()))
     warmed, program, after, with_date = map(int, out.stdout.split()[-4:])
     assert warmed > 0 and program == warmed == after
     assert with_date > after
+
+
+# ----------------------------------------------------------------------------- the source text
+
+@pytest.mark.parametrize("cached, kind, expected_calls", [
+    (True, "json-schema", 1),   # the alias and the stored source share one normalized text
+    (True, "gbnf", 1),
+    (False, "json-schema", 0),  # nothing stores it: not made
+    (False, "gbnf", 1),         # (its Unicode check is the text's own)
+])
+def test_normalized_text_made_at_most_once(monkeypatch, tmp_path, cached, kind, expected_calls):
+    import decoding.compiler as compiler_module
+    calls = []
+    real = compiler_module.normalized_text
+    monkeypatch.setattr(compiler_module, "normalized_text", lambda *a: calls.append(a) or real(*a))
+    c = Compiler(VOCAB, cache=GrammarCache(tmp_path) if cached else False)
+    cg = compiled_with(kind, c)
+    assert len(calls) == expected_calls and cg.grammar_key
+    if cached:  # the same source again: an alias hit, found by that text
+        assert compiled_with(kind, c) is cg
+
+
+def test_lone_surrogate_schema_is_refused_without_a_cache():
+    bad = '{"type": "string", "const": "\\ud800"}'
+    with pytest.raises(GrammarError, match="surrogate"):
+        Compiler(VOCAB, cache=False).compile_json_schema(json.loads(bad))
