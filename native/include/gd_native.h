@@ -53,7 +53,7 @@ void gd_mask_from_ids(uint32_t *mask, size_t nwords, const uint32_t *ids, size_t
 size_t gd_mask_to_ids(const uint32_t *mask, size_t n, int64_t *ids, size_t cap);
 /* For interning a mask of n bits (whole words: (n + 31) / 32): *hash = gd_mask_hash of them,
  * returns the number of set bits among the first n, and when that is at most cap also writes
- * their ids, ascending, as uint32 into ids (else ids is left as it is). */
+ * their ids, ascending, as uint32 into ids (else the first cap entries of ids are scratch). */
 size_t gd_mask_digest(const uint32_t *mask, size_t n, uint64_t *hash, uint32_t *ids, size_t cap);
 
 /* logits[i] = fill for every i < n whose bit is clear.  Contiguous float32. */

@@ -82,32 +82,68 @@ size_t gd_mask_count(const uint32_t *mask, size_t n) {
     return c;
 }
 
-/* Four independent multiply-xor lanes over 64-bit pairs of words (no serial dependency
- * between consecutive words), folded at the end. */
-/* gd_mask_hash, and (when count is not NULL) the set bits of the nwords words into *count in
- * the same pass. */
-static inline uint64_t hash_count(const uint32_t *mask, size_t nwords, size_t *count) {
-    const uint64_t K = 0x9E3779B97F4A7C15ull, M = 0xFF51AFD7ED558CCDull;
-    uint64_t h[4] = {K ^ (uint64_t)nwords, K * 3u, K * 5u, K * 7u};
-    size_t w = 0, c = 0;
-    for (; w + 8 <= nwords; w += 8)
-        for (int l = 0; l < 4; l++) {
-            uint64_t x = (uint64_t)mask[w + 2 * l] | ((uint64_t)mask[w + 2 * l + 1] << 32);
-            h[l] = (h[l] ^ (x * M)) * K;
-            if (count) c += (size_t)popcount64(x);
-        }
-    for (; w < nwords; w++) {
-        h[w & 3] = (h[w & 3] ^ ((uint64_t)mask[w] * M + w)) * K;
-        if (count) c += (size_t)popcount64(mask[w]);
+/* The interning hash, over groups of eight words (32 bytes; the last group padded with zero
+ * words): the four 64-bit chunks of every group that is not all zero are mixed with the group's
+ * index into four independent multiply-xor lanes; all-zero groups are skipped, their place is in
+ * the indices of the others.  A sparse mask costs one scan for zeros plus its few nonzero groups.
+ * gd_mask_hash and gd_mask_digest compute the same function of the words. */
+#define HASH_K 0x9E3779B97F4A7C15ull
+#define HASH_M 0xFF51AFD7ED558CCDull
+
+static inline uint64_t load64(const uint32_t *p) {
+    uint64_t x;
+    memcpy(&x, p, sizeof x);
+    return x; /* (little-endian: word 2j is the low half; both targets are little-endian) */
+}
+
+/* group g's chunks (x[0..3]); nonzero when any is */
+static inline uint64_t group_at(const uint32_t *mask, size_t g, size_t nwords, uint64_t *x) {
+    size_t w = 8 * g;
+    if (w + 8 <= nwords) {
+        for (int l = 0; l < 4; l++) x[l] = load64(mask + w + 2 * l);
+    } else {
+        uint32_t pad[8] = {0};
+        memcpy(pad, mask + w, (nwords - w) * sizeof(uint32_t));
+        for (int l = 0; l < 4; l++) x[l] = load64(pad + 2 * l);
     }
-    if (count) *count = c;
-    uint64_t r = h[0] ^ (h[1] * M) ^ (h[2] * K) ^ (h[3] * M * K);
+    return x[0] | x[1] | x[2] | x[3];
+}
+
+static inline void hash_group(uint64_t *h, size_t g, const uint64_t *x) {
+    for (int l = 0; l < 4; l++) h[l] = (h[l] ^ (x[l] * HASH_M) ^ (uint64_t)g) * HASH_K;
+}
+
+static inline void hash_init(uint64_t *h, size_t nwords) {
+    h[0] = HASH_K ^ (uint64_t)nwords;
+    h[1] = HASH_K * 3u;
+    h[2] = HASH_K * 5u;
+    h[3] = HASH_K * 7u;
+}
+
+static inline uint64_t hash_fold(const uint64_t *h) {
+    uint64_t r = h[0] ^ (h[1] * HASH_M) ^ (h[2] * HASH_K) ^ (h[3] * HASH_M * HASH_K);
     r ^= r >> 31;
-    r *= M;
+    r *= HASH_M;
     return r ^ (r >> 29);
 }
 
-uint64_t gd_mask_hash(const uint32_t *mask, size_t nwords) { return hash_count(mask, nwords, NULL); }
+/* the first group from g on that is not all zero (whole groups only: below nwords / 8) */
+static inline size_t next_group(const uint32_t *mask, size_t g, size_t full) {
+    for (; g < full; g++) {
+        const uint32_t *p = mask + 8 * g;
+        if (load64(p) | load64(p + 2) | load64(p + 4) | load64(p + 6)) break;
+    }
+    return g;
+}
+
+uint64_t gd_mask_hash(const uint32_t *mask, size_t nwords) {
+    uint64_t h[4], x[4];
+    size_t full = nwords / 8;
+    hash_init(h, nwords);
+    for (size_t g = next_group(mask, 0, full); 8 * g < nwords; g = next_group(mask, g + 1, full))
+        if (group_at(mask, g, nwords, x)) hash_group(h, g, x);
+    return hash_fold(h);
+}
 
 void gd_mask_from_ids(uint32_t *mask, size_t nwords, const uint32_t *ids, size_t n_ids) {
     memset(mask, 0, nwords * sizeof(uint32_t));
@@ -129,23 +165,29 @@ size_t gd_mask_to_ids(const uint32_t *mask, size_t n, int64_t *ids, size_t cap) 
     return k;
 }
 
-/* One pass for the hash and the count; then, when the ids fit, one scan that collects them
- * (zero words skipped 64 bits at a time). */
+/* One pass: the hash (gd_mask_hash), the count, and the ids while the count fits in cap.  Only
+ * groups that are not all zero do any work, so a sparse mask costs one scan for zeros. */
 size_t gd_mask_digest(const uint32_t *mask, size_t n, uint64_t *hash, uint32_t *ids, size_t cap) {
-    size_t nwords = (n + 31) / 32, full = n / 32, count = 0, w = 0, total;
-    *hash = hash_count(mask, nwords, &total); /* one pass: the hash and the bits of whole words */
-    if (n & 31) total -= (size_t)popcount64(mask[full] & ~((1u << (n & 31)) - 1u)); /* past n */
-    if (total > cap) return total;
-    while (w < nwords) {
-        if (w + 2 <= full && (mask[w] | mask[w + 1]) == 0) {
-            w += 2;
-            continue;
+    size_t nwords = (n + 31) / 32, full = nwords / 8, count = 0;
+    uint64_t h[4], x[4];
+    hash_init(h, nwords);
+    for (size_t g = next_group(mask, 0, full); 8 * g < nwords; g = next_group(mask, g + 1, full)) {
+        if (!group_at(mask, g, nwords, x)) continue;
+        hash_group(h, g, x);
+        if (256 * (g + 1) > n) { /* the bits from n on do not count */
+            for (int l = 0; l < 4; l++) {
+                size_t lo = 256 * g + 64 * (size_t)l;
+                x[l] &= n >= lo + 64 ? ~0ull : n > lo ? (1ull << (n - lo)) - 1u : 0;
+            }
         }
-        uint32_t x = mask[w];
-        if (w >= full) x &= (1u << (n & 31)) - 1u; /* the last, partial word */
-        for (; x; x &= x - 1) ids[count++] = (uint32_t)(w * 32 + (size_t)__builtin_ctz(x));
-        w++;
+        size_t c = count;
+        for (int l = 0; l < 4; l++) count += (size_t)popcount64(x[l]);
+        if (count <= cap)
+            for (int l = 0; l < 4; l++)
+                for (uint64_t y = x[l]; y; y &= y - 1)
+                    ids[c++] = (uint32_t)(256 * g + 64 * (size_t)l + (size_t)__builtin_ctzll(y));
     }
+    *hash = hash_fold(h);
     return count;
 }
 
