@@ -166,26 +166,61 @@ size_t gd_mask_to_ids(const uint32_t *mask, size_t n, int64_t *ids, size_t cap) 
 }
 
 /* One pass: the hash (gd_mask_hash), the count, and the ids while the count fits in cap.  Only
- * groups that are not all zero do any work, so a sparse mask costs one scan for zeros. */
+ * groups that are not all zero do any work, so a sparse mask costs one scan for zeros; once the
+ * count is past cap, the rest is hashed and counted without collecting. */
+#define GROUP_LOAD(p, x0, x1, x2, x3) \
+    do { x0 = load64(p); x1 = load64((p) + 2); x2 = load64((p) + 4); x3 = load64((p) + 6); } while (0)
+#define GROUP_HASH(h, g, x0, x1, x2, x3)                       \
+    do {                                                       \
+        h[0] = (h[0] ^ ((x0) * HASH_M) ^ (uint64_t)(g)) * HASH_K; \
+        h[1] = (h[1] ^ ((x1) * HASH_M) ^ (uint64_t)(g)) * HASH_K; \
+        h[2] = (h[2] ^ ((x2) * HASH_M) ^ (uint64_t)(g)) * HASH_K; \
+        h[3] = (h[3] ^ ((x3) * HASH_M) ^ (uint64_t)(g)) * HASH_K; \
+    } while (0)
+
+static inline size_t collect(uint64_t x, size_t bit0, uint32_t *ids, size_t c) {
+    for (; x; x &= x - 1) ids[c++] = (uint32_t)(bit0 + (size_t)__builtin_ctzll(x));
+    return c;
+}
+
 size_t gd_mask_digest(const uint32_t *mask, size_t n, uint64_t *hash, uint32_t *ids, size_t cap) {
-    size_t nwords = (n + 31) / 32, full = nwords / 8, count = 0;
-    uint64_t h[4], x[4];
+    size_t nwords = (n + 31) / 32, below = n / 256, count = 0, g = 0; /* below: groups wholly below n */
+    uint64_t h[4], x0, x1, x2, x3;
     hash_init(h, nwords);
-    for (size_t g = next_group(mask, 0, full); 8 * g < nwords; g = next_group(mask, g + 1, full)) {
-        if (!group_at(mask, g, nwords, x)) continue;
-        hash_group(h, g, x);
-        if (256 * (g + 1) > n) { /* the bits from n on do not count */
-            for (int l = 0; l < 4; l++) {
-                size_t lo = 256 * g + 64 * (size_t)l;
-                x[l] &= n >= lo + 64 ? ~0ull : n > lo ? (1ull << (n - lo)) - 1u : 0;
-            }
-        }
+    for (g = next_group(mask, 0, below); g < below; g = next_group(mask, g + 1, below)) {
+        GROUP_LOAD(mask + 8 * g, x0, x1, x2, x3);
+        GROUP_HASH(h, g, x0, x1, x2, x3);
         size_t c = count;
-        for (int l = 0; l < 4; l++) count += (size_t)popcount64(x[l]);
-        if (count <= cap)
-            for (int l = 0; l < 4; l++)
-                for (uint64_t y = x[l]; y; y &= y - 1)
-                    ids[c++] = (uint32_t)(256 * g + 64 * (size_t)l + (size_t)__builtin_ctzll(y));
+        count += (size_t)(popcount64(x0) + popcount64(x1) + popcount64(x2) + popcount64(x3));
+        if (count > cap) {
+            g++;
+            break;
+        }
+        size_t b = 256 * g;
+        c = collect(x0, b, ids, c);
+        c = collect(x1, b + 64, ids, c);
+        c = collect(x2, b + 128, ids, c);
+        collect(x3, b + 192, ids, c);
+    }
+    for (; g < below; g++) { /* past cap: hash and count only */
+        GROUP_LOAD(mask + 8 * g, x0, x1, x2, x3);
+        if (!(x0 | x1 | x2 | x3)) continue;
+        GROUP_HASH(h, g, x0, x1, x2, x3);
+        count += (size_t)(popcount64(x0) + popcount64(x1) + popcount64(x2) + popcount64(x3));
+    }
+    if (8 * below < nwords) { /* the last group: padded with zero words; the bits from n on do not count */
+        uint64_t x[4];
+        if (group_at(mask, below, nwords, x)) {
+            GROUP_HASH(h, below, x[0], x[1], x[2], x[3]);
+            size_t c = count;
+            for (int l = 0; l < 4; l++) {
+                size_t lo = 256 * below + 64 * (size_t)l;
+                x[l] &= n >= lo + 64 ? ~0ull : n > lo ? (1ull << (n - lo)) - 1u : 0;
+                count += (size_t)popcount64(x[l]);
+            }
+            if (count <= cap)
+                for (int l = 0; l < 4; l++) c = collect(x[l], 256 * below + 64 * (size_t)l, ids, c);
+        }
     }
     *hash = hash_fold(h);
     return count;
