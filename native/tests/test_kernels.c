@@ -160,7 +160,7 @@ static void test_hash_equal(void) {
  * dense masks, partial last words, and caps below, at and above the count. */
 static void test_digest(void) {
     static uint32_t m[4001];
-    static const size_t ns[] = {1, 31, 32, 33, 255, 257, 4000 * 32, 4001 * 32 - 5, 4001 * 32};
+    static const size_t ns[] = {1, 31, 32, 33, 255, 256, 257, 4000 * 32 - 5, 4000 * 32, 4001 * 32 - 5, 4001 * 32};
     for (int density = 0; density < 3; density++) {
         for (size_t w = 0; w < 4001; w++) {
             uint32_t x = rnd();
