@@ -767,6 +767,145 @@ static PyObject *py_state_mask(PyObject *module, PyObject *args) {
     return ret;
 }
 
+/* ---- mask index (gd_mask_index): the interning index of sparse masks, one per MaskTable ---- */
+#define MASK_INDEX_CAPSULE "decoding._native.mask_index"
+
+static void mask_index_destroy(PyObject *cap) { gd_mask_index_free(PyCapsule_GetPointer(cap, MASK_INDEX_CAPSULE)); }
+
+static PyObject *py_mask_index(PyObject *self, PyObject *args) {
+    (void)self;
+    (void)args;
+    gd_mask_index *ix = gd_mask_index_new();
+    if (!ix) return PyErr_NoMemory();
+    PyObject *cap = PyCapsule_New(ix, MASK_INDEX_CAPSULE, mask_index_destroy);
+    if (!cap) gd_mask_index_free(ix);
+    return cap;
+}
+
+/* the result of gd_mask_index_intern as a Python int, or NULL + exception */
+static PyObject *intern_result(int32_t mid) {
+    if (mid == -2) return PyErr_NoMemory();
+    if (mid == -3) return PyErr_Format(PyExc_ValueError, "mask_index_intern: new_mid already names a mask");
+    return PyLong_FromLong((long)mid);
+}
+
+/* mask_index_intern(index, hash, ids_u32, count, inverted, new_mid) -> mid (see gd_mask_index_intern) */
+static PyObject *py_mask_index_intern(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *cap, *oi;
+    unsigned long long h;
+    Py_ssize_t count;
+    int inverted, new_mid;
+    if (!PyArg_ParseTuple(args, "OKOnpi", &cap, &h, &oi, &count, &inverted, &new_mid)) return NULL;
+    gd_mask_index *ix = PyCapsule_GetPointer(cap, MASK_INDEX_CAPSULE);
+    if (!ix) return NULL;
+    Py_buffer ids;
+    if (get_words(oi, &ids, 0, "ids") < 0) return NULL;
+    int32_t mid = -1;
+    int ok = count >= 0 && count <= ids.shape[0];
+    if (ok) mid = gd_mask_index_intern(ix, (uint64_t)h, ids.buf, (size_t)count, inverted, (int32_t)new_mid);
+    PyBuffer_Release(&ids);
+    if (!ok) return PyErr_Format(PyExc_ValueError, "mask_index_intern: count must be 0 to len(ids)");
+    return intern_result(mid);
+}
+
+/* mask_index_expand(index, mid, mask_out_u32, n): mask = mask mid over n tokens */
+static PyObject *py_mask_index_expand(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *cap, *om;
+    int mid;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "OiOn", &cap, &mid, &om, &n)) return NULL;
+    gd_mask_index *ix = PyCapsule_GetPointer(cap, MASK_INDEX_CAPSULE);
+    if (!ix) return NULL;
+    Py_buffer m;
+    if (get_words(om, &m, 1, "mask") < 0) return NULL;
+    int rc = -2;
+    if (n >= 0 && (n + 31) / 32 == m.shape[0]) rc = gd_mask_index_expand(ix, (int32_t)mid, m.buf, (size_t)n);
+    PyBuffer_Release(&m);
+    if (rc == -2) return PyErr_Format(PyExc_ValueError, "mask_index_expand: the mask must have (n + 31) // 32 words");
+    if (rc) return PyErr_Format(PyExc_KeyError, "mask_index_expand: mask %d is not in the index", mid);
+    Py_RETURN_NONE;
+}
+
+/* mask_index_ids(index, mid, ids_out_u32) -> (count, inverted): the stored ids of mask mid */
+static PyObject *py_mask_index_ids(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *cap, *oi;
+    int mid;
+    if (!PyArg_ParseTuple(args, "OiO", &cap, &mid, &oi)) return NULL;
+    gd_mask_index *ix = PyCapsule_GetPointer(cap, MASK_INDEX_CAPSULE);
+    if (!ix) return NULL;
+    const uint32_t *src;
+    size_t count = 0;
+    int inverted = 0;
+    if (gd_mask_index_get(ix, (int32_t)mid, &src, &count, &inverted))
+        return PyErr_Format(PyExc_KeyError, "mask_index_ids: mask %d is not in the index", mid);
+    Py_buffer ids;
+    if (get_words(oi, &ids, 1, "ids") < 0) return NULL;
+    int ok = (Py_ssize_t)count <= ids.shape[0];
+    if (ok && count) memcpy(ids.buf, src, count * sizeof *src);
+    PyBuffer_Release(&ids);
+    if (!ok) return PyErr_Format(PyExc_ValueError, "mask_index_ids: %zu ids do not fit", count);
+    return Py_BuildValue("nO", (Py_ssize_t)count, inverted ? Py_True : Py_False);
+}
+
+static PyObject *py_mask_index_bytes(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *cap;
+    if (!PyArg_ParseTuple(args, "O", &cap)) return NULL;
+    gd_mask_index *ix = PyCapsule_GetPointer(cap, MASK_INDEX_CAPSULE);
+    if (!ix) return NULL;
+    return PyLong_FromSize_t(gd_mask_index_bytes(ix));
+}
+
+/* state_mask_intern(masker, state, mask_out, ids_out, index, new_mid) -> (mid, hash, n, inverted):
+ * state_mask, then, for a sparse mask (n <= len(ids_out), set or, inverted, clear bits), its id in
+ * the index (added as new_mid when absent and new_mid >= 0); mid = -1 for a dense mask or when
+ * absent and new_mid < 0. */
+static PyObject *py_state_mask_intern(PyObject *module, PyObject *args) {
+    PyObject *cap, *om, *oi, *oix;
+    int state, new_mid;
+    if (!PyArg_ParseTuple(args, "OiOOOi", &cap, &state, &om, &oi, &oix, &new_mid)) return NULL;
+    masker_box *b = PyCapsule_GetPointer(cap, MASKER_CAPSULE);
+    if (!b) return NULL;
+    gd_mask_index *ix = PyCapsule_GetPointer(oix, MASK_INDEX_CAPSULE);
+    if (!ix) return NULL;
+    Py_buffer m, ids;
+    if (get_words(om, &m, 1, "mask") < 0) return NULL;
+    if (get_words(oi, &ids, 1, "ids") < 0) { PyBuffer_Release(&m); return NULL; }
+    PyObject *ret = NULL;
+    if (m.shape[0] != (Py_ssize_t)b->sm.nwords) {
+        PyErr_SetString(PyExc_ValueError, "state_mask_intern: mask is not nwords words");
+    } else {
+        const gd_kernels *k = state_of(module)->kernels;
+        size_t cap_ids = (size_t)ids.shape[0], c = 0;
+        uint64_t h = 0;
+        int rc, inverted = 0;
+        int32_t mid = -1;
+        Py_BEGIN_ALLOW_THREADS
+        rc = gd_state_mask(k, &b->sm, state, m.buf);
+        if (rc == 0) {
+            c = gd_mask_digest(m.buf, b->n_tokens, &h, ids.buf, cap_ids);
+            if (c > cap_ids && b->n_tokens - c <= cap_ids) {
+                c = gd_mask_clear_ids(m.buf, b->n_tokens, ids.buf, cap_ids);
+                inverted = 1;
+            }
+            if (c <= cap_ids) mid = gd_mask_index_intern(ix, h, ids.buf, c, inverted, (int32_t)new_mid);
+        }
+        Py_END_ALLOW_THREADS
+        if (rc == -1) PyErr_Format(PyExc_ValueError, "state_mask_intern: state %d out of range", state);
+        else if (rc) PyErr_NoMemory();
+        else {
+            PyObject *o = intern_result(mid);
+            if (o) ret = Py_BuildValue("NKnO", o, (unsigned long long)h, (Py_ssize_t)c, inverted ? Py_True : Py_False);
+        }
+    }
+    PyBuffer_Release(&m);
+    PyBuffer_Release(&ids);
+    return ret;
+}
+
 /* state_run(masker, state, data_bytes) -> the state after the bytes, -1 if rejected on the way */
 static PyObject *py_state_run(PyObject *self, PyObject *args) {
     (void)self;
@@ -1563,6 +1702,17 @@ static PyMethodDef methods[] = {
     {"mask_digest", py_mask_digest, METH_VARARGS,
      "mask_digest(mask, n, ids_out_u32) -> (hash of the first (n+31)//32 words, set bits among the first n); the "
      "ids of the set bits are written, ascending, when they fit in ids_out."},
+    {"mask_index", py_mask_index, METH_NOARGS,
+     "mask_index() -> an empty interning index of sparse masks (one per mask table; the caller serialises its use)."},
+    {"mask_index_intern", py_mask_index_intern, METH_VARARGS,
+     "mask_index_intern(index, hash, ids_u32, count, inverted, new_mid) -> the id of the sparse mask given by its "
+     "hash and its first count ids (set bits, or clear bits when inverted); when absent, added as new_mid if "
+     "new_mid >= 0, else -1."},
+    {"mask_index_expand", py_mask_index_expand, METH_VARARGS,
+     "mask_index_expand(index, mid, mask_out_u32, n): mask_out = mask mid over n tokens ((n + 31) // 32 words)."},
+    {"mask_index_ids", py_mask_index_ids, METH_VARARGS,
+     "mask_index_ids(index, mid, ids_out_u32) -> (count, inverted): the stored ids of mask mid into ids_out."},
+    {"mask_index_bytes", py_mask_index_bytes, METH_VARARGS, "mask_index_bytes(index) -> bytes of the stored ids."},
     {"mask_hash", py_mask_hash, METH_VARARGS, "mask_hash(mask) -> 64-bit hash of the uint32 words (interning)."},
     {"mask_equal", py_mask_equal, METH_VARARGS, "mask_equal(a, b) -> True if the uint32 word arrays are equal."},
     {"mask_to_ids", py_mask_to_ids, METH_VARARGS,
@@ -1644,6 +1794,9 @@ static PyMethodDef methods[] = {
      "-> capsule (see gd_state_mask)"},
     {"state_mask", py_state_mask, METH_VARARGS,
      "state_mask(masker, state, mask_out, ids_out) -> (hash, n, inverted): the state's mask and its digest"},
+    {"state_mask_intern", py_state_mask_intern, METH_VARARGS,
+     "state_mask_intern(masker, state, mask_out, ids_out, index, new_mid) -> (mid, hash, n, inverted): state_mask, "
+     "then a sparse mask's id in the index (see mask_index_intern; -1 for a dense mask). Releases the GIL."},
     {"state_run", py_state_run, METH_VARARGS,
      "state_run(masker, state, data) -> the state after the bytes over the masker's table, -1 if rejected"},
     {"impl", py_impl, METH_NOARGS, "Name of the active kernel implementation."},

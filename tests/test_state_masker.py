@@ -14,6 +14,8 @@ import pytest
 from conftest import get_vocab
 from decoding import _native, compile_json_schema
 from decoding.backends.masks import SPARSE_MAX
+from decoding.errors import LimitError
+from decoding.frontends.jsonschema import compile_schema
 from decoding.backends.select import compile_grammar
 from decoding.ir import Grammar, Special, lit, plus, seq, char_class
 from decoding.vocab import Vocab
@@ -49,6 +51,9 @@ def _same_masks(fast, ref, limit: int = 400) -> None:
     assert fast._masker, "the native masker was not used"
     assert ref._masker is False
     assert len(fast.masks) == len(ref.masks)  # the same interning (digest and sparse ids)
+    assert np.array_equal(fast.state_masks(), ref.state_masks())  # the same ids, state by state
+    for mid in range(len(fast.masks)):  # read back through each table's own storage
+        assert np.array_equal(fast.masks.ids(mid), ref.masks.ids(mid))
 
 
 @pytest.mark.parametrize("schema", SCHEMAS, ids=[str(i) for i in range(len(SCHEMAS))])
@@ -106,6 +111,25 @@ def test_state_mask_digest_matches_mask_digest():
             assert count == ref_count
             if count <= SPARSE_MAX:
                 assert np.array_equal(buf[:count], ref_buf[:count])
+
+
+@pytest.mark.parametrize("max_masks", [1, 2, 3])
+def test_native_interning_keeps_the_mask_limit(max_masks):
+    """``MaskTable.intern_state`` (the native masker's path) raises the LimitError of ``intern``
+    at the same state: a mask found again is no new one, the first mask past the limit is."""
+    v = get_vocab("gpt-2")
+    schema = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}, "required": ["a"]}
+    g = compile_schema(schema).grammar
+    fast, ref = _pair(lambda: compile_grammar(g, v, backend="dfa", max_masks=max_masks))
+    for s in range(fast.dfa.n_states):
+        try:
+            want = ref.mask(s)
+        except LimitError:
+            with pytest.raises(LimitError, match=f"max_masks={max_masks}"):
+                fast.mask(s)
+            return
+        assert np.array_equal(fast.mask(s), want)
+    pytest.fail("the schema has fewer distinct masks than the limit")
 
 
 def test_state_masker_rejects_bad_arguments():

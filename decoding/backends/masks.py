@@ -6,7 +6,9 @@ mask once and hands out small integer mask ids.
 Invariants
 - Interning is by a 64-bit hash (native ``mask_hash``) plus full equality: two ids never name equal masks (for masks
   added through :meth:`MaskTable.intern`), and a mask, once stored, is read-only and
-  never changes, so ids and arrays may be shared between threads and requests.
+  never changes, so ids and arrays may be shared between threads and requests.  Sparse masks
+  (below) are found and stored by a native index (``_native.mask_index``: hash plus a
+  comparison of their ids, the ids in one arena), dense ones by a dict of hashes.
 - At most ``max_masks`` distinct masks are stored; one more raises
   :class:`~decoding.errors.LimitError` (a memory bound, not a correctness one).
 - Storage is adaptive: a mask of at most :data:`SPARSE_MAX` allowed tokens (a property name,
@@ -93,7 +95,7 @@ class MaskTable:
     read-only arrays); they are used as they are and are not indexed for interning.
     """
 
-    __slots__ = ("n_tokens", "n_words", "max_masks", "where", "_masks", "_by_hash", "_ids", "_sparse", "_inverted",
+    __slots__ = ("n_tokens", "n_words", "max_masks", "where", "_masks", "_by_hash", "_ids", "_ix",
                  "_lock", "_serial", "_nbytes")
 
     def __init__(self, n_tokens: int, *, max_masks: int = DEFAULT_MAX_MASKS,
@@ -102,12 +104,11 @@ class MaskTable:
         self.n_words = (self.n_tokens + 31) // 32
         self.max_masks = int(max_masks)
         self.where = where
-        # a dense read-only uint32 mask, or (sparse) None with its uint32 ids in ``_sparse``
+        # a dense read-only uint32 mask, or (sparse) None with its ids in the native index ``_ix``
         self._masks: Any = stored if stored is not None else []
-        self._by_hash: dict[int, list[int]] = {}
+        self._by_hash: dict[int, list[int]] = {}  # (dense masks only)
         self._ids: dict[int, np.ndarray] = {}
-        self._sparse: dict[int, np.ndarray] = {}  # mid -> the ids of its set bits, or (in _inverted) clear ones
-        self._inverted: set[int] = set()
+        self._ix = _native.mask_index()  # sparse masks: the ids of their set bits, or (inverted) clear ones
         self._serial = next(_SERIAL)  # this table's part of the expansion LRU's keys
         self._nbytes = 0 if stored is None else len(stored) * self.n_words * 4
         self._lock = threading.Lock()
@@ -127,9 +128,7 @@ class MaskTable:
 
     def _expand(self, mid: int) -> np.ndarray:
         m = np.empty(self.n_words, dtype=np.uint32)
-        _native.mask_from_ids(m, self._sparse[mid])
-        if mid in self._inverted:
-            self._invert(m)
+        _native.mask_index_expand(self._ix, mid, m, self.n_tokens)
         m.setflags(write=False)
         return m
 
@@ -164,46 +163,78 @@ class MaskTable:
         ``inverted`` False, ``count`` its set bits and, when at most :data:`SPARSE_MAX`, their
         ids in ``buf``; with ``inverted``, ``count`` (at most :data:`SPARSE_MAX`) clear bits and
         their ids in ``buf`` (``_native.state_mask`` gives all of these)."""
-        sparse = count <= SPARSE_MAX
         with self._lock:
-            for i in self._by_hash.get(key, ()):
-                if self._masks[i] is None:
-                    sp = self._sparse[i]
-                    if sparse and (i in self._inverted) == inverted and len(sp) == count and \
-                            _native.mask_equal(sp, buf[:count]):
-                        return i
-                elif not sparse and _native.mask_equal(self._masks[i], m):
-                    return i
-            if len(self._masks) >= self.max_masks:
-                raise LimitError(f"{self.where}: more than max_masks={self.max_masks} distinct token masks")
-            if not isinstance(self._masks, list):
-                self._masks = list(self._masks)
-            mid = len(self._masks)
+            if count <= SPARSE_MAX:
+                new = len(self._masks)
+                mid = _native.mask_index_intern(self._ix, key, buf, count, inverted,
+                                                new if new < self.max_masks else -1)
+                if mid < 0:
+                    self._full()
+                if mid == new:
+                    m.setflags(write=False)
+                    self._add_sparse(mid, m, count)
+                return mid
+            return self._intern_dense(m, key)
+
+    def intern_state(self, masker: Any, state: int, m: np.ndarray, buf: np.ndarray) -> int:
+        """The id of the mask of ``state`` made by the native state masker ``masker``
+        (``_native.state_masker``) into ``m`` (``n_words`` words; read-only afterwards, and kept
+        by the table), ``buf`` a uint32 scratch of :data:`SPARSE_MAX` ids: one native call makes
+        the mask, its digest and, for a sparse mask, finds or adds it in the index."""
+        with self._lock:
+            new = len(self._masks)
+            mid, key, count, inverted = _native.state_mask_intern(masker, state, m, buf, self._ix,
+                                                                  new if new < self.max_masks else -1)
             m.setflags(write=False)
-            if sparse:
-                self._sparse[mid] = sp = buf[:count].copy()
-                sp.setflags(write=False)
-                if inverted:
-                    self._inverted.add(mid)
-                self._masks.append(None)
-                self._nbytes += sp.nbytes
-                _EXPANDED.put((self._serial, mid), m)  # read right after: no expansion
-            else:
-                self._masks.append(m)
-                self._nbytes += m.nbytes
-            self._by_hash.setdefault(key, []).append(mid)
+            if count > SPARSE_MAX:
+                return self._intern_dense(m, key)
+            if mid < 0:
+                self._full()
+            if mid == new:
+                self._add_sparse(mid, m, count)
             return mid
+
+    def _full(self) -> None:
+        raise LimitError(f"{self.where}: more than max_masks={self.max_masks} distinct token masks")
+
+    def _add_sparse(self, mid: int, m: np.ndarray, count: int) -> None:
+        """Record sparse mask ``mid`` (just added to the index; ``m``: its dense form, read-only); the
+        lock is held."""
+        if not isinstance(self._masks, list):
+            self._masks = list(self._masks)
+        self._masks.append(None)
+        self._nbytes += 4 * count
+        _EXPANDED.put((self._serial, mid), m)  # read right after: no expansion
+
+    def _intern_dense(self, m: np.ndarray, key: int) -> int:
+        """The id of the dense mask ``m`` (hash ``key``); the lock is held."""
+        for i in self._by_hash.get(key, ()):
+            if _native.mask_equal(self._masks[i], m):
+                return i
+        if len(self._masks) >= self.max_masks:
+            self._full()
+        if not isinstance(self._masks, list):
+            self._masks = list(self._masks)
+        mid = len(self._masks)
+        m.setflags(write=False)
+        self._masks.append(m)
+        self._nbytes += m.nbytes
+        self._by_hash.setdefault(key, []).append(mid)
+        return mid
 
     def ids(self, mid: int) -> np.ndarray:
         """Sorted, read-only ids (int64) of the tokens set in mask ``mid`` (cached)."""
         hit = self._ids.get(mid)
         if hit is None:
             m = self._masks[mid]
-            if m is None and mid in self._inverted:
-                hit = mask_ids(self[mid], self.n_tokens)
-            elif m is None:
-                hit = self._sparse[mid].astype(np.int64)
-                hit.setflags(write=False)
+            if m is None:
+                buf = np.empty(SPARSE_MAX, dtype=np.uint32)
+                count, inverted = _native.mask_index_ids(self._ix, mid, buf)
+                if inverted:
+                    hit = mask_ids(self[mid], self.n_tokens)
+                else:
+                    hit = buf[:count].astype(np.int64)
+                    hit.setflags(write=False)
             else:
                 hit = mask_ids(m, self.n_tokens)
             self._ids[mid] = hit

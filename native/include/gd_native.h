@@ -145,6 +145,24 @@ int64_t gd_plain_chain16(const int32_t *row_off, const uint8_t *pair_cls, const 
 int32_t gd_char_pairs(const int16_t *char_dfa, size_t n_char, const uint16_t *byte_class, int32_t *row_off,
                       uint8_t *pair_cls, int16_t *pair_next);
 
+/* ---- mask index (src/mask_index.c) ---------------------------------------------------------
+ * The interning index of sparse masks: each is stored as the ascending ids of its set bits (or,
+ * inverted, of its clear bits), under the caller's mask id.  Not thread-safe (the caller holds
+ * its lock); no global state. */
+typedef struct gd_mask_index gd_mask_index;
+gd_mask_index *gd_mask_index_new(void); /* NULL when out of memory */
+void gd_mask_index_free(gd_mask_index *ix);
+/* The id of the mask with these (hash, count ascending ids, inverted); when absent, it is added
+ * as new_mid when new_mid >= 0 (returned), else -1.  -2: out of memory; -3: new_mid is taken. */
+int32_t gd_mask_index_intern(gd_mask_index *ix, uint64_t hash, const uint32_t *ids, size_t count, int inverted,
+                             int32_t new_mid);
+/* The stored ids of mask mid (0), or -1 if mid is not in the index. */
+int gd_mask_index_get(const gd_mask_index *ix, int32_t mid, const uint32_t **ids, size_t *count, int *inverted);
+/* mask ((n + 31) / 32 words) = mask mid over n tokens (bits from n on clear); -1 if absent. */
+int gd_mask_index_expand(const gd_mask_index *ix, int32_t mid, uint32_t *mask, size_t n);
+/* Bytes of the stored ids. */
+size_t gd_mask_index_bytes(const gd_mask_index *ix);
+
 /* ---- state masks (src/state_mask.c) -----------------------------------------------------
  * The whole token mask of one state of an explicit DFA in one call, as
  * decoding/backends/textloop.py `walk_tokens` and DFAGrammar._compute make it: for each

@@ -299,10 +299,49 @@ static void test_state_mask(int impl) {
     printf("ok   state mask %s\n", gd_impl_name(impl));
 }
 
+/* gd_mask_index: a sparse mask is found again by (hash, ids, inverted) and by nothing less (same
+ * hash with other ids, or the same ids inverted, are other masks); find-only misses; a taken id
+ * is refused; get and expand give back what was stored, over many entries (the slots grow). */
+static void test_mask_index(void) {
+    gd_mask_index *ix = gd_mask_index_new();
+    CHECK(ix != NULL, "index");
+    const uint32_t a[] = {3, 5, 40}, b[] = {3, 5, 41};
+    CHECK(gd_mask_index_intern(ix, 7, a, 3, 0, 0) == 0, "add a");
+    CHECK(gd_mask_index_intern(ix, 7, a, 3, 0, 1) == 0, "find a");
+    CHECK(gd_mask_index_intern(ix, 7, b, 3, 0, 1) == 1, "same hash, other ids: new");
+    CHECK(gd_mask_index_intern(ix, 7, a, 3, 1, 2) == 2, "same ids inverted: new");
+    CHECK(gd_mask_index_intern(ix, 7, a, 2, 0, -1) == -1, "a prefix is another mask; find-only misses");
+    CHECK(gd_mask_index_intern(ix, 8, a, 3, 0, -1) == -1, "other hash: absent");
+    CHECK(gd_mask_index_intern(ix, 9, a, 0, 0, 2) == -3, "a taken id is refused");
+    CHECK(gd_mask_index_intern(ix, 9, a, 0, 0, 4) == 4, "empty mask at id 4 (ids need not be consecutive)");
+    const uint32_t *got;
+    size_t count;
+    int inv;
+    CHECK(gd_mask_index_get(ix, 3, &got, &count, &inv) == -1, "id 3 is not in the index");
+    CHECK(gd_mask_index_get(ix, 1, &got, &count, &inv) == 0 && count == 3 && !inv && got[2] == 41, "get b");
+    uint32_t m[2];
+    CHECK(gd_mask_index_expand(ix, 2, m, 50) == 0, "expand");
+    CHECK(m[0] == ~((1u << 3) | (1u << 5)) && m[1] == (((1u << 18) - 1u) & ~(1u << 8)), "expand inverted: %x %x",
+          m[0], m[1]);
+    CHECK(gd_mask_index_expand(ix, 0, m, 50) == 0 && m[0] == ((1u << 3) | (1u << 5)) && m[1] == (1u << 8), "expand a");
+    for (uint32_t k = 0; k < 3000; k++) { /* all distinct; hashes collide in pairs */
+        uint32_t ids[2] = {k, k + 7};
+        CHECK(gd_mask_index_intern(ix, k / 2, ids, 2, 0, (int32_t)(10 + k)) == (int32_t)(10 + k), "add %u", k);
+    }
+    for (uint32_t k = 0; k < 3000; k++) {
+        uint32_t ids[2] = {k, k + 7};
+        CHECK(gd_mask_index_intern(ix, k / 2, ids, 2, 0, -1) == (int32_t)(10 + k), "find %u", k);
+    }
+    CHECK(gd_mask_index_bytes(ix) == 4 * (3 + 3 + 3 + 0 + 2 * 3000), "bytes %zu", gd_mask_index_bytes(ix));
+    gd_mask_index_free(ix);
+    printf("ok   mask index\n");
+}
+
 int main(void) {
     test_selection();
     test_hash_equal();
     test_digest();
+    test_mask_index();
     for (int impl = GD_IMPL_SCALAR; impl < GD_IMPL_COUNT; impl++) test_impl(impl);
     test_trie();
     for (int impl = GD_IMPL_SCALAR; impl < GD_IMPL_COUNT; impl++) test_state_mask(impl);

@@ -354,10 +354,9 @@ class DFAGrammar:
             m = np.empty(self._n_words, dtype=np.uint32)
             masker = self._masker if self._masker is not None else self._make_masker()
             if masker:
-                buf = self._ids_buf  # (the lock is held: one call at a time uses it)
-                key, count, inverted = _native.state_mask(masker, int(state), m, buf)
-                mid = self._masks.intern_digest(m, key, count, bool(inverted), buf)
-                m.setflags(write=False)
+                # one native call: the mask, its digest and, when sparse, its id (the lock is
+                # held: one call at a time uses the ids buffer)
+                mid = self._masks.intern_state(masker, int(state), m, self._ids_buf)
                 self._state_mask[state] = mid
                 return mid, m
             self._walk(int(state), m)
