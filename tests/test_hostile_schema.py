@@ -158,14 +158,14 @@ COUNTED = [
 @pytest.mark.parametrize("schema,pointer", LIMITS, ids=[json.dumps(x[0])[:40] for x in LIMITS])
 def test_limits_are_located_and_fast(schema, pointer):
     _warm()
-    t0 = time.perf_counter()
+    t0 = time.thread_time()
     with pytest.raises(LimitError) as ei:
         compile_schema(schema)
-    ms = (time.perf_counter() - t0) * 1000
+    ms = (time.thread_time() - t0) * 1000
     e = ei.value
     assert e.pointer == pointer and _resolves(schema, e.pointer), str(e)
     assert e.limit and f"limit {e.limit}=" in str(e) and e.value is not None
-    assert ms < 200, f"{ms:.1f} ms"  # a few ms in practice; generous for loaded CI machines
+    assert ms < 200, f"{ms:.1f} ms"  # CPU time of this thread: a few ms in practice
 
 
 @pytest.mark.parametrize("schema, good, bad", COUNTED, ids=[json.dumps(x[0])[:40] for x in COUNTED])
@@ -309,11 +309,11 @@ def test_reference_chains_and_cycles():
     assert len(g.rules) <= 2
     assert compile_grammar(g, VOCAB).accepts(b'"x"')
     for s in (_chain(3000), _chain(3000, minLength=1)):  # deeper than max_nesting: located, fast
-        t0 = time.perf_counter()
+        t0 = time.thread_time()
         with pytest.raises(LimitError) as ei:
             compile_schema(s)
         assert ei.value.limit == "max_nesting" and _resolves(s, ei.value.pointer)
-        assert time.perf_counter() - t0 < 5
+        assert time.thread_time() - t0 < 5
     # a cycle with no way out has no finite instance: located at the cycle, not 'recursion'
     for s, ptr in (({"$ref": "#"}, ""),
                    ({"type": "object", "properties": {"x": {"$ref": "#/$defs/a"}}, "required": ["x"],
@@ -337,9 +337,9 @@ def test_open_ended_pattern_repetitions_are_cut():
     ``x{3,5000}`` unanchored at the end means 'xxx' somewhere after the anchor."""
     for pat, yes, no in (("[a-z]{0,5000}", [b'""', b'"A1"'], []),
                          ("^x{3,5000}", [b'"xxx"', b'"xxxxA"'], [b'"xx"', b'"Axxx"'])):
-        t0 = time.perf_counter()
+        t0 = time.thread_time()
         cg = compile_grammar(compile_schema({"type": "string", "pattern": pat}).grammar, VOCAB)
-        assert time.perf_counter() - t0 < 5
+        assert time.thread_time() - t0 < 5
         assert all(cg.accepts(x) for x in yes) and not any(cg.accepts(x) for x in no)
 
 
@@ -418,13 +418,13 @@ def test_not_chains_are_fast_and_located(n):
     for _ in range(n):
         inner = {"not": inner}
     schema = {"type": "object", "properties": {"city": inner}, "required": ["city"]}
-    t = time.perf_counter()
+    t = time.thread_time()
     try:
         cg = compile_json_schema(schema, VOCAB)
         err = None
     except DecodingError as e:
         err = e
-    assert time.perf_counter() - t < 5
+    assert time.thread_time() - t < 5
     if n % 2:
         assert isinstance(err, UnsatisfiableSchemaError) and err.keyword == "not", err
         assert _resolves(schema, err.pointer) and err.pointer.startswith("/properties/city"), err.pointer

@@ -40,9 +40,9 @@ def test_json_string_work_is_linear_in_max_length(n):
 def test_json_string_of_4096_compiles_with_the_default_limits():
     g = _string(4096)
     check_size(g)  # no LimitError: the estimate was 1.2e9 steps before (Snowplow sp_261)
-    t0 = time.perf_counter()
+    t0 = time.thread_time()
     dfa = compile_dfa(g)
-    assert time.perf_counter() - t0 < 6.0
+    assert time.thread_time() - t0 < 6.0
     assert dfa.accepts(b'"' + b"a" * 4096 + b'"') and not dfa.accepts(b'"' + b"a" * 4097 + b'"')
     assert dfa.accepts(b'"' + "é".encode() * 4096 + b'"') and dfa.accepts(b'"' + b"\\n" * 4096 + b'"')
 
@@ -54,10 +54,10 @@ def test_json_string_of_4096_compiles_with_the_default_limits():
 ], ids=["a-ab-b", "class-or-xy", "rep-of-rep"])
 def test_items_that_parse_several_ways_are_still_refused(text):
     g = parse_gbnf(text)
-    t0 = time.perf_counter()
+    t0 = time.thread_time()
     with pytest.raises(LimitError) as e:
         compile_dfa(g)
-    assert time.perf_counter() - t0 < 1.0
+    assert time.thread_time() - t0 < 1.0
     assert "max_compile_work=" in str(e.value) and "rule 'root'" in str(e.value)
 
 

@@ -101,9 +101,9 @@ def test_search_branches_share_their_open_ends(pattern):
     import re
     import time
 
-    t0 = time.perf_counter()
+    t0 = time.thread_time()
     dfa = _dfa(regex_ir(pattern, json_char, anchored=False))
-    assert time.perf_counter() - t0 < 2.0 and dfa.n_states < 2000
+    assert time.thread_time() - t0 < 2.0 and dfa.n_states < 2000
     rng = random.Random(pattern)
     alphabet = sorted(set(pattern.replace("|", "").replace("^", "").replace("$", "").replace(".", "").replace("*", "")))
     words = [w for w in re.split(r"[|^$]", pattern) if w and "." not in w]
