@@ -46,9 +46,11 @@ test-native: cross-tools
 	$(MAKE) -C native test
 
 # pytest exit 5 = no tests collected (e.g. a PYTEST_ARGS selection that matches nothing): not a failure.
-# --durations=15: the slowest tests are listed, so the suite's time (kept under ~15 min) can be watched in CI logs
+# --durations=15: the slowest tests are listed, so the suite's time (kept under ~15 min) can be watched in CI logs.
+# pytest-xdist: one worker per core (at most 4; PYTEST_WORKERS=0 runs in this process alone)
+PYTEST_WORKERS ?= auto
 test-python: setup
-	@$(BIN)/python -m pytest -q --durations=15 $(PYTEST_ARGS); rc=$$?; \
+	@$(BIN)/python -m pytest -q --durations=15 -n $(PYTEST_WORKERS) --maxprocesses=4 $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest: no tests were collected (exit 5)"; exit 0; fi; exit $$rc
 
 bench: setup
