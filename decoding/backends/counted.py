@@ -299,8 +299,9 @@ def _has_big_repeat(grammar: Grammar, k: int, tail: int | None = None) -> bool:
     from decoding.ir import walk
 
     t = k if tail is None else min(tail, k)
+    seen: set[int] = set()  # (a subtree the rules share, a JSON string character, is read once)
     for _, node in grammar.rules:
-        for n in walk(node):
+        for n in walk(node, seen):
             if isinstance(n, Repeat) and (n.min > k + 1 or (n.max is not None and n.max - n.min > t + 1
                                                              and n.max - n.min >= k - 1)):
                 return True
