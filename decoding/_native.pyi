@@ -104,6 +104,13 @@ def nfa_build(code: Any, lit: Any, rule_body: Any, leaf_n: Any, leaf_eoff: Any, 
     construction at most ``max_subset`` states and ``max_bytes`` bytes, minimal DFA at most
     ``max_dfa`` states, else the rule is inlined).  ValueError for a malformed program,
     MemoryError.  Releases the GIL."""
+def pd_new(max_depth: int, blob: np.ndarray, offsets: np.ndarray, trans_off: np.ndarray, trans: np.ndarray,
+           n_cls: np.ndarray, state_off: np.ndarray, byte_class: np.ndarray, accepting: np.ndarray,
+           call_off: np.ndarray, call_x: np.ndarray, call_t: np.ndarray) -> Any:
+    """A pushdown grammar's rules for pd_check (see gd_pd in native/include/gd_native.h)."""
+def pd_check(pd: Any, stacks: np.ndarray, ids: np.ndarray, mask: np.ndarray, undecided: np.ndarray) -> int:
+    """Set the bits of the ids a configuration (stacks, int32) consumes; the undecided ids go
+    into ``undecided``, their count is returned (gd_pd_check). Releases the GIL."""
 def impl() -> str:
     """Name of the kernel implementation in use: scalar, sse2, avx2, avx512 or neon."""
 def impl_supported(name: str) -> bool:

@@ -919,6 +919,145 @@ static PyObject *py_state_run(PyObject *self, PyObject *args) {
     return PyLong_FromLong((long)gd_state_run(&b->sm, state, (const uint8_t *)data, (size_t)n));
 }
 
+/* ---- pushdown configurations ---------------------------------------------------------- */
+#define PD_CAPSULE "decoding._native.pushdown"
+#define PD_BUFS 11
+
+typedef struct {
+    gd_pd pd;
+    PyObject *keep; /* the arguments: the arrays stay alive */
+    Py_buffer bufs[PD_BUFS];
+    int n_bufs;
+} pd_box;
+
+static void pd_free(pd_box *b) {
+    release_bufs(b->bufs, b->n_bufs, b->keep);
+    PyMem_Free(b);
+}
+
+static void pd_destroy(PyObject *cap) { pd_free(PyCapsule_GetPointer(cap, PD_CAPSULE)); }
+
+/* pd_new(max_depth, blob, offsets_u64, trans_off_i64, trans_i32, n_cls_i32, state_off_i32, byte_class_u8,
+ *        accepting_u8, call_off_i32, call_x_i32, call_t_i32) -> capsule (see gd_pd); every entry is
+ * checked here once, so gd_pd_check only checks its own arguments. */
+static PyObject *py_pd_new(PyObject *self, PyObject *args) {
+    (void)self;
+    int max_depth;
+    PyObject *o[11];
+    if (!PyArg_ParseTuple(args, "iOOOOOOOOOOO", &max_depth, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
+                          &o[8], &o[9], &o[10]))
+        return NULL;
+    pd_box *b = PyMem_Calloc(1, sizeof(pd_box));
+    if (!b) return PyErr_NoMemory();
+    b->keep = Py_NewRef(args);
+    const char *bad = NULL;
+    static const char *const what[11] = {"blob", "offsets", "trans_off", "trans", "n_cls", "state_off",
+                                         "byte_class", "accepting", "call_off", "call_x", "call_t"};
+    static const char fmt[11] = {'B', 'Q', 'q', 'i', 'i', 'i', 'B', 'B', 'i', 'i', 'i'};
+    static const Py_ssize_t size[11] = {1, 8, 8, 4, 4, 4, 1, 1, 4, 4, 4};
+    Py_buffer *v[11];
+    for (int i = 0; i < 11; i++)
+        if (!(v[i] = next_buf(b->bufs, &b->n_bufs, o[i], what[i], fmt[i], size[i], 0))) goto fail;
+    gd_pd *pd = &b->pd;
+    Py_ssize_t R = v[4]->shape[0];
+    pd->n_rules = (int32_t)R;
+    pd->max_depth = max_depth;
+    pd->blob = v[0]->buf;
+    pd->offsets = v[1]->buf;
+    pd->trans_off = v[2]->buf;
+    pd->trans = v[3]->buf;
+    pd->n_cls = v[4]->buf;
+    pd->state_off = v[5]->buf;
+    pd->byte_class = v[6]->buf;
+    pd->accepting = v[7]->buf;
+    pd->call_off = v[8]->buf;
+    pd->call_x = v[9]->buf;
+    pd->call_t = v[10]->buf;
+    if (v[1]->shape[0] < 1) bad = "offsets: n_tokens + 1 entries";
+    else if (((const uint64_t *)v[1]->buf)[v[1]->shape[0] - 1] > (uint64_t)v[0]->shape[0]) bad = "offsets past the blob";
+    else if (R < 1 || v[2]->shape[0] != R || v[5]->shape[0] != R + 1 || v[6]->shape[0] != 256 * R)
+        bad = "trans_off, n_cls, state_off and byte_class: one per rule (state_off: + 1, byte_class: 256 each)";
+    else if (max_depth < 1) bad = "max_depth: at least 1";
+    if (bad) goto fail;
+    pd->n_tokens = (uint32_t)(v[1]->shape[0] - 1);
+    for (Py_ssize_t t = 0; t + 1 < v[1]->shape[0] && !bad; t++)
+        if (pd->offsets[t] > pd->offsets[t + 1]) bad = "offsets: not increasing";
+    int32_t total = pd->state_off[R];
+    if (!bad && (pd->state_off[0] != 0 || v[7]->shape[0] != total || v[8]->shape[0] != (Py_ssize_t)total + 1))
+        bad = "accepting and call_off: one per state of all rules (call_off: + 1)";
+    for (Py_ssize_t r = 0; r < R && !bad; r++) {
+        int32_t n = pd->state_off[r + 1] - pd->state_off[r], nc = pd->n_cls[r];
+        if (n < 1 || nc < 1 || nc > 256) { bad = "a rule without states or with 0 or more than 256 classes"; break; }
+        for (int x = 0; x < 256; x++)
+            if (pd->byte_class[r * 256 + x] >= nc) { bad = "byte_class: a class not below n_cls"; break; }
+        if (pd->trans_off[r] < 0 || pd->trans_off[r] + (int64_t)n * nc > (int64_t)v[3]->shape[0]) {
+            bad = "trans: a rule's table past the array";
+            break;
+        }
+        const int32_t *tr = pd->trans + pd->trans_off[r];
+        for (int64_t k = 0; k < (int64_t)n * nc; k++)
+            if (tr[k] < -1 || tr[k] >= n) { bad = "trans: a target out of range"; break; }
+        for (int32_t s = 0; s < n && !bad; s++) {
+            int32_t g = pd->state_off[r] + s;
+            if (pd->call_off[g] < 0 || pd->call_off[g] > pd->call_off[g + 1] || pd->call_off[g + 1] > v[9]->shape[0] ||
+                v[9]->shape[0] != v[10]->shape[0]) {
+                bad = "call_off: not increasing within call_x / call_t";
+                break;
+            }
+            for (int32_t j = pd->call_off[g]; j < pd->call_off[g + 1]; j++)
+                if (pd->call_x[j] < 0 || pd->call_x[j] >= R || pd->call_t[j] < 0 || pd->call_t[j] >= n) {
+                    bad = "call_x / call_t: out of range";
+                    break;
+                }
+        }
+    }
+    if (bad) goto fail;
+    PyObject *ret = PyCapsule_New(b, PD_CAPSULE, pd_destroy);
+    if (!ret) pd_free(b);
+    return ret;
+fail:
+    if (bad) PyErr_Format(PyExc_ValueError, "pd_new: %s", bad);
+    pd_free(b);
+    return NULL;
+}
+
+/* pd_check(pd, stacks_i32, ids_u32, mask_u32, undecided_u32) -> number of undecided ids (see
+ * gd_pd_check). Releases the GIL. */
+static PyObject *py_pd_check(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *cap, *os, *oi, *om, *ou;
+    if (!PyArg_ParseTuple(args, "OOOOO", &cap, &os, &oi, &om, &ou)) return NULL;
+    pd_box *b = PyCapsule_GetPointer(cap, PD_CAPSULE);
+    if (!b) return NULL;
+    Py_buffer v[4];
+    int n = 0;
+    PyObject *ret = NULL;
+    if (get_buf(os, &v[n], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "stacks", 'i', 4) < 0) goto out;
+    n++;
+    if (get_buf(oi, &v[n], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "ids", 'I', 4) < 0) goto out;
+    n++;
+    if (get_words(om, &v[n], 1, "mask") < 0) goto out;
+    n++;
+    if (get_words(ou, &v[n], 1, "undecided") < 0) goto out;
+    n++;
+    if (v[3].shape[0] < v[1].shape[0]) {
+        PyErr_SetString(PyExc_ValueError, "pd_check: undecided must hold as many ids as ids");
+        goto out;
+    }
+    size_t nu = 0;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = gd_pd_check(&b->pd, v[0].buf, (size_t)v[0].shape[0], v[1].buf, (size_t)v[1].shape[0], v[2].buf,
+                     (size_t)v[2].shape[0], v[3].buf, &nu);
+    Py_END_ALLOW_THREADS
+    if (rc == -1) PyErr_SetString(PyExc_ValueError, "pd_check: a stack or an id out of range");
+    else if (rc) PyErr_NoMemory();
+    else ret = PyLong_FromSize_t(nu);
+out:
+    for (int i = 0; i < n; i++) PyBuffer_Release(&v[i]);
+    return ret;
+}
+
 /* GD_DFA_* error code -> Python exception (the caller words LimitError from these). */
 static PyObject *dfa_error(int rc, const char *what) {
     switch (rc) {
@@ -1799,6 +1938,12 @@ static PyMethodDef methods[] = {
      "then a sparse mask's id in the index (see mask_index_intern; -1 for a dense mask). Releases the GIL."},
     {"state_run", py_state_run, METH_VARARGS,
      "state_run(masker, state, data) -> the state after the bytes over the masker's table, -1 if rejected"},
+    {"pd_new", py_pd_new, METH_VARARGS,
+     "pd_new(max_depth, blob, offsets_u64, trans_off_i64, trans_i32, n_cls_i32, state_off_i32, byte_class_u8, "
+     "accepting_u8, call_off_i32, call_x_i32, call_t_i32) -> capsule: a pushdown grammar's rules (see gd_pd)"},
+    {"pd_check", py_pd_check, METH_VARARGS,
+     "pd_check(pd, stacks_i32, ids_u32, mask_u32, undecided_u32) -> number of undecided ids: the allowed ids' "
+     "bits set in mask (see gd_pd_check). Releases the GIL."},
     {"impl", py_impl, METH_NOARGS, "Name of the active kernel implementation."},
     {"impl_supported", py_impl_supported, METH_VARARGS, "impl_supported(name) -> bool."},
     {"set_impl", py_set_impl, METH_VARARGS, "set_impl(name): force scalar|sse2|avx2|avx512|neon."},

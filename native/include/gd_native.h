@@ -480,6 +480,38 @@ void gd_nfa_out_free(gd_nfa_out *o);
 int gd_nfa_build_rule_dfas(const gd_nfa_program *p, const uint8_t *want, int32_t max_subset, int32_t max_dfa,
                            size_t max_bytes, int32_t root, int32_t n0, int32_t s, gd_nfa_out *out);
 
+
+/* ---- pushdown configurations (src/pushdown.c; decoding/backends/pushdown/index.py) ------
+ * The rules' automata of a pushdown grammar, every array caller-owned: rule r has
+ * state_off[r + 1] - state_off[r] states; its byte moves are trans[trans_off[r] + s * n_cls[r]
+ * + byte_class[r * 256 + b]] (-1: none; only byte-class columns); its state s is global state
+ * g = state_off[r] + s, accepting[g], and its calls (callee rule, target state) are
+ * (call_x[j], call_t[j]) for j in [call_off[g], call_off[g + 1]).  The vocabulary: token t is
+ * blob[offsets[t] .. offsets[t + 1]). */
+typedef struct {
+    int32_t n_rules, max_depth;
+    const int64_t *trans_off;
+    const int32_t *trans, *n_cls, *state_off;
+    const uint8_t *byte_class, *accepting;
+    const int32_t *call_off, *call_x, *call_t;
+    const uint8_t *blob;
+    const uint64_t *offsets;
+    uint32_t n_tokens;
+} gd_pd;
+/* The exact check of candidate tokens from one configuration, as the reference's
+ * CompiledPushdown._run: a token is allowed iff some stack consumes all its bytes, a byte
+ * moving the top frame after any pushes of calls (a rule nested max_depth times above the
+ * bottom frame is not pushed again) and pops of accepting frames.  `stacks` (n_items int32):
+ * each stack as its number of frames then (rule, state) per frame, bottom first; no rule of
+ * them may be saturated (nested max_depth times).  Sets the bit of every allowed id of
+ * ids[0..n_ids) in mask (nwords words; other bits untouched) and writes into undecided (n_ids
+ * capacity, count in *n_undecided) the ids whose check needs a push that saturates a rule or
+ * more than 1024 stacks: the caller checks those.  Ids are checked in the order of their
+ * bytes, steps of shared prefixes once.  Returns 0, -1 for out-of-range input, -2 when out of
+ * memory. */
+int gd_pd_check(const gd_pd *pd, const int32_t *stacks, size_t n_items, const uint32_t *ids, size_t n_ids,
+                uint32_t *mask, size_t nwords, uint32_t *undecided, size_t *n_undecided);
+
 #ifdef __cplusplus
 }
 #endif

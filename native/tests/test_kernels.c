@@ -337,6 +337,50 @@ static void test_mask_index(void) {
     printf("ok   mask index\n");
 }
 
+/* pushdown: v ::= "1" | "[" v "]" (state 0 start, 1 accepting, 2 after "[", 3 after the call) */
+static void test_pd_check(void) {
+    static const char *tok[8] = {"1", "[", "]", "[1", "1]", "]]", "[[", "[1]]"};
+    uint8_t blob[16];
+    uint64_t off[9];
+    size_t p = 0;
+    for (int t = 0; t < 8; t++) {
+        off[t] = p;
+        for (const char *c = tok[t]; *c; c++) blob[p++] = (uint8_t)*c;
+    }
+    off[8] = p;
+    uint8_t bc[256];
+    for (int b = 0; b < 256; b++) bc[b] = b == '1' ? 1 : b == '[' ? 2 : b == ']' ? 3 : 0;
+    int32_t trans[16] = {-1, 1, 2, -1, /* 1 */ -1, -1, -1, -1, /* 2 */ -1, -1, -1, -1, /* 3 */ -1, -1, -1, 1};
+    int64_t trans_off[1] = {0};
+    int32_t n_cls[1] = {4}, state_off[2] = {0, 4}, call_off[5] = {0, 0, 0, 1, 1}, call_x[1] = {0}, call_t[1] = {3};
+    uint8_t acc[4] = {0, 1, 0, 0};
+    gd_pd pd = {1, 3, trans_off, trans, n_cls, state_off, bc, acc, call_off, call_x, call_t, blob, off, 8};
+    uint32_t ids[8] = {7, 6, 5, 4, 3, 2, 1, 0}, und[8], mask[1];
+    size_t nu = 99;
+    int32_t start[3] = {1, 0, 0}; /* one stack: the bottom frame (v, 0) */
+    mask[0] = 0;
+    CHECK(gd_pd_check(&pd, start, 3, ids, 8, mask, 1, und, &nu) == 0 && nu == 0, "pd start: rc, nu=%zu", nu);
+    /* "1", "[", "[1", "[[" and "[1]]"? no: after "[1]" the bottom frame is accepting, "]" has no move */
+    CHECK(mask[0] == ((1u << 0) | (1u << 1) | (1u << 3) | (1u << 6)), "pd start mask %x", mask[0]);
+    int32_t open[3] = {1, 0, 2}; /* after "[" */
+    mask[0] = 0;
+    CHECK(gd_pd_check(&pd, open, 3, ids, 8, mask, 1, und, &nu) == 0 && nu == 0, "pd open: nu=%zu", nu);
+    CHECK(mask[0] == ((1u << 0) | (1u << 1) | (1u << 3) | (1u << 4) | (1u << 6) | (1u << 7)), "pd open mask %x", mask[0]);
+    int32_t inner[5] = {2, 0, 3, 0, 1}; /* after "[1": the callee accepting, may return */
+    mask[0] = 0;
+    CHECK(gd_pd_check(&pd, inner, 5, ids, 8, mask, 1, und, &nu) == 0 && nu == 0, "pd inner: nu=%zu", nu);
+    CHECK(mask[0] == (1u << 2), "pd inner mask %x", mask[0]);
+    /* max_depth 1: a push of v saturates it, so the tokens that die after one are left to the
+     * caller ("[1", "[[", "[1]]"); the others are decided */
+    pd.max_depth = 1;
+    mask[0] = 0;
+    CHECK(gd_pd_check(&pd, start, 3, ids, 8, mask, 1, und, &nu) == 0 && nu == 3 && mask[0] == 3u,
+          "pd saturating: nu=%zu mask %x", nu, mask[0]);
+    CHECK(nu == 3 && und[0] == 3 && und[1] == 7 && und[2] == 6, "pd undecided in byte order (\"[1\" < \"[1]]\" < \"[[\")");
+    int32_t bad[3] = {1, 0, 4};
+    CHECK(gd_pd_check(&pd, bad, 3, ids, 8, mask, 1, und, &nu) == -1, "pd state out of range");
+}
+
 int main(void) {
     test_selection();
     test_hash_equal();
@@ -345,6 +389,7 @@ int main(void) {
     for (int impl = GD_IMPL_SCALAR; impl < GD_IMPL_COUNT; impl++) test_impl(impl);
     test_trie();
     for (int impl = GD_IMPL_SCALAR; impl < GD_IMPL_COUNT; impl++) test_state_mask(impl);
+    test_pd_check();
     if (failures) { printf("%d failed\n", failures); return 1; }
     printf("all native tests passed\n");
     return 0;

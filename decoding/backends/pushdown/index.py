@@ -641,6 +641,10 @@ class CompiledPushdown:
         self._special_of = {tid: k for k, tid in enumerate(self.special_token_ids)}
         self._eog = sorted(self.vocab.eog_ids)
         self._tb = self.vocab.token_bytes
+        #: check the candidate tokens of configurations without a saturated rule natively
+        #: (``_native.pd_check``); False: every candidate is stepped in Python (the reference)
+        self.native_check = True
+        self._pd = None  # the rules for pd_check, made by the first mask that needs them
         self._intern(frozenset({((0, 0, 0),)}))
 
     # ------------------------------------------------------------------ counts / liveness
@@ -1006,18 +1010,59 @@ class CompiledPushdown:
             hit = pairs[name] = char_pairs(vocab_tables(self.vocab).profile(name).char_dfa, self._t.classes(r)[0])
         return plain_chain(hit, table, state, max(1, vocab_tables(self.vocab).profile(name).max_chars))
 
+    def _native_rules(self):
+        """The rules' byte moves, acceptance and calls as one ``_native.pd_new`` object: the
+        same tables the Python steps read (``_Tables``: ``tr``, ``bc``, ``fin``, ``calls``)."""
+        if self._pd is None:
+            t = self._t
+            dfas = self.pushdown.dfas
+            n_states = np.array([d.n_states for d in dfas], dtype=np.int64)
+            n_cls = np.array([d.n_classes for d in dfas], dtype=np.int32)
+            state_off = np.zeros(len(dfas) + 1, dtype=np.int32)
+            state_off[1:] = np.cumsum(n_states)
+            trans_off = np.zeros(len(dfas), dtype=np.int64)
+            trans_off[1:] = np.cumsum(n_states * n_cls)[:-1]
+            trans = np.concatenate([np.ascontiguousarray(tr, dtype=np.int32).reshape(-1) for tr in t.tr])
+            byte_class = np.concatenate([np.asarray(b, dtype=np.uint8) for b in t.bcn])
+            accepting = np.concatenate([np.asarray(d.accepting, dtype=np.uint8) for d in dfas])
+            n_calls = np.zeros(int(state_off[-1]) + 1, dtype=np.int32)
+            xs: list[int] = []
+            ts: list[int] = []
+            for r, callers in enumerate(t.callers):
+                for s, cs in callers:
+                    n_calls[state_off[r] + s + 1] = len(cs)
+                    for x, tt in cs:
+                        xs.append(x)
+                        ts.append(tt)
+            blob, off = self.vocab.blob()
+            self._pd = _native.pd_new(self.pushdown.max_depth, np.frombuffer(blob, dtype=np.uint8), off, trans_off,
+                                      trans, n_cls, state_off, byte_class, accepting, np.cumsum(n_calls, dtype=np.int32),
+                                      np.array(xs, dtype=np.int32), np.array(ts, dtype=np.int32))
+        return self._pd
+
     def _compute(self, cfg: Config) -> np.ndarray:
         m = np.zeros(self.n_words, dtype=np.uint32)
         cand = np.zeros(self.n_words, dtype=np.uint32)
         wm = self._walk_masks
+        sat = False
         for st in cfg:
             r, s, ck = st[-1]
+            sat = sat or self._sat_of[ck] != 0
             loc, c = self._walk(r, s, ck)
             m |= wm[loc]
             if c >= 0:
                 cand |= wm[c]
         cand &= ~m
-        ids = mask_ids(cand, self.vocab.n_tokens).tolist()
+        cids = mask_ids(cand, self.vocab.n_tokens)
+        if len(cids) and self.native_check and not sat:
+            # no rule saturated: every state is live and the native check is exact; it leaves
+            # to the steps below only tokens that die after a push it could not take (one
+            # that saturates a rule)
+            stacks = np.array([x for st in cfg for x in (len(st), *(v for f in st for v in f[:2]))], dtype=np.int32)
+            und = np.empty(len(cids), dtype=np.uint32)
+            n = _native.pd_check(self._native_rules(), stacks, cids.astype(np.uint32), m, und)
+            cids = und[:n]
+        ids = cids.tolist()
         tb = self._tb
         ids.sort(key=tb.__getitem__)
         path: list[Config] = [cfg]

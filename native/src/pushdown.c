@@ -1,0 +1,261 @@
+/* Pushdown configurations: the exact check of the tokens that may enter a call or return
+ * (see gd_native.h, "pushdown", and decoding/backends/pushdown/index.py, whose
+ * CompiledPushdown._step / _closure stay the reference and check what this leaves
+ * undecided).
+ *
+ * A configuration is a set of stacks; a stack is its length then (rule, state) per frame,
+ * bottom first.  The recursion counts of a frame are the rules of the frames above the
+ * bottom one up to it, so they are not stored.  Only configurations in which no rule is
+ * saturated (nested max_depth times) are given: there every state of the pruned rule
+ * automata is live.  A push that would saturate a rule is left out of the closure (as are
+ * stacks past PD_MAX_STACKS), which is then partial: the configurations after it are subsets
+ * of the exact ones.  A token that a subset consumes is allowed (a set's stacks are stepped
+ * independently, so one stack that consumes it is a witness); one that dies after a partial
+ * closure is undecided, left to the caller. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gd_native.h"
+
+/* stacks in one configuration (past it: undecided; the reference bounds this at 4096 and
+ * raises LimitError past that) and frames in one stack */
+#define PD_MAX_STACKS 1024
+#define PD_MAX_FRAMES 4096
+
+typedef struct {
+    int32_t *v;    /* stacks: len, then (rule, state) pairs */
+    size_t n, cap; /* int32 items used / allocated */
+    size_t *at;    /* offset of each stack in v */
+    uint64_t *h;   /* hash of each stack */
+    int32_t ns, scap;
+} pd_cfg;
+
+static void cfg_free(pd_cfg *c) {
+    free(c->v);
+    free(c->at);
+    free(c->h);
+    memset(c, 0, sizeof *c);
+}
+
+static uint64_t stack_hash(const int32_t *st) {
+    uint64_t h = 1469598103934665603ull;
+    for (int32_t i = 0; i <= 2 * st[0]; i++) {
+        h ^= (uint32_t)st[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+/* room for one more stack of `frames` frames: 0, or -2 when out of memory */
+static int cfg_reserve(pd_cfg *c, int32_t frames) {
+    size_t need = c->n + 1 + 2 * (size_t)frames;
+    if (need > c->cap) {
+        size_t cap = c->cap ? c->cap : 64;
+        while (cap < need) cap *= 2;
+        int32_t *v = realloc(c->v, cap * sizeof *v);
+        if (!v) return -2;
+        c->v = v;
+        c->cap = cap;
+    }
+    if (c->ns == c->scap) {
+        int32_t scap = c->scap ? 2 * c->scap : 8;
+        size_t *at = realloc(c->at, (size_t)scap * sizeof *at);
+        if (!at) return -2;
+        c->at = at;
+        uint64_t *h = realloc(c->h, (size_t)scap * sizeof *h);
+        if (!h) return -2;
+        c->h = h;
+        c->scap = scap;
+    }
+    return 0;
+}
+
+/* the stack being built at the end of v (not yet counted in ns): keep it unless an equal
+ * one is there already.  1 added, 0 a duplicate. */
+static int cfg_commit(pd_cfg *c) {
+    const int32_t *st = c->v + c->n;
+    size_t len = 1 + 2 * (size_t)st[0];
+    uint64_t h = stack_hash(st);
+    for (int32_t i = 0; i < c->ns; i++)
+        if (c->h[i] == h && !memcmp(c->v + c->at[i], st, len * sizeof *st)) return 0;
+    c->at[c->ns] = c->n;
+    c->h[c->ns] = h;
+    c->ns++;
+    c->n += len;
+    return 1;
+}
+
+static void cfg_clear(pd_cfg *c) {
+    c->n = 0;
+    c->ns = 0;
+}
+
+static int32_t cell(const gd_pd *pd, int32_t r, int32_t s, int b) {
+    int32_t c = pd->byte_class[(size_t)r * 256 + (size_t)b];
+    return pd->trans[pd->trans_off[r] + (int64_t)s * pd->n_cls[r] + c];
+}
+
+/* out = the closure of `in` (pushes of calls, pops of accepting frames).  0; 1 when it is
+ * partial (a push that would saturate a rule, or past the bounds, left out); -2 out of memory */
+static int closure(const gd_pd *pd, const pd_cfg *in, pd_cfg *out) {
+    int partial = 0;
+    cfg_clear(out);
+    for (int32_t i = 0; i < in->ns; i++) {
+        const int32_t *st = in->v + in->at[i];
+        if (cfg_reserve(out, st[0])) return -2;
+        memcpy(out->v + out->n, st, (1 + 2 * (size_t)st[0]) * sizeof *st);
+        cfg_commit(out);
+    }
+    for (int32_t i = 0; i < out->ns; i++) {
+        int32_t len = out->v[out->at[i]];
+        int32_t r = out->v[out->at[i] + 2 * len - 1], s = out->v[out->at[i] + 2 * len];
+        int32_t g = pd->state_off[r] + s;
+        for (int32_t j = pd->call_off[g]; j < pd->call_off[g + 1]; j++) {
+            int32_t x = pd->call_x[j], tt = pd->call_t[j], old = 0;
+            const int32_t *st = out->v + out->at[i];
+            for (int32_t f = 1; f < len; f++) old += st[1 + 2 * f] == x;
+            if (old >= pd->max_depth) continue; /* nested max_depth times: no push */
+            if (old + 1 >= pd->max_depth || len + 1 > PD_MAX_FRAMES || out->ns >= PD_MAX_STACKS) {
+                partial = 1;
+                continue;
+            }
+            if (cfg_reserve(out, len + 1)) return -2;
+            st = out->v + out->at[i]; /* v may have moved */
+            int32_t *nw = out->v + out->n;
+            memcpy(nw, st, (1 + 2 * (size_t)len) * sizeof *st);
+            nw[0] = len + 1;
+            nw[2 * len] = tt;
+            nw[2 * len + 1] = x;
+            nw[2 * len + 2] = 0;
+            cfg_commit(out);
+        }
+        if (pd->accepting[g] && len > 1 && out->ns >= PD_MAX_STACKS) partial = 1;
+        else if (pd->accepting[g] && len > 1) {
+            if (cfg_reserve(out, len - 1)) return -2;
+            const int32_t *st = out->v + out->at[i];
+            int32_t *nw = out->v + out->n;
+            memcpy(nw, st, (1 + 2 * (size_t)(len - 1)) * sizeof *st);
+            nw[0] = len - 1;
+            cfg_commit(out);
+        }
+    }
+    return partial;
+}
+
+/* out = the byte move of every stack of `clo` (its top frame's rule automaton) */
+static int step(const gd_pd *pd, const pd_cfg *clo, int b, pd_cfg *out) {
+    cfg_clear(out);
+    for (int32_t i = 0; i < clo->ns; i++) {
+        const int32_t *st = clo->v + clo->at[i];
+        int32_t len = st[0];
+        int32_t t = cell(pd, st[2 * len - 1], st[2 * len], b);
+        if (t < 0) continue;
+        if (cfg_reserve(out, len)) return -2;
+        st = clo->v + clo->at[i];
+        int32_t *nw = out->v + out->n;
+        memcpy(nw, st, (1 + 2 * (size_t)len) * sizeof *st);
+        nw[2 * len] = t;
+        cfg_commit(out);
+    }
+    return 0;
+}
+
+static int tok_less(const gd_pd *pd, uint32_t a, uint32_t b) {
+    const uint8_t *pa = pd->blob + pd->offsets[a], *pb = pd->blob + pd->offsets[b];
+    size_t na = (size_t)(pd->offsets[a + 1] - pd->offsets[a]), nb = (size_t)(pd->offsets[b + 1] - pd->offsets[b]);
+    int c = memcmp(pa, pb, na < nb ? na : nb);
+    return c < 0 || (c == 0 && na < nb);
+}
+
+/* ids sorted by their bytes (a stable bottom-up merge sort; tmp: n items) */
+static void sort_ids(const gd_pd *pd, uint32_t *ids, uint32_t *tmp, size_t n) {
+    for (size_t w = 1; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi) tmp[k++] = tok_less(pd, ids[j], ids[i]) ? ids[j++] : ids[i++];
+            while (i < mid) tmp[k++] = ids[i++];
+            while (j < hi) tmp[k++] = ids[j++];
+        }
+        memcpy(ids, tmp, n * sizeof *ids);
+    }
+}
+
+int gd_pd_check(const gd_pd *pd, const int32_t *stacks, size_t n_items, const uint32_t *ids, size_t n_ids,
+                uint32_t *mask, size_t nwords, uint32_t *undecided, size_t *n_undecided) {
+    *n_undecided = 0;
+    if (n_ids == 0) return 0;
+    size_t maxlen = 0;
+    for (size_t k = 0; k < n_ids; k++) {
+        if (ids[k] >= pd->n_tokens) return -1;
+        size_t n = (size_t)(pd->offsets[ids[k] + 1] - pd->offsets[ids[k]]);
+        if (n > maxlen) maxlen = n;
+    }
+    int rc = -2;
+    uint32_t *order = malloc(2 * n_ids * sizeof *order);
+    /* level i: the configuration after i bytes of the current token (cfg) and its closure */
+    pd_cfg *cfg = calloc(maxlen + 1, sizeof *cfg), *clo = calloc(maxlen + 1, sizeof *clo);
+    /* clo_done[i]: 0 not made, 1 made, 2 made partial; inc[i]: cfg[i] may be a strict subset */
+    int8_t *clo_done = calloc(maxlen + 1, 1), *inc = calloc(maxlen + 1, 1);
+    if (!order || !cfg || !clo || !clo_done || !inc) goto out;
+    memcpy(order, ids, n_ids * sizeof *order);
+    sort_ids(pd, order, order + n_ids, n_ids);
+    for (size_t p = 0; p < n_items;) { /* level 0: the given stacks */
+        int32_t len = stacks[p];
+        if (len < 1 || p + 1 + 2 * (size_t)len > n_items) { rc = -1; goto out; }
+        for (int32_t f = 0; f < len; f++) {
+            int32_t r = stacks[p + 1 + 2 * f], s = stacks[p + 2 + 2 * f];
+            if (r < 0 || r >= pd->n_rules || s < 0 || s >= pd->state_off[r + 1] - pd->state_off[r]) {
+                rc = -1;
+                goto out;
+            }
+        }
+        if (cfg_reserve(&cfg[0], len)) goto out;
+        memcpy(cfg[0].v + cfg[0].n, stacks + p, (1 + 2 * (size_t)len) * sizeof *stacks);
+        cfg_commit(&cfg[0]);
+        p += 1 + 2 * (size_t)len;
+    }
+    size_t have = 0; /* levels 0..have hold the previous token's prefix */
+    const uint8_t *prev = NULL;
+    size_t prev_n = 0;
+    for (size_t k = 0; k < n_ids; k++) {
+        uint32_t t = order[k];
+        const uint8_t *d = pd->blob + pd->offsets[t];
+        size_t n = (size_t)(pd->offsets[t + 1] - pd->offsets[t]), i = 0;
+        size_t lim = prev_n < n ? prev_n : n;
+        if (lim > have) lim = have;
+        while (i < lim && prev[i] == d[i]) i++;
+        have = i;
+        prev = d;
+        prev_n = n;
+        for (; i < n && cfg[i].ns > 0; i++) {
+            if (!clo_done[i]) {
+                int c = closure(pd, &cfg[i], &clo[i]);
+                if (c < 0) goto out;
+                clo_done[i] = (int8_t)(1 + c);
+            }
+            if (step(pd, &clo[i], d[i], &cfg[i + 1])) goto out;
+            clo_done[i + 1] = 0;
+            inc[i + 1] = inc[i] || clo_done[i] == 2;
+            have = i + 1;
+        }
+        /* i: the bytes stepped; cfg[i] empty or i == n */
+        if (cfg[i].ns > 0) {
+            if ((size_t)(t >> 5) < nwords) mask[t >> 5] |= 1u << (t & 31);
+        } else if (inc[i]) {
+            undecided[(*n_undecided)++] = t;
+        }
+    }
+    rc = 0;
+out:
+    if (cfg)
+        for (size_t i = 0; i <= maxlen; i++) cfg_free(&cfg[i]);
+    if (clo)
+        for (size_t i = 0; i <= maxlen; i++) cfg_free(&clo[i]);
+    free(cfg);
+    free(clo);
+    free(clo_done);
+    free(inc);
+    free(order);
+    return rc;
+}

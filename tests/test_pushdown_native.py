@@ -1,0 +1,156 @@
+"""The native check of the pushdown back-end's crossing tokens (``_native.pd_check``, used by
+``CompiledPushdown._compute``) against the Python steps it replaces (``_run``: the reference):
+every token of the vocabulary from every configuration reached, on hand-built grammars and
+tiny vocabularies, then whole masks along random walks on llama-bpe."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from decoding import _native
+from decoding.backends.select import compile_grammar
+from decoding.frontends.jsonschema import compile_schema
+from decoding.ir import Grammar, Ref, choice, lit, opt, seq, star
+from decoding.runtime.matcher import Matcher
+from tests.conftest import CORPORA, get_vocab
+from tests.test_pushdown import FREE_SCHEMA, GRAMMARS, TINY, _same_masks_along_walks
+
+#: v ::= "1" | "[" v "]" nested once at most: every push from the bottom frame's callee saturates
+SHALLOW = Grammar("v", (("v", choice(lit("1"), seq(lit("["), Ref("v"), lit("]")))),), max_depth=1)
+#: a list of values that return through two frames at once ("]]", "],")
+LIST = Grammar("l", (("l", seq(lit("["), opt(seq(Ref("e"), star(seq(lit(","), Ref("e"))))), lit("]"))),
+                     ("e", choice(lit("1"), Ref("l")))), max_depth=3)
+CASES = {**GRAMMARS, "shallow": SHALLOW, "list": LIST}
+
+
+def _stacks(cfg) -> np.ndarray:
+    return np.array([x for st in cfg for x in (len(st), *(v for f in st for v in f[:2]))], dtype=np.int32)
+
+
+def _configs(cg, rng, walks: int, steps: int) -> None:
+    """Reach configurations by random token walks under the (reference) masks."""
+    for _ in range(walks):
+        m = Matcher(cg)
+        for _s in range(steps):
+            ids = m.allowed_ids()
+            t = int(ids[rng.integers(len(ids))])
+            assert m.advance(t)
+            if m.finished:
+                break
+
+
+def _check_every_token(cg, cfg) -> tuple[int, int]:
+    """pd_check of every non-empty token from ``cfg`` against ``_run``: (decided, undecided)."""
+    tb = cg.vocab.token_bytes
+    ids = np.array([t for t in range(cg.vocab.n_tokens) if tb[t]], dtype=np.uint32)
+    m = np.zeros(cg.n_words, dtype=np.uint32)
+    und = np.empty(len(ids), dtype=np.uint32)
+    n = _native.pd_check(cg._native_rules(), _stacks(cfg), ids, m, und)
+    left = set(und[:n].tolist())
+    for t in ids.tolist():
+        got = bool(m[t >> 5] >> (t & 31) & 1)
+        want = bool(cg._run(tb[t], cfg))
+        if t in left:
+            assert not got, (t, tb[t])  # undecided tokens get no bit
+        else:
+            assert got == want, (tb[t], cfg, got, want)
+    return len(ids) - n, n
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_every_token_from_every_configuration_tiny(name):
+    """Tiny vocabulary: every token from every configuration that random walks reach and
+    that has no saturated rule (the native check's domain) is decided as ``_run`` decides."""
+    cg = compile_grammar(CASES[name], TINY, backend="pushdown")
+    cg.native_check = False
+    _configs(cg, np.random.default_rng(5), walks=40, steps=40)
+    decided = undecided = 0
+    for cfg in list(cg._configs):
+        if any(cg._sat_of[f[2]] for st in cfg for f in st):
+            continue
+        d, u = _check_every_token(cg, cfg)
+        decided += d
+        undecided += u
+    assert decided > 50
+    if name == "shallow":
+        assert undecided > 0  # the saturating pushes were left to the reference
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_same_masks_native_and_python_tiny(name):
+    """Whole masks with the native check equal those of the Python steps, configuration by
+    configuration (saturated ones included: they take the Python path either way)."""
+    a = compile_grammar(CASES[name], TINY, backend="pushdown")
+    b = compile_grammar(CASES[name], TINY, backend="pushdown")
+    b.native_check = False
+    _configs(a, np.random.default_rng(9), walks=60, steps=60)
+    for cfg in list(a._configs):
+        assert np.array_equal(a._compute(cfg), b._compute(cfg)), cfg
+
+
+def test_same_masks_native_and_python_llama_bpe():
+    """Free-form values 2 levels deep on llama-bpe: identical masks along random walks."""
+    v = get_vocab("llama-bpe")
+    g = compile_schema(FREE_SCHEMA, free_depth=2).grammar
+    fast = compile_grammar(g, v, backend="pushdown")
+    ref = compile_grammar(g, v, backend="pushdown")
+    ref.native_check = False
+    assert _same_masks_along_walks(fast, ref, seed=21, walks=25, max_steps=200) > 300
+
+
+def test_kubernetes_pushdown_schema_every_candidate():
+    """kb_208 (Kubernetes; "auto" picks pushdown for it): from every configuration random walks
+    reach, the native check decides each candidate token, and 100 other tokens drawn at random,
+    as ``_run`` does."""
+    v = get_vocab("llama-bpe")
+    schema = json.loads((CORPORA / "jsonschemabench" / "Kubernetes" / "kb_208_Normalized.json").read_text())["schema"]
+    g = compile_schema(schema).grammar
+    cg = compile_grammar(g, v, backend="pushdown")
+    cg.native_check = False
+    rng = np.random.default_rng(2)
+    _configs(cg, rng, walks=6, steps=120)
+    tb = v.token_bytes
+    checked = 0
+    for cfg in list(cg._configs)[:150]:
+        if any(cg._sat_of[f[2]] for st in cfg for f in st):
+            continue
+        m = np.zeros(cg.n_words, dtype=np.uint32)
+        cand = np.zeros(cg.n_words, dtype=np.uint32)
+        for st in cfg:
+            loc, c = cg._walk(*st[-1])
+            m |= cg._walk_masks[loc]
+            if c >= 0:
+                cand |= cg._walk_masks[c]
+        ids = np.flatnonzero(np.unpackbits((cand & ~m).view(np.uint8), bitorder="little")[:v.n_tokens])
+        ids = np.union1d(ids, [t for t in rng.integers(0, v.n_tokens, 100).tolist() if tb[t]])
+        out = np.zeros(cg.n_words, dtype=np.uint32)
+        und = np.empty(len(ids), dtype=np.uint32)
+        n = _native.pd_check(cg._native_rules(), _stacks(cfg), ids.astype(np.uint32), out, und)
+        left = set(und[:n].tolist())
+        for t in ids.tolist():
+            if t not in left:
+                assert bool(out[t >> 5] >> (t & 31) & 1) == bool(cg._run(tb[t], cfg)), (tb[t], cfg)
+                checked += 1
+    assert checked > 5000
+
+
+def test_pd_check_rejects_bad_input():
+    cg = compile_grammar(LIST, TINY, backend="pushdown")
+    pd = cg._native_rules()
+    m = np.zeros(cg.n_words, dtype=np.uint32)
+    und = np.empty(4, dtype=np.uint32)
+    with pytest.raises(ValueError, match="out of range"):
+        _native.pd_check(pd, np.array([1, 0, 10_000], dtype=np.int32), np.array([1], dtype=np.uint32), m, und)
+    with pytest.raises(ValueError, match="out of range"):
+        _native.pd_check(pd, np.array([1, 0, 0], dtype=np.int32), np.array([10_000], dtype=np.uint32), m, und)
+    with pytest.raises(ValueError, match="undecided"):
+        _native.pd_check(pd, np.array([1, 0, 0], dtype=np.int32), np.arange(8, dtype=np.uint32), m, und)
+    with pytest.raises(ValueError, match="pd_new"):
+        z = np.zeros(1, dtype=np.int32)
+        _native.pd_new(3, np.zeros(1, dtype=np.uint8), np.zeros(2, dtype=np.uint64), np.zeros(1, dtype=np.int64),
+                       np.array([5], dtype=np.int32), np.ones(1, dtype=np.int32), np.array([0, 1], dtype=np.int32),
+                       np.zeros(256, dtype=np.uint8), np.zeros(1, dtype=np.uint8), np.zeros(2, dtype=np.int32), z[:0],
+                       z[:0])  # the one transition targets state 5 of a 1-state rule
