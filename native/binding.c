@@ -1058,6 +1058,98 @@ out:
     return ret;
 }
 
+#define PD_MASKER_CAPSULE "decoding._native.pushdown_masker"
+
+typedef struct {
+    gd_pd_masker *pm;
+    size_t n_tokens;
+    PyObject *keep; /* the arguments: the pd and profiles capsules and the arrays stay alive */
+    Py_buffer bufs[2];
+    int n_bufs;
+} pd_masker_box;
+
+static void pd_masker_free(pd_masker_box *b) {
+    gd_pd_masker_free(b->pm);
+    release_bufs(b->bufs, b->n_bufs, b->keep);
+    PyMem_Free(b);
+}
+
+static void pd_masker_destroy(PyObject *cap) { pd_masker_free(PyCapsule_GetPointer(cap, PD_MASKER_CAPSULE)); }
+
+/* pd_masker(pd, exit_id_i32, exit_set_u8, profiles) -> capsule (see gd_pd_masker_new) */
+static PyObject *py_pd_masker(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *ocap, *oid, *oset, *opro;
+    if (!PyArg_ParseTuple(args, "OOOO", &ocap, &oid, &oset, &opro)) return NULL;
+    pd_box *pb = PyCapsule_GetPointer(ocap, PD_CAPSULE);
+    if (!pb) return NULL;
+    profiles_box *prof = PyCapsule_GetPointer(opro, PROFILES_CAPSULE);
+    if (!prof) return NULL;
+    pd_masker_box *b = PyMem_Calloc(1, sizeof(pd_masker_box));
+    if (!b) return PyErr_NoMemory();
+    b->keep = Py_NewRef(args);
+    b->n_tokens = prof->n_tokens;
+    const char *bad = NULL;
+    Py_buffer *vi, *vs;
+    if (!(vi = next_buf(b->bufs, &b->n_bufs, oid, "exit_id", 'i', 4, 0)) ||
+        !(vs = next_buf(b->bufs, &b->n_bufs, oset, "exit_set", 'B', 1, 0)))
+        goto fail;
+    int32_t total = pb->pd.state_off[pb->pd.n_rules], n_sets = (int32_t)(vs->shape[0] / 32);
+    if (prof->n_tokens != pb->pd.n_tokens) bad = "the profiles' vocabulary is not the pd's";
+    else if (vi->shape[0] != total) bad = "exit_id: one per state of all rules";
+    else if (vs->shape[0] % 32) bad = "exit_set: 32 bytes per set";
+    for (int32_t g = 0; g < total && !bad; g++)
+        if (((const int32_t *)vi->buf)[g] < -1 || ((const int32_t *)vi->buf)[g] >= n_sets) bad = "exit_id: out of range";
+    if (bad) goto fail;
+    b->pm = gd_pd_masker_new(&pb->pd, vi->buf, vs->buf, n_sets, prof->trie, prof->prof, prof->n,
+                             (prof->n_tokens + 31) / 32);
+    if (!b->pm) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    PyObject *ret = PyCapsule_New(b, PD_MASKER_CAPSULE, pd_masker_destroy);
+    if (!ret) pd_masker_free(b);
+    return ret;
+fail:
+    if (bad) PyErr_Format(PyExc_ValueError, "pd_masker: %s", bad);
+    pd_masker_free(b);
+    return NULL;
+}
+
+/* pd_frame_mask(pd_masker, rule, state, special_ids_u32, loc_out, cand_out) -> whether cand is not
+ * empty (see gd_pd_frame_mask). Releases the GIL; calls on one masker must be serialised. */
+static PyObject *py_pd_frame_mask(PyObject *module, PyObject *args) {
+    PyObject *cap, *osp, *ol, *oc;
+    int r, s;
+    if (!PyArg_ParseTuple(args, "OiiOOO", &cap, &r, &s, &osp, &ol, &oc)) return NULL;
+    pd_masker_box *b = PyCapsule_GetPointer(cap, PD_MASKER_CAPSULE);
+    if (!b) return NULL;
+    Py_buffer v[3];
+    int n = 0, rc = 0;
+    PyObject *ret = NULL;
+    if (get_words(osp, &v[n], 0, "special_ids") < 0) goto out;
+    n++;
+    if (get_words(ol, &v[n], 1, "loc") < 0) goto out;
+    n++;
+    if (get_words(oc, &v[n], 1, "cand") < 0) goto out;
+    n++;
+    size_t nwords = (b->n_tokens + 31) / 32;
+    if (v[1].shape[0] != (Py_ssize_t)nwords || v[2].shape[0] != (Py_ssize_t)nwords) {
+        PyErr_SetString(PyExc_ValueError, "pd_frame_mask: loc and cand must be nwords words");
+        goto out;
+    }
+    const gd_kernels *k = state_of(module)->kernels;
+    Py_BEGIN_ALLOW_THREADS
+    rc = gd_pd_frame_mask(k, b->pm, r, s, v[0].buf, (size_t)v[0].shape[0], v[1].buf, v[2].buf);
+    Py_END_ALLOW_THREADS
+    if (rc == -1) PyErr_Format(PyExc_ValueError, "pd_frame_mask: rule %d state %d out of range", r, s);
+    else if (rc < 0) PyErr_NoMemory();
+    else ret = PyBool_FromLong(rc);
+out:
+    for (int i = 0; i < n; i++) PyBuffer_Release(&v[i]);
+    return ret;
+}
+
 /* GD_DFA_* error code -> Python exception (the caller words LimitError from these). */
 static PyObject *dfa_error(int rc, const char *what) {
     switch (rc) {
@@ -1944,6 +2036,13 @@ static PyMethodDef methods[] = {
     {"pd_check", py_pd_check, METH_VARARGS,
      "pd_check(pd, stacks_i32, ids_u32, mask_u32, undecided_u32) -> number of undecided ids: the allowed ids' "
      "bits set in mask (see gd_pd_check). Releases the GIL."},
+    {"pd_masker", py_pd_masker, METH_VARARGS,
+     "pd_masker(pd, exit_id_i32, exit_set_u8, profiles) -> capsule: a pushdown grammar's mask walks (see "
+     "gd_pd_masker_new)"},
+    {"pd_frame_mask", py_pd_frame_mask, METH_VARARGS,
+     "pd_frame_mask(pd_masker, rule, state, special_ids_u32, loc_out, cand_out) -> whether cand is not empty: the "
+     "tokens a top frame consumes itself and the others that may enter a call or return (see gd_pd_frame_mask). "
+     "Releases the GIL."},
     {"impl", py_impl, METH_NOARGS, "Name of the active kernel implementation."},
     {"impl_supported", py_impl_supported, METH_VARARGS, "impl_supported(name) -> bool."},
     {"set_impl", py_set_impl, METH_VARARGS, "set_impl(name): force scalar|sse2|avx2|avx512|neon."},

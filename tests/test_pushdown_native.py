@@ -1,7 +1,8 @@
-"""The native check of the pushdown back-end's crossing tokens (``_native.pd_check``, used by
-``CompiledPushdown._compute``) against the Python steps it replaces (``_run``: the reference):
-every token of the vocabulary from every configuration reached, on hand-built grammars and
-tiny vocabularies, then whole masks along random walks on llama-bpe."""
+"""The pushdown back-end's native mask work against the Python it replaces (the reference):
+the check of the crossing tokens (``_native.pd_check``) against ``_run``, every token of the
+vocabulary from every configuration reached; the top frames' walks (``_native.pd_frame_mask``)
+against ``_tables`` + ``walk_tokens``, frame by frame; on hand-built grammars and tiny
+vocabularies, then whole masks along random walks on llama-bpe."""
 
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ def test_every_token_from_every_configuration_tiny(name):
     """Tiny vocabulary: every token from every configuration that random walks reach and
     that has no saturated rule (the native check's domain) is decided as ``_run`` decides."""
     cg = compile_grammar(CASES[name], TINY, backend="pushdown")
-    cg.native_check = False
+    cg.native_check = cg.native_walk = False
     _configs(cg, np.random.default_rng(5), walks=40, steps=40)
     decided = undecided = 0
     for cfg in list(cg._configs):
@@ -85,7 +86,7 @@ def test_same_masks_native_and_python_tiny(name):
     configuration (saturated ones included: they take the Python path either way)."""
     a = compile_grammar(CASES[name], TINY, backend="pushdown")
     b = compile_grammar(CASES[name], TINY, backend="pushdown")
-    b.native_check = False
+    b.native_check = b.native_walk = False
     _configs(a, np.random.default_rng(9), walks=60, steps=60)
     for cfg in list(a._configs):
         assert np.array_equal(a._compute(cfg), b._compute(cfg)), cfg
@@ -97,8 +98,47 @@ def test_same_masks_native_and_python_llama_bpe():
     g = compile_schema(FREE_SCHEMA, free_depth=2).grammar
     fast = compile_grammar(g, v, backend="pushdown")
     ref = compile_grammar(g, v, backend="pushdown")
-    ref.native_check = False
+    ref.native_check = ref.native_walk = False
     assert _same_masks_along_walks(fast, ref, seed=21, walks=25, max_steps=200) > 300
+
+
+def _same_frame_walks(fast, ref) -> int:
+    """Every state of every rule as a top frame with no saturated rule: the native walk's
+    (local, candidate) masks equal the reference's."""
+    n = 0
+    for r, d in enumerate(fast.pushdown.dfas):
+        for s in range(d.n_states):
+            loc, cand = fast._walk(r, s, 0)
+            rloc, rcand = ref._walk(r, s, 0)
+            assert np.array_equal(fast._walk_masks[loc], ref._walk_masks[rloc]), (r, s)
+            assert (cand < 0) == (rcand < 0), (r, s)
+            if cand >= 0:
+                assert np.array_equal(fast._walk_masks[cand], ref._walk_masks[rcand]), (r, s)
+            n += 1
+    return n
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_frame_walks_native_and_python_tiny(name):
+    fast = compile_grammar(CASES[name], TINY, backend="pushdown")
+    ref = compile_grammar(CASES[name], TINY, backend="pushdown")
+    ref.native_walk = False
+    assert _same_frame_walks(fast, ref) >= 4
+
+
+@pytest.mark.parametrize("profiles", [True, False], ids=["plain-text shortcuts", "whole-trie walks"])
+def test_frame_walks_native_and_python_kubernetes(profiles):
+    """kb_192 (33 rules, 3,500 states, string bodies among them) on llama-bpe, with and
+    without the plain-text shortcuts: the same walks frame by frame."""
+    v = get_vocab("llama-bpe")
+    schema = json.loads((CORPORA / "jsonschemabench" / "Kubernetes" / "kb_192_Normalized.json").read_text())["schema"]
+    g = compile_schema(schema).grammar
+    fast = compile_grammar(g, v, backend="pushdown")
+    ref = compile_grammar(g, v, backend="pushdown")
+    ref.native_walk = False
+    if not profiles:
+        fast._loop_profiles = ref._loop_profiles = ()
+    assert _same_frame_walks(fast, ref) > 3000
 
 
 def test_kubernetes_pushdown_schema_every_candidate():
@@ -109,7 +149,7 @@ def test_kubernetes_pushdown_schema_every_candidate():
     schema = json.loads((CORPORA / "jsonschemabench" / "Kubernetes" / "kb_208_Normalized.json").read_text())["schema"]
     g = compile_schema(schema).grammar
     cg = compile_grammar(g, v, backend="pushdown")
-    cg.native_check = False
+    cg.native_check = cg.native_walk = False
     rng = np.random.default_rng(2)
     _configs(cg, rng, walks=6, steps=120)
     tb = v.token_bytes

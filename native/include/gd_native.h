@@ -512,6 +512,26 @@ typedef struct {
 int gd_pd_check(const gd_pd *pd, const int32_t *stacks, size_t n_items, const uint32_t *ids, size_t n_ids,
                 uint32_t *mask, size_t nwords, uint32_t *undecided, size_t *n_undecided);
 
+/* A pushdown grammar's mask walks for one vocabulary (decoding/backends/pushdown/index.py
+ * `_walk`): gd_pd_masker_new(pd, exit_id, exit_set, n_sets, trie, profiles, n_profiles, nwords)
+ * where exit_id[g] (one per state of all rules) is the index of state g's exit set (the bytes
+ * that may enter a call or return; -1: none) among exit_set[n_sets * 32] (bit b of byte b / 8),
+ * the trie and the plain-text profiles as for a state masker; every array caller-owned and
+ * kept.  NULL when out of memory.  Each rule's tables are made on its first use and kept
+ * (calls on one masker must be serialised). */
+typedef struct gd_pd_masker gd_pd_masker;
+gd_pd_masker *gd_pd_masker_new(const gd_pd *pd, const int32_t *exit_id, const uint8_t *exit_set, int32_t n_sets,
+                               const gd_trie *trie, const gd_masker_profile *prof, int32_t n_profiles, size_t nwords);
+void gd_pd_masker_free(gd_pd_masker *pm);
+/* For the top frame (rule r, state s) of a configuration with no saturated rule: loc (nwords
+ * words) = the tokens the frame consumes by its own byte moves, cand = the other tokens that
+ * the rule's automaton consumes when every exit byte (of the state reached) leads to a sink
+ * that takes everything: the tokens that may enter a call or return (to check with
+ * gd_pd_check).  Special token ids are cleared from both.  Returns 1 if cand is not empty,
+ * 0 if it is, -1 for r or s out of range, -2 when out of memory. */
+int gd_pd_frame_mask(const gd_kernels *kern, gd_pd_masker *pm, int32_t r, int32_t s, const uint32_t *special_ids,
+                     size_t n_special, uint32_t *loc, uint32_t *cand);
+
 #ifdef __cplusplus
 }
 #endif

@@ -259,3 +259,176 @@ out:
     free(order);
     return rc;
 }
+
+/* ---- a rule's mask walks (gd_pd_masker) ----------------------------------------------------
+ * Per rule, made on its first use: the byte classes refined by the rule's exit sets (bytes in
+ * one column have the same move and are in the same exit sets), the local table (the rule's
+ * own byte moves, one more row for the sink, which has none) and the over table (the same,
+ * with every exit byte of a state and every byte of the sink row going to the sink), each
+ * behind a state masker: decoding/backends/pushdown/index.py `_tables` and `_walk`, whose
+ * tables differ only in the numbering of the columns. */
+typedef struct {
+    uint8_t col[256];
+    void *loc, *over;
+    uint8_t *acc; /* n + 1 zeros: no end-of-generation bits here */
+    uint8_t *memo[2][GD_MASKER_PROFILES];
+    gd_state_masker m[2]; /* local, over */
+    int made;
+} pd_rule_masker;
+
+struct gd_pd_masker {
+    const gd_pd *pd;
+    const int32_t *exit_id;  /* [total states]: index of the state's exit set, -1: none */
+    const uint8_t *exit_set; /* [n_sets * 32]: bit b of byte b / 8 */
+    int32_t n_sets;
+    gd_state_masker proto; /* trie, profiles, nwords */
+    pd_rule_masker *rules;
+};
+
+gd_pd_masker *gd_pd_masker_new(const gd_pd *pd, const int32_t *exit_id, const uint8_t *exit_set, int32_t n_sets,
+                               const gd_trie *trie, const gd_masker_profile *prof, int32_t n_profiles, size_t nwords) {
+    if (n_profiles < 0 || n_profiles > GD_MASKER_PROFILES) return NULL;
+    gd_pd_masker *pm = calloc(1, sizeof *pm);
+    if (!pm) return NULL;
+    pm->rules = calloc((size_t)pd->n_rules, sizeof *pm->rules);
+    if (!pm->rules) {
+        free(pm);
+        return NULL;
+    }
+    pm->pd = pd;
+    pm->exit_id = exit_id;
+    pm->exit_set = exit_set;
+    pm->n_sets = n_sets;
+    pm->proto.trie = trie;
+    pm->proto.prof = prof;
+    pm->proto.n_profiles = n_profiles;
+    pm->proto.nwords = nwords;
+    return pm;
+}
+
+static void rule_masker_free(pd_rule_masker *rm) {
+    for (int w = 0; w < 2; w++) {
+        gd_state_masker_release(&rm->m[w]);
+        for (int p = 0; p < GD_MASKER_PROFILES; p++) free(rm->memo[w][p]);
+    }
+    free(rm->loc);
+    free(rm->over);
+    free(rm->acc);
+    memset(rm, 0, sizeof *rm);
+}
+
+void gd_pd_masker_free(gd_pd_masker *pm) {
+    if (!pm) return;
+    for (int32_t r = 0; r < pm->pd->n_rules; r++) rule_masker_free(&pm->rules[r]);
+    free(pm->rules);
+    free(pm);
+}
+
+static int exit_has(const gd_pd_masker *pm, int32_t e, int b) { return (pm->exit_set[(size_t)e * 32 + (size_t)(b >> 3)] >> (b & 7)) & 1; }
+
+/* the tables and maskers of rule r: 0, or -2 when out of memory */
+static int rule_make(gd_pd_masker *pm, int32_t r) {
+    pd_rule_masker *rm = &pm->rules[r];
+    if (rm->made) return 0;
+    const gd_pd *pd = pm->pd;
+    int32_t n = pd->state_off[r + 1] - pd->state_off[r], nc = pd->n_cls[r];
+    const int32_t *eid = pm->exit_id + pd->state_off[r];
+    const uint8_t *bc = pd->byte_class + (size_t)r * 256;
+    /* the rule's distinct exit sets */
+    int32_t *sets = malloc(((size_t)n + 1) * sizeof *sets), ns = 0;
+    uint64_t *memb = NULL;
+    if (!sets) return -2;
+    for (int32_t s = 0; s < n; s++) {
+        int32_t e = eid[s], k = 0;
+        if (e < 0) continue;
+        while (k < ns && sets[k] != e) k++;
+        if (k == ns) sets[ns++] = e;
+    }
+    /* each byte's membership in them (nw words), then the columns: the distinct (class, membership) */
+    size_t nw = ((size_t)ns + 63) / 64;
+    if (nw == 0) nw = 1;
+    memb = calloc(256 * nw, sizeof *memb);
+    if (!memb) { free(sets); return -2; }
+    for (int32_t k = 0; k < ns; k++)
+        for (int b = 0; b < 256; b++)
+            if (exit_has(pm, sets[k], b)) memb[(size_t)b * nw + (size_t)(k / 64)] |= 1ull << (k % 64);
+    int rep[256], ncols = 0;
+    for (int b = 0; b < 256; b++) {
+        int c = 0;
+        while (c < ncols && !(bc[rep[c]] == bc[b] && !memcmp(memb + (size_t)rep[c] * nw, memb + (size_t)b * nw, nw * sizeof *memb)))
+            c++;
+        if (c == ncols) rep[ncols++] = b;
+        rm->col[b] = (uint8_t)c;
+    }
+    free(memb);
+    int t16 = n + 1 < 32767;
+    size_t cells = ((size_t)n + 1) * (size_t)ncols, isz = t16 ? 2 : 4;
+    rm->loc = malloc(cells * isz);
+    rm->over = malloc(cells * isz);
+    rm->acc = calloc((size_t)n + 1, 1);
+    if (!rm->loc || !rm->over || !rm->acc) goto nomem;
+    const int32_t *tr = pd->trans + pd->trans_off[r];
+    for (int32_t s = 0; s <= n; s++) {
+        /* the exit columns of s: a byte of the column (rep) in its exit set */
+        int32_t e = s < n ? eid[s] : -1;
+        for (int c = 0; c < ncols; c++) {
+            int32_t l = s < n ? tr[(size_t)s * (size_t)nc + bc[rep[c]]] : -1;
+            int32_t o = s == n || (e >= 0 && exit_has(pm, e, rep[c])) ? n : l;
+            size_t i = (size_t)s * (size_t)ncols + (size_t)c;
+            if (t16) {
+                ((int16_t *)rm->loc)[i] = (int16_t)l;
+                ((int16_t *)rm->over)[i] = (int16_t)o;
+            } else {
+                ((int32_t *)rm->loc)[i] = l;
+                ((int32_t *)rm->over)[i] = o;
+            }
+        }
+    }
+    for (int w = 0; w < 2; w++) {
+        gd_state_masker *m = &rm->m[w];
+        *m = pm->proto;
+        m->classes = rm->col;
+        m->table = w ? rm->over : rm->loc;
+        m->table16 = t16;
+        m->ncols = (size_t)ncols;
+        m->n_classes = (size_t)ncols;
+        m->n_states = (size_t)n + 1;
+        m->sink = w ? n : -1;
+        m->accepting = rm->acc;
+        for (int32_t p = 0; p < m->n_profiles; p++) {
+            if (!(rm->memo[w][p] = calloc((size_t)n + 1, 1))) goto nomem;
+            m->loop[p].loop_memo = rm->memo[w][p];
+        }
+    }
+    free(sets);
+    rm->made = 1;
+    return 0;
+nomem:
+    free(sets);
+    rule_masker_free(rm);
+    return -2;
+}
+
+int gd_pd_frame_mask(const gd_kernels *kern, gd_pd_masker *pm, int32_t r, int32_t s, const uint32_t *special_ids,
+                     size_t n_special, uint32_t *loc, uint32_t *cand) {
+    const gd_pd *pd = pm->pd;
+    if (r < 0 || r >= pd->n_rules || s < 0 || s >= pd->state_off[r + 1] - pd->state_off[r]) return -1;
+    if (rule_make(pm, r)) return -2;
+    pd_rule_masker *rm = &pm->rules[r];
+    int rc = gd_state_mask(kern, &rm->m[0], s, loc);
+    if (!rc) rc = gd_state_mask(kern, &rm->m[1], s, cand);
+    if (rc) return rc == -1 ? -1 : -2;
+    size_t nwords = pm->proto.nwords;
+    for (size_t k = 0; k < n_special; k++) {
+        uint32_t id = special_ids[k];
+        if ((size_t)(id >> 5) >= nwords) continue;
+        loc[id >> 5] &= ~(1u << (id & 31));
+        cand[id >> 5] &= ~(1u << (id & 31));
+    }
+    int any = 0;
+    for (size_t w = 0; w < nwords; w++) {
+        cand[w] &= ~loc[w];
+        any |= cand[w] != 0;
+    }
+    return any;
+}

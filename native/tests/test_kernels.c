@@ -379,6 +379,31 @@ static void test_pd_check(void) {
     CHECK(nu == 3 && und[0] == 3 && und[1] == 7 && und[2] == 6, "pd undecided in byte order (\"[1\" < \"[1]]\" < \"[[\")");
     int32_t bad[3] = {1, 0, 4};
     CHECK(gd_pd_check(&pd, bad, 3, ids, 8, mask, 1, und, &nu) == -1, "pd state out of range");
+    /* the frames' walks: exit sets {"1", "["} (state 2: the call's FIRST) and {"]"} (state 1:
+     * accepting, FOLLOW of v) */
+    gd_trie *trie = gd_trie_build(blob, off, 8);
+    CHECK(trie != NULL, "pd trie");
+    if (!trie) return;
+    uint8_t sets[64] = {0};
+    sets['1' / 8] |= 1u << ('1' % 8);
+    sets['[' / 8] |= 1u << ('[' % 8);
+    sets[32 + ']' / 8] |= 1u << (']' % 8);
+    int32_t exit_id[4] = {-1, 1, 0, -1};
+    gd_pd_masker *pm = gd_pd_masker_new(&pd, exit_id, sets, 2, trie, NULL, 0, 1);
+    CHECK(pm != NULL, "pd masker");
+    uint32_t loc[1], cand[1], special[1] = {5};
+    if (pm) {
+        CHECK(gd_pd_frame_mask(gd_kernels_for(GD_IMPL_SCALAR), pm, 0, 2, NULL, 0, loc, cand) == 1 && loc[0] == 0 &&
+              cand[0] == ((1u << 0) | (1u << 1) | (1u << 3) | (1u << 4) | (1u << 6) | (1u << 7)),
+              "pd frame (v, 2): loc %x cand %x", loc[0], cand[0]);
+        CHECK(gd_pd_frame_mask(gd_kernels_for(GD_IMPL_SCALAR), pm, 0, 3, NULL, 0, loc, cand) == 1 && loc[0] == (1u << 2) &&
+              cand[0] == (1u << 5), "pd frame (v, 3): loc %x cand %x", loc[0], cand[0]);
+        CHECK(gd_pd_frame_mask(gd_kernels_for(GD_IMPL_SCALAR), pm, 0, 3, special, 1, loc, cand) == 0 && loc[0] == (1u << 2) &&
+              cand[0] == 0, "pd frame (v, 3), token 5 special: loc %x cand %x", loc[0], cand[0]);
+        CHECK(gd_pd_frame_mask(gd_kernels_for(GD_IMPL_SCALAR), pm, 0, 4, NULL, 0, loc, cand) == -1, "pd frame out of range");
+        gd_pd_masker_free(pm);
+    }
+    gd_trie_free(trie);
 }
 
 int main(void) {

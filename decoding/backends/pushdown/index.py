@@ -644,7 +644,13 @@ class CompiledPushdown:
         #: check the candidate tokens of configurations without a saturated rule natively
         #: (``_native.pd_check``); False: every candidate is stepped in Python (the reference)
         self.native_check = True
+        #: walk the tries of top frames with no saturated rule natively (``_native.pd_frame_mask``:
+        #: the tables are made there); False: :meth:`_tables` and ``walk_tokens`` (the reference)
+        self.native_walk = True
         self._pd = None  # the rules for pd_check, made by the first mask that needs them
+        self._pd_masker = None  # their mask walks (pd_masker), made by the first walk
+        self._pd_state_off: np.ndarray | None = None
+        self._special_arr = np.array(self.special_token_ids, dtype=np.uint32)
         self._intern(frozenset({((0, 0, 0),)}))
 
     # ------------------------------------------------------------------ counts / liveness
@@ -966,6 +972,12 @@ class CompiledPushdown:
         hit = self._walks.get(key)
         if hit is not None:
             return hit
+        if sid == 0 and self.native_walk:
+            loc = np.empty(self.n_words, dtype=np.uint32)
+            cand = np.empty(self.n_words, dtype=np.uint32)
+            more = _native.pd_frame_mask(self._native_masker(), r, s, self._special_arr, loc, cand)
+            hit = self._walks[key] = (self._walk_masks.intern(loc), self._walk_masks.intern(cand) if more else -1)
+            return hit
         loc_t, over_t = self._tables(r, sid)
         cls = self._t.classes(r)[0]
         tabs = vocab_tables(self.vocab)
@@ -1035,10 +1047,28 @@ class CompiledPushdown:
                         xs.append(x)
                         ts.append(tt)
             blob, off = self.vocab.blob()
+            self._pd_state_off = state_off
             self._pd = _native.pd_new(self.pushdown.max_depth, np.frombuffer(blob, dtype=np.uint8), off, trans_off,
                                       trans, n_cls, state_off, byte_class, accepting, np.cumsum(n_calls, dtype=np.int32),
                                       np.array(xs, dtype=np.int32), np.array(ts, dtype=np.int32))
         return self._pd
+
+    def _native_masker(self):
+        """The rules' mask walks (``_native.pd_masker``) over their exit sets and the
+        vocabulary's plain-text profiles (the ones ``_walk`` tries)."""
+        if self._pd_masker is None:
+            pd = self._native_rules()
+            off = self._pd_state_off
+            assert off is not None
+            exit_id = np.full(int(off[-1]), -1, dtype=np.int32)
+            sets: dict[int, int] = {}
+            for r, ex in enumerate(self._t.exit):
+                for s, e in ex.items():
+                    exit_id[off[r] + s] = sets.setdefault(e, len(sets))
+            blob = np.frombuffer(b"".join(e.to_bytes(32, "little") for e in sets), dtype=np.uint8)
+            profiles = vocab_tables(self.vocab).masker_profiles(tuple(self._loop_profiles))
+            self._pd_masker = _native.pd_masker(pd, exit_id, blob, profiles)
+        return self._pd_masker
 
     def _compute(self, cfg: Config) -> np.ndarray:
         m = np.zeros(self.n_words, dtype=np.uint32)
