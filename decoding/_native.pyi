@@ -111,6 +111,13 @@ def pd_new(max_depth: int, blob: np.ndarray, offsets: np.ndarray, trans_off: np.
 def pd_check(pd: Any, stacks: np.ndarray, ids: np.ndarray, mask: np.ndarray, undecided: np.ndarray) -> int:
     """Set the bits of the ids a configuration (stacks, int32) consumes; the undecided ids go
     into ``undecided``, their count is returned (gd_pd_check). Releases the GIL."""
+def pd_masker(pd: Any, exit_id: np.ndarray, exit_set: np.ndarray, profiles: Any) -> Any:
+    """A pushdown grammar's mask walks over its rules' exit sets (gd_pd_masker_new)."""
+def pd_frame_mask(pd_masker: Any, rule: int, state: int, special_ids: np.ndarray, loc: np.ndarray,
+                  cand: np.ndarray, ids: np.ndarray) -> tuple[bool, int, int, int]:
+    """The tokens a top frame consumes itself (loc) and the others that may enter a call or
+    return (cand; gd_pd_frame_mask): (cand not empty, then loc's digest as state_mask gives
+    it: hash, count, inverted, with the ids in ``ids``). Releases the GIL."""
 def impl() -> str:
     """Name of the kernel implementation in use: scalar, sse2, avx2, avx512 or neon."""
 def impl_supported(name: str) -> bool:

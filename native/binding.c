@@ -1116,16 +1116,17 @@ fail:
     return NULL;
 }
 
-/* pd_frame_mask(pd_masker, rule, state, special_ids_u32, loc_out, cand_out) -> whether cand is not
- * empty (see gd_pd_frame_mask). Releases the GIL; calls on one masker must be serialised. */
+/* pd_frame_mask(pd_masker, rule, state, special_ids_u32, loc_out, cand_out, ids_out) -> (more, hash, n,
+ * inverted): more: whether cand is not empty (see gd_pd_frame_mask); then loc's digest as state_mask
+ * gives it. Releases the GIL; calls on one masker must be serialised. */
 static PyObject *py_pd_frame_mask(PyObject *module, PyObject *args) {
-    PyObject *cap, *osp, *ol, *oc;
+    PyObject *cap, *osp, *ol, *oc, *oi;
     int r, s;
-    if (!PyArg_ParseTuple(args, "OiiOOO", &cap, &r, &s, &osp, &ol, &oc)) return NULL;
+    if (!PyArg_ParseTuple(args, "OiiOOOO", &cap, &r, &s, &osp, &ol, &oc, &oi)) return NULL;
     pd_masker_box *b = PyCapsule_GetPointer(cap, PD_MASKER_CAPSULE);
     if (!b) return NULL;
-    Py_buffer v[3];
-    int n = 0, rc = 0;
+    Py_buffer v[4];
+    int n = 0, rc = 0, inverted = 0;
     PyObject *ret = NULL;
     if (get_words(osp, &v[n], 0, "special_ids") < 0) goto out;
     n++;
@@ -1133,7 +1134,10 @@ static PyObject *py_pd_frame_mask(PyObject *module, PyObject *args) {
     n++;
     if (get_words(oc, &v[n], 1, "cand") < 0) goto out;
     n++;
-    size_t nwords = (b->n_tokens + 31) / 32;
+    if (get_words(oi, &v[n], 1, "ids") < 0) goto out;
+    n++;
+    size_t nwords = (b->n_tokens + 31) / 32, cap_ids = (size_t)v[3].shape[0], c = 0;
+    uint64_t h = 0;
     if (v[1].shape[0] != (Py_ssize_t)nwords || v[2].shape[0] != (Py_ssize_t)nwords) {
         PyErr_SetString(PyExc_ValueError, "pd_frame_mask: loc and cand must be nwords words");
         goto out;
@@ -1141,10 +1145,17 @@ static PyObject *py_pd_frame_mask(PyObject *module, PyObject *args) {
     const gd_kernels *k = state_of(module)->kernels;
     Py_BEGIN_ALLOW_THREADS
     rc = gd_pd_frame_mask(k, b->pm, r, s, v[0].buf, (size_t)v[0].shape[0], v[1].buf, v[2].buf);
+    if (rc >= 0) {
+        c = gd_mask_digest(v[1].buf, b->n_tokens, &h, v[3].buf, cap_ids);
+        if (c > cap_ids && b->n_tokens - c <= cap_ids) {
+            c = gd_mask_clear_ids(v[1].buf, b->n_tokens, v[3].buf, cap_ids);
+            inverted = 1;
+        }
+    }
     Py_END_ALLOW_THREADS
     if (rc == -1) PyErr_Format(PyExc_ValueError, "pd_frame_mask: rule %d state %d out of range", r, s);
     else if (rc < 0) PyErr_NoMemory();
-    else ret = PyBool_FromLong(rc);
+    else ret = Py_BuildValue("OKni", rc ? Py_True : Py_False, (unsigned long long)h, (Py_ssize_t)c, inverted);
 out:
     for (int i = 0; i < n; i++) PyBuffer_Release(&v[i]);
     return ret;
@@ -2040,9 +2051,9 @@ static PyMethodDef methods[] = {
      "pd_masker(pd, exit_id_i32, exit_set_u8, profiles) -> capsule: a pushdown grammar's mask walks (see "
      "gd_pd_masker_new)"},
     {"pd_frame_mask", py_pd_frame_mask, METH_VARARGS,
-     "pd_frame_mask(pd_masker, rule, state, special_ids_u32, loc_out, cand_out) -> whether cand is not empty: the "
-     "tokens a top frame consumes itself and the others that may enter a call or return (see gd_pd_frame_mask). "
-     "Releases the GIL."},
+     "pd_frame_mask(pd_masker, rule, state, special_ids_u32, loc_out, cand_out, ids_out) -> (more, hash, n, "
+     "inverted): the tokens a top frame consumes itself (loc) and the others that may enter a call or return "
+     "(cand; more: not empty), see gd_pd_frame_mask, and loc's digest as state_mask gives it. Releases the GIL."},
     {"impl", py_impl, METH_NOARGS, "Name of the active kernel implementation."},
     {"impl_supported", py_impl_supported, METH_VARARGS, "impl_supported(name) -> bool."},
     {"set_impl", py_set_impl, METH_VARARGS, "set_impl(name): force scalar|sse2|avx2|avx512|neon."},

@@ -88,8 +88,10 @@ def test_same_masks_native_and_python_tiny(name):
     b = compile_grammar(CASES[name], TINY, backend="pushdown")
     b.native_check = b.native_walk = False
     _configs(a, np.random.default_rng(9), walks=60, steps=60)
-    for cfg in list(a._configs):
-        assert np.array_equal(a._compute(cfg), b._compute(cfg)), cfg
+    for i, cfg in enumerate(list(a._configs)):
+        want = b._compute(cfg)
+        assert np.array_equal(a._compute(cfg), want), cfg
+        assert np.array_equal(a.mask(i), want), cfg  # (through _compute_id's shortcuts)
 
 
 def test_same_masks_native_and_python_llama_bpe():

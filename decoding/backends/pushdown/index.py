@@ -46,7 +46,7 @@ import numpy as np
 from decoding import _native
 from decoding.backends.automaton import DFA, _bfs, _prune, compile_dfa
 from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN
-from decoding.backends.masks import DEFAULT_MAX_MASKS, MaskTable, mask_ids
+from decoding.backends.masks import DEFAULT_MAX_MASKS, SPARSE_MAX, MaskTable, mask_ids
 from decoding.backends.textloop import PlainLoops, char_pairs, plain_chain, walk_tokens
 from decoding.backends.tables import PROFILES, vocab_tables
 from decoding.errors import GrammarError, LimitError
@@ -651,6 +651,8 @@ class CompiledPushdown:
         self._pd_masker = None  # their mask walks (pd_masker), made by the first walk
         self._pd_state_off: np.ndarray | None = None
         self._special_arr = np.array(self.special_token_ids, dtype=np.uint32)
+        self._final_of_loc: dict[int, int] = {}  # walk mask id -> its id in _masks (_compute_id)
+        self._last_walk: tuple | None = None
         self._intern(frozenset({((0, 0, 0),)}))
 
     # ------------------------------------------------------------------ counts / liveness
@@ -865,8 +867,31 @@ class CompiledPushdown:
             with self._lock:
                 mid = self._config_mask.get(state)
                 if mid is None:
-                    mid = self._config_mask[state] = self._masks.intern(self._compute(self._configs[state]))
+                    mid = self._config_mask[state] = self._compute_id(self._configs[state])
         return mid
+
+    def _compute_id(self, cfg: Config) -> int:
+        """The id in ``_masks`` of :meth:`_compute`'s mask.  A configuration of one stack whose
+        top frame consumes every allowed token itself (no candidate, special or end of
+        generation) has exactly that frame's local mask: its id is remembered per walk mask,
+        and when the walk was made by this call its native digest is reused."""
+        if len(cfg) == 1:
+            (st,) = cfg
+            r, s, ck = st[-1]
+            self._last_walk = None
+            lid, c = self._walk(r, s, ck)
+            if c < 0 and not self._accepting_cfg(cfg) and \
+                    not any(self._step_special(cfg, k) for k in range(len(self.special_token_ids))):
+                mid = self._final_of_loc.get(lid)
+                if mid is None:
+                    lw = self._last_walk
+                    if lw is not None and lw[0] == lid:
+                        mid = self._masks.intern_digest(*lw[1:])
+                    else:
+                        mid = self._masks.intern(np.array(self._walk_masks[lid]))
+                    self._final_of_loc[lid] = mid
+                return mid
+        return self._masks.intern(self._compute(cfg))
 
     def stats(self) -> dict:
         return {"backend": self.backend, "rules": len(self.pushdown.dfas),
@@ -975,8 +1000,12 @@ class CompiledPushdown:
         if sid == 0 and self.native_walk:
             loc = np.empty(self.n_words, dtype=np.uint32)
             cand = np.empty(self.n_words, dtype=np.uint32)
-            more = _native.pd_frame_mask(self._native_masker(), r, s, self._special_arr, loc, cand)
-            hit = self._walks[key] = (self._walk_masks.intern(loc), self._walk_masks.intern(cand) if more else -1)
+            buf = np.empty(SPARSE_MAX, dtype=np.uint32)
+            more, h, count, inv = _native.pd_frame_mask(self._native_masker(), r, s, self._special_arr, loc, cand,
+                                                        buf)
+            lid = self._walk_masks.intern_digest(loc, h, count, bool(inv), buf)
+            self._last_walk = (lid, loc, h, count, bool(inv), buf)  # (see _compute_id)
+            hit = self._walks[key] = (lid, self._walk_masks.intern(cand) if more else -1)
             return hit
         loc_t, over_t = self._tables(r, sid)
         cls = self._t.classes(r)[0]
@@ -1071,28 +1100,37 @@ class CompiledPushdown:
         return self._pd_masker
 
     def _compute(self, cfg: Config) -> np.ndarray:
-        m = np.zeros(self.n_words, dtype=np.uint32)
-        cand = np.zeros(self.n_words, dtype=np.uint32)
         wm = self._walk_masks
+        m = cand = None
         sat = False
         for st in cfg:
             r, s, ck = st[-1]
             sat = sat or self._sat_of[ck] != 0
             loc, c = self._walk(r, s, ck)
-            m |= wm[loc]
+            if m is None:
+                m = np.array(wm[loc])  # (a copy: the table's masks are read-only)
+            else:
+                np.bitwise_or(m, wm[loc], out=m)
             if c >= 0:
-                cand |= wm[c]
-        cand &= ~m
-        cids = mask_ids(cand, self.vocab.n_tokens)
-        if len(cids) and self.native_check and not sat:
-            # no rule saturated: every state is live and the native check is exact; it leaves
-            # to the steps below only tokens that die after a push it could not take (one
-            # that saturates a rule)
-            stacks = np.array([x for st in cfg for x in (len(st), *(v for f in st for v in f[:2]))], dtype=np.int32)
-            und = np.empty(len(cids), dtype=np.uint32)
-            n = _native.pd_check(self._native_rules(), stacks, cids.astype(np.uint32), m, und)
-            cids = und[:n]
-        ids = cids.tolist()
+                if cand is None:
+                    cand = np.array(wm[c])
+                else:
+                    np.bitwise_or(cand, wm[c], out=cand)
+        assert m is not None  # (a configuration has a stack)
+        ids: list[int] = []
+        if cand is not None:
+            cand &= ~m
+            cids = mask_ids(cand, self.vocab.n_tokens)
+            if len(cids) and self.native_check and not sat:
+                # no rule saturated: every state is live and the native check is exact; it
+                # leaves to the steps below only tokens that die after a push it could not
+                # take (one that saturates a rule)
+                stacks = np.array([x for st in cfg for x in (len(st), *(v for f in st for v in f[:2]))],
+                                  dtype=np.int32)
+                und = np.empty(len(cids), dtype=np.uint32)
+                n = _native.pd_check(self._native_rules(), stacks, cids.astype(np.uint32), m, und)
+                cids = und[:n]
+            ids = cids.tolist()
         tb = self._tb
         ids.sort(key=tb.__getitem__)
         path: list[Config] = [cfg]
