@@ -106,8 +106,11 @@ def nfa_build(code: Any, lit: Any, rule_body: Any, leaf_n: Any, leaf_eoff: Any, 
     MemoryError.  Releases the GIL."""
 def pd_new(max_depth: int, blob: np.ndarray, offsets: np.ndarray, trans_off: np.ndarray, trans: np.ndarray,
            n_cls: np.ndarray, state_off: np.ndarray, byte_class: np.ndarray, accepting: np.ndarray,
-           call_off: np.ndarray, call_x: np.ndarray, call_t: np.ndarray) -> Any:
+           call_off: np.ndarray, call_x: np.ndarray, call_t: np.ndarray, spec_off: np.ndarray,
+           spec_t: np.ndarray) -> Any:
     """A pushdown grammar's rules for pd_check (see gd_pd in native/include/gd_native.h)."""
+def pd_live(pd: Any, forbidden: np.ndarray, live: np.ndarray) -> None:
+    """live[g]: state g completable without calling the forbidden rules (gd_pd_live)."""
 def pd_check(pd: Any, stacks: np.ndarray, ids: np.ndarray, mask: np.ndarray, undecided: np.ndarray) -> int:
     """Set the bits of the ids a configuration (stacks, int32) consumes; the undecided ids go
     into ``undecided``, their count is returned (gd_pd_check). Releases the GIL."""

@@ -921,7 +921,7 @@ static PyObject *py_state_run(PyObject *self, PyObject *args) {
 
 /* ---- pushdown configurations ---------------------------------------------------------- */
 #define PD_CAPSULE "decoding._native.pushdown"
-#define PD_BUFS 11
+#define PD_BUFS 13
 
 typedef struct {
     gd_pd pd;
@@ -938,25 +938,26 @@ static void pd_free(pd_box *b) {
 static void pd_destroy(PyObject *cap) { pd_free(PyCapsule_GetPointer(cap, PD_CAPSULE)); }
 
 /* pd_new(max_depth, blob, offsets_u64, trans_off_i64, trans_i32, n_cls_i32, state_off_i32, byte_class_u8,
- *        accepting_u8, call_off_i32, call_x_i32, call_t_i32) -> capsule (see gd_pd); every entry is
+ *        accepting_u8, call_off_i32, call_x_i32, call_t_i32, spec_off_i32, spec_t_i32) -> capsule (see gd_pd); every entry is
  * checked here once, so gd_pd_check only checks its own arguments. */
 static PyObject *py_pd_new(PyObject *self, PyObject *args) {
     (void)self;
     int max_depth;
-    PyObject *o[11];
-    if (!PyArg_ParseTuple(args, "iOOOOOOOOOOO", &max_depth, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
-                          &o[8], &o[9], &o[10]))
+    PyObject *o[13];
+    if (!PyArg_ParseTuple(args, "iOOOOOOOOOOOOO", &max_depth, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
+                          &o[8], &o[9], &o[10], &o[11], &o[12]))
         return NULL;
     pd_box *b = PyMem_Calloc(1, sizeof(pd_box));
     if (!b) return PyErr_NoMemory();
     b->keep = Py_NewRef(args);
     const char *bad = NULL;
-    static const char *const what[11] = {"blob", "offsets", "trans_off", "trans", "n_cls", "state_off",
-                                         "byte_class", "accepting", "call_off", "call_x", "call_t"};
-    static const char fmt[11] = {'B', 'Q', 'q', 'i', 'i', 'i', 'B', 'B', 'i', 'i', 'i'};
-    static const Py_ssize_t size[11] = {1, 8, 8, 4, 4, 4, 1, 1, 4, 4, 4};
-    Py_buffer *v[11];
-    for (int i = 0; i < 11; i++)
+    static const char *const what[13] = {"blob", "offsets", "trans_off", "trans", "n_cls", "state_off",
+                                         "byte_class", "accepting", "call_off", "call_x", "call_t", "spec_off",
+                                         "spec_t"};
+    static const char fmt[13] = {'B', 'Q', 'q', 'i', 'i', 'i', 'B', 'B', 'i', 'i', 'i', 'i', 'i'};
+    static const Py_ssize_t size[13] = {1, 8, 8, 4, 4, 4, 1, 1, 4, 4, 4, 4, 4};
+    Py_buffer *v[13];
+    for (int i = 0; i < 13; i++)
         if (!(v[i] = next_buf(b->bufs, &b->n_bufs, o[i], what[i], fmt[i], size[i], 0))) goto fail;
     gd_pd *pd = &b->pd;
     Py_ssize_t R = v[4]->shape[0];
@@ -973,6 +974,8 @@ static PyObject *py_pd_new(PyObject *self, PyObject *args) {
     pd->call_off = v[8]->buf;
     pd->call_x = v[9]->buf;
     pd->call_t = v[10]->buf;
+    pd->spec_off = v[11]->buf;
+    pd->spec_t = v[12]->buf;
     if (v[1]->shape[0] < 1) bad = "offsets: n_tokens + 1 entries";
     else if (((const uint64_t *)v[1]->buf)[v[1]->shape[0] - 1] > (uint64_t)v[0]->shape[0]) bad = "offsets past the blob";
     else if (R < 1 || v[2]->shape[0] != R || v[5]->shape[0] != R + 1 || v[6]->shape[0] != 256 * R)
@@ -983,8 +986,9 @@ static PyObject *py_pd_new(PyObject *self, PyObject *args) {
     for (Py_ssize_t t = 0; t + 1 < v[1]->shape[0] && !bad; t++)
         if (pd->offsets[t] > pd->offsets[t + 1]) bad = "offsets: not increasing";
     int32_t total = pd->state_off[R];
-    if (!bad && (pd->state_off[0] != 0 || v[7]->shape[0] != total || v[8]->shape[0] != (Py_ssize_t)total + 1))
-        bad = "accepting and call_off: one per state of all rules (call_off: + 1)";
+    if (!bad && (pd->state_off[0] != 0 || v[7]->shape[0] != total || v[8]->shape[0] != (Py_ssize_t)total + 1 ||
+                 v[11]->shape[0] != (Py_ssize_t)total + 1))
+        bad = "accepting, call_off and spec_off: one per state of all rules (call_off, spec_off: + 1)";
     for (Py_ssize_t r = 0; r < R && !bad; r++) {
         int32_t n = pd->state_off[r + 1] - pd->state_off[r], nc = pd->n_cls[r];
         if (n < 1 || nc < 1 || nc > 256) { bad = "a rule without states or with 0 or more than 256 classes"; break; }
@@ -1007,6 +1011,16 @@ static PyObject *py_pd_new(PyObject *self, PyObject *args) {
             for (int32_t j = pd->call_off[g]; j < pd->call_off[g + 1]; j++)
                 if (pd->call_x[j] < 0 || pd->call_x[j] >= R || pd->call_t[j] < 0 || pd->call_t[j] >= n) {
                     bad = "call_x / call_t: out of range";
+                    break;
+                }
+            if (bad) break;
+            if (pd->spec_off[g] < 0 || pd->spec_off[g] > pd->spec_off[g + 1] || pd->spec_off[g + 1] > v[12]->shape[0]) {
+                bad = "spec_off: not increasing within spec_t";
+                break;
+            }
+            for (int32_t j = pd->spec_off[g]; j < pd->spec_off[g + 1]; j++)
+                if (pd->spec_t[j] < 0 || pd->spec_t[j] >= n) {
+                    bad = "spec_t: out of range";
                     break;
                 }
         }
@@ -1055,6 +1069,35 @@ static PyObject *py_pd_check(PyObject *self, PyObject *args) {
     else ret = PyLong_FromSize_t(nu);
 out:
     for (int i = 0; i < n; i++) PyBuffer_Release(&v[i]);
+    return ret;
+}
+
+/* pd_live(pd, forbidden_u8, live_out_u8): see gd_pd_live. Releases the GIL. */
+static PyObject *py_pd_live(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *cap, *of, *ol;
+    if (!PyArg_ParseTuple(args, "OOO", &cap, &of, &ol)) return NULL;
+    pd_box *b = PyCapsule_GetPointer(cap, PD_CAPSULE);
+    if (!b) return NULL;
+    Py_buffer f, l;
+    if (get_buf(of, &f, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "forbidden", 'B', 1) < 0) return NULL;
+    if (get_buf(ol, &l, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE, "live", 'B', 1) < 0) {
+        PyBuffer_Release(&f);
+        return NULL;
+    }
+    PyObject *ret = NULL;
+    if (f.shape[0] != b->pd.n_rules || l.shape[0] != b->pd.state_off[b->pd.n_rules]) {
+        PyErr_SetString(PyExc_ValueError, "pd_live: forbidden: one per rule, live: one per state of all rules");
+    } else {
+        int rc;
+        Py_BEGIN_ALLOW_THREADS
+        rc = gd_pd_live(&b->pd, f.buf, l.buf);
+        Py_END_ALLOW_THREADS
+        if (rc) PyErr_NoMemory();
+        else ret = Py_NewRef(Py_None);
+    }
+    PyBuffer_Release(&f);
+    PyBuffer_Release(&l);
     return ret;
 }
 
@@ -2043,7 +2086,11 @@ static PyMethodDef methods[] = {
      "state_run(masker, state, data) -> the state after the bytes over the masker's table, -1 if rejected"},
     {"pd_new", py_pd_new, METH_VARARGS,
      "pd_new(max_depth, blob, offsets_u64, trans_off_i64, trans_i32, n_cls_i32, state_off_i32, byte_class_u8, "
-     "accepting_u8, call_off_i32, call_x_i32, call_t_i32) -> capsule: a pushdown grammar's rules (see gd_pd)"},
+     "accepting_u8, call_off_i32, call_x_i32, call_t_i32, spec_off_i32, spec_t_i32) -> capsule: a pushdown "
+     "grammar's rules (see gd_pd)"},
+    {"pd_live", py_pd_live, METH_VARARGS,
+     "pd_live(pd, forbidden_u8, live_out_u8): the states completable without the forbidden rules (see "
+     "gd_pd_live). Releases the GIL."},
     {"pd_check", py_pd_check, METH_VARARGS,
      "pd_check(pd, stacks_i32, ids_u32, mask_u32, undecided_u32) -> number of undecided ids: the allowed ids' "
      "bits set in mask (see gd_pd_check). Releases the GIL."},

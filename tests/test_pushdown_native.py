@@ -17,7 +17,8 @@ from decoding.frontends.jsonschema import compile_schema
 from decoding.ir import Grammar, Ref, choice, lit, opt, seq, star
 from decoding.runtime.matcher import Matcher
 from tests.conftest import CORPORA, get_vocab
-from tests.test_pushdown import FREE_SCHEMA, GRAMMARS, TINY, _same_masks_along_walks
+from decoding.vocab import Vocab
+from tests.test_pushdown import FREE_SCHEMA, GRAMMARS, SPECIAL_EXIT, TINY, _same_masks_along_walks
 
 #: v ::= "1" | "[" v "]" nested once at most: every push from the bottom frame's callee saturates
 SHALLOW = Grammar("v", (("v", choice(lit("1"), seq(lit("["), Ref("v"), lit("]")))),), max_depth=1)
@@ -195,4 +196,59 @@ def test_pd_check_rejects_bad_input():
         _native.pd_new(3, np.zeros(1, dtype=np.uint8), np.zeros(2, dtype=np.uint64), np.zeros(1, dtype=np.int64),
                        np.array([5], dtype=np.int32), np.ones(1, dtype=np.int32), np.array([0, 1], dtype=np.int32),
                        np.zeros(256, dtype=np.uint8), np.zeros(1, dtype=np.uint8), np.zeros(2, dtype=np.int32), z[:0],
-                       z[:0])  # the one transition targets state 5 of a 1-state rule
+                       z[:0], np.zeros(2, dtype=np.int32), z[:0])  # the one transition targets state 5 of a 1-state rule
+
+
+SPECIAL_VOCAB = Vocab.from_bytes([b"", b"a", b"b", b"<|e|>", b"ab"], eog_ids=[0], special={"<|e|>": 3})
+
+
+def _sets_of_two(R: int) -> list[frozenset]:
+    return [frozenset()] + [frozenset({a}) for a in range(R)] + \
+        [frozenset({a, b}) for a in range(R) for b in range(a + 1, R)]
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_native_liveness_is_the_fixpoint(name):
+    """``_native.pd_live`` (what the native walks use for saturated sets) equals the Python
+    fixpoint ``_Tables.live`` for every set of at most two forbidden rules."""
+    cg = compile_grammar(CASES[name], TINY, backend="pushdown")
+    for forbidden in _sets_of_two(len(cg.pushdown.dfas)):
+        sid = len(cg._sat_sets)
+        cg._sat_sets.append(forbidden)
+        assert cg._live_for(sid) == cg._t.live(forbidden), forbidden
+
+
+@pytest.mark.parametrize("g", SPECIAL_EXIT, ids=["self", "mutual"])
+def test_native_liveness_and_masks_with_special_tokens(g):
+    """Rules that finish only through a special token: the native liveness counts its moves,
+    and the masks along random walks (special and end-of-generation bits included) are the
+    reference's."""
+    cg = compile_grammar(g, SPECIAL_VOCAB, backend="pushdown")
+    assert any(cg._t.specs)
+    for forbidden in _sets_of_two(len(cg.pushdown.dfas)):
+        sid = len(cg._sat_sets)
+        cg._sat_sets.append(forbidden)
+        assert cg._live_for(sid) == cg._t.live(forbidden), forbidden
+    a = compile_grammar(g, SPECIAL_VOCAB, backend="pushdown")
+    b = compile_grammar(g, SPECIAL_VOCAB, backend="pushdown")
+    b.native_check = b.native_walk = False
+    _configs(a, np.random.default_rng(3), walks=60, steps=30)
+    for i, cfg in enumerate(list(a._configs)):
+        assert np.array_equal(a.mask(i), b._compute(cfg)), cfg
+
+
+def test_native_liveness_kubernetes():
+    v = get_vocab("llama-bpe")
+    schema = json.loads((CORPORA / "jsonschemabench" / "Kubernetes" / "kb_192_Normalized.json").read_text())["schema"]
+    cg = compile_grammar(compile_schema(schema).grammar, v, backend="pushdown")
+    R = len(cg.pushdown.dfas)
+    rng = np.random.default_rng(6)
+    sets = [frozenset(rng.choice(R, size=k, replace=False).tolist()) for k in (1, 1, 2, 3, 5, 8) for _ in range(3)]
+    dead = 0
+    for forbidden in sets:
+        sid = len(cg._sat_sets)
+        cg._sat_sets.append(forbidden)
+        got = cg._live_for(sid)
+        assert got == cg._t.live(forbidden), forbidden
+        dead += sum(not x for lv in got for x in lv)
+    assert dead > 0  # some sets make states dead

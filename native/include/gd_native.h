@@ -494,6 +494,8 @@ typedef struct {
     const int32_t *trans, *n_cls, *state_off;
     const uint8_t *byte_class, *accepting;
     const int32_t *call_off, *call_x, *call_t;
+    const int32_t *spec_off, *spec_t; /* special-token moves of global state g: targets spec_t[spec_off[g] ..
+                                       * spec_off[g + 1]) (states of its rule); NULL: none (liveness only) */
     const uint8_t *blob;
     const uint64_t *offsets;
     uint32_t n_tokens;
@@ -512,6 +514,11 @@ typedef struct {
 int gd_pd_check(const gd_pd *pd, const int32_t *stacks, size_t n_items, const uint32_t *ids, size_t n_ids,
                 uint32_t *mask, size_t nwords, uint32_t *undecided, size_t *n_undecided);
 
+/* live[g] (one per state of all rules) = whether state g can be completed without calling the
+ * rules r with forbidden[r] (n_rules entries): by byte moves, special-token moves and calls of
+ * other rules whose start is live (the least fixpoint; decoding/backends/pushdown/index.py
+ * `_Tables.live` is the reference).  Returns 0, or -2 when out of memory. */
+int gd_pd_live(const gd_pd *pd, const uint8_t *forbidden, uint8_t *live);
 /* A pushdown grammar's mask walks for one vocabulary (decoding/backends/pushdown/index.py
  * `_walk`): gd_pd_masker_new(pd, exit_id, exit_set, n_sets, trie, profiles, n_profiles, nwords)
  * where exit_id[g] (one per state of all rules) is the index of state g's exit set (the bytes

@@ -432,3 +432,125 @@ int gd_pd_frame_mask(const gd_kernels *kern, gd_pd_masker *pm, int32_t r, int32_
     }
     return any;
 }
+
+/* ---- liveness (gd_pd_live) ---------------------------------------------------------------- */
+int gd_pd_live(const gd_pd *pd, const uint8_t *forbidden, uint8_t *live) {
+    int32_t R = pd->n_rules, total = pd->state_off[R];
+    size_t ncalls = (size_t)pd->call_off[total], nspec = pd->spec_off ? (size_t)pd->spec_off[total] : 0, nbytes = 0;
+    for (int32_t r = 0; r < R; r++) nbytes += (size_t)(pd->state_off[r + 1] - pd->state_off[r]) * (size_t)pd->n_cls[r];
+    /* reverse edges into each global state: byte moves and special moves (deduplicated per
+     * source only by the live marks), calls by their target, call sites by their callee */
+    int32_t *off = calloc((size_t)total + 1, sizeof *off), *src = malloc((nbytes + nspec + 1) * sizeof *src);
+    int32_t *coff = calloc((size_t)total + 1, sizeof *coff), *csrc = malloc((ncalls + 1) * sizeof *csrc);
+    int32_t *xoff = calloc((size_t)R + 1, sizeof *xoff), *xsrc = malloc((ncalls + 1) * sizeof *xsrc);
+    int32_t *queue = malloc(((size_t)total + 1) * sizeof *queue), *fill = NULL;
+    int rc = -2;
+    if (!off || !src || !coff || !csrc || !xoff || !xsrc || !queue) goto out;
+    for (int32_t r = 0; r < R; r++) {
+        int32_t n = pd->state_off[r + 1] - pd->state_off[r], nc = pd->n_cls[r];
+        const int32_t *tr = pd->trans + pd->trans_off[r];
+        for (int32_t s = 0; s < n; s++)
+            for (int32_t c = 0; c < nc; c++)
+                if (tr[(size_t)s * (size_t)nc + (size_t)c] >= 0) off[pd->state_off[r] + tr[(size_t)s * (size_t)nc + (size_t)c] + 1]++;
+    }
+    for (int32_t r = 0; r < R && nspec; r++)
+        for (int32_t g = pd->state_off[r]; g < pd->state_off[r + 1]; g++)
+            for (int32_t j = pd->spec_off[g]; j < pd->spec_off[g + 1]; j++) off[pd->state_off[r] + pd->spec_t[j] + 1]++;
+    for (int32_t g = 0; g < total; g++)
+        for (int32_t j = pd->call_off[g]; j < pd->call_off[g + 1]; j++) xoff[pd->call_x[j] + 1]++;
+    for (int32_t g = 0; g < total; g++) off[g + 1] += off[g];
+    for (int32_t x = 0; x < R; x++) xoff[x + 1] += xoff[x];
+    fill = malloc(((size_t)total + (size_t)R + 1) * sizeof *fill);
+    if (!fill) goto out;
+    memcpy(fill, off, (size_t)total * sizeof *fill);
+    memcpy(fill + total, xoff, (size_t)R * sizeof *fill);
+    for (int32_t r = 0; r < R; r++) {
+        int32_t n = pd->state_off[r + 1] - pd->state_off[r], nc = pd->n_cls[r], base = pd->state_off[r];
+        const int32_t *tr = pd->trans + pd->trans_off[r];
+        for (int32_t s = 0; s < n; s++)
+            for (int32_t c = 0; c < nc; c++) {
+                int32_t t = tr[(size_t)s * (size_t)nc + (size_t)c];
+                if (t >= 0) src[fill[base + t]++] = base + s;
+            }
+    }
+    for (int32_t r = 0; r < R && nspec; r++)
+        for (int32_t g = pd->state_off[r]; g < pd->state_off[r + 1]; g++)
+            for (int32_t j = pd->spec_off[g]; j < pd->spec_off[g + 1]; j++) src[fill[pd->state_off[r] + pd->spec_t[j]]++] = g;
+    /* calls: by target (coff/csrc: the call's index j), by callee (xoff/xsrc: j) */
+    for (int32_t r = 0; r < R; r++)
+        for (int32_t g = pd->state_off[r]; g < pd->state_off[r + 1]; g++)
+            for (int32_t j = pd->call_off[g]; j < pd->call_off[g + 1]; j++) {
+                coff[pd->state_off[r] + pd->call_t[j] + 1]++;
+                xsrc[fill[total + pd->call_x[j]]++] = j;
+            }
+    for (int32_t g = 0; g < total; g++) coff[g + 1] += coff[g];
+    memcpy(fill, coff, (size_t)total * sizeof *fill);
+    /* the caller state of call j: a map j -> g (queue as scratch is not enough: one more array) */
+    int32_t *call_src = malloc((ncalls + 1) * sizeof *call_src), *call_rule = malloc((ncalls + 1) * sizeof *call_rule);
+    if (!call_src || !call_rule) {
+        free(call_src);
+        free(call_rule);
+        goto out;
+    }
+    for (int32_t r = 0; r < R; r++)
+        for (int32_t g = pd->state_off[r]; g < pd->state_off[r + 1]; g++)
+            for (int32_t j = pd->call_off[g]; j < pd->call_off[g + 1]; j++) {
+                call_src[j] = g;
+                call_rule[j] = r;
+                csrc[fill[pd->state_off[r] + pd->call_t[j]]++] = j;
+            }
+    /* the least fixpoint: a worklist of states found live */
+    size_t qh = 0, qt = 0;
+    for (int32_t g = 0; g < total; g++) {
+        live[g] = pd->accepting[g] ? 1 : 0;
+        if (live[g]) queue[qt++] = g;
+    }
+    while (qh < qt) {
+        int32_t g = queue[qh++];
+        int32_t r = 0;
+        { /* the rule of g: binary search over state_off */
+            int32_t lo = 0, hi = R - 1;
+            while (lo < hi) {
+                int32_t mid = (lo + hi + 1) / 2;
+                if (pd->state_off[mid] <= g) lo = mid;
+                else hi = mid - 1;
+            }
+            r = lo;
+        }
+        for (int32_t k = off[g]; k < off[g + 1]; k++)
+            if (!live[src[k]]) {
+                live[src[k]] = 1;
+                queue[qt++] = src[k];
+            }
+        /* a call that returns to g, of an allowed callee whose start is live */
+        for (int32_t k = coff[g]; k < coff[g + 1]; k++) {
+            int32_t j = csrc[k], x = pd->call_x[j], s = call_src[j];
+            if (!forbidden[x] && live[pd->state_off[x]] && !live[s]) {
+                live[s] = 1;
+                queue[qt++] = s;
+            }
+        }
+        /* g is rule r's start: the calls of r whose return state is live */
+        if (g == pd->state_off[r] && !forbidden[r])
+            for (int32_t k = xoff[r]; k < xoff[r + 1]; k++) {
+                int32_t j = xsrc[k], s = call_src[j], q = call_rule[j];
+                if (live[pd->state_off[q] + pd->call_t[j]] && !live[s]) {
+                    live[s] = 1;
+                    queue[qt++] = s;
+                }
+            }
+    }
+    free(call_src);
+    free(call_rule);
+    rc = 0;
+out:
+    free(off);
+    free(src);
+    free(coff);
+    free(csrc);
+    free(xoff);
+    free(xsrc);
+    free(queue);
+    free(fill);
+    return rc;
+}

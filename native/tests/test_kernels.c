@@ -354,7 +354,12 @@ static void test_pd_check(void) {
     int64_t trans_off[1] = {0};
     int32_t n_cls[1] = {4}, state_off[2] = {0, 4}, call_off[5] = {0, 0, 0, 1, 1}, call_x[1] = {0}, call_t[1] = {3};
     uint8_t acc[4] = {0, 1, 0, 0};
-    gd_pd pd = {1, 3, trans_off, trans, n_cls, state_off, bc, acc, call_off, call_x, call_t, blob, off, 8};
+    gd_pd pd = {1, 3, trans_off, trans, n_cls, state_off, bc, acc, call_off, call_x, call_t, NULL, NULL, blob, off, 8};
+    uint8_t forbid[1] = {0}, live[4];
+    CHECK(gd_pd_live(&pd, forbid, live) == 0 && live[0] && live[1] && live[2] && live[3], "pd live: all");
+    forbid[0] = 1; /* no call of v: "[" leads nowhere live */
+    CHECK(gd_pd_live(&pd, forbid, live) == 0 && live[0] && live[1] && !live[2] && live[3], "pd live: v forbidden %d%d%d%d",
+          live[0], live[1], live[2], live[3]);
     uint32_t ids[8] = {7, 6, 5, 4, 3, 2, 1, 0}, und[8], mask[1];
     size_t nu = 99;
     int32_t start[3] = {1, 0, 0}; /* one stack: the bottom frame (v, 0) */

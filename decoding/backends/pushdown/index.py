@@ -684,8 +684,21 @@ class CompiledPushdown:
         (None when that set is empty: every state of the pruned rule DFAs is live)."""
         if sid in self._live:
             return self._live[sid]
+        if self.native_walk:  # (the native tables' switch: the fixpoint over the same rules)
+            forbidden = np.zeros(len(self.pushdown.dfas), dtype=np.uint8)
+            forbidden[list(self._sat_sets[sid])] = 1
+            flat = np.empty(int(self._pd_state_off_()[-1]), dtype=np.uint8)
+            _native.pd_live(self._native_rules(), forbidden, flat)
+            off = self._pd_state_off_().tolist()
+            live = self._live[sid] = [flat[off[r]:off[r + 1]].astype(bool).tolist() for r in range(len(off) - 1)]
+            return live
         live = self._live[sid] = self._t.live(self._sat_sets[sid])
         return live
+
+    def _pd_state_off_(self) -> np.ndarray:
+        self._native_rules()
+        assert self._pd_state_off is not None
+        return self._pd_state_off
 
     def _ok(self, r: int, s: int, ck: int) -> bool:
         sid = self._sat_of[ck]
@@ -1075,11 +1088,18 @@ class CompiledPushdown:
                     for x, tt in cs:
                         xs.append(x)
                         ts.append(tt)
+            n_spec = np.zeros(int(state_off[-1]) + 1, dtype=np.int32)
+            sts: list[int] = []
+            for r, sr in enumerate(t.specs):
+                for s in sorted(sr):
+                    n_spec[state_off[r] + s + 1] = len(sr[s])
+                    sts.extend(sr[s].values())
             blob, off = self.vocab.blob()
             self._pd_state_off = state_off
             self._pd = _native.pd_new(self.pushdown.max_depth, np.frombuffer(blob, dtype=np.uint8), off, trans_off,
                                       trans, n_cls, state_off, byte_class, accepting, np.cumsum(n_calls, dtype=np.int32),
-                                      np.array(xs, dtype=np.int32), np.array(ts, dtype=np.int32))
+                                      np.array(xs, dtype=np.int32), np.array(ts, dtype=np.int32),
+                                      np.cumsum(n_spec, dtype=np.int32), np.array(sts, dtype=np.int32))
         return self._pd
 
     def _native_masker(self):
