@@ -111,13 +111,15 @@ def pd_new(max_depth: int, blob: np.ndarray, offsets: np.ndarray, trans_off: np.
     """A pushdown grammar's rules for pd_check (see gd_pd in native/include/gd_native.h)."""
 def pd_live(pd: Any, forbidden: np.ndarray, live: np.ndarray) -> None:
     """live[g]: state g completable without calling the forbidden rules (gd_pd_live)."""
-def pd_check(pd: Any, stacks: np.ndarray, ids: np.ndarray, mask: np.ndarray, undecided: np.ndarray) -> int:
+def pd_check(pd_masker: Any, stacks: np.ndarray, ids: np.ndarray, mask: np.ndarray, undecided: np.ndarray) -> int:
     """Set the bits of the ids a configuration (stacks, int32) consumes; the undecided ids go
     into ``undecided``, their count is returned (gd_pd_check). Releases the GIL."""
 def pd_masker(pd: Any, exit_id: np.ndarray, exit_set: np.ndarray, profiles: Any) -> Any:
     """A pushdown grammar's mask walks over its rules' exit sets (gd_pd_masker_new)."""
-def pd_frame_mask(pd_masker: Any, rule: int, state: int, special_ids: np.ndarray, loc: np.ndarray,
-                  cand: np.ndarray, ids: np.ndarray) -> tuple[bool, int, int, int]:
+def pd_masker_live(pd_masker: Any, sat: np.ndarray | None, live: np.ndarray) -> None:
+    """live[g]: the liveness of saturated set ``sat`` (a byte per rule), kept by the masker."""
+def pd_frame_mask(pd_masker: Any, rule: int, state: int, sat: np.ndarray | None, special_ids: np.ndarray,
+                  loc: np.ndarray, cand: np.ndarray, ids: np.ndarray) -> tuple[bool, int, int, int]:
     """The tokens a top frame consumes itself (loc) and the others that may enter a call or
     return (cand; gd_pd_frame_mask): (cand not empty, then loc's digest as state_mask gives
     it: hash, count, inverted, with the ids in ``ids``). Releases the GIL."""

@@ -1035,42 +1035,6 @@ fail:
     return NULL;
 }
 
-/* pd_check(pd, stacks_i32, ids_u32, mask_u32, undecided_u32) -> number of undecided ids (see
- * gd_pd_check). Releases the GIL. */
-static PyObject *py_pd_check(PyObject *self, PyObject *args) {
-    (void)self;
-    PyObject *cap, *os, *oi, *om, *ou;
-    if (!PyArg_ParseTuple(args, "OOOOO", &cap, &os, &oi, &om, &ou)) return NULL;
-    pd_box *b = PyCapsule_GetPointer(cap, PD_CAPSULE);
-    if (!b) return NULL;
-    Py_buffer v[4];
-    int n = 0;
-    PyObject *ret = NULL;
-    if (get_buf(os, &v[n], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "stacks", 'i', 4) < 0) goto out;
-    n++;
-    if (get_buf(oi, &v[n], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "ids", 'I', 4) < 0) goto out;
-    n++;
-    if (get_words(om, &v[n], 1, "mask") < 0) goto out;
-    n++;
-    if (get_words(ou, &v[n], 1, "undecided") < 0) goto out;
-    n++;
-    if (v[3].shape[0] < v[1].shape[0]) {
-        PyErr_SetString(PyExc_ValueError, "pd_check: undecided must hold as many ids as ids");
-        goto out;
-    }
-    size_t nu = 0;
-    int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = gd_pd_check(&b->pd, v[0].buf, (size_t)v[0].shape[0], v[1].buf, (size_t)v[1].shape[0], v[2].buf,
-                     (size_t)v[2].shape[0], v[3].buf, &nu);
-    Py_END_ALLOW_THREADS
-    if (rc == -1) PyErr_SetString(PyExc_ValueError, "pd_check: a stack or an id out of range");
-    else if (rc) PyErr_NoMemory();
-    else ret = PyLong_FromSize_t(nu);
-out:
-    for (int i = 0; i < n; i++) PyBuffer_Release(&v[i]);
-    return ret;
-}
 
 /* pd_live(pd, forbidden_u8, live_out_u8): see gd_pd_live. Releases the GIL. */
 static PyObject *py_pd_live(PyObject *self, PyObject *args) {
@@ -1106,6 +1070,7 @@ static PyObject *py_pd_live(PyObject *self, PyObject *args) {
 typedef struct {
     gd_pd_masker *pm;
     size_t n_tokens;
+    Py_ssize_t n_rules, total_states;
     PyObject *keep; /* the arguments: the pd and profiles capsules and the arrays stay alive */
     Py_buffer bufs[2];
     int n_bufs;
@@ -1118,6 +1083,23 @@ static void pd_masker_free(pd_masker_box *b) {
 }
 
 static void pd_masker_destroy(PyObject *cap) { pd_masker_free(PyCapsule_GetPointer(cap, PD_MASKER_CAPSULE)); }
+
+/* a saturated set: uint8, one 0/1 per rule (released by the caller on success) */
+static int get_sat(pd_masker_box *b, PyObject *o, Py_buffer *v) {
+    if (get_buf(o, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "sat", 'B', 1) < 0) return -1;
+    if (v->shape[0] != b->n_rules) {
+        PyErr_SetString(PyExc_ValueError, "sat: one byte per rule");
+        PyBuffer_Release(v);
+        return -1;
+    }
+    for (Py_ssize_t r = 0; r < v->shape[0]; r++)
+        if (((const uint8_t *)v->buf)[r] > 1) {
+            PyErr_SetString(PyExc_ValueError, "sat: 0 or 1 per rule");
+            PyBuffer_Release(v);
+            return -1;
+        }
+    return 0;
+}
 
 /* pd_masker(pd, exit_id_i32, exit_set_u8, profiles) -> capsule (see gd_pd_masker_new) */
 static PyObject *py_pd_masker(PyObject *self, PyObject *args) {
@@ -1132,6 +1114,8 @@ static PyObject *py_pd_masker(PyObject *self, PyObject *args) {
     if (!b) return PyErr_NoMemory();
     b->keep = Py_NewRef(args);
     b->n_tokens = prof->n_tokens;
+    b->n_rules = pb->pd.n_rules;
+    b->total_states = pb->pd.state_off[pb->pd.n_rules];
     const char *bad = NULL;
     Py_buffer *vi, *vs;
     if (!(vi = next_buf(b->bufs, &b->n_bufs, oid, "exit_id", 'i', 4, 0)) ||
@@ -1159,18 +1143,60 @@ fail:
     return NULL;
 }
 
-/* pd_frame_mask(pd_masker, rule, state, special_ids_u32, loc_out, cand_out, ids_out) -> (more, hash, n,
- * inverted): more: whether cand is not empty (see gd_pd_frame_mask); then loc's digest as state_mask
- * gives it. Releases the GIL; calls on one masker must be serialised. */
-static PyObject *py_pd_frame_mask(PyObject *module, PyObject *args) {
-    PyObject *cap, *osp, *ol, *oc, *oi;
-    int r, s;
-    if (!PyArg_ParseTuple(args, "OiiOOOO", &cap, &r, &s, &osp, &ol, &oc, &oi)) return NULL;
+/* pd_check(pd_masker, stacks_i32, ids_u32, mask_u32, undecided_u32) -> number of undecided ids (see
+ * gd_pd_check). Releases the GIL. */
+static PyObject *py_pd_check(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *cap, *os, *oi, *om, *ou;
+    if (!PyArg_ParseTuple(args, "OOOOO", &cap, &os, &oi, &om, &ou)) return NULL;
     pd_masker_box *b = PyCapsule_GetPointer(cap, PD_MASKER_CAPSULE);
     if (!b) return NULL;
     Py_buffer v[4];
-    int n = 0, rc = 0, inverted = 0;
+    int n = 0;
     PyObject *ret = NULL;
+    if (get_buf(os, &v[n], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "stacks", 'i', 4) < 0) goto out;
+    n++;
+    if (get_buf(oi, &v[n], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "ids", 'I', 4) < 0) goto out;
+    n++;
+    if (get_words(om, &v[n], 1, "mask") < 0) goto out;
+    n++;
+    if (get_words(ou, &v[n], 1, "undecided") < 0) goto out;
+    n++;
+    if (v[3].shape[0] < v[1].shape[0]) {
+        PyErr_SetString(PyExc_ValueError, "pd_check: undecided must hold as many ids as ids");
+        goto out;
+    }
+    size_t nu = 0;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = gd_pd_check(b->pm, v[0].buf, (size_t)v[0].shape[0], v[1].buf, (size_t)v[1].shape[0], v[2].buf,
+                     (size_t)v[2].shape[0], v[3].buf, &nu);
+    Py_END_ALLOW_THREADS
+    if (rc == -1) PyErr_SetString(PyExc_ValueError, "pd_check: a stack or an id out of range");
+    else if (rc) PyErr_NoMemory();
+    else ret = PyLong_FromSize_t(nu);
+out:
+    for (int i = 0; i < n; i++) PyBuffer_Release(&v[i]);
+    return ret;
+}
+
+/* pd_frame_mask(pd_masker, rule, state, sat_u8_or_None, special_ids_u32, loc_out, cand_out, ids_out) ->
+ * (more, hash, n, inverted): more: whether cand is not empty (see gd_pd_frame_mask); then loc's digest as state_mask
+ * gives it. Releases the GIL; calls on one masker must be serialised. */
+static PyObject *py_pd_frame_mask(PyObject *module, PyObject *args) {
+    PyObject *cap, *osat, *osp, *ol, *oc, *oi;
+    int r, s;
+    if (!PyArg_ParseTuple(args, "OiiOOOOO", &cap, &r, &s, &osat, &osp, &ol, &oc, &oi)) return NULL;
+    pd_masker_box *b = PyCapsule_GetPointer(cap, PD_MASKER_CAPSULE);
+    if (!b) return NULL;
+    Py_buffer v[5];
+    int n = 0, rc = 0, inverted = 0;
+    const uint8_t *sat = NULL;
+    PyObject *ret = NULL;
+    if (osat != Py_None) {
+        if (get_sat(b, osat, &v[4]) < 0) return NULL;
+        sat = v[4].buf;
+    }
     if (get_words(osp, &v[n], 0, "special_ids") < 0) goto out;
     n++;
     if (get_words(ol, &v[n], 1, "loc") < 0) goto out;
@@ -1187,7 +1213,7 @@ static PyObject *py_pd_frame_mask(PyObject *module, PyObject *args) {
     }
     const gd_kernels *k = state_of(module)->kernels;
     Py_BEGIN_ALLOW_THREADS
-    rc = gd_pd_frame_mask(k, b->pm, r, s, v[0].buf, (size_t)v[0].shape[0], v[1].buf, v[2].buf);
+    rc = gd_pd_frame_mask(k, b->pm, r, s, sat, v[0].buf, (size_t)v[0].shape[0], v[1].buf, v[2].buf);
     if (rc >= 0) {
         c = gd_mask_digest(v[1].buf, b->n_tokens, &h, v[3].buf, cap_ids);
         if (c > cap_ids && b->n_tokens - c <= cap_ids) {
@@ -1201,6 +1227,31 @@ static PyObject *py_pd_frame_mask(PyObject *module, PyObject *args) {
     else ret = Py_BuildValue("OKni", rc ? Py_True : Py_False, (unsigned long long)h, (Py_ssize_t)c, inverted);
 out:
     for (int i = 0; i < n; i++) PyBuffer_Release(&v[i]);
+    if (sat) PyBuffer_Release(&v[4]);
+    return ret;
+}
+
+/* pd_masker_live(pd_masker, sat_u8_or_None, live_out_u8): see gd_pd_masker_live. */
+static PyObject *py_pd_masker_live(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *cap, *osat, *ol;
+    if (!PyArg_ParseTuple(args, "OOO", &cap, &osat, &ol)) return NULL;
+    pd_masker_box *b = PyCapsule_GetPointer(cap, PD_MASKER_CAPSULE);
+    if (!b) return NULL;
+    Py_buffer vs, vl;
+    const uint8_t *sat = NULL;
+    if (osat != Py_None) {
+        if (get_sat(b, osat, &vs) < 0) return NULL;
+        sat = vs.buf;
+    }
+    PyObject *ret = NULL;
+    if (get_buf(ol, &vl, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE, "live", 'B', 1) == 0) {
+        if (vl.shape[0] != b->total_states) PyErr_SetString(PyExc_ValueError, "pd_masker_live: live: one per state of all rules");
+        else if (gd_pd_masker_live(b->pm, sat, vl.buf)) PyErr_NoMemory();
+        else ret = Py_NewRef(Py_None);
+        PyBuffer_Release(&vl);
+    }
+    if (sat) PyBuffer_Release(&vs);
     return ret;
 }
 
@@ -2092,13 +2143,16 @@ static PyMethodDef methods[] = {
      "pd_live(pd, forbidden_u8, live_out_u8): the states completable without the forbidden rules (see "
      "gd_pd_live). Releases the GIL."},
     {"pd_check", py_pd_check, METH_VARARGS,
-     "pd_check(pd, stacks_i32, ids_u32, mask_u32, undecided_u32) -> number of undecided ids: the allowed ids' "
-     "bits set in mask (see gd_pd_check). Releases the GIL."},
+     "pd_check(pd_masker, stacks_i32, ids_u32, mask_u32, undecided_u32) -> number of undecided ids: the allowed "
+     "ids' bits set in mask (see gd_pd_check). Releases the GIL."},
     {"pd_masker", py_pd_masker, METH_VARARGS,
      "pd_masker(pd, exit_id_i32, exit_set_u8, profiles) -> capsule: a pushdown grammar's mask walks (see "
      "gd_pd_masker_new)"},
+    {"pd_masker_live", py_pd_masker_live, METH_VARARGS,
+     "pd_masker_live(pd_masker, sat_u8_or_None, live_out_u8): the liveness of a saturated set, kept by the masker "
+     "(see gd_pd_masker_live)"},
     {"pd_frame_mask", py_pd_frame_mask, METH_VARARGS,
-     "pd_frame_mask(pd_masker, rule, state, special_ids_u32, loc_out, cand_out, ids_out) -> (more, hash, n, "
+     "pd_frame_mask(pd_masker, rule, state, sat_u8_or_None, special_ids_u32, loc_out, cand_out, ids_out) -> (more, hash, n, "
      "inverted): the tokens a top frame consumes itself (loc) and the others that may enter a call or return "
      "(cand; more: not empty), see gd_pd_frame_mask, and loc's digest as state_mask gives it. Releases the GIL."},
     {"impl", py_impl, METH_NOARGS, "Name of the active kernel implementation."},

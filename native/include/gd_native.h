@@ -500,44 +500,48 @@ typedef struct {
     const uint64_t *offsets;
     uint32_t n_tokens;
 } gd_pd;
-/* The exact check of candidate tokens from one configuration, as the reference's
- * CompiledPushdown._run: a token is allowed iff some stack consumes all its bytes, a byte
- * moving the top frame after any pushes of calls (a rule nested max_depth times above the
- * bottom frame is not pushed again) and pops of accepting frames.  `stacks` (n_items int32):
- * each stack as its number of frames then (rule, state) per frame, bottom first; no rule of
- * them may be saturated (nested max_depth times).  Sets the bit of every allowed id of
- * ids[0..n_ids) in mask (nwords words; other bits untouched) and writes into undecided (n_ids
- * capacity, count in *n_undecided) the ids whose check needs a push that saturates a rule or
- * more than 1024 stacks: the caller checks those.  Ids are checked in the order of their
- * bytes, steps of shared prefixes once.  Returns 0, -1 for out-of-range input, -2 when out of
- * memory. */
-int gd_pd_check(const gd_pd *pd, const int32_t *stacks, size_t n_items, const uint32_t *ids, size_t n_ids,
-                uint32_t *mask, size_t nwords, uint32_t *undecided, size_t *n_undecided);
+
 
 /* live[g] (one per state of all rules) = whether state g can be completed without calling the
  * rules r with forbidden[r] (n_rules entries): by byte moves, special-token moves and calls of
  * other rules whose start is live (the least fixpoint; decoding/backends/pushdown/index.py
  * `_Tables.live` is the reference).  Returns 0, or -2 when out of memory. */
 int gd_pd_live(const gd_pd *pd, const uint8_t *forbidden, uint8_t *live);
-/* A pushdown grammar's mask walks for one vocabulary (decoding/backends/pushdown/index.py
- * `_walk`): gd_pd_masker_new(pd, exit_id, exit_set, n_sets, trie, profiles, n_profiles, nwords)
+/* A pushdown grammar's native configurations for one vocabulary (decoding/backends/pushdown/
+ * index.py): gd_pd_masker_new(pd, exit_id, exit_set, n_sets, trie, profiles, n_profiles, nwords)
  * where exit_id[g] (one per state of all rules) is the index of state g's exit set (the bytes
  * that may enter a call or return; -1: none) among exit_set[n_sets * 32] (bit b of byte b / 8),
  * the trie and the plain-text profiles as for a state masker; every array caller-owned and
- * kept.  NULL when out of memory.  Each rule's tables are made on its first use and kept
- * (calls on one masker must be serialised). */
+ * kept.  NULL when out of memory.  It keeps, made on first use, the liveness of each set of
+ * saturated rules (gd_pd_live) and each rule's tables per set; calls on one masker must be
+ * serialised.  A saturated set is given as n_rules bytes, 1 for a saturated rule (NULL: none). */
 typedef struct gd_pd_masker gd_pd_masker;
 gd_pd_masker *gd_pd_masker_new(const gd_pd *pd, const int32_t *exit_id, const uint8_t *exit_set, int32_t n_sets,
                                const gd_trie *trie, const gd_masker_profile *prof, int32_t n_profiles, size_t nwords);
 void gd_pd_masker_free(gd_pd_masker *pm);
-/* For the top frame (rule r, state s) of a configuration with no saturated rule: loc (nwords
- * words) = the tokens the frame consumes by its own byte moves, cand = the other tokens that
- * the rule's automaton consumes when every exit byte (of the state reached) leads to a sink
- * that takes everything: the tokens that may enter a call or return (to check with
- * gd_pd_check).  Special token ids are cleared from both.  Returns 1 if cand is not empty,
- * 0 if it is, -1 for r or s out of range, -2 when out of memory. */
-int gd_pd_frame_mask(const gd_kernels *kern, gd_pd_masker *pm, int32_t r, int32_t s, const uint32_t *special_ids,
-                     size_t n_special, uint32_t *loc, uint32_t *cand);
+/* live (one per state of all rules) = the liveness of saturated set `sat` (gd_pd_live, kept).
+ * 0, or -2 when out of memory. */
+int gd_pd_masker_live(gd_pd_masker *pm, const uint8_t *sat, uint8_t *live);
+/* For the top frame (rule r, state s) of a stack whose saturated set is `sat`: loc (nwords words)
+ * = the tokens the frame consumes by its own byte moves through live states, cand = the other
+ * tokens that the rule's automaton consumes when every exit byte (of the state reached) leads
+ * to a sink that takes everything: the tokens that may enter a call or return (to check with
+ * gd_pd_check).  Special token ids are cleared from both.  Returns 1 if cand is not empty, 0 if
+ * it is, -1 for r or s out of range, -2 when out of memory. */
+int gd_pd_frame_mask(const gd_kernels *kern, gd_pd_masker *pm, int32_t r, int32_t s, const uint8_t *sat,
+                     const uint32_t *special_ids, size_t n_special, uint32_t *loc, uint32_t *cand);
+/* The exact check of candidate tokens from one configuration, as the reference's
+ * CompiledPushdown._run: a token is allowed iff some stack consumes all its bytes, a byte
+ * moving the top frame after any pushes of calls (a rule nested max_depth times above the
+ * bottom frame is not pushed again) and pops of accepting frames, every state reached live for
+ * its frame's saturated set.  `stacks` (n_items int32): each stack as its number of frames then
+ * (rule, state) per frame, bottom first.  Sets the bit of every allowed id of ids[0..n_ids) in
+ * mask (nwords words; other bits untouched) and writes into undecided (n_ids capacity, count in
+ * *n_undecided) the ids that die after a closure of more than 1024 stacks or 4096 frames: the
+ * caller checks those.  Ids are checked in the order of their bytes, steps of shared prefixes
+ * once.  Returns 0, -1 for out-of-range input, -2 when out of memory. */
+int gd_pd_check(gd_pd_masker *pm, const int32_t *stacks, size_t n_items, const uint32_t *ids, size_t n_ids,
+                uint32_t *mask, size_t nwords, uint32_t *undecided, size_t *n_undecided);
 
 #ifdef __cplusplus
 }

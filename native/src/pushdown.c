@@ -1,15 +1,15 @@
-/* Pushdown configurations: the exact check of the tokens that may enter a call or return
- * (see gd_native.h, "pushdown", and decoding/backends/pushdown/index.py, whose
- * CompiledPushdown._step / _closure stay the reference and check what this leaves
- * undecided).
+/* Pushdown configurations natively (see gd_native.h, "pushdown"): the exact check of the
+ * tokens that may enter a call or return, the top frames' mask walks and the liveness of the
+ * saturated sets.  decoding/backends/pushdown/index.py (CompiledPushdown._step / _closure,
+ * _tables, _Tables.live) stays the reference and checks what this leaves undecided.
  *
  * A configuration is a set of stacks; a stack is its length then (rule, state) per frame,
  * bottom first.  The recursion counts of a frame are the rules of the frames above the
- * bottom one up to it, so they are not stored.  Only configurations in which no rule is
- * saturated (nested max_depth times) are given: there every state of the pruned rule
- * automata is live.  A push that would saturate a rule is left out of the closure (as are
- * stacks past PD_MAX_STACKS), which is then partial: the configurations after it are subsets
- * of the exact ones.  A token that a subset consumes is allowed (a set's stacks are stepped
+ * bottom one up to it, so they are not stored: a rule is saturated at a frame when it is
+ * counted max_depth times there, and the frame's state must then be live for that set of
+ * saturated rules (gd_pd_live, made once per set).  A closure that grows past PD_MAX_STACKS
+ * stacks or PD_MAX_FRAMES frames is partial: the configurations after it are subsets of the
+ * exact ones.  A token that a subset consumes is allowed (a set's stacks are stepped
  * independently, so one stack that consumes it is a witness); one that dies after a partial
  * closure is undecided, left to the caller. */
 #include <stdlib.h>
@@ -95,9 +95,101 @@ static int32_t cell(const gd_pd *pd, int32_t r, int32_t s, int b) {
     return pd->trans[pd->trans_off[r] + (int64_t)s * pd->n_cls[r] + c];
 }
 
+/* ---- a rule's mask walks and the saturated sets (gd_pd_masker) ----------------------------
+ * Per set of saturated rules (set 0: none), made on first use: the set's liveness, then per rule,
+ * on its first use there, the byte classes refined by the rule's exit sets (bytes in one column
+ * have the same move and are in the same exit sets), the local table (the rule's own byte moves
+ * into live states from live states, one more row for the sink, which has none) and the over
+ * table (the same, with every exit byte of a state and every byte of the sink row going to the
+ * sink), each behind a state masker: decoding/backends/pushdown/index.py `_tables` and `_walk`,
+ * whose tables differ only in the numbering of the columns. */
+typedef struct {
+    uint8_t col[256];
+    void *loc, *over;
+    uint8_t *acc; /* n + 1 zeros: no end-of-generation bits here */
+    uint8_t *memo[2][GD_MASKER_PROFILES];
+    gd_state_masker m[2]; /* local, over */
+    int made;
+} pd_rule_masker;
+
+typedef struct {
+    uint8_t *sat;          /* [n_rules]: 1 for a saturated rule */
+    uint8_t *live;         /* [total states]; NULL for set 0 (everything live) */
+    pd_rule_masker *rules; /* [n_rules] */
+} pd_set;
+
+struct gd_pd_masker {
+    const gd_pd *pd;
+    const int32_t *exit_id;  /* [total states]: index of the state's exit set, -1: none */
+    const uint8_t *exit_set; /* [n_sets * 32]: bit b of byte b / 8 */
+    int32_t n_sets;
+    gd_state_masker proto; /* trie, profiles, nwords */
+    pd_set *sets;
+    int32_t n_sat, cap_sat;
+    int32_t *count; /* [n_rules] scratch of the checks, zero between uses */
+    uint8_t *sat;   /* [n_rules] scratch */
+};
+
+/* the index of the saturated set `sat` (n_rules bytes), made with its liveness if new; -2 when
+ * out of memory */
+static int32_t set_index(gd_pd_masker *pm, const uint8_t *sat) {
+    int32_t R = pm->pd->n_rules;
+    int any = 0;
+    for (int32_t r = 0; r < R && !any; r++) any = sat[r] != 0;
+    if (!any) return 0;
+    for (int32_t i = 1; i < pm->n_sat; i++)
+        if (!memcmp(pm->sets[i].sat, sat, (size_t)R)) return i;
+    if (pm->n_sat == pm->cap_sat) {
+        int32_t cap = 2 * pm->cap_sat;
+        pd_set *ns = realloc(pm->sets, (size_t)cap * sizeof *ns);
+        if (!ns) return -2;
+        pm->sets = ns;
+        pm->cap_sat = cap;
+    }
+    pd_set *st = &pm->sets[pm->n_sat];
+    memset(st, 0, sizeof *st);
+    st->sat = malloc((size_t)R);
+    st->live = malloc((size_t)pm->pd->state_off[R] + 1);
+    st->rules = calloc((size_t)R, sizeof *st->rules);
+    if (!st->sat || !st->live || !st->rules || gd_pd_live(pm->pd, sat, st->live)) {
+        free(st->sat);
+        free(st->live);
+        free(st->rules);
+        return -2;
+    }
+    memcpy(st->sat, sat, (size_t)R);
+    return pm->n_sat++;
+}
+
+/* The liveness of the top frame of stack st after counting rule x once more (x < 0: none):
+ * *live = NULL when no rule is saturated there.  0, or -2 when out of memory. */
+static int frame_live(gd_pd_masker *pm, const int32_t *st, int32_t x, const uint8_t **live) {
+    const gd_pd *pd = pm->pd;
+    int32_t len = st[0], md = pd->max_depth, *cnt = pm->count;
+    int any = 0;
+    *live = NULL;
+    if (len - 1 + (x >= 0) < md) return 0; /* too few frames to count a rule max_depth times */
+    for (int32_t f = 1; f < len; f++) any |= ++cnt[st[1 + 2 * f]] >= md;
+    if (x >= 0) any |= ++cnt[x] >= md;
+    int rc = 0;
+    if (any) {
+        for (int32_t f = 1; f < len; f++) pm->sat[st[1 + 2 * f]] = cnt[st[1 + 2 * f]] >= md;
+        if (x >= 0) pm->sat[x] = cnt[x] >= md;
+        int32_t i = set_index(pm, pm->sat);
+        if (i < 0) rc = -2;
+        else *live = pm->sets[i].live;
+        for (int32_t f = 1; f < len; f++) pm->sat[st[1 + 2 * f]] = 0;
+        if (x >= 0) pm->sat[x] = 0;
+    }
+    for (int32_t f = 1; f < len; f++) cnt[st[1 + 2 * f]] = 0;
+    if (x >= 0) cnt[x] = 0;
+    return rc;
+}
+
 /* out = the closure of `in` (pushes of calls, pops of accepting frames).  0; 1 when it is
- * partial (a push that would saturate a rule, or past the bounds, left out); -2 out of memory */
-static int closure(const gd_pd *pd, const pd_cfg *in, pd_cfg *out) {
+ * partial (stacks or frames past the bounds left out); -2 out of memory */
+static int closure(gd_pd_masker *pm, const pd_cfg *in, pd_cfg *out) {
+    const gd_pd *pd = pm->pd;
     int partial = 0;
     cfg_clear(out);
     for (int32_t i = 0; i < in->ns; i++) {
@@ -110,12 +202,18 @@ static int closure(const gd_pd *pd, const pd_cfg *in, pd_cfg *out) {
         int32_t len = out->v[out->at[i]];
         int32_t r = out->v[out->at[i] + 2 * len - 1], s = out->v[out->at[i] + 2 * len];
         int32_t g = pd->state_off[r] + s;
+        const uint8_t *live = NULL;
+        if (pd->call_off[g] < pd->call_off[g + 1] && frame_live(pm, out->v + out->at[i], -1, &live)) return -2;
         for (int32_t j = pd->call_off[g]; j < pd->call_off[g + 1]; j++) {
             int32_t x = pd->call_x[j], tt = pd->call_t[j], old = 0;
             const int32_t *st = out->v + out->at[i];
             for (int32_t f = 1; f < len; f++) old += st[1 + 2 * f] == x;
             if (old >= pd->max_depth) continue; /* nested max_depth times: no push */
-            if (old + 1 >= pd->max_depth || len + 1 > PD_MAX_FRAMES || out->ns >= PD_MAX_STACKS) {
+            if (live && !live[pd->state_off[r] + tt]) continue;
+            const uint8_t *live2 = live;
+            if (old + 1 >= pd->max_depth && frame_live(pm, st, x, &live2)) return -2;
+            if (live2 && !live2[pd->state_off[x]]) continue;
+            if (len + 1 > PD_MAX_FRAMES || out->ns >= PD_MAX_STACKS) {
                 partial = 1;
                 continue;
             }
@@ -142,14 +240,19 @@ static int closure(const gd_pd *pd, const pd_cfg *in, pd_cfg *out) {
     return partial;
 }
 
-/* out = the byte move of every stack of `clo` (its top frame's rule automaton) */
-static int step(const gd_pd *pd, const pd_cfg *clo, int b, pd_cfg *out) {
+/* out = the byte move of every stack of `clo` (its top frame's rule automaton, into a state
+ * live for the frame's saturated set) */
+static int step(gd_pd_masker *pm, const pd_cfg *clo, int b, pd_cfg *out) {
+    const gd_pd *pd = pm->pd;
     cfg_clear(out);
     for (int32_t i = 0; i < clo->ns; i++) {
         const int32_t *st = clo->v + clo->at[i];
-        int32_t len = st[0];
-        int32_t t = cell(pd, st[2 * len - 1], st[2 * len], b);
+        int32_t len = st[0], r = st[2 * len - 1];
+        int32_t t = cell(pd, r, st[2 * len], b);
         if (t < 0) continue;
+        const uint8_t *live;
+        if (frame_live(pm, st, -1, &live)) return -2;
+        if (live && !live[pd->state_off[r] + t]) continue;
         if (cfg_reserve(out, len)) return -2;
         st = clo->v + clo->at[i];
         int32_t *nw = out->v + out->n;
@@ -181,8 +284,9 @@ static void sort_ids(const gd_pd *pd, uint32_t *ids, uint32_t *tmp, size_t n) {
     }
 }
 
-int gd_pd_check(const gd_pd *pd, const int32_t *stacks, size_t n_items, const uint32_t *ids, size_t n_ids,
+int gd_pd_check(gd_pd_masker *pm, const int32_t *stacks, size_t n_items, const uint32_t *ids, size_t n_ids,
                 uint32_t *mask, size_t nwords, uint32_t *undecided, size_t *n_undecided) {
+    const gd_pd *pd = pm->pd;
     *n_undecided = 0;
     if (n_ids == 0) return 0;
     size_t maxlen = 0;
@@ -230,11 +334,11 @@ int gd_pd_check(const gd_pd *pd, const int32_t *stacks, size_t n_items, const ui
         prev_n = n;
         for (; i < n && cfg[i].ns > 0; i++) {
             if (!clo_done[i]) {
-                int c = closure(pd, &cfg[i], &clo[i]);
+                int c = closure(pm, &cfg[i], &clo[i]);
                 if (c < 0) goto out;
                 clo_done[i] = (int8_t)(1 + c);
             }
-            if (step(pd, &clo[i], d[i], &cfg[i + 1])) goto out;
+            if (step(pm, &clo[i], d[i], &cfg[i + 1])) goto out;
             clo_done[i + 1] = 0;
             inc[i + 1] = inc[i] || clo_done[i] == 2;
             have = i + 1;
@@ -260,41 +364,25 @@ out:
     return rc;
 }
 
-/* ---- a rule's mask walks (gd_pd_masker) ----------------------------------------------------
- * Per rule, made on its first use: the byte classes refined by the rule's exit sets (bytes in
- * one column have the same move and are in the same exit sets), the local table (the rule's
- * own byte moves, one more row for the sink, which has none) and the over table (the same,
- * with every exit byte of a state and every byte of the sink row going to the sink), each
- * behind a state masker: decoding/backends/pushdown/index.py `_tables` and `_walk`, whose
- * tables differ only in the numbering of the columns. */
-typedef struct {
-    uint8_t col[256];
-    void *loc, *over;
-    uint8_t *acc; /* n + 1 zeros: no end-of-generation bits here */
-    uint8_t *memo[2][GD_MASKER_PROFILES];
-    gd_state_masker m[2]; /* local, over */
-    int made;
-} pd_rule_masker;
-
-struct gd_pd_masker {
-    const gd_pd *pd;
-    const int32_t *exit_id;  /* [total states]: index of the state's exit set, -1: none */
-    const uint8_t *exit_set; /* [n_sets * 32]: bit b of byte b / 8 */
-    int32_t n_sets;
-    gd_state_masker proto; /* trie, profiles, nwords */
-    pd_rule_masker *rules;
-};
-
 gd_pd_masker *gd_pd_masker_new(const gd_pd *pd, const int32_t *exit_id, const uint8_t *exit_set, int32_t n_sets,
                                const gd_trie *trie, const gd_masker_profile *prof, int32_t n_profiles, size_t nwords) {
     if (n_profiles < 0 || n_profiles > GD_MASKER_PROFILES) return NULL;
     gd_pd_masker *pm = calloc(1, sizeof *pm);
     if (!pm) return NULL;
-    pm->rules = calloc((size_t)pd->n_rules, sizeof *pm->rules);
-    if (!pm->rules) {
+    pm->sets = calloc(4, sizeof *pm->sets);
+    pm->count = calloc((size_t)pd->n_rules, sizeof *pm->count);
+    pm->sat = calloc((size_t)pd->n_rules, 1);
+    if (pm->sets) pm->sets[0].rules = calloc((size_t)pd->n_rules, sizeof *pm->sets[0].rules);
+    if (!pm->sets || !pm->count || !pm->sat || !pm->sets[0].rules) {
+        if (pm->sets) free(pm->sets[0].rules);
+        free(pm->sets);
+        free(pm->count);
+        free(pm->sat);
         free(pm);
         return NULL;
     }
+    pm->n_sat = 1;
+    pm->cap_sat = 4;
     pm->pd = pd;
     pm->exit_id = exit_id;
     pm->exit_set = exit_set;
@@ -319,18 +407,26 @@ static void rule_masker_free(pd_rule_masker *rm) {
 
 void gd_pd_masker_free(gd_pd_masker *pm) {
     if (!pm) return;
-    for (int32_t r = 0; r < pm->pd->n_rules; r++) rule_masker_free(&pm->rules[r]);
-    free(pm->rules);
+    for (int32_t i = 0; i < pm->n_sat; i++) {
+        for (int32_t r = 0; r < pm->pd->n_rules; r++) rule_masker_free(&pm->sets[i].rules[r]);
+        free(pm->sets[i].rules);
+        free(pm->sets[i].sat);
+        free(pm->sets[i].live);
+    }
+    free(pm->sets);
+    free(pm->count);
+    free(pm->sat);
     free(pm);
 }
 
 static int exit_has(const gd_pd_masker *pm, int32_t e, int b) { return (pm->exit_set[(size_t)e * 32 + (size_t)(b >> 3)] >> (b & 7)) & 1; }
 
-/* the tables and maskers of rule r: 0, or -2 when out of memory */
-static int rule_make(gd_pd_masker *pm, int32_t r) {
-    pd_rule_masker *rm = &pm->rules[r];
+/* the tables and maskers of rule r in saturated set k: 0, or -2 when out of memory */
+static int rule_make(gd_pd_masker *pm, int32_t k, int32_t r) {
+    pd_rule_masker *rm = &pm->sets[k].rules[r];
     if (rm->made) return 0;
     const gd_pd *pd = pm->pd;
+    const uint8_t *live = pm->sets[k].live ? pm->sets[k].live + pd->state_off[r] : NULL;
     int32_t n = pd->state_off[r + 1] - pd->state_off[r], nc = pd->n_cls[r];
     const int32_t *eid = pm->exit_id + pd->state_off[r];
     const uint8_t *bc = pd->byte_class + (size_t)r * 256;
@@ -339,19 +435,19 @@ static int rule_make(gd_pd_masker *pm, int32_t r) {
     uint64_t *memb = NULL;
     if (!sets) return -2;
     for (int32_t s = 0; s < n; s++) {
-        int32_t e = eid[s], k = 0;
+        int32_t e = eid[s], j = 0;
         if (e < 0) continue;
-        while (k < ns && sets[k] != e) k++;
-        if (k == ns) sets[ns++] = e;
+        while (j < ns && sets[j] != e) j++;
+        if (j == ns) sets[ns++] = e;
     }
     /* each byte's membership in them (nw words), then the columns: the distinct (class, membership) */
     size_t nw = ((size_t)ns + 63) / 64;
     if (nw == 0) nw = 1;
     memb = calloc(256 * nw, sizeof *memb);
     if (!memb) { free(sets); return -2; }
-    for (int32_t k = 0; k < ns; k++)
+    for (int32_t j = 0; j < ns; j++)
         for (int b = 0; b < 256; b++)
-            if (exit_has(pm, sets[k], b)) memb[(size_t)b * nw + (size_t)(k / 64)] |= 1ull << (k % 64);
+            if (exit_has(pm, sets[j], b)) memb[(size_t)b * nw + (size_t)(j / 64)] |= 1ull << (j % 64);
     int rep[256], ncols = 0;
     for (int b = 0; b < 256; b++) {
         int c = 0;
@@ -369,10 +465,10 @@ static int rule_make(gd_pd_masker *pm, int32_t r) {
     if (!rm->loc || !rm->over || !rm->acc) goto nomem;
     const int32_t *tr = pd->trans + pd->trans_off[r];
     for (int32_t s = 0; s <= n; s++) {
-        /* the exit columns of s: a byte of the column (rep) in its exit set */
         int32_t e = s < n ? eid[s] : -1;
         for (int c = 0; c < ncols; c++) {
             int32_t l = s < n ? tr[(size_t)s * (size_t)nc + bc[rep[c]]] : -1;
+            if (l >= 0 && live && !(live[l] && live[s])) l = -1; /* moves into live states from live states */
             int32_t o = s == n || (e >= 0 && exit_has(pm, e, rep[c])) ? n : l;
             size_t i = (size_t)s * (size_t)ncols + (size_t)c;
             if (t16) {
@@ -409,18 +505,27 @@ nomem:
     return -2;
 }
 
-int gd_pd_frame_mask(const gd_kernels *kern, gd_pd_masker *pm, int32_t r, int32_t s, const uint32_t *special_ids,
-                     size_t n_special, uint32_t *loc, uint32_t *cand) {
+int gd_pd_masker_live(gd_pd_masker *pm, const uint8_t *sat, uint8_t *live) {
+    int32_t k = sat ? set_index(pm, sat) : 0, total = pm->pd->state_off[pm->pd->n_rules];
+    if (k < 0) return -2;
+    if (k == 0) memset(live, 1, (size_t)total);
+    else memcpy(live, pm->sets[k].live, (size_t)total);
+    return 0;
+}
+
+int gd_pd_frame_mask(const gd_kernels *kern, gd_pd_masker *pm, int32_t r, int32_t s, const uint8_t *sat,
+                     const uint32_t *special_ids, size_t n_special, uint32_t *loc, uint32_t *cand) {
     const gd_pd *pd = pm->pd;
     if (r < 0 || r >= pd->n_rules || s < 0 || s >= pd->state_off[r + 1] - pd->state_off[r]) return -1;
-    if (rule_make(pm, r)) return -2;
-    pd_rule_masker *rm = &pm->rules[r];
+    int32_t k = sat ? set_index(pm, sat) : 0;
+    if (k < 0 || rule_make(pm, k, r)) return -2;
+    pd_rule_masker *rm = &pm->sets[k].rules[r];
     int rc = gd_state_mask(kern, &rm->m[0], s, loc);
     if (!rc) rc = gd_state_mask(kern, &rm->m[1], s, cand);
     if (rc) return rc == -1 ? -1 : -2;
     size_t nwords = pm->proto.nwords;
-    for (size_t k = 0; k < n_special; k++) {
-        uint32_t id = special_ids[k];
+    for (size_t j = 0; j < n_special; j++) {
+        uint32_t id = special_ids[j];
         if ((size_t)(id >> 5) >= nwords) continue;
         loc[id >> 5] &= ~(1u << (id & 31));
         cand[id >> 5] &= ~(1u << (id & 31));

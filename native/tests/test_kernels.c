@@ -360,32 +360,7 @@ static void test_pd_check(void) {
     forbid[0] = 1; /* no call of v: "[" leads nowhere live */
     CHECK(gd_pd_live(&pd, forbid, live) == 0 && live[0] && live[1] && !live[2] && live[3], "pd live: v forbidden %d%d%d%d",
           live[0], live[1], live[2], live[3]);
-    uint32_t ids[8] = {7, 6, 5, 4, 3, 2, 1, 0}, und[8], mask[1];
-    size_t nu = 99;
-    int32_t start[3] = {1, 0, 0}; /* one stack: the bottom frame (v, 0) */
-    mask[0] = 0;
-    CHECK(gd_pd_check(&pd, start, 3, ids, 8, mask, 1, und, &nu) == 0 && nu == 0, "pd start: rc, nu=%zu", nu);
-    /* "1", "[", "[1", "[[" and "[1]]"? no: after "[1]" the bottom frame is accepting, "]" has no move */
-    CHECK(mask[0] == ((1u << 0) | (1u << 1) | (1u << 3) | (1u << 6)), "pd start mask %x", mask[0]);
-    int32_t open[3] = {1, 0, 2}; /* after "[" */
-    mask[0] = 0;
-    CHECK(gd_pd_check(&pd, open, 3, ids, 8, mask, 1, und, &nu) == 0 && nu == 0, "pd open: nu=%zu", nu);
-    CHECK(mask[0] == ((1u << 0) | (1u << 1) | (1u << 3) | (1u << 4) | (1u << 6) | (1u << 7)), "pd open mask %x", mask[0]);
-    int32_t inner[5] = {2, 0, 3, 0, 1}; /* after "[1": the callee accepting, may return */
-    mask[0] = 0;
-    CHECK(gd_pd_check(&pd, inner, 5, ids, 8, mask, 1, und, &nu) == 0 && nu == 0, "pd inner: nu=%zu", nu);
-    CHECK(mask[0] == (1u << 2), "pd inner mask %x", mask[0]);
-    /* max_depth 1: a push of v saturates it, so the tokens that die after one are left to the
-     * caller ("[1", "[[", "[1]]"); the others are decided */
-    pd.max_depth = 1;
-    mask[0] = 0;
-    CHECK(gd_pd_check(&pd, start, 3, ids, 8, mask, 1, und, &nu) == 0 && nu == 3 && mask[0] == 3u,
-          "pd saturating: nu=%zu mask %x", nu, mask[0]);
-    CHECK(nu == 3 && und[0] == 3 && und[1] == 7 && und[2] == 6, "pd undecided in byte order (\"[1\" < \"[1]]\" < \"[[\")");
-    int32_t bad[3] = {1, 0, 4};
-    CHECK(gd_pd_check(&pd, bad, 3, ids, 8, mask, 1, und, &nu) == -1, "pd state out of range");
-    /* the frames' walks: exit sets {"1", "["} (state 2: the call's FIRST) and {"]"} (state 1:
-     * accepting, FOLLOW of v) */
+    /* exit sets {"1", "["} (state 2: the call's FIRST) and {"]"} (state 1: accepting, FOLLOW of v) */
     gd_trie *trie = gd_trie_build(blob, off, 8);
     CHECK(trie != NULL, "pd trie");
     if (!trie) return;
@@ -396,16 +371,53 @@ static void test_pd_check(void) {
     int32_t exit_id[4] = {-1, 1, 0, -1};
     gd_pd_masker *pm = gd_pd_masker_new(&pd, exit_id, sets, 2, trie, NULL, 0, 1);
     CHECK(pm != NULL, "pd masker");
+    if (!pm) {
+        gd_trie_free(trie);
+        return;
+    }
+    uint32_t ids[8] = {7, 6, 5, 4, 3, 2, 1, 0}, und[8], mask[1];
+    size_t nu = 99;
+    int32_t start[3] = {1, 0, 0}; /* one stack: the bottom frame (v, 0) */
+    mask[0] = 0;
+    CHECK(gd_pd_check(pm, start, 3, ids, 8, mask, 1, und, &nu) == 0 && nu == 0, "pd start: rc, nu=%zu", nu);
+    /* "1", "[", "[1", "[[" and "[1]]"? no: after "[1]" the bottom frame is accepting, "]" has no move */
+    CHECK(mask[0] == ((1u << 0) | (1u << 1) | (1u << 3) | (1u << 6)), "pd start mask %x", mask[0]);
+    int32_t open[3] = {1, 0, 2}; /* after "[" */
+    mask[0] = 0;
+    CHECK(gd_pd_check(pm, open, 3, ids, 8, mask, 1, und, &nu) == 0 && nu == 0, "pd open: nu=%zu", nu);
+    CHECK(mask[0] == ((1u << 0) | (1u << 1) | (1u << 3) | (1u << 4) | (1u << 6) | (1u << 7)), "pd open mask %x", mask[0]);
+    int32_t inner[5] = {2, 0, 3, 0, 1}; /* after "[1": the callee accepting, may return */
+    mask[0] = 0;
+    CHECK(gd_pd_check(pm, inner, 5, ids, 8, mask, 1, und, &nu) == 0 && nu == 0, "pd inner: nu=%zu", nu);
+    CHECK(mask[0] == (1u << 2), "pd inner mask %x", mask[0]);
+    int32_t bad[3] = {1, 0, 4};
+    CHECK(gd_pd_check(pm, bad, 3, ids, 8, mask, 1, und, &nu) == -1, "pd state out of range");
+    /* the frames' walks */
     uint32_t loc[1], cand[1], special[1] = {5};
+    const gd_kernels *k = gd_kernels_for(GD_IMPL_SCALAR);
+    CHECK(gd_pd_frame_mask(k, pm, 0, 2, NULL, NULL, 0, loc, cand) == 1 && loc[0] == 0 &&
+          cand[0] == ((1u << 0) | (1u << 1) | (1u << 3) | (1u << 4) | (1u << 6) | (1u << 7)),
+          "pd frame (v, 2): loc %x cand %x", loc[0], cand[0]);
+    CHECK(gd_pd_frame_mask(k, pm, 0, 3, NULL, NULL, 0, loc, cand) == 1 && loc[0] == (1u << 2) && cand[0] == (1u << 5),
+          "pd frame (v, 3): loc %x cand %x", loc[0], cand[0]);
+    CHECK(gd_pd_frame_mask(k, pm, 0, 3, NULL, special, 1, loc, cand) == 0 && loc[0] == (1u << 2) && cand[0] == 0,
+          "pd frame (v, 3), token 5 special: loc %x cand %x", loc[0], cand[0]);
+    CHECK(gd_pd_frame_mask(k, pm, 0, 4, NULL, NULL, 0, loc, cand) == -1, "pd frame out of range");
+    uint8_t sat[1] = {1};
+    CHECK(gd_pd_masker_live(pm, sat, live) == 0 && live[0] && live[1] && !live[2] && live[3], "pd masker live {v}");
+    /* saturated {v}: state 0's "[" leads to the dead state 2, so only "1" is its own; "1]" returns
+     * (state 1's exit set) */
+    CHECK(gd_pd_frame_mask(k, pm, 0, 0, sat, NULL, 0, loc, cand) == 1 && loc[0] == 1u && cand[0] == (1u << 4),
+          "pd frame (v, 0) saturated: loc %x cand %x", loc[0], cand[0]);
+    gd_pd_masker_free(pm);
+    /* max_depth 1: every push of v saturates it; after "[" v's start is live ("1"), "[[" is not */
+    pd.max_depth = 1;
+    pm = gd_pd_masker_new(&pd, exit_id, sets, 2, trie, NULL, 0, 1);
+    CHECK(pm != NULL, "pd masker 2");
     if (pm) {
-        CHECK(gd_pd_frame_mask(gd_kernels_for(GD_IMPL_SCALAR), pm, 0, 2, NULL, 0, loc, cand) == 1 && loc[0] == 0 &&
-              cand[0] == ((1u << 0) | (1u << 1) | (1u << 3) | (1u << 4) | (1u << 6) | (1u << 7)),
-              "pd frame (v, 2): loc %x cand %x", loc[0], cand[0]);
-        CHECK(gd_pd_frame_mask(gd_kernels_for(GD_IMPL_SCALAR), pm, 0, 3, NULL, 0, loc, cand) == 1 && loc[0] == (1u << 2) &&
-              cand[0] == (1u << 5), "pd frame (v, 3): loc %x cand %x", loc[0], cand[0]);
-        CHECK(gd_pd_frame_mask(gd_kernels_for(GD_IMPL_SCALAR), pm, 0, 3, special, 1, loc, cand) == 0 && loc[0] == (1u << 2) &&
-              cand[0] == 0, "pd frame (v, 3), token 5 special: loc %x cand %x", loc[0], cand[0]);
-        CHECK(gd_pd_frame_mask(gd_kernels_for(GD_IMPL_SCALAR), pm, 0, 4, NULL, 0, loc, cand) == -1, "pd frame out of range");
+        mask[0] = 0;
+        CHECK(gd_pd_check(pm, start, 3, ids, 8, mask, 1, und, &nu) == 0 && nu == 0 && mask[0] == ((1u << 0) | (1u << 1) | (1u << 3)),
+              "pd saturating: nu=%zu mask %x", nu, mask[0]);
         gd_pd_masker_free(pm);
     }
     gd_trie_free(trie);

@@ -641,11 +641,12 @@ class CompiledPushdown:
         self._special_of = {tid: k for k, tid in enumerate(self.special_token_ids)}
         self._eog = sorted(self.vocab.eog_ids)
         self._tb = self.vocab.token_bytes
-        #: check the candidate tokens of configurations without a saturated rule natively
-        #: (``_native.pd_check``); False: every candidate is stepped in Python (the reference)
+        #: check the candidate tokens natively (``_native.pd_check``); False: every candidate
+        #: is stepped in Python (the reference)
         self.native_check = True
-        #: walk the tries of top frames with no saturated rule natively (``_native.pd_frame_mask``:
-        #: the tables are made there); False: :meth:`_tables` and ``walk_tokens`` (the reference)
+        #: walk the tries of top frames natively (``_native.pd_frame_mask``: the tables are made
+        #: there) and take the saturated sets' liveness from there; False: :meth:`_tables`,
+        #: ``walk_tokens`` and ``_Tables.live`` (the reference)
         self.native_walk = True
         self._pd = None  # the rules for pd_check, made by the first mask that needs them
         self._pd_masker = None  # their mask walks (pd_masker), made by the first walk
@@ -684,21 +685,25 @@ class CompiledPushdown:
         (None when that set is empty: every state of the pruned rule DFAs is live)."""
         if sid in self._live:
             return self._live[sid]
-        if self.native_walk:  # (the native tables' switch: the fixpoint over the same rules)
-            forbidden = np.zeros(len(self.pushdown.dfas), dtype=np.uint8)
-            forbidden[list(self._sat_sets[sid])] = 1
-            flat = np.empty(int(self._pd_state_off_()[-1]), dtype=np.uint8)
-            _native.pd_live(self._native_rules(), forbidden, flat)
-            off = self._pd_state_off_().tolist()
-            live = self._live[sid] = [flat[off[r]:off[r + 1]].astype(bool).tolist() for r in range(len(off) - 1)]
+        if self.native_walk:  # (the native tables' switch: the same set's liveness as theirs)
+            masker = self._native_masker()
+            off = self._pd_state_off
+            assert off is not None
+            flat = np.empty(int(off[-1]), dtype=np.uint8)
+            _native.pd_masker_live(masker, self._sat_bytes(sid), flat)
+            o = off.tolist()
+            live = self._live[sid] = [flat[o[r]:o[r + 1]].astype(bool).tolist() for r in range(len(o) - 1)]
             return live
         live = self._live[sid] = self._t.live(self._sat_sets[sid])
         return live
 
-    def _pd_state_off_(self) -> np.ndarray:
-        self._native_rules()
-        assert self._pd_state_off is not None
-        return self._pd_state_off
+    def _sat_bytes(self, sid: int) -> np.ndarray | None:
+        """Saturated set ``sid`` as the native side takes it (one byte per rule; None: empty)."""
+        if sid == 0:
+            return None
+        out = np.zeros(len(self.pushdown.dfas), dtype=np.uint8)
+        out[sorted(self._sat_sets[sid])] = 1
+        return out
 
     def _ok(self, r: int, s: int, ck: int) -> bool:
         sid = self._sat_of[ck]
@@ -1010,12 +1015,12 @@ class CompiledPushdown:
         hit = self._walks.get(key)
         if hit is not None:
             return hit
-        if sid == 0 and self.native_walk:
+        if self.native_walk:
             loc = np.empty(self.n_words, dtype=np.uint32)
             cand = np.empty(self.n_words, dtype=np.uint32)
             buf = np.empty(SPARSE_MAX, dtype=np.uint32)
-            more, h, count, inv = _native.pd_frame_mask(self._native_masker(), r, s, self._special_arr, loc, cand,
-                                                        buf)
+            more, h, count, inv = _native.pd_frame_mask(self._native_masker(), r, s, self._sat_bytes(sid),
+                                                        self._special_arr, loc, cand, buf)
             lid = self._walk_masks.intern_digest(loc, h, count, bool(inv), buf)
             self._last_walk = (lid, loc, h, count, bool(inv), buf)  # (see _compute_id)
             hit = self._walks[key] = (lid, self._walk_masks.intern(cand) if more else -1)
@@ -1122,10 +1127,8 @@ class CompiledPushdown:
     def _compute(self, cfg: Config) -> np.ndarray:
         wm = self._walk_masks
         m = cand = None
-        sat = False
         for st in cfg:
             r, s, ck = st[-1]
-            sat = sat or self._sat_of[ck] != 0
             loc, c = self._walk(r, s, ck)
             if m is None:
                 m = np.array(wm[loc])  # (a copy: the table's masks are read-only)
@@ -1141,14 +1144,13 @@ class CompiledPushdown:
         if cand is not None:
             cand &= ~m
             cids = mask_ids(cand, self.vocab.n_tokens)
-            if len(cids) and self.native_check and not sat:
-                # no rule saturated: every state is live and the native check is exact; it
-                # leaves to the steps below only tokens that die after a push it could not
-                # take (one that saturates a rule)
+            if len(cids) and self.native_check:
+                # the native check is exact; it leaves to the steps below only tokens that die
+                # after a closure past its bounds of stacks or frames
                 stacks = np.array([x for st in cfg for x in (len(st), *(v for f in st for v in f[:2]))],
                                   dtype=np.int32)
                 und = np.empty(len(cids), dtype=np.uint32)
-                n = _native.pd_check(self._native_rules(), stacks, cids.astype(np.uint32), m, und)
+                n = _native.pd_check(self._native_masker(), stacks, cids.astype(np.uint32), m, und)
                 cids = und[:n]
             ids = cids.tolist()
         tb = self._tb
