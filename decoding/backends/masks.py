@@ -59,7 +59,10 @@ def mask_ids(m: np.ndarray, n_tokens: int, count: int | None = None) -> np.ndarr
 
 
 class _Expanded:
-    """The process-wide LRU of expanded sparse masks, keyed by (table serial, mask id)."""
+    """The process-wide LRU of expanded sparse masks, keyed by (table serial, mask id).  Reads
+    take no lock: each OrderedDict call is atomic under the GIL (keys are tuples of ints), and a
+    key evicted between the read and its move to the end is left evicted; puts hold the lock
+    that keeps the byte count."""
 
     def __init__(self) -> None:
         self._lru: OrderedDict[tuple[int, int], np.ndarray] = OrderedDict()
@@ -67,11 +70,13 @@ class _Expanded:
         self._lock = threading.Lock()
 
     def get(self, key: tuple[int, int]) -> np.ndarray | None:
-        with self._lock:
-            hit = self._lru.get(key)
-            if hit is not None:
+        hit = self._lru.get(key)
+        if hit is not None:
+            try:
                 self._lru.move_to_end(key)
-            return hit
+            except KeyError:  # evicted meanwhile by another thread's put
+                pass
+        return hit
 
     def put(self, key: tuple[int, int], m: np.ndarray) -> None:
         with self._lock:
@@ -171,8 +176,7 @@ class MaskTable:
                 if mid < 0:
                     self._full()
                 if mid == new:
-                    m.setflags(write=False)
-                    self._add_sparse(mid, m, count)
+                    self._add_sparse(mid, count)
                 return mid
             return self._intern_dense(m, key)
 
@@ -191,20 +195,20 @@ class MaskTable:
             if mid < 0:
                 self._full()
             if mid == new:
-                self._add_sparse(mid, m, count)
+                self._add_sparse(mid, count)
             return mid
 
     def _full(self) -> None:
         raise LimitError(f"{self.where}: more than max_masks={self.max_masks} distinct token masks")
 
-    def _add_sparse(self, mid: int, m: np.ndarray, count: int) -> None:
-        """Record sparse mask ``mid`` (just added to the index; ``m``: its dense form, read-only); the
-        lock is held."""
+    def _add_sparse(self, mid: int, count: int) -> None:
+        """Record sparse mask ``mid`` of ``count`` ids (just added to the index); the lock is held.
+        Its dense form stays the caller's and is not put in the expansion LRU: that put cost more
+        on first visits than the expansions it saved on the reads after them (Glaiveai2K walks)."""
         if not isinstance(self._masks, list):
             self._masks = list(self._masks)
         self._masks.append(None)
         self._nbytes += 4 * count
-        _EXPANDED.put((self._serial, mid), m)  # read right after: no expansion
 
     def _intern_dense(self, m: np.ndarray, key: int) -> int:
         """The id of the dense mask ``m`` (hash ``key``); the lock is held."""
