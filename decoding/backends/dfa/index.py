@@ -78,7 +78,7 @@ class DFAGrammar:
     grammar_key: str = ""
     meta: dict = field(default_factory=dict)
     max_masks: int = DEFAULT_MAX_MASKS
-    _state_mask: np.ndarray = field(init=False, repr=False)
+    _state_mask: list = field(init=False, repr=False)  # mask id per state, -1: not computed (Python ints: cheap reads)
     _masks: MaskTable = field(init=False, repr=False)
     _lock: threading.Lock = field(init=False, repr=False)
     _classes: np.ndarray = field(init=False, repr=False)
@@ -95,7 +95,7 @@ class DFAGrammar:
             raise VocabError("DFA back-end: automaton table refers to a state that does not exist")
         self._table = t
         self._classes = np.ascontiguousarray(d.byte_class, dtype=np.uint8)
-        self._state_mask = np.full(d.n_states, -1, dtype=np.int32)
+        self._state_mask = [-1] * d.n_states
         self._masks = MaskTable(self.vocab.n_tokens, max_masks=self.max_masks, where="DFA token index")
         self._lock = threading.Lock()
         self._budget_lock = threading.Lock()
@@ -134,7 +134,7 @@ class DFAGrammar:
             raise VocabError("DFA back-end: precomputed token index does not cover every automaton state")
         if budget is not None and budget.min_tokens.shape != (dfa.n_states,):
             raise VocabError("DFA back-end: precomputed budget table does not cover every automaton state")
-        cg._state_mask = sm
+        cg._state_mask = sm.tolist()
         cg._masks = MaskTable(vocab.n_tokens, max_masks=max(cg.max_masks, len(masks)), stored=masks,
                               where="DFA token index")
         cg._budget = budget
@@ -180,7 +180,7 @@ class DFAGrammar:
 
     def allowed_ids(self, state: int) -> np.ndarray:
         """Sorted ids of the tokens allowed in ``state`` (cached per distinct mask)."""
-        mid = int(self._state_mask[state])
+        mid = self._state_mask[state]
         if mid < 0:
             mid = self._compute(state)
         return self._masks.ids(mid)
@@ -257,7 +257,7 @@ class DFAGrammar:
             "backend": self.backend,
             "states": self.dfa.n_states,
             "classes": self.dfa.n_classes,
-            "masks_computed": int((self._state_mask >= 0).sum()),
+            "masks_computed": sum(1 for mid in self._state_mask if mid >= 0),
             "distinct_masks": len(self._masks),
             "mask_bytes": self._masks.nbytes,
             "table_bytes": int(self._table.nbytes),
@@ -273,11 +273,11 @@ class DFAGrammar:
 
     def state_masks(self) -> np.ndarray:
         """int32[n_states]: the mask id of every state, ``-1`` where not computed yet (a copy)."""
-        return self._state_mask.copy()
+        return np.array(self._state_mask, dtype=np.int32)
 
     def has_mask(self, state: int) -> bool:
         """Whether the mask of ``state`` is already computed (benchmarks: cold vs warm)."""
-        return bool(self._state_mask[state] >= 0)
+        return self._state_mask[state] >= 0
 
     def successors(self, state: int) -> tuple[np.ndarray, np.ndarray]:
         """(allowed token ids, state after each) for ``state``; end-of-generation tokens map to
@@ -348,7 +348,7 @@ class DFAGrammar:
         """(mask id of ``state``, the read-only mask when this call made it natively, else
         None), computing and interning the mask if needed."""
         with self._lock:
-            mid = int(self._state_mask[state])
+            mid = self._state_mask[state]
             if mid >= 0:
                 return mid, None
             m = np.empty(self._n_words, dtype=np.uint32)
