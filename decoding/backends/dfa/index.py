@@ -101,6 +101,8 @@ class DFAGrammar:
         self._budget_lock = threading.Lock()
         self._next = {}
         self._special_set = frozenset(self.special_token_ids)
+        self._eog_set = self.vocab.eog_ids  # (a frozenset)
+        self._token_bytes = self.vocab.token_bytes
         self._special_col = {tid: d.n_classes + k for k, tid in enumerate(self.special_token_ids)}
         self._eog = np.array(sorted(self.vocab.eog_ids), dtype=np.int64)
         self._n_words = self.vocab.n_words
@@ -192,16 +194,16 @@ class DFAGrammar:
         hit = self._next.get(key)
         if hit is not None:
             return hit
-        if token in self.vocab.eog_ids and token not in self._special_set:
-            ns = EOG if self.dfa.accepting[state] else FORBIDDEN
-        elif token in self._special_set:
+        tb = self._token_bytes
+        if token in self._special_set:
             ns = int(self._table[state, self._special_col[token]])
-        elif 0 <= token < self.vocab.n_tokens and self.vocab.token_bytes[token]:
+        elif token in self._eog_set:
+            ns = EOG if self.dfa.accepting[state] else FORBIDDEN
+        elif 0 <= token < len(tb) and tb[token]:
             # natively over the masker's table once there is one (compiled grammars make it at
             # compile time; a grammar loaded with all its masks never needs one: no profiles)
             masker = self._masker
-            ns = _native.state_run(masker, state, self.vocab.token_bytes[token]) if masker \
-                else self.dfa.run(self.vocab.token_bytes[token], state)
+            ns = _native.state_run(masker, state, tb[token]) if masker else self.dfa.run(tb[token], state)
         else:
             ns = FORBIDDEN
         self._next[key] = ns
