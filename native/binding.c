@@ -560,17 +560,19 @@ static Py_buffer *next_buf(Py_buffer *bufs, int *n, PyObject *o, const char *wha
 }
 
 static const char *masker_profile(profiles_box *b, PyObject *t, gd_masker_profile *p) {
-    PyObject *oo, *oonp, *onp, *ocd, *oprobe, *oplain, *oupto, *oids, *on;
+    PyObject *oo, *oonp, *onp, *ocd, *oprobe, *oplain, *oupto, *oids, *on, *orest = Py_None;
     unsigned int max_chars;
     if (!PyTuple_Check(t)) {
         PyErr_SetString(PyExc_TypeError, "masker_profiles: each profile must be a tuple");
         return "";
     }
-    if (!PyArg_ParseTuple(t, "OOOOOIOOOO;profile: (other_trie, other_node_plain, node_plain, char_dfa, probes, "
-                          "max_chars, plain_mask, upto, by_chars_ids, by_chars_n)",
-                          &oo, &oonp, &onp, &ocd, &oprobe, &max_chars, &oplain, &oupto, &oids, &on))
+    if (!PyArg_ParseTuple(t, "OOOOOIOOOO|O;profile: (other_trie, other_node_plain, node_plain, char_dfa, probes, "
+                          "max_chars, plain_mask, upto, by_chars_ids, by_chars_n[, rest_trie or None])",
+                          &oo, &oonp, &onp, &ocd, &oprobe, &max_chars, &oplain, &oupto, &oids, &on, &orest))
         return "";
     if (!(p->other_trie = PyCapsule_GetPointer(oo, TRIE_CAPSULE))) return "";
+    p->rest_trie = NULL;
+    if (orest != Py_None && !(p->rest_trie = PyCapsule_GetPointer(orest, TRIE_CAPSULE))) return "";
     Py_buffer *v[7], *bb = b->bufs;
     int *n = &b->n_bufs;
     if (!(v[0] = next_buf(bb, n, oonp, "other_node_plain", 'B', 1, 0)) || !(v[1] = next_buf(bb, n, onp, "node_plain", 'B', 1, 0)) ||

@@ -74,6 +74,11 @@ class PlainProfile:
     n_chars: np.ndarray  # int32[n_tokens]: characters in each plain token, 0 for the others
     node_plain: np.ndarray  # uint8 per node of the whole trie (``_native.trie_plain_flags``)
     other_node_plain: np.ndarray  # the same for the trie of the other tokens
+    #: native trie of each other token's *rest*: its bytes from the first character that is not
+    #: a complete plain one (a token is its plain head then its rest); from a state that every
+    #: plain character leads back to, a token is allowed iff its rest is, so its walk replaces
+    #: that of the other tokens (many share a rest: ``abc"``, ``x"``, ``"``)
+    rest_trie: Any = None
     _upto: dict = field(default_factory=dict, repr=False)
     _by_chars: tuple = field(default=(), repr=False)  # (plain ids sorted by characters, their counts)
     _max_chars: int = field(default=0, repr=False)
@@ -104,12 +109,13 @@ class PlainProfile:
         """The profile's part of a ``_native.state_masker`` profile, made once: (other_trie,
         other_node_plain, node_plain, char_dfa, probes, max_chars, plain_mask, the
         ``plain_upto(k)`` made with the profile for k in 0..EAGER_UPTO (else None), the plain ids
-        sorted by characters, their characters)."""
+        sorted by characters, their characters, rest_trie)."""
         if not self._masker_args:
             upto = tuple(self._upto.get(k) for k in range(self.EAGER_UPTO + 1))
             object.__setattr__(self, "_masker_args", (
                 self.other_trie, self.other_node_plain, self.node_plain, np.ascontiguousarray(self.char_dfa).reshape(-1),
-                bytes(PROBES[self.name]), self._max_chars, self.plain_mask, upto) + self._by_chars)
+                bytes(PROBES[self.name]), self._max_chars, self.plain_mask, upto) + self._by_chars
+                + (self.rest_trie,))
         return self._masker_args
 
     def plain_upto(self, k: int) -> np.ndarray:
@@ -144,17 +150,22 @@ def _build_profile(vocab: Vocab, name: str, trie: Any) -> PlainProfile:
     tl = t.tolist()
     plain = np.zeros(vocab.n_tokens, dtype=bool)
     n_chars = np.zeros(vocab.n_tokens, dtype=np.int32)
+    rest: list[bytes] = [b""] * vocab.n_tokens  # the other tokens' bytes from their first non-plain character
     for i, b in enumerate(vocab.token_bytes):
         if b:
-            s, n = 0, 0
-            for x in b:
+            s, n, head = 0, 0, 0
+            for j, x in enumerate(b):
                 s = tl[s][x]
                 if s < 0:
                     break
-                n += s == 0
+                if s == 0:
+                    n += 1
+                    head = j + 1
             if s == 0:
                 plain[i] = True
                 n_chars[i] = n
+            else:
+                rest[i] = b[head:]
     mask = np.packbits(np.concatenate([plain, np.zeros(vocab.n_words * 32 - vocab.n_tokens, bool)]),
                        bitorder="little").view(np.uint32).copy()
     blob, off = vocab.blob()
@@ -168,7 +179,11 @@ def _build_profile(vocab: Vocab, name: str, trie: Any) -> PlainProfile:
     for a in (t, mask, n_chars):
         a.setflags(write=False)
     other = _native.trie_build(blob2, off2)
-    return PlainProfile(name, t, mask, other, int(plain.sum()), n_chars, _node_plain(trie, t), _node_plain(other, t))
+    off3 = np.zeros_like(off)
+    np.cumsum(np.fromiter(map(len, rest), dtype=off.dtype, count=len(rest)), out=off3[1:])
+    rest_trie = _native.trie_build(b"".join(rest), off3)
+    return PlainProfile(name, t, mask, other, int(plain.sum()), n_chars, _node_plain(trie, t), _node_plain(other, t),
+                        rest_trie=rest_trie)
 
 
 class VocabTables:

@@ -222,13 +222,13 @@ class Ours(Engine):
         return int(st["mask_bytes"]) + sum(int(st[k]) for k in EXTRA_BYTES_KEYS if k in st)
 
     def setup_bytes(self) -> int:
-        """The shared per-vocabulary tables: token trie, and per plain-text profile its trie
-        of the other tokens plus its arrays."""
+        """The shared per-vocabulary tables: token trie, and per plain-text profile its tries
+        of the other tokens and of their rests plus its arrays."""
         from decoding.backends.tables import PROFILES
 
         t = self.tables
         profiles = [t.profile(name) for name in PROFILES]
-        tries = [t.trie] + [p.other_trie for p in profiles]
+        tries = [t.trie] + [p.other_trie for p in profiles] + [p.rest_trie for p in profiles if p.rest_trie]
         return (sum(int(self._native.trie_info(x)[1]) for x in tries)
                 + sum(int(p.plain_mask.nbytes + p.n_chars.nbytes) for p in profiles))
 

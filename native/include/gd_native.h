@@ -168,7 +168,8 @@ size_t gd_mask_index_bytes(const gd_mask_index *ix);
  * decoding/backends/textloop.py `walk_tokens` and DFAGrammar._compute make it: for each
  * plain-text profile in order, if the state's bytes `probes` go where "a" goes and its plain
  * chain (gd_plain_chain, max_len = max(1, max_chars)) is k >= 0 or unbounded, the walk of the
- * profile's trie of the other tokens plus the plain tokens of at most k characters (upto[k]
+ * profile's trie of the other tokens (of their rests, rest_trie, when every plain character
+ * leads the state back to itself) plus the plain tokens of at most k characters (upto[k]
  * when given, else plain_mask minus the tokens by_chars_ids[j] with by_chars_n[j] > k:
  * plain ids sorted by characters); otherwise the walk of the whole trie.  An unbounded chain
  * makes its profile the `bulk` one: walks use its whole-subtree shortcut (gd_walk_opts:
@@ -194,6 +195,10 @@ typedef struct { /* one plain-text profile of one vocabulary (shared by every ma
     const uint32_t *by_chars_ids;
     const int32_t *by_chars_n;
     size_t n_plain;
+    /* NULL, or the trie of the other tokens' rests (each from its first character that is not a
+     * complete plain one): walked instead of other_trie from a state every plain character
+     * leads back to (gd_plain_step(state) == state), where a token is allowed iff its rest is */
+    const gd_trie *rest_trie;
 } gd_masker_profile;
 typedef struct {       /* a profile's part of one masker */
     int32_t *row_off;  /* the pairs (gd_char_pairs) for the masker's table: made by the first call */

@@ -104,12 +104,23 @@ int gd_state_mask(const gd_kernels *kern, gd_state_masker *sm, int32_t state, ui
                                                  sm->n_states, state, max_len);
         if (k == GD_PLAIN_NOMEM) return -2;
         if (k < 0 && k != GD_PLAIN_UNBOUNDED) continue;
+        int self_loop = 0;
         if (k == GD_PLAIN_UNBOUNDED) {
             sm->bulk = p;
             k = INT64_MAX;
+            /* every plain character leads back here: a token is allowed iff its rest is */
+            self_loop = pr->rest_trie &&
+                        (sm->table16 ? gd_plain_step16(l->row_off, l->pair_cls, l->pair_next, sm->table, sm->ncols, state)
+                                     : gd_plain_step(l->row_off, l->pair_cls, l->pair_next, sm->table, sm->ncols, state)) ==
+                            state;
         }
-        if (sm->bulk == p) bulk_opts(l, pr->other_node_plain, &o);
-        walk(sm, pr->other_trie, state, mask, &o);
+        if (self_loop) {
+            gd_walk_opts r = {sm->sink, NULL, NULL, NULL, NULL, NULL, -1};
+            walk(sm, pr->rest_trie, state, mask, &r);
+        } else {
+            if (sm->bulk == p) bulk_opts(l, pr->other_node_plain, &o);
+            walk(sm, pr->other_trie, state, mask, &o);
+        }
         or_plain(kern, pr, k, mask, sm->nwords);
         done = 1;
     }

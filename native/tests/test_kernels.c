@@ -423,6 +423,79 @@ static void test_pd_check(void) {
     gd_trie_free(trie);
 }
 
+/* A profile's rest trie (each other token from its first non-plain character): walked instead
+ * of the other tokens' trie only from a state every plain character leads back to.  State 0
+ * loops on letters; 1 and 3 alternate on letters (unbounded, but "a\"" from 1 ends at 3 where
+ * '"' is dead, while its rest '"' is allowed from 1).  Masks with and without the rest trie. */
+static void test_rest_trie(int impl) {
+    const gd_kernels *kern = gd_kernels_for(impl);
+    if (!kern) return;
+    /* 0:"a" 1:"ab" 2:"\"" 3:"a\"" 4:"b" 5:"abc" 6:"\"a" */
+    const char *const toks[] = {"a", "ab", "\"", "a\"", "b", "abc", "\"a"};
+    const char *const rests[] = {"", "", "\"", "\"", "", "", "\"a"};
+    const uint8_t plain[7] = {1, 1, 0, 0, 1, 1, 0};
+    gd_trie *all = build(toks, 7, NULL), *other = build(toks, 7, plain), *rest = build(rests, 7, NULL);
+    int16_t cd[256];
+    uint8_t classes[256];
+    for (int b = 0; b < 256; b++) {
+        cd[b] = (b >= 'a' && b <= 'z') ? 0 : -1;
+        classes[b] = b == '"' ? 1 : (b >= 'a' && b <= 'z') ? 2 : 0;
+    }
+    uint8_t np_all[16], np_other[16], memo[4] = {0};
+    CHECK(gd_trie_plain_flags(all, cd, 1, np_all) == 0 && gd_trie_plain_flags(other, cd, 1, np_other) == 0, "flags");
+    int32_t table[4 * 3];
+    for (int i = 0; i < 12; i++) table[i] = -1;
+    table[0 * 3 + 2] = 0;
+    table[0 * 3 + 1] = 2;
+    table[1 * 3 + 2] = 3;
+    table[1 * 3 + 1] = 2;
+    table[3 * 3 + 2] = 1;
+    uint8_t accepting[4] = {0, 0, 1, 0};
+    uint32_t plain_mask[1] = {(1u << 0) | (1u << 1) | (1u << 4) | (1u << 5)}, ids[4] = {0, 4, 1, 5};
+    int32_t nchars[4] = {1, 1, 2, 3};
+    const uint32_t want[4] = {0x3Fu, 0x37u, 0u, 0x3Bu};
+    for (int with_rest = 0; with_rest < 2; with_rest++) {
+        gd_state_masker sm = {0};
+        sm.trie = all;
+        sm.classes = classes;
+        sm.table = table;
+        sm.ncols = 3;
+        sm.n_states = 4;
+        sm.n_classes = 3;
+        sm.nwords = 1;
+        sm.sink = -1;
+        sm.accepting = accepting;
+        sm.n_profiles = 1;
+        gd_masker_profile prof = {0}, *p = &prof;
+        sm.prof = p;
+        memset(memo, 0, sizeof memo);
+        sm.loop[0].loop_memo = memo;
+        p->other_trie = other;
+        p->other_node_plain = np_other;
+        p->node_plain = np_all;
+        p->char_dfa = cd;
+        p->n_char = 1;
+        p->probes = (const uint8_t *)"bz";
+        p->n_probes = 2;
+        p->max_chars = 3;
+        p->plain_mask = plain_mask;
+        p->by_chars_ids = ids;
+        p->by_chars_n = nchars;
+        p->n_plain = 4;
+        p->rest_trie = with_rest ? rest : NULL;
+        for (int32_t st = 0; st < 4; st++) {
+            uint32_t m[1] = {0xFFFFFFFFu};
+            CHECK(gd_state_mask(kern, &sm, st, m) == 0 && m[0] == want[st], "%s rest trie %d state %d: %x, want %x",
+                  gd_impl_name(impl), with_rest, st, m[0], want[st]);
+        }
+        gd_state_masker_release(&sm);
+    }
+    gd_trie_free(all);
+    gd_trie_free(other);
+    gd_trie_free(rest);
+    printf("ok   rest trie %s\n", gd_impl_name(impl));
+}
+
 int main(void) {
     test_selection();
     test_hash_equal();
@@ -432,6 +505,7 @@ int main(void) {
     test_trie();
     for (int impl = GD_IMPL_SCALAR; impl < GD_IMPL_COUNT; impl++) test_state_mask(impl);
     test_pd_check();
+    for (int impl = GD_IMPL_SCALAR; impl < GD_IMPL_COUNT; impl++) test_rest_trie(impl);
     if (failures) { printf("%d failed\n", failures); return 1; }
     printf("all native tests passed\n");
     return 0;
