@@ -71,7 +71,7 @@ def _check_tables(cp) -> int:
         if live is not None:
             lv = np.array(live[r] + [False], dtype=bool)
             ref[:n] = np.where((full >= 0) & lv[np.maximum(full, 0)] & lv[:n, None], full, -1)
-        ref_over = ref.copy()
+        ref_over = np.concatenate([ref, ref[:n]])  # then the start rows: no exit at the first byte
         ref_over[n] = n
         for s, ex in t.exit[r].items():
             ref_over[s, [b for b in range(256) if ex >> b & 1]] = n

@@ -529,9 +529,11 @@ void gd_pd_masker_free(gd_pd_masker *pm);
 int gd_pd_masker_live(gd_pd_masker *pm, const uint8_t *sat, uint8_t *live);
 /* For the top frame (rule r, state s) of a stack whose saturated set is `sat`: loc (nwords words)
  * = the tokens the frame consumes by its own byte moves through live states, cand = the other
- * tokens that the rule's automaton consumes when every exit byte (of the state reached) leads
- * to a sink that takes everything: the tokens that may enter a call or return (to check with
- * gd_pd_check).  Special token ids are cleared from both.  Returns 1 if cand is not empty, 0 if
+ * tokens that the rule's automaton consumes when every exit byte of a state reached after the
+ * first byte leads to a sink that takes everything: the tokens that may enter a call or return
+ * after a byte of the frame (to check with gd_pd_check; the calls and returns before the first
+ * byte are the other stacks of the configuration's closure).  Special token ids are cleared
+ * from both.  Returns 1 if cand is not empty, 0 if
  * it is, -1 for r or s out of range, -2 when out of memory. */
 int gd_pd_frame_mask(const gd_kernels *kern, gd_pd_masker *pm, int32_t r, int32_t s, const uint8_t *sat,
                      const uint32_t *special_ids, size_t n_special, uint32_t *loc, uint32_t *cand);

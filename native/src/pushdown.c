@@ -101,8 +101,9 @@ static int32_t cell(const gd_pd *pd, int32_t r, int32_t s, int b) {
  * have the same move and are in the same exit sets), the local table (the rule's own byte moves
  * into live states from live states, one more row for the sink, which has none) and the over
  * table (the same, with every exit byte of a state and every byte of the sink row going to the
- * sink), each behind a state masker: decoding/backends/pushdown/index.py `_tables` and `_walk`,
- * whose tables differ only in the numbering of the columns. */
+ * sink, then n start rows: state s's own moves, no exit), each behind a state masker:
+ * decoding/backends/pushdown/index.py `_tables` and `_walk`, whose tables differ only in the
+ * numbering of the columns. */
 typedef struct {
     uint8_t col[256];
     void *loc, *over;
@@ -457,11 +458,11 @@ static int rule_make(gd_pd_masker *pm, int32_t k, int32_t r) {
         rm->col[b] = (uint8_t)c;
     }
     free(memb);
-    int t16 = n + 1 < 32767;
+    int t16 = 2 * n + 1 < 32767;
     size_t cells = ((size_t)n + 1) * (size_t)ncols, isz = t16 ? 2 : 4;
     rm->loc = malloc(cells * isz);
-    rm->over = malloc(cells * isz);
-    rm->acc = calloc((size_t)n + 1, 1);
+    rm->over = malloc((cells + (size_t)n * (size_t)ncols) * isz);
+    rm->acc = calloc(2 * (size_t)n + 1, 1);
     if (!rm->loc || !rm->over || !rm->acc) goto nomem;
     const int32_t *tr = pd->trans + pd->trans_off[r];
     for (int32_t s = 0; s <= n; s++) {
@@ -480,6 +481,9 @@ static int rule_make(gd_pd_masker *pm, int32_t k, int32_t r) {
             }
         }
     }
+    /* the over table's start rows n + 1 + s: state s's own moves, no exit (the closure's other
+     * stacks stand for the calls and returns taken before the first byte) */
+    memcpy((char *)rm->over + cells * isz, rm->loc, (size_t)n * (size_t)ncols * isz);
     for (int w = 0; w < 2; w++) {
         gd_state_masker *m = &rm->m[w];
         *m = pm->proto;
@@ -488,11 +492,11 @@ static int rule_make(gd_pd_masker *pm, int32_t k, int32_t r) {
         m->table16 = t16;
         m->ncols = (size_t)ncols;
         m->n_classes = (size_t)ncols;
-        m->n_states = (size_t)n + 1;
+        m->n_states = w ? 2 * (size_t)n + 1 : (size_t)n + 1;
         m->sink = w ? n : -1;
         m->accepting = rm->acc;
         for (int32_t p = 0; p < m->n_profiles; p++) {
-            if (!(rm->memo[w][p] = calloc((size_t)n + 1, 1))) goto nomem;
+            if (!(rm->memo[w][p] = calloc(m->n_states, 1))) goto nomem;
             m->loop[p].loop_memo = rm->memo[w][p];
         }
     }
@@ -521,7 +525,7 @@ int gd_pd_frame_mask(const gd_kernels *kern, gd_pd_masker *pm, int32_t r, int32_
     if (k < 0 || rule_make(pm, k, r)) return -2;
     pd_rule_masker *rm = &pm->sets[k].rules[r];
     int rc = gd_state_mask(kern, &rm->m[0], s, loc);
-    if (!rc) rc = gd_state_mask(kern, &rm->m[1], s, cand);
+    if (!rc) rc = gd_state_mask(kern, &rm->m[1], pd->state_off[r + 1] - pd->state_off[r] + 1 + s, cand);
     if (rc) return rc == -1 ? -1 : -2;
     size_t nwords = pm->proto.nwords;
     for (size_t j = 0; j < n_special; j++) {

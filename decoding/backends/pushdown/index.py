@@ -17,10 +17,11 @@ Invariants
   never empty before acceptance.  (A derivation that avoids the rules already nested
   ``max_depth`` times exists iff one without any repeated rule on a path does, so
   liveness only depends on that *saturated* set.)
-- Masks: tokens consumed by the top frame's own bytes come from the native trie walk over
-  that rule's DFA (memoized per rule, state and saturated set); tokens that may enter a
-  call or return to a caller (over-approximated with FIRST/FOLLOW byte sets) are checked
-  exactly by stepping the configuration.  Compile-time data (:class:`Pushdown`) is
+- Masks: over the stacks of the configuration's closure (the calls and returns taken before
+  the first byte), tokens consumed by the top frame's own bytes come from the trie walk over
+  that rule's DFA (native; memoized per rule, state and saturated set); tokens that may enter
+  a call or return to a caller after a byte of the frame (over-approximated with FIRST/FOLLOW
+  byte sets) are checked exactly by stepping the configuration (natively).  Compile-time data (:class:`Pushdown`) is
   immutable and shared; :class:`CompiledPushdown` adds per-vocabulary memos.
 - Memory: no table has a column per byte: the walks' tables have one per class of bytes
   that no rule move or exit set tells apart (the 256-column table with equal columns
@@ -889,12 +890,13 @@ class CompiledPushdown:
         return mid
 
     def _compute_id(self, cfg: Config) -> int:
-        """The id in ``_masks`` of :meth:`_compute`'s mask.  A configuration of one stack whose
-        top frame consumes every allowed token itself (no candidate, special or end of
-        generation) has exactly that frame's local mask: its id is remembered per walk mask,
-        and when the walk was made by this call its native digest is reused."""
-        if len(cfg) == 1:
-            (st,) = cfg
+        """The id in ``_masks`` of :meth:`_compute`'s mask.  A configuration whose closure is
+        one stack whose top frame consumes every allowed token itself (no candidate, special or
+        end of generation) has exactly that frame's local mask: its id is remembered per walk
+        mask, and when the walk was made by this call its native digest is reused."""
+        clo = self._closure(cfg)
+        if len(clo) == 1:
+            (st,) = clo
             r, s, ck = st[-1]
             self._last_walk = None
             lid, c = self._walk(r, s, ck)
@@ -978,10 +980,12 @@ class CompiledPushdown:
 
     # ------------------------------------------------------------------ masks
     def _tables(self, r: int, sid: int) -> tuple[np.ndarray, np.ndarray]:
-        """(local, over) tables [n+1, columns] of rule ``r`` for saturated set ``sid``, over
-        the rule's refined byte classes (:meth:`_Tables.classes`; int16 when the states fit):
-        local keeps the rule's own byte moves into live states; over also sends every byte
-        that may enter a call or return to the caller (exit set) to the absorbing state ``n``."""
+        """(local [n+1, columns], over [2n+1, columns]) tables of rule ``r`` for saturated set
+        ``sid``, over the rule's refined byte classes (:meth:`_Tables.classes`; int16 when the
+        states fit): local keeps the rule's own byte moves into live states; over also sends
+        every byte that may enter a call or return to the caller (exit set) to the absorbing
+        state ``n``, and its start rows ``n + 1 + s`` are local's rows (no exit at the first
+        byte: the configuration's closure has a stack for each call or return taken there)."""
         key = (r, sid)
         hit = self._tabs.get(key)
         if hit is not None:
@@ -996,7 +1000,9 @@ class CompiledPushdown:
         else:
             lv = np.array(live[r] + [False], dtype=bool)
             loc[:n] = np.where((base >= 0) & lv[np.maximum(base, 0)] & lv[:n, None], base, -1)
-        over = loc.copy()
+        over = np.empty((2 * n + 1, len(orig)), dtype=np.int16 if 2 * n + 1 < 32767 else np.int32)
+        over[:n + 1] = loc
+        over[n + 1:] = loc[:n]
         over[n, :] = n
         by_exit: dict[int, list[int]] = {}
         for s, ex in self._t.exit[r].items():
@@ -1009,7 +1015,10 @@ class CompiledPushdown:
 
     def _walk(self, r: int, s: int, ck: int) -> tuple[int, int]:
         """Ids in ``_walk_masks`` of (the tokens the top frame ``(r, s)`` consumes itself,
-        the other tokens that may enter a call or return: checked by stepping; -1: none)."""
+        the other tokens that may enter a call or return after its first byte: checked by
+        stepping; -1: none).  A configuration's mask is the union over the stacks of its
+        closure (:meth:`_compute`), so the calls and returns before the first byte are those
+        stacks' own walks (a value's callee start frames, shared by every configuration)."""
         sid = self._sat_of[ck]
         key = (r, s, sid)
         hit = self._walks.get(key)
@@ -1034,8 +1043,9 @@ class CompiledPushdown:
         # decoding.backends.textloop); state n of ``over`` is absorbing (its sink)
         walk_tokens(tabs, cls, loc_t, s, loc, lambda name, st: self._plain_chain(name, loc_t, st), self._loop_profiles,
                     loops=self._loops_for(r, sid, 0, loc_t))
-        walk_tokens(tabs, cls, over_t, s, over, lambda name, st: self._plain_chain(name, over_t, st), self._loop_profiles,
-                    sink=over_t.shape[0] - 1, loops=self._loops_for(r, sid, 1, over_t))
+        n = loc_t.shape[0] - 1
+        walk_tokens(tabs, cls, over_t, n + 1 + s, over, lambda name, st: self._plain_chain(name, over_t, st),
+                    self._loop_profiles, sink=n, loops=self._loops_for(r, sid, 1, over_t))
         for tid in self.special_token_ids:
             loc[tid >> 5] &= ~np.uint32(1 << (tid & 31))
             over[tid >> 5] &= ~np.uint32(1 << (tid & 31))
@@ -1125,9 +1135,12 @@ class CompiledPushdown:
         return self._pd_masker
 
     def _compute(self, cfg: Config) -> np.ndarray:
+        """The mask of ``cfg``: over the stacks of its closure, the tokens each top frame
+        consumes itself, the candidates that may leave it after a byte checked exactly from
+        ``cfg``, then the special and end-of-generation tokens."""
         wm = self._walk_masks
         m = cand = None
-        for st in cfg:
+        for st in self._closure(cfg):
             r, s, ck = st[-1]
             loc, c = self._walk(r, s, ck)
             if m is None:
