@@ -116,6 +116,9 @@ def pd_check(pd_masker: Any, stacks: np.ndarray, ids: np.ndarray, mask: np.ndarr
     into ``undecided``, their count is returned (gd_pd_check). Releases the GIL."""
 def pd_masker(pd: Any, exit_id: np.ndarray, exit_set: np.ndarray, profiles: Any) -> Any:
     """A pushdown grammar's mask walks over its rules' exit sets (gd_pd_masker_new)."""
+def pd_run(pd_masker: Any, stacks: np.ndarray, data: bytes, out: np.ndarray) -> tuple[int, int]:
+    """The configuration after ``data`` (gd_pd_run): (0, n) with its stacks in ``out[:n]``, or
+    (1 or 2, 0) when the caller must step the bytes itself. Releases the GIL."""
 def pd_masker_live(pd_masker: Any, sat: np.ndarray | None, live: np.ndarray) -> None:
     """live[g]: the liveness of saturated set ``sat`` (a byte per rule), kept by the masker."""
 def pd_frame_mask(pd_masker: Any, rule: int, state: int, sat: np.ndarray | None, special_ids: np.ndarray,

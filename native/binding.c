@@ -1182,6 +1182,34 @@ out:
     return ret;
 }
 
+/* pd_run(pd_masker, stacks_i32, data_bytes, out_i32) -> (rc, n): see gd_pd_run (rc 0: out[:n] the
+ * stacks after the bytes; 1 or 2: step them in Python). Releases the GIL. */
+static PyObject *py_pd_run(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *cap, *os, *oo;
+    const char *data;
+    Py_ssize_t nd;
+    if (!PyArg_ParseTuple(args, "OOy#O", &cap, &os, &data, &nd, &oo)) return NULL;
+    pd_masker_box *b = PyCapsule_GetPointer(cap, PD_MASKER_CAPSULE);
+    if (!b) return NULL;
+    Py_buffer vs, vo;
+    if (get_buf(os, &vs, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "stacks", 'i', 4) < 0) return NULL;
+    if (get_buf(oo, &vo, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE, "out", 'i', 4) < 0) {
+        PyBuffer_Release(&vs);
+        return NULL;
+    }
+    size_t n = 0;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = gd_pd_run(b->pm, vs.buf, (size_t)vs.shape[0], (const uint8_t *)data, (size_t)nd, vo.buf, (size_t)vo.shape[0], &n);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&vs);
+    PyBuffer_Release(&vo);
+    if (rc == -1) return PyErr_Format(PyExc_ValueError, "pd_run: a stack out of range");
+    if (rc < 0) return PyErr_NoMemory();
+    return Py_BuildValue("(in)", rc, (Py_ssize_t)n);
+}
+
 /* pd_frame_mask(pd_masker, rule, state, sat_u8_or_None, special_ids_u32, loc_out, cand_out, ids_out) ->
  * (more, hash, n, inverted): more: whether cand is not empty (see gd_pd_frame_mask); then loc's digest as state_mask
  * gives it. Releases the GIL; calls on one masker must be serialised. */
@@ -2150,6 +2178,9 @@ static PyMethodDef methods[] = {
     {"pd_masker", py_pd_masker, METH_VARARGS,
      "pd_masker(pd, exit_id_i32, exit_set_u8, profiles) -> capsule: a pushdown grammar's mask walks (see "
      "gd_pd_masker_new)"},
+    {"pd_run", py_pd_run, METH_VARARGS,
+     "pd_run(pd_masker, stacks_i32, data, out_i32) -> (rc, n): the configuration after the bytes, its stacks in "
+     "out[:n] when rc is 0 (see gd_pd_run). Releases the GIL."},
     {"pd_masker_live", py_pd_masker_live, METH_VARARGS,
      "pd_masker_live(pd_masker, sat_u8_or_None, live_out_u8): the liveness of a saturated set, kept by the masker "
      "(see gd_pd_masker_live)"},

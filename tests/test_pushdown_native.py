@@ -266,3 +266,41 @@ def test_native_liveness_kubernetes():
         assert got == cg._t.live(forbidden), forbidden
         dead += sum(not x for lv in got for x in lv)
     assert dead > 0  # some sets make states dead
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_native_run_is_the_python_run(name):
+    """``_run_native`` (``_native.pd_run``, what ``next_state`` uses) gives the configuration
+    ``_run`` gives, recursion counts included, for every token from every reached
+    configuration."""
+    cg = compile_grammar(CASES[name], TINY, backend="pushdown")
+    _configs(cg, np.random.default_rng(12), walks=40, steps=40)
+    tb = TINY.token_bytes
+    moved = 0
+    for cfg in list(cg._configs):
+        for t in range(TINY.n_tokens):
+            if tb[t]:
+                got, want = cg._run_native(tb[t], cfg), cg._run(tb[t], cfg)
+                assert got == want, (tb[t], cfg)
+                moved += bool(want)
+    assert moved > 5
+
+
+def test_native_run_kubernetes():
+    v = get_vocab("llama-bpe")
+    schema = json.loads((CORPORA / "jsonschemabench" / "Kubernetes" / "kb_192_Normalized.json").read_text())["schema"]
+    cg = compile_grammar(compile_schema(schema).grammar, v, backend="pushdown")
+    rng = np.random.default_rng(13)
+    _configs(cg, rng, walks=4, steps=150)
+    tb = v.token_bytes
+    moved = 0
+    for cfg in list(cg._configs)[:200]:
+        i = cg._config_id[cfg]
+        allowed = cg.allowed_ids(i)
+        for t in [*rng.choice(allowed, size=min(20, len(allowed)), replace=False).tolist(),
+                  *rng.integers(0, v.n_tokens, 20).tolist()]:
+            if tb[t] and t not in v.eog_ids:
+                got, want = cg._run_native(tb[t], cfg), cg._run(tb[t], cfg)
+                assert got == want, (tb[t], cfg)
+                moved += bool(want)
+    assert moved > 300

@@ -549,6 +549,13 @@ int gd_pd_frame_mask(const gd_kernels *kern, gd_pd_masker *pm, int32_t r, int32_
  * once.  Returns 0, -1 for out-of-range input, -2 when out of memory. */
 int gd_pd_check(gd_pd_masker *pm, const int32_t *stacks, size_t n_items, const uint32_t *ids, size_t n_ids,
                 uint32_t *mask, size_t nwords, uint32_t *undecided, size_t *n_undecided);
+/* The configuration after the bytes data[0..n) from `stacks` (as for gd_pd_check), the
+ * reference's CompiledPushdown._run: into out (cap int32), its stacks in the same form, in no
+ * particular order, *n_out items (0: a byte had no move).  Returns 0; 1 when a closure on the
+ * way is past the bounds, 2 when out is too small (the caller steps the bytes itself); -1 for
+ * out-of-range input, -2 when out of memory. */
+int gd_pd_run(gd_pd_masker *pm, const int32_t *stacks, size_t n_items, const uint8_t *data, size_t n, int32_t *out,
+              size_t cap, size_t *n_out);
 
 #ifdef __cplusplus
 }

@@ -663,3 +663,54 @@ out:
     free(fill);
     return rc;
 }
+
+/* ---- one token's configuration (gd_pd_run) ------------------------------------------------ */
+int gd_pd_run(gd_pd_masker *pm, const int32_t *stacks, size_t n_items, const uint8_t *data, size_t n, int32_t *out,
+              size_t cap, size_t *n_out) {
+    const gd_pd *pd = pm->pd;
+    pd_cfg a, b, c;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    memset(&c, 0, sizeof c);
+    int rc = -2;
+    *n_out = 0;
+    for (size_t p = 0; p < n_items;) {
+        int32_t len = stacks[p];
+        if (len < 1 || p + 1 + 2 * (size_t)len > n_items) { rc = -1; goto done; }
+        for (int32_t f = 0; f < len; f++) {
+            int32_t r = stacks[p + 1 + 2 * f], s = stacks[p + 2 + 2 * f];
+            if (r < 0 || r >= pd->n_rules || s < 0 || s >= pd->state_off[r + 1] - pd->state_off[r]) {
+                rc = -1;
+                goto done;
+            }
+        }
+        if (cfg_reserve(&a, len)) goto done;
+        memcpy(a.v + a.n, stacks + p, (1 + 2 * (size_t)len) * sizeof *stacks);
+        cfg_commit(&a);
+        p += 1 + 2 * (size_t)len;
+    }
+    pd_cfg *cur = &a, *nxt = &b;
+    for (size_t i = 0; i < n && cur->ns > 0; i++) {
+        int k = closure(pm, cur, &c);
+        if (k < 0) goto done;
+        if (k) { rc = 1; goto done; } /* partial: left to the caller */
+        if (step(pm, &c, data[i], nxt)) goto done;
+        pd_cfg *t = cur;
+        cur = nxt;
+        nxt = t;
+    }
+    if (cur->n > cap) { rc = 2; goto done; }
+    size_t w = 0;
+    for (int32_t i = 0; i < cur->ns; i++) {
+        const int32_t *st = cur->v + cur->at[i];
+        memcpy(out + w, st, (1 + 2 * (size_t)st[0]) * sizeof *st);
+        w += 1 + 2 * (size_t)st[0];
+    }
+    *n_out = w;
+    rc = 0;
+done:
+    cfg_free(&a);
+    cfg_free(&b);
+    cfg_free(&c);
+    return rc;
+}

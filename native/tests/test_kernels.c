@@ -392,6 +392,14 @@ static void test_pd_check(void) {
     CHECK(mask[0] == (1u << 2), "pd inner mask %x", mask[0]);
     int32_t bad[3] = {1, 0, 4};
     CHECK(gd_pd_check(pm, bad, 3, ids, 8, mask, 1, und, &nu) == -1, "pd state out of range");
+    int32_t got[16];
+    size_t ng = 0;
+    CHECK(gd_pd_run(pm, start, 3, (const uint8_t *)"[1", 2, got, 16, &ng) == 0 && ng == 5 && got[0] == 2 &&
+          got[1] == 0 && got[2] == 3 && got[3] == 0 && got[4] == 1, "pd run \"[1\": n=%zu", ng);
+    CHECK(gd_pd_run(pm, start, 3, (const uint8_t *)"[1]", 3, got, 16, &ng) == 0 && ng == 3 && got[0] == 1 && got[2] == 1,
+          "pd run \"[1]\": n=%zu", ng);
+    CHECK(gd_pd_run(pm, start, 3, (const uint8_t *)"]", 1, got, 16, &ng) == 0 && ng == 0, "pd run \"]\" rejected");
+    CHECK(gd_pd_run(pm, start, 3, (const uint8_t *)"[1", 2, got, 4, &ng) == 2, "pd run: out too small");
     /* the frames' walks */
     uint32_t loc[1], cand[1], special[1] = {5};
     const gd_kernels *k = gd_kernels_for(GD_IMPL_SCALAR);

@@ -654,6 +654,7 @@ class CompiledPushdown:
         self._pd_state_off: np.ndarray | None = None
         self._special_arr = np.array(self.special_token_ids, dtype=np.uint32)
         self._final_of_loc: dict[int, int] = {}  # walk mask id -> its id in _masks (_compute_id)
+        self._run_buf = np.empty(1 << 14, dtype=np.int32)  # pd_run's stacks (under the lock)
         self._last_walk: tuple | None = None
         self._intern(frozenset({((0, 0, 0),)}))
 
@@ -785,6 +786,34 @@ class CompiledPushdown:
                 break
         return cfg
 
+    @staticmethod
+    def _stacks(cfg: Config) -> np.ndarray:
+        """``cfg`` as the native side takes it: each stack's length, then (rule, state) per frame."""
+        return np.array([x for st in cfg for x in (len(st), *(v for f in st for v in f[:2]))], dtype=np.int32)
+
+    def _run_native(self, data: bytes, cfg: Config) -> Config | None:
+        """:meth:`_run` natively (``_native.pd_run``; None: left to the Python steps).  The
+        recursion counts of the frames come back from the rules of the frames below them."""
+        out = self._run_buf
+        rc, n = _native.pd_run(self._native_masker(), self._stacks(cfg), data, out)
+        if rc:
+            return None
+        v = out[:n].tolist()
+        push = self._push_counts
+        res = set()
+        i = 0
+        while i < n:
+            ln = v[i]
+            ck = 0
+            frames = [(v[i + 1], v[i + 2], 0)]
+            for f in range(1, ln):
+                r = v[i + 1 + 2 * f]
+                ck = push(ck, r)
+                frames.append((r, v[i + 2 + 2 * f], ck))
+            res.add(tuple(frames))
+            i += 1 + 2 * ln
+        return frozenset(res)
+
     def _intern(self, cfg: Config) -> int:
         cid = self._config_id.get(cfg)
         if cid is None:
@@ -865,7 +894,9 @@ class CompiledPushdown:
                 nc = self._step_special(cfg, self._special_of[token])
                 ns = self._intern(nc) if nc else FORBIDDEN
             elif 0 <= token < self.vocab.n_tokens and self._tb[token]:
-                nc = self._run(self._tb[token], cfg)
+                nc = self._run_native(self._tb[token], cfg) if self.native_check else None
+                if nc is None:
+                    nc = self._run(self._tb[token], cfg)
                 ns = self._intern(nc) if nc else FORBIDDEN
             else:
                 ns = FORBIDDEN
@@ -1160,10 +1191,8 @@ class CompiledPushdown:
             if len(cids) and self.native_check:
                 # the native check is exact; it leaves to the steps below only tokens that die
                 # after a closure past its bounds of stacks or frames
-                stacks = np.array([x for st in cfg for x in (len(st), *(v for f in st for v in f[:2]))],
-                                  dtype=np.int32)
                 und = np.empty(len(cids), dtype=np.uint32)
-                n = _native.pd_check(self._native_masker(), stacks, cids.astype(np.uint32), m, und)
+                n = _native.pd_check(self._native_masker(), self._stacks(cfg), cids.astype(np.uint32), m, und)
                 cids = und[:n]
             ids = cids.tolist()
         tb = self._tb
