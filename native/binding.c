@@ -769,7 +769,9 @@ static PyObject *py_state_mask(PyObject *module, PyObject *args) {
     return ret;
 }
 
-/* ---- mask index (gd_mask_index): the interning index of sparse masks, one per MaskTable ---- */
+/* ---- mask index (gd_mask_index): the interning index of sparse masks, one per MaskTable ----
+ * Every call on an index runs with the GIL held (the core index is not thread-safe): a read
+ * from one thread never meets another thread's write, which may move the arena. */
 #define MASK_INDEX_CAPSULE "decoding._native.mask_index"
 
 static void mask_index_destroy(PyObject *cap) { gd_mask_index_free(PyCapsule_GetPointer(cap, MASK_INDEX_CAPSULE)); }
@@ -893,9 +895,11 @@ static PyObject *py_state_mask_intern(PyObject *module, PyObject *args) {
                 c = gd_mask_clear_ids(m.buf, b->n_tokens, ids.buf, cap_ids);
                 inverted = 1;
             }
-            if (c <= cap_ids) mid = gd_mask_index_intern(ix, h, ids.buf, c, inverted, (int32_t)new_mid);
         }
         Py_END_ALLOW_THREADS
+        /* (with the GIL: every call on an index holds it, so reads such as mask_index_expand
+         * never meet a write that moves the arena) */
+        if (rc == 0 && c <= cap_ids) mid = gd_mask_index_intern(ix, h, ids.buf, c, inverted, (int32_t)new_mid);
         if (rc == -1) PyErr_Format(PyExc_ValueError, "state_mask_intern: state %d out of range", state);
         else if (rc) PyErr_NoMemory();
         else {

@@ -203,3 +203,44 @@ def test_a_grammar_loaded_with_its_masks_steps_without_a_masker():
             assert pre.next_state(s, t) == cg.next_state(s, t)
             s = cg.next_state(s, t)
     assert pre._masker is None and cg._masker
+
+
+@pytest.mark.parametrize("vocab_name", ["gpt-2", "llama-bpe"])
+def test_masks_from_many_threads_equal_one_thread(vocab_name):
+    """First visits (the native call interns with the GIL released for the walk) and reads of
+    sparse masks (expanded from the native index) from several threads at once give the masks
+    one thread gives."""
+    import threading
+
+    v = get_vocab(vocab_name)
+    schema = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"},
+                                               "c": {"type": "array", "items": {"enum": ["x", "yy", "zzz"]}}}}
+    ref = compile_json_schema(schema, v)
+    want = [ref.mask(s).copy() for s in range(ref.dfa.n_states)]
+    g = compile_json_schema(schema, v)
+    errors: list = []
+
+    def run(seed: int) -> None:
+        order = np.random.default_rng(seed).permutation(g.dfa.n_states)
+        try:
+            for _ in range(3):
+                for s in order.tolist():
+                    if not np.array_equal(g.mask(s), want[s]):
+                        errors.append(s)
+                    g.allowed_ids(s)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+
+    def classes(ids: np.ndarray) -> list[int]:  # the ids depend on the visit order; equal masks share one
+        first: dict[int, int] = {}
+        return [first.setdefault(int(i), len(first)) for i in ids]
+
+    assert classes(g.state_masks()) == classes(ref.state_masks())
+    assert len(g.masks) == len(ref.masks)
