@@ -95,6 +95,166 @@ static int32_t cell(const gd_pd *pd, int32_t r, int32_t s, int b) {
     return pd->trans[pd->trans_off[r] + (int64_t)s * pd->n_cls[r] + c];
 }
 
+/* ---- liveness (gd_pd_live) ----------------------------------------------------------------
+ * The reverse edges of the rules (made once per masker; per call of gd_pd_live): each state's
+ * distinct predecessors by a byte or special-token move, the calls by their return state, the
+ * call sites by their callee. */
+typedef struct {
+    int32_t *off, *src;   /* predecessors of global state g: src[off[g] .. off[g + 1]) */
+    int32_t *coff, *csrc; /* calls j returning to g: csrc[coff[g] .. coff[g + 1]) */
+    int32_t *xoff, *xsrc; /* calls j of rule x: xsrc[xoff[x] .. xoff[x + 1]) */
+    int32_t *call_src, *call_rule; /* call j: its global state, its rule */
+} pd_rev;
+
+static void rev_free(pd_rev *v) {
+    free(v->off);
+    free(v->src);
+    free(v->coff);
+    free(v->csrc);
+    free(v->xoff);
+    free(v->xsrc);
+    free(v->call_src);
+    free(v->call_rule);
+    memset(v, 0, sizeof *v);
+}
+
+/* the predecessors of every state by its own moves, each once (mark[t] == g: already one) */
+static size_t rev_moves(const gd_pd *pd, int32_t *mark, int32_t *off, int32_t *src) {
+    int32_t R = pd->n_rules;
+    size_t k = 0;
+    for (int32_t r = 0; r < R; r++) {
+        int32_t n = pd->state_off[r + 1] - pd->state_off[r], nc = pd->n_cls[r], base = pd->state_off[r];
+        const int32_t *tr = pd->trans + pd->trans_off[r];
+        for (int32_t s = 0; s < n; s++) {
+            int32_t g = base + s;
+            for (int32_t c = 0; c < nc; c++) {
+                int32_t t = tr[(size_t)s * (size_t)nc + (size_t)c];
+                if (t >= 0 && mark[base + t] != g) {
+                    mark[base + t] = g;
+                    if (src) src[off[base + t]++] = g;
+                    else off[base + t + 1]++;
+                    k++;
+                }
+            }
+            if (pd->spec_off)
+                for (int32_t j = pd->spec_off[g]; j < pd->spec_off[g + 1]; j++) {
+                    int32_t t = pd->spec_t[j];
+                    if (mark[base + t] != g) {
+                        mark[base + t] = g;
+                        if (src) src[off[base + t]++] = g;
+                        else off[base + t + 1]++;
+                        k++;
+                    }
+                }
+        }
+    }
+    return k;
+}
+
+static int rev_build(const gd_pd *pd, pd_rev *v) {
+    int32_t R = pd->n_rules, total = pd->state_off[R];
+    size_t ncalls = (size_t)pd->call_off[total];
+    memset(v, 0, sizeof *v);
+    int32_t *mark = malloc(((size_t)total + 1) * sizeof *mark), *fill = NULL;
+    v->off = calloc((size_t)total + 1, sizeof *v->off);
+    v->coff = calloc((size_t)total + 1, sizeof *v->coff);
+    v->xoff = calloc((size_t)R + 1, sizeof *v->xoff);
+    v->csrc = malloc((ncalls + 1) * sizeof *v->csrc);
+    v->xsrc = malloc((ncalls + 1) * sizeof *v->xsrc);
+    v->call_src = malloc((ncalls + 1) * sizeof *v->call_src);
+    v->call_rule = malloc((ncalls + 1) * sizeof *v->call_rule);
+    fill = malloc(((size_t)total + (size_t)R + 1) * sizeof *fill);
+    if (!mark || !v->off || !v->coff || !v->xoff || !v->csrc || !v->xsrc || !v->call_src || !v->call_rule || !fill)
+        goto nomem;
+    for (int32_t g = 0; g < total; g++) mark[g] = -1;
+    size_t nedges = rev_moves(pd, mark, v->off, NULL);
+    for (int32_t g = 0; g < total; g++) v->off[g + 1] += v->off[g];
+    v->src = malloc((nedges + 1) * sizeof *v->src);
+    if (!v->src) goto nomem;
+    memcpy(fill, v->off, (size_t)total * sizeof *fill);
+    for (int32_t g = 0; g < total; g++) mark[g] = -1;
+    rev_moves(pd, mark, fill, v->src);
+    for (int32_t r = 0; r < R; r++)
+        for (int32_t g = pd->state_off[r]; g < pd->state_off[r + 1]; g++)
+            for (int32_t j = pd->call_off[g]; j < pd->call_off[g + 1]; j++) {
+                v->coff[pd->state_off[r] + pd->call_t[j] + 1]++;
+                v->xoff[pd->call_x[j] + 1]++;
+                v->call_src[j] = g;
+                v->call_rule[j] = r;
+            }
+    for (int32_t g = 0; g < total; g++) v->coff[g + 1] += v->coff[g];
+    for (int32_t x = 0; x < R; x++) v->xoff[x + 1] += v->xoff[x];
+    memcpy(fill, v->coff, (size_t)total * sizeof *fill);
+    memcpy(fill + total, v->xoff, (size_t)R * sizeof *fill);
+    for (size_t j = 0; j < ncalls; j++) {
+        int32_t r = v->call_rule[j];
+        v->csrc[fill[pd->state_off[r] + pd->call_t[j]]++] = (int32_t)j;
+        v->xsrc[fill[total + pd->call_x[j]]++] = (int32_t)j;
+    }
+    free(mark);
+    free(fill);
+    return 0;
+nomem:
+    free(mark);
+    free(fill);
+    rev_free(v);
+    return -2;
+}
+
+/* the least fixpoint from the accepting states over the reverse edges */
+static int live_run(const gd_pd *pd, const pd_rev *v, const uint8_t *forbidden, uint8_t *live) {
+    int32_t R = pd->n_rules, total = pd->state_off[R];
+    int32_t *queue = malloc(((size_t)total + 1) * sizeof *queue), *rule_of = malloc(((size_t)total + 1) * sizeof *rule_of);
+    if (!queue || !rule_of) {
+        free(queue);
+        free(rule_of);
+        return -2;
+    }
+    for (int32_t r = 0; r < R; r++)
+        for (int32_t g = pd->state_off[r]; g < pd->state_off[r + 1]; g++) rule_of[g] = r;
+    size_t qh = 0, qt = 0;
+    for (int32_t g = 0; g < total; g++) {
+        live[g] = pd->accepting[g] ? 1 : 0;
+        if (live[g]) queue[qt++] = g;
+    }
+    while (qh < qt) {
+        int32_t g = queue[qh++], r = rule_of[g];
+        for (int32_t k = v->off[g]; k < v->off[g + 1]; k++)
+            if (!live[v->src[k]]) {
+                live[v->src[k]] = 1;
+                queue[qt++] = v->src[k];
+            }
+        /* a call that returns to g, of an allowed callee whose start is live */
+        for (int32_t k = v->coff[g]; k < v->coff[g + 1]; k++) {
+            int32_t j = v->csrc[k], x = pd->call_x[j], s = v->call_src[j];
+            if (!forbidden[x] && live[pd->state_off[x]] && !live[s]) {
+                live[s] = 1;
+                queue[qt++] = s;
+            }
+        }
+        /* g is rule r's start: the calls of r whose return state is live */
+        if (g == pd->state_off[r] && !forbidden[r])
+            for (int32_t k = v->xoff[r]; k < v->xoff[r + 1]; k++) {
+                int32_t j = v->xsrc[k], s = v->call_src[j], q = v->call_rule[j];
+                if (live[pd->state_off[q] + pd->call_t[j]] && !live[s]) {
+                    live[s] = 1;
+                    queue[qt++] = s;
+                }
+            }
+    }
+    free(queue);
+    free(rule_of);
+    return 0;
+}
+
+int gd_pd_live(const gd_pd *pd, const uint8_t *forbidden, uint8_t *live) {
+    pd_rev v;
+    if (rev_build(pd, &v)) return -2;
+    int rc = live_run(pd, &v, forbidden, live);
+    rev_free(&v);
+    return rc;
+}
+
 /* ---- a rule's mask walks and the saturated sets (gd_pd_masker) ----------------------------
  * Per set of saturated rules (set 0: none), made on first use: the set's liveness, then per rule,
  * on its first use there, the byte classes refined by the rule's exit sets (bytes in one column
@@ -129,6 +289,8 @@ struct gd_pd_masker {
     int32_t n_sat, cap_sat;
     int32_t *count; /* [n_rules] scratch of the checks, zero between uses */
     uint8_t *sat;   /* [n_rules] scratch */
+    pd_rev rev;     /* made by the first saturated set */
+    int rev_made;
 };
 
 /* the index of the saturated set `sat` (n_rules bytes), made with its liveness if new; -2 when
@@ -147,12 +309,16 @@ static int32_t set_index(gd_pd_masker *pm, const uint8_t *sat) {
         pm->sets = ns;
         pm->cap_sat = cap;
     }
+    if (!pm->rev_made) {
+        if (rev_build(pm->pd, &pm->rev)) return -2;
+        pm->rev_made = 1;
+    }
     pd_set *st = &pm->sets[pm->n_sat];
     memset(st, 0, sizeof *st);
     st->sat = malloc((size_t)R);
     st->live = malloc((size_t)pm->pd->state_off[R] + 1);
     st->rules = calloc((size_t)R, sizeof *st->rules);
-    if (!st->sat || !st->live || !st->rules || gd_pd_live(pm->pd, sat, st->live)) {
+    if (!st->sat || !st->live || !st->rules || live_run(pm->pd, &pm->rev, sat, st->live)) {
         free(st->sat);
         free(st->live);
         free(st->rules);
@@ -385,6 +551,9 @@ gd_pd_masker *gd_pd_masker_new(const gd_pd *pd, const int32_t *exit_id, const ui
     pm->n_sat = 1;
     pm->cap_sat = 4;
     pm->pd = pd;
+    /* the reverse edges for the saturated sets' liveness: made now, with the rest of the
+     * masker's one-time work, rather than by the first mask that meets a saturated set */
+    if (rev_build(pd, &pm->rev) == 0) pm->rev_made = 1;
     pm->exit_id = exit_id;
     pm->exit_set = exit_set;
     pm->n_sets = n_sets;
@@ -417,6 +586,7 @@ void gd_pd_masker_free(gd_pd_masker *pm) {
     free(pm->sets);
     free(pm->count);
     free(pm->sat);
+    if (pm->rev_made) rev_free(&pm->rev);
     free(pm);
 }
 
@@ -540,128 +710,6 @@ int gd_pd_frame_mask(const gd_kernels *kern, gd_pd_masker *pm, int32_t r, int32_
         any |= cand[w] != 0;
     }
     return any;
-}
-
-/* ---- liveness (gd_pd_live) ---------------------------------------------------------------- */
-int gd_pd_live(const gd_pd *pd, const uint8_t *forbidden, uint8_t *live) {
-    int32_t R = pd->n_rules, total = pd->state_off[R];
-    size_t ncalls = (size_t)pd->call_off[total], nspec = pd->spec_off ? (size_t)pd->spec_off[total] : 0, nbytes = 0;
-    for (int32_t r = 0; r < R; r++) nbytes += (size_t)(pd->state_off[r + 1] - pd->state_off[r]) * (size_t)pd->n_cls[r];
-    /* reverse edges into each global state: byte moves and special moves (deduplicated per
-     * source only by the live marks), calls by their target, call sites by their callee */
-    int32_t *off = calloc((size_t)total + 1, sizeof *off), *src = malloc((nbytes + nspec + 1) * sizeof *src);
-    int32_t *coff = calloc((size_t)total + 1, sizeof *coff), *csrc = malloc((ncalls + 1) * sizeof *csrc);
-    int32_t *xoff = calloc((size_t)R + 1, sizeof *xoff), *xsrc = malloc((ncalls + 1) * sizeof *xsrc);
-    int32_t *queue = malloc(((size_t)total + 1) * sizeof *queue), *fill = NULL;
-    int rc = -2;
-    if (!off || !src || !coff || !csrc || !xoff || !xsrc || !queue) goto out;
-    for (int32_t r = 0; r < R; r++) {
-        int32_t n = pd->state_off[r + 1] - pd->state_off[r], nc = pd->n_cls[r];
-        const int32_t *tr = pd->trans + pd->trans_off[r];
-        for (int32_t s = 0; s < n; s++)
-            for (int32_t c = 0; c < nc; c++)
-                if (tr[(size_t)s * (size_t)nc + (size_t)c] >= 0) off[pd->state_off[r] + tr[(size_t)s * (size_t)nc + (size_t)c] + 1]++;
-    }
-    for (int32_t r = 0; r < R && nspec; r++)
-        for (int32_t g = pd->state_off[r]; g < pd->state_off[r + 1]; g++)
-            for (int32_t j = pd->spec_off[g]; j < pd->spec_off[g + 1]; j++) off[pd->state_off[r] + pd->spec_t[j] + 1]++;
-    for (int32_t g = 0; g < total; g++)
-        for (int32_t j = pd->call_off[g]; j < pd->call_off[g + 1]; j++) xoff[pd->call_x[j] + 1]++;
-    for (int32_t g = 0; g < total; g++) off[g + 1] += off[g];
-    for (int32_t x = 0; x < R; x++) xoff[x + 1] += xoff[x];
-    fill = malloc(((size_t)total + (size_t)R + 1) * sizeof *fill);
-    if (!fill) goto out;
-    memcpy(fill, off, (size_t)total * sizeof *fill);
-    memcpy(fill + total, xoff, (size_t)R * sizeof *fill);
-    for (int32_t r = 0; r < R; r++) {
-        int32_t n = pd->state_off[r + 1] - pd->state_off[r], nc = pd->n_cls[r], base = pd->state_off[r];
-        const int32_t *tr = pd->trans + pd->trans_off[r];
-        for (int32_t s = 0; s < n; s++)
-            for (int32_t c = 0; c < nc; c++) {
-                int32_t t = tr[(size_t)s * (size_t)nc + (size_t)c];
-                if (t >= 0) src[fill[base + t]++] = base + s;
-            }
-    }
-    for (int32_t r = 0; r < R && nspec; r++)
-        for (int32_t g = pd->state_off[r]; g < pd->state_off[r + 1]; g++)
-            for (int32_t j = pd->spec_off[g]; j < pd->spec_off[g + 1]; j++) src[fill[pd->state_off[r] + pd->spec_t[j]]++] = g;
-    /* calls: by target (coff/csrc: the call's index j), by callee (xoff/xsrc: j) */
-    for (int32_t r = 0; r < R; r++)
-        for (int32_t g = pd->state_off[r]; g < pd->state_off[r + 1]; g++)
-            for (int32_t j = pd->call_off[g]; j < pd->call_off[g + 1]; j++) {
-                coff[pd->state_off[r] + pd->call_t[j] + 1]++;
-                xsrc[fill[total + pd->call_x[j]]++] = j;
-            }
-    for (int32_t g = 0; g < total; g++) coff[g + 1] += coff[g];
-    memcpy(fill, coff, (size_t)total * sizeof *fill);
-    /* the caller state of call j: a map j -> g (queue as scratch is not enough: one more array) */
-    int32_t *call_src = malloc((ncalls + 1) * sizeof *call_src), *call_rule = malloc((ncalls + 1) * sizeof *call_rule);
-    if (!call_src || !call_rule) {
-        free(call_src);
-        free(call_rule);
-        goto out;
-    }
-    for (int32_t r = 0; r < R; r++)
-        for (int32_t g = pd->state_off[r]; g < pd->state_off[r + 1]; g++)
-            for (int32_t j = pd->call_off[g]; j < pd->call_off[g + 1]; j++) {
-                call_src[j] = g;
-                call_rule[j] = r;
-                csrc[fill[pd->state_off[r] + pd->call_t[j]]++] = j;
-            }
-    /* the least fixpoint: a worklist of states found live */
-    size_t qh = 0, qt = 0;
-    for (int32_t g = 0; g < total; g++) {
-        live[g] = pd->accepting[g] ? 1 : 0;
-        if (live[g]) queue[qt++] = g;
-    }
-    while (qh < qt) {
-        int32_t g = queue[qh++];
-        int32_t r = 0;
-        { /* the rule of g: binary search over state_off */
-            int32_t lo = 0, hi = R - 1;
-            while (lo < hi) {
-                int32_t mid = (lo + hi + 1) / 2;
-                if (pd->state_off[mid] <= g) lo = mid;
-                else hi = mid - 1;
-            }
-            r = lo;
-        }
-        for (int32_t k = off[g]; k < off[g + 1]; k++)
-            if (!live[src[k]]) {
-                live[src[k]] = 1;
-                queue[qt++] = src[k];
-            }
-        /* a call that returns to g, of an allowed callee whose start is live */
-        for (int32_t k = coff[g]; k < coff[g + 1]; k++) {
-            int32_t j = csrc[k], x = pd->call_x[j], s = call_src[j];
-            if (!forbidden[x] && live[pd->state_off[x]] && !live[s]) {
-                live[s] = 1;
-                queue[qt++] = s;
-            }
-        }
-        /* g is rule r's start: the calls of r whose return state is live */
-        if (g == pd->state_off[r] && !forbidden[r])
-            for (int32_t k = xoff[r]; k < xoff[r + 1]; k++) {
-                int32_t j = xsrc[k], s = call_src[j], q = call_rule[j];
-                if (live[pd->state_off[q] + pd->call_t[j]] && !live[s]) {
-                    live[s] = 1;
-                    queue[qt++] = s;
-                }
-            }
-    }
-    free(call_src);
-    free(call_rule);
-    rc = 0;
-out:
-    free(off);
-    free(src);
-    free(coff);
-    free(csrc);
-    free(xoff);
-    free(xsrc);
-    free(queue);
-    free(fill);
-    return rc;
 }
 
 /* ---- one token's configuration (gd_pd_run) ------------------------------------------------ */
