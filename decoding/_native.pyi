@@ -119,6 +119,8 @@ def pd_masker(pd: Any, exit_id: np.ndarray, exit_set: np.ndarray, profiles: Any)
 def pd_run(pd_masker: Any, stacks: np.ndarray, data: bytes, out: np.ndarray) -> tuple[int, int]:
     """The configuration after ``data`` (gd_pd_run): (0, n) with its stacks in ``out[:n]``, or
     (1 or 2, 0) when the caller must step the bytes itself. Releases the GIL."""
+def pd_masker_bytes(pd_masker: Any) -> int:
+    """Bytes of the masker's tables, loop memos, liveness arrays and reverse edges."""
 def pd_masker_live(pd_masker: Any, sat: np.ndarray | None, live: np.ndarray) -> None:
     """live[g]: the liveness of saturated set ``sat`` (a byte per rule), kept by the masker."""
 def pd_frame_mask(pd_masker: Any, rule: int, state: int, sat: np.ndarray | None, special_ids: np.ndarray,

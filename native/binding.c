@@ -1265,6 +1265,14 @@ out:
     return ret;
 }
 
+/* pd_masker_bytes(pd_masker) -> bytes (see gd_pd_masker_bytes) */
+static PyObject *py_pd_masker_bytes(PyObject *self, PyObject *arg) {
+    (void)self;
+    pd_masker_box *b = PyCapsule_GetPointer(arg, PD_MASKER_CAPSULE);
+    if (!b) return NULL;
+    return PyLong_FromSize_t(gd_pd_masker_bytes(b->pm));
+}
+
 /* pd_masker_live(pd_masker, sat_u8_or_None, live_out_u8): see gd_pd_masker_live. */
 static PyObject *py_pd_masker_live(PyObject *self, PyObject *args) {
     (void)self;
@@ -2185,6 +2193,7 @@ static PyMethodDef methods[] = {
     {"pd_run", py_pd_run, METH_VARARGS,
      "pd_run(pd_masker, stacks_i32, data, out_i32) -> (rc, n): the configuration after the bytes, its stacks in "
      "out[:n] when rc is 0 (see gd_pd_run). Releases the GIL."},
+    {"pd_masker_bytes", py_pd_masker_bytes, METH_O, "pd_masker_bytes(pd_masker) -> bytes of its tables and memos"},
     {"pd_masker_live", py_pd_masker_live, METH_VARARGS,
      "pd_masker_live(pd_masker, sat_u8_or_None, live_out_u8): the liveness of a saturated set, kept by the masker "
      "(see gd_pd_masker_live)"},

@@ -527,6 +527,8 @@ void gd_pd_masker_free(gd_pd_masker *pm);
 /* live (one per state of all rules) = the liveness of saturated set `sat` (gd_pd_live, kept).
  * 0, or -2 when out of memory. */
 int gd_pd_masker_live(gd_pd_masker *pm, const uint8_t *sat, uint8_t *live);
+/* The bytes the masker's tables, loop memos, liveness arrays and reverse edges take. */
+size_t gd_pd_masker_bytes(const gd_pd_masker *pm);
 /* For the top frame (rule r, state s) of a stack whose saturated set is `sat`: loc (nwords words)
  * = the tokens the frame consumes by its own byte moves through live states, cand = the other
  * tokens that the rule's automaton consumes when every exit byte of a state reached after the

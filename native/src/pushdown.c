@@ -679,6 +679,26 @@ nomem:
     return -2;
 }
 
+size_t gd_pd_masker_bytes(const gd_pd_masker *pm) {
+    const gd_pd *pd = pm->pd;
+    int32_t R = pd->n_rules, total = pd->state_off[R];
+    size_t b = 0;
+    if (pm->rev_made)
+        b += 4 * ((size_t)pm->rev.off[total] + 2 * (size_t)total + (size_t)R + 4 * (size_t)pd->call_off[total] + 3);
+    for (int32_t i = 0; i < pm->n_sat; i++) {
+        const pd_set *st = &pm->sets[i];
+        if (st->live) b += (size_t)R + (size_t)total + 1;
+        for (int32_t r = 0; r < R; r++) {
+            const pd_rule_masker *rm = &st->rules[r];
+            if (!rm->made) continue;
+            size_t n = (size_t)(pd->state_off[r + 1] - pd->state_off[r]), isz = rm->m[0].table16 ? 2 : 4;
+            b += (4 * n + 2) * rm->m[0].ncols * isz; /* loc: n + 1 rows, over: 2n + 1 */
+            b += (2 * n + 1) + (size_t)rm->m[0].n_profiles * (3 * n + 2); /* zeros, loop memos */
+        }
+    }
+    return b;
+}
+
 int gd_pd_masker_live(gd_pd_masker *pm, const uint8_t *sat, uint8_t *live) {
     int32_t k = sat ? set_index(pm, sat) : 0, total = pm->pd->state_off[pm->pd->n_rules];
     if (k < 0) return -2;

@@ -945,9 +945,11 @@ class CompiledPushdown:
         return self._masks.intern(self._compute(cfg))
 
     def stats(self) -> dict:
+        """``table_bytes``: the native masker's walk tables, memos and liveness arrays."""
         return {"backend": self.backend, "rules": len(self.pushdown.dfas),
                 "states": self.pushdown.n_states, "configs": len(self._configs),
                 "distinct_masks": len(self._masks), "mask_bytes": self._masks.nbytes,
+                "table_bytes": 0 if self._pd_masker is None else _native.pd_masker_bytes(self._pd_masker),
                 "walks": len(self._walks), "vocab": self.vocab.name, "fingerprint": self.vocab.fingerprint}
 
     # ------------------------------------------------------------------ budgets
