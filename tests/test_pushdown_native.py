@@ -304,3 +304,15 @@ def test_native_run_kubernetes():
                 assert got == want, (tb[t], cfg)
                 moved += bool(want)
     assert moved > 300
+
+
+def test_stats_count_the_native_tables():
+    cg = compile_grammar(LIST, TINY, backend="pushdown")
+    assert cg.stats()["table_bytes"] == 0  # nothing made before the first mask
+    _configs(cg, np.random.default_rng(1), walks=5, steps=20)
+    first = cg.stats()["table_bytes"]
+    assert first > 0
+    sid = len(cg._sat_sets)
+    cg._sat_sets.append(frozenset({0}))
+    cg._live_for(sid)  # a saturated set's liveness is kept by the masker
+    assert cg.stats()["table_bytes"] > first
