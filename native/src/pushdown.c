@@ -437,6 +437,25 @@ static int tok_less(const gd_pd *pd, uint32_t a, uint32_t b) {
     return c < 0 || (c == 0 && na < nb);
 }
 
+/* Appends the stacks given as items (per stack: its length, then (rule, state) per frame) to
+ * c, each checked first: 0, -1 for an item list that is not such stacks (c may hold the
+ * stacks before the bad one), -2 on allocation failure. */
+static int cfg_load(const gd_pd *pd, const int32_t *stacks, size_t n_items, pd_cfg *c) {
+    for (size_t p = 0; p < n_items;) {
+        int32_t len = stacks[p];
+        if (len < 1 || p + 1 + 2 * (size_t)len > n_items) return -1;
+        for (int32_t f = 0; f < len; f++) {
+            int32_t r = stacks[p + 1 + 2 * f], s = stacks[p + 2 + 2 * f];
+            if (r < 0 || r >= pd->n_rules || s < 0 || s >= pd->state_off[r + 1] - pd->state_off[r]) return -1;
+        }
+        if (cfg_reserve(c, len)) return -2;
+        memcpy(c->v + c->n, stacks + p, (1 + 2 * (size_t)len) * sizeof *stacks);
+        cfg_commit(c);
+        p += 1 + 2 * (size_t)len;
+    }
+    return 0;
+}
+
 /* ids sorted by their bytes (a stable bottom-up merge sort; tmp: n items) */
 static void sort_ids(const gd_pd *pd, uint32_t *ids, uint32_t *tmp, size_t n) {
     for (size_t w = 1; w < n; w *= 2) {
@@ -471,21 +490,9 @@ int gd_pd_check(gd_pd_masker *pm, const int32_t *stacks, size_t n_items, const u
     if (!order || !cfg || !clo || !clo_done || !inc) goto out;
     memcpy(order, ids, n_ids * sizeof *order);
     sort_ids(pd, order, order + n_ids, n_ids);
-    for (size_t p = 0; p < n_items;) { /* level 0: the given stacks */
-        int32_t len = stacks[p];
-        if (len < 1 || p + 1 + 2 * (size_t)len > n_items) { rc = -1; goto out; }
-        for (int32_t f = 0; f < len; f++) {
-            int32_t r = stacks[p + 1 + 2 * f], s = stacks[p + 2 + 2 * f];
-            if (r < 0 || r >= pd->n_rules || s < 0 || s >= pd->state_off[r + 1] - pd->state_off[r]) {
-                rc = -1;
-                goto out;
-            }
-        }
-        if (cfg_reserve(&cfg[0], len)) goto out;
-        memcpy(cfg[0].v + cfg[0].n, stacks + p, (1 + 2 * (size_t)len) * sizeof *stacks);
-        cfg_commit(&cfg[0]);
-        p += 1 + 2 * (size_t)len;
-    }
+    rc = cfg_load(pd, stacks, n_items, &cfg[0]); /* level 0: the given stacks */
+    if (rc) goto out;
+    rc = -2;
     size_t have = 0; /* levels 0..have hold the previous token's prefix */
     const uint8_t *prev = NULL;
     size_t prev_n = 0;
@@ -742,21 +749,9 @@ int gd_pd_run(gd_pd_masker *pm, const int32_t *stacks, size_t n_items, const uin
     memset(&c, 0, sizeof c);
     int rc = -2;
     *n_out = 0;
-    for (size_t p = 0; p < n_items;) {
-        int32_t len = stacks[p];
-        if (len < 1 || p + 1 + 2 * (size_t)len > n_items) { rc = -1; goto done; }
-        for (int32_t f = 0; f < len; f++) {
-            int32_t r = stacks[p + 1 + 2 * f], s = stacks[p + 2 + 2 * f];
-            if (r < 0 || r >= pd->n_rules || s < 0 || s >= pd->state_off[r + 1] - pd->state_off[r]) {
-                rc = -1;
-                goto done;
-            }
-        }
-        if (cfg_reserve(&a, len)) goto done;
-        memcpy(a.v + a.n, stacks + p, (1 + 2 * (size_t)len) * sizeof *stacks);
-        cfg_commit(&a);
-        p += 1 + 2 * (size_t)len;
-    }
+    rc = cfg_load(pd, stacks, n_items, &a);
+    if (rc) goto done;
+    rc = -2;
     pd_cfg *cur = &a, *nxt = &b;
     for (size_t i = 0; i < n && cur->ns > 0; i++) {
         int k = closure(pm, cur, &c);
