@@ -69,3 +69,85 @@ def test_deep_ir_has_no_recursion_limit():
         node = Repeat(node, 0, 2)
     g = Grammar.single(node)
     assert len(grammar_digest(g)) == 64
+
+
+# ------------------------------------------------------------------ the digest's folded text
+def _folded_ref(g: Grammar, above: int) -> str:
+    """The text :func:`grammar_digest` hashes, written independently from ``to_data(g)``:
+    bottom-up, a subtree text longer than ``above`` becomes ``["h","<sha256 of it>"]``."""
+    import hashlib
+
+    def fold(t: str) -> str:
+        return '["h","' + hashlib.sha256(t.encode("utf-8")).hexdigest() + '"]' if len(t) > above else t
+
+    def text(d) -> str:
+        tag = d[0] if isinstance(d, list) and d and isinstance(d[0], str) else None
+        if tag in ("seq", "choice", "inter"):
+            return fold(f'["{tag}",[' + ",".join(text(c) for c in d[1]) + "]]")
+        if tag == "repeat":
+            return fold(f'["repeat",{text(d[1])},{canonical_text(d[2])},{canonical_text(d[3])}]')
+        if tag == "diff":
+            return fold(f'["diff",{text(d[1])},{text(d[2])}]')
+        return fold(canonical_text(d))
+
+    data = to_data(g)
+    rules = ",".join(f"[{canonical_text(name)},{text(node)}]" for name, node in data["rules"])
+    return f'{{"max_depth":{canonical_text(data["max_depth"])},"rules":[{rules}],"start":{canonical_text(data["start"])}}}'
+
+
+def _sha(t: str) -> str:
+    import hashlib
+    return hashlib.sha256(t.encode("utf-8")).hexdigest()
+
+
+@pytest.mark.parametrize("above", [16, 100, None])
+def test_digest_is_the_folded_text(above, monkeypatch):
+    """On hand-made and real grammars, with the default threshold and with small ones that
+    fold nearly everything, the digest is sha256 of the folded text written from to_data."""
+    import decoding.ir.key as key
+    if above is not None:
+        monkeypatch.setattr(key, "DIGEST_FOLD_ABOVE", above)
+    t = key.DIGEST_FOLD_ABOVE
+    grammars = list(HAND.values())
+    for source, kind, opts in _sources()[:30]:
+        try:
+            grammars.append(build_grammar(source, kind, **opts)[0])
+        except DecodingError:
+            continue
+    folded = 0
+    for g in grammars:
+        ref = _folded_ref(g, t)
+        assert grammar_digest(g) == _sha(ref)
+        folded += '["h","' in ref
+    assert folded >= (20 if above is not None else 1)
+
+
+def test_small_grammars_keep_the_unfolded_digest():
+    for name, g in HAND.items():
+        assert grammar_digest(g) == _sha(canonical_text(to_data(g))), name
+
+
+def test_folded_digest_tells_deep_changes_apart():
+    """A one-byte change deep inside a subtree that is folded changes the digest; the same
+    grammar built twice (other node objects) has the same digest."""
+    def big(last: str) -> Grammar:
+        words = [lit(f"word{i:04d}") for i in range(600)] + [lit(last)]
+        return Grammar.single(seq(lit("{"), choice(*words), lit("}")))
+    a, b, c = big("zz"), big("zz"), big("zy")
+    assert len(canonical_ir_text(a)) > 2 * 2048
+    assert grammar_digest(a) == grammar_digest(b)
+    assert grammar_digest(a) != grammar_digest(c)
+    assert grammar_digest(a) != _sha(canonical_ir_text(a))  # (it was folded)
+
+
+def test_digest_of_snowplow_is_linear_in_distinct_nodes():
+    """sp_0's unfolded text is ~2 MB (shared subtrees written at every use); the folded one
+    stays small.  (Size, not time: a test must not time.)"""
+    import decoding.ir.key as key
+    s = json.loads((CORPORA / "jsonschemabench" / "Snowplow" / "sp_0_Normalized.json").read_text())["schema"]
+    g, _ = build_grammar(s, "json-schema")
+    full = canonical_ir_text(g)
+    folded = key._ir_text(g, key.DIGEST_FOLD_ABOVE)
+    assert len(full) > 1_000_000
+    assert len(folded) < len(full) // 20
+    assert grammar_digest(g) == _sha(_folded_ref(g, key.DIGEST_FOLD_ABOVE))

@@ -31,7 +31,7 @@ from decoding.ir.nodes import (ByteSet, Choice, Diff, Grammar, Inter, Lit, Node,
                                plain_nodes,
                                to_data)
 
-__all__ = ["canonical_text", "canonical_ir_text", "grammar_digest", "grammar_key", "source_key"]
+__all__ = ["canonical_text", "canonical_ir_text", "grammar_digest", "grammar_key", "source_key", "DIGEST_FOLD_ABOVE"]
 
 
 def canonical_text(obj: Any) -> str:
@@ -43,10 +43,23 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+#: a subtree whose canonical text is longer than this is written into its parent's text as
+#: ``["h","<sha256 of its text>"]`` by :func:`grammar_digest` (see there)
+DIGEST_FOLD_ABOVE = 2048
+
+
 def grammar_digest(grammar: Grammar) -> str:
-    """sha256 of the canonical IR of ``grammar``: ``canonical_text(to_data(grammar))``,
-    written by :func:`canonical_ir_text` (the same text, each shared subtree written once)."""
-    return _sha(canonical_ir_text(grammar))
+    """sha256 of the canonical IR of ``grammar`` with long subtrees folded: the text of
+    :func:`canonical_ir_text` in which every subtree whose own text is longer than
+    :data:`DIGEST_FOLD_ABOVE` characters is replaced, in its parent's text, by
+    ``["h","<sha256 hex of that text>"]`` (bottom-up: a folded child's parent folds the text
+    with the child folded).  Equal grammars have equal digests; different ones different
+    digests unless sha256 collides (a folded text names its subtree's text exactly).
+    Linear in the IR's distinct nodes, whereas the unfolded text is linear in the IR
+    *expanded* (shared subtrees written at every use: 2 MB for Snowplow's sp_0, 1 MB of it
+    in its largest rule), so that is what it saves.  Grammars whose subtrees are all short
+    (nearly every tool schema) get ``sha256(canonical_text(to_data(grammar)))``."""
+    return _sha(_ir_text(grammar, DIGEST_FOLD_ABOVE))
 
 
 def _dumps(x: Any) -> str:
@@ -61,7 +74,17 @@ def canonical_ir_text(grammar: Grammar) -> str:
     """``canonical_text(to_data(grammar))``, built bottom-up with the text of every distinct
     node object made once (the IR is a DAG: JSON Schema refs and shared fragments make
     ``to_data`` expand the same subtree many times).  Iterative: no recursion limit."""
-    plain = _plain_texts()  # (the registered plain nodes' texts, made once: read only)
+    return _ir_text(grammar, None)
+
+
+def _fold(text: str) -> str:
+    return '["h","' + _sha(text) + '"]'
+
+
+def _ir_text(grammar: Grammar, fold_above: int | None) -> str:
+    """:func:`canonical_ir_text`, with every subtree text longer than ``fold_above`` (None:
+    none) folded to :func:`_fold` of it in its parents' texts."""
+    plain = _plain_texts() if fold_above is None else _plain_folded(fold_above)
     memo: dict[int, str] = {}
     keep: list[Node] = []  # memo keys stay valid: no node is freed while memo lives
     for _, root in grammar.rules:
@@ -79,6 +102,8 @@ def canonical_ir_text(grammar: Grammar) -> str:
                     text = '["choice",[' + ",".join([memo[id(x)] for x in n.items]) + "]]"
                 else:
                     text = _node_text(n, memo)
+                if fold_above is not None and len(text) > fold_above:
+                    text = _fold(text)
                 memo[id(n)] = text
                 keep.append(n)
                 continue
@@ -91,9 +116,11 @@ def canonical_ir_text(grammar: Grammar) -> str:
                 continue
             cls = n.__class__
             if cls is Lit:
-                memo[i] = '["lit","' + n.data.hex() + '"]'
+                text = '["lit","' + n.data.hex() + '"]'
+                memo[i] = _fold(text) if fold_above is not None and len(text) > fold_above else text
             elif cls is Ref:
-                memo[i] = '["ref",' + _dumps(n.name) + "]"
+                text = '["ref",' + _dumps(n.name) + "]"
+                memo[i] = _fold(text) if fold_above is not None and len(text) > fold_above else text
             else:
                 kids = n.items if cls is Seq or cls is Choice or cls is Inter else \
                     (n.item,) if cls is Repeat else (n.base, n.minus) if cls is Diff else ()
@@ -103,7 +130,8 @@ def canonical_ir_text(grammar: Grammar) -> str:
                         if id(k) not in memo:
                             stack.append(k)
                     continue
-                memo[i] = _node_text(n, memo)
+                text = _node_text(n, memo)
+                memo[i] = _fold(text) if fold_above is not None and len(text) > fold_above else text
             keep.append(n)
     rules = ",".join(f"[{_dumps(name)},{memo[id(node)]}]" for name, node in grammar.rules)
     return f'{{"max_depth":{_dumps(grammar.max_depth)},"rules":[{rules}],"start":{_dumps(grammar.start)}}}'
@@ -117,6 +145,22 @@ def _num(x: object) -> str:
 #: canonical text of each registered plain node (:func:`decoding.ir.nodes.register_plain`,
 #: kept alive for the life of the process), by id
 _PLAIN_TEXT: dict[int, str] = {}
+
+
+#: per fold threshold, :data:`_PLAIN_TEXT` with long texts folded as :func:`grammar_digest` does
+_PLAIN_FOLDED: dict[int, dict[int, str]] = {}
+
+
+def _plain_folded(fold_above: int) -> dict[int, str]:
+    """The registered plain nodes' texts as :func:`_ir_text` writes them with ``fold_above``."""
+    nodes = plain_nodes()
+    out = _PLAIN_FOLDED.setdefault(fold_above, {})
+    if len(out) < len(nodes):
+        for n in list(nodes):  # every node after its subtree's
+            if id(n) not in out:
+                text = _node_text(n, out)
+                out[id(n)] = _fold(text) if len(text) > fold_above else text
+    return out
 
 
 def _plain_texts() -> dict[int, str]:

@@ -28,7 +28,7 @@ from decoding.frontends.json_validator import exact_value, validator_class
 from decoding.frontends.jsonschema.check import check_schema, load_schema_text
 from decoding.frontends.jsonschema.formats import CHECKED_FORMATS, check_format, format_regex
 from decoding.frontends.jsonschema.jsonstr import any_json_char, dumps, encode_str, json_char, quote, string_of
-from decoding.ir.key import canonical_ir_text
+from decoding.ir.key import canonical_ir_text, grammar_digest
 from decoding.ir.literals import literal_set
 from decoding.ir.productive import known_productive
 from decoding.ir.size import Estimate, _node_estimate, _node_fold, attach_estimates
@@ -157,6 +157,7 @@ def warm() -> Grammar:
     every compile with all of them would cost each compile more than it saves)."""
     grammar = Grammar("shared", (("shared", choice(*_constants().nodes)),))
     canonical_ir_text(grammar)
+    grammar_digest(grammar)  # (its plain texts as the digest folds them)
     return grammar
 
 
