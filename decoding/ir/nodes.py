@@ -410,16 +410,31 @@ def reachable_rules(root: Node, rule: "Callable[[str], Node]", ref_free: "Iterab
     seen: set[str] = set()
     # nodes walked: one walk for all the bodies, a subtree they share is visited once (the
     # bodies are kept alive in ``walked`` while ids name them)
+    # (the pre-order of :func:`walk`, inlined: no generator step per node)
     visited: set[int] = set(ref_free)
     walked: list[Node] = []
     todo = [root]
     while todo:
         walked.append(todo.pop())
-        for n in walk(walked[-1], visited):
-            if isinstance(n, Ref) and n.name not in seen:
-                seen.add(n.name)
-                found.append(n.name)
-                todo.append(rule(n.name))
+        stack = [walked[-1]]
+        while stack:
+            n = stack.pop()
+            i = id(n)
+            if i in visited:
+                continue
+            visited.add(i)
+            cls = n.__class__
+            if cls is Seq or cls is Choice or cls is Inter:
+                stack.extend(reversed(n.items))  # type: ignore[union-attr]
+            elif cls is Repeat:
+                stack.append(n.item)  # type: ignore[union-attr]
+            elif cls is Diff:
+                stack.append(n.minus)  # type: ignore[union-attr]
+                stack.append(n.base)  # type: ignore[union-attr]
+            elif cls is Ref and n.name not in seen:  # type: ignore[union-attr]
+                seen.add(n.name)  # type: ignore[union-attr]
+                found.append(n.name)  # type: ignore[union-attr]
+                todo.append(rule(n.name))  # type: ignore[union-attr]
     return found
 
 

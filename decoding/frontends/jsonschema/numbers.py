@@ -106,9 +106,28 @@ def _inward(lo: int | None, hi: int | None) -> tuple[int | None, int | None]:
     return a, b
 
 
+#: :func:`integer_range` results by ``(lo, hi)``: the same few ranges recur across schemas
+#: (int32, int64, uint16 bounds: 13 distinct in the 95 ranges of Snowplow, Kubernetes and
+#: Github_easy 60 each) and a 19-digit one takes ~2 ms to build.  The nodes are immutable, so
+#: sharing them between grammars is sound; at most ``_RANGES_MAX`` entries (cleared when full).
+_RANGES: dict[tuple[int | None, int | None], Node] = {}
+_RANGES_MAX = 256
+
+
 def integer_range(lo: int | None, hi: int | None) -> Node:
     """Canonical spellings of the integers in [lo, hi] (None = unbounded side); bounds of
-    more than 17 significant digits are rounded inward where the range stays non-empty."""
+    more than 17 significant digits are rounded inward where the range stays non-empty.
+    Memoized per process (:data:`_RANGES`)."""
+    key = (lo, hi)
+    hit = _RANGES.get(key)
+    if hit is None:
+        if len(_RANGES) >= _RANGES_MAX:
+            _RANGES.clear()
+        hit = _RANGES[key] = _integer_range(lo, hi)
+    return hit
+
+
+def _integer_range(lo: int | None, hi: int | None) -> Node:
     lo, hi = _inward(lo, hi)
     alts: list[Node] = []
     if hi is None or hi >= 0:
