@@ -1354,9 +1354,38 @@ def grammar_nfa(grammar: Grammar, lim: Limits, deadline: _Deadline, *, literal_s
     start = nfa.new()
     end = nfa.build_start(start)
     if end is None:
-        raise GrammarError(f"grammar '{grammar.start}' accepts no string "
-                           f"(recursion deeper than max_depth={grammar.max_depth}?)")
+        raise GrammarError(f"grammar '{grammar.start}' accepts no string ({_empty_hint(grammar)})")
     return nfa, start, end, specials
+
+
+def _empty_hint(grammar: Grammar) -> str:
+    """Why a grammar the productivity check let through may still accept nothing, worded from
+    what it holds: an intersection or difference (``allOf``/``oneOf``/``not`` combinations
+    that exclude every value) and/or recursion (strings that need nesting deeper than
+    ``max_depth``)."""
+    from decoding.ir import Diff, Inter, walk
+    seen: set[int] = set()
+    logic = any(isinstance(n, (Inter, Diff)) for _, node in grammar.rules for n in walk(node, seen))
+    # a rule that reaches itself through Refs
+    recursive = False
+    for name, _ in grammar.rules:
+        todo, met = list(grammar.rule_refs(name)), set()
+        while todo and not recursive:
+            r = todo.pop()
+            if r == name:
+                recursive = True
+            elif r not in met:
+                met.add(r)
+                todo.extend(grammar.rule_refs(r))
+        if recursive:
+            break
+    hints = []
+    if logic:
+        hints.append("an intersection or difference in it is empty: e.g. allOf/oneOf/not branches "
+                     "that together exclude every value")
+    if recursive:
+        hints.append(f"its strings need recursion deeper than max_depth={grammar.max_depth}")
+    return ", or ".join(hints) if hints else "no string over the bytes it can use"
 
 
 #: :func:`compile_dfa` builds rules bottom-up (:func:`_rule_dfa_names`).  Off: once the NFA

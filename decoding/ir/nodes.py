@@ -339,12 +339,16 @@ def walk(node: Node, seen: set[int] | None = None) -> Iterable[Node]:
 def check_regular(node: Node, where: str) -> None:
     """GrammarError naming ``where`` if an Inter/Diff inside ``node`` has a Ref or a Special
     among its operands (their languages must be regular and byte-level)."""
-    for n in walk(node):
-        if isinstance(n, (Inter, Diff)):
-            if isinstance(n, Inter) and not n.items:
-                raise GrammarError(f"{where}: an intersection needs at least one operand")
-            for x in walk(n):
-                if isinstance(x, (Ref, Special)):
+    # (linear: the Inter/Diff nodes in pre-order, then their subtrees walked with one shared
+    # ``seen``: a nested operand's nodes were walked with its parent's, and any Ref or Special
+    # there would have been reported then; the same first error as a walk per node)
+    logic = [n for n in walk(node) if isinstance(n, (Inter, Diff))]
+    seen: set[int] = set()
+    for n in logic:
+        if isinstance(n, Inter) and not n.items:
+            raise GrammarError(f"{where}: an intersection needs at least one operand")
+        for x in walk(n, seen):
+            if isinstance(x, (Ref, Special)):
                     what = f"reference to rule '{x.name}'" if isinstance(x, Ref) else f"special {x.text!r}"
                     raise GrammarError(f"{where}: an intersection/difference operand contains a {what}; "
                                        "only regular byte languages (no Ref, no Special) may be "
