@@ -12,6 +12,10 @@ times it interleaved with the working tree's, schema by schema and run by run (a
 which goes first), so that machine noise hits both alike: the ratios are the figures that
 matter.  ``--e2e`` also times ``decoding.backends.select.compile_grammar(g.grammar, vocab,
 backend="auto")`` with the llama-bpe vocabulary and prints the front-end's share of the whole.
+``--no-estimates`` adds the variant ``noest``: the working tree's front-end with its size
+estimates switched off (``bounded``, ``hoist`` and ``_check_rules`` made no-ops; an
+experiment, not a mode: no limit is checked and large subtrees are not hoisted, so its IR
+differs), timed interleaved with ``new``: ``noest/new`` is what the estimates cost.
 ``--profile N`` prints cProfile's top N functions (cumulative and own time) of the working
 tree's front-end over the sample instead of timing; ``--check`` (with ``--baseline``) compares
 every schema's outcome (canonical IR text, or exception type, pointer, keyword and message).  The sample is every ``k``-th file of the
@@ -123,6 +127,11 @@ def bench(split: str, items: list[tuple[str, Any]], fns: dict[str, Callable], re
         print(f"  new/base: p50 {pct(best['new'], .5) / pct(best['base'], .5):.3f}  "
               f"p90 {pct(best['new'], .9) / pct(best['base'], .9):.3f}  "
               f"total {sum(best['new']) / sum(best['base']):.3f}  median per-schema {statistics.median(ratios):.3f}")
+    if "noest" in fns:
+        ratios = [n / b for n, b in zip(best["noest"], best["new"])]
+        print(f"  noest/new: p50 {pct(best['noest'], .5) / pct(best['new'], .5):.3f}  "
+              f"total {sum(best['noest']) / sum(best['new']):.3f}  median per-schema {statistics.median(ratios):.3f}"
+              "  (1 - this: the share of the front-end's time its size estimates take)")
     if pairs:
         back = [b for _, b in pairs]
         share = [f / (f + b) for f, b in pairs]
@@ -171,6 +180,24 @@ def profile(items: list[tuple[str, Any]], fn: Callable, top: int) -> None:
     stats.sort_stats("tottime").print_stats(top)
 
 
+def without_estimates(fn: Callable) -> Callable:
+    """``fn`` (the working tree's ``compile_schema``) run with the front-end's size estimates
+    switched off: ``_Compiler.bounded`` and ``_Compiler.hoist`` return their node,
+    ``_check_rules`` checks nothing (restored after each call)."""
+    import decoding.frontends.jsonschema.compile as cm
+
+    def run(schema: Any) -> Any:
+        saved = (cm._Compiler.bounded, cm._Compiler.hoist, cm._check_rules)
+        cm._Compiler.bounded = lambda self, node, ptr, kw: node  # type: ignore[method-assign]
+        cm._Compiler.hoist = lambda self, node, ptr: node  # type: ignore[method-assign]
+        cm._check_rules = lambda g, c: None
+        try:
+            return fn(schema)
+        finally:
+            cm._Compiler.bounded, cm._Compiler.hoist, cm._check_rules = saved  # type: ignore[method-assign]
+    return run
+
+
 def warm_up(fns: dict[str, Callable]) -> None:
     """Pay the once-per-process costs before timing: imports, metaschema validators and the
     Unicode tables of the regex shorthands (``\\w``, ``\\d``, ``\\s``: about 2 s)."""
@@ -189,6 +216,8 @@ def main(argv: list[str] | None = None) -> None:
                     "front-end to time alongside")
     ap.add_argument("--e2e", action="store_true", help="also time the back-end (llama-bpe vocab)")
     ap.add_argument("--profile", type=int, default=0, metavar="N")
+    ap.add_argument("--no-estimates", action="store_true", help="also time the front-end without its size "
+                    "estimates (variant noest): what they cost")
     ap.add_argument("--check", action="store_true", help="compare the IR / error of every schema "
                     "with the baseline's instead of timing (exit status 1 if any differs)")
     a = ap.parse_args(argv)
@@ -197,6 +226,8 @@ def main(argv: list[str] | None = None) -> None:
     fns: dict[str, Callable] = {"new": compile_schema}
     if a.baseline:
         fns["base"] = load_baseline(a.baseline)
+    if a.no_estimates:
+        fns["noest"] = without_estimates(compile_schema)
     vocab = None
     if a.e2e:
         from decoding.vocab import load_vocab
