@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import heapq
 import sys
+from array import array
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -45,6 +46,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from decoding import _native
+from decoding.backends import automaton as _automaton
 from decoding.backends.automaton import DFA, _bfs, _prune, compile_dfa
 from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN
 from decoding.backends.masks import DEFAULT_MAX_MASKS, SPARSE_MAX, MaskTable, mask_ids
@@ -53,7 +55,8 @@ from decoding.backends.tables import PROFILES, vocab_tables
 from decoding.errors import GrammarError, LimitError
 from decoding.limits import DEFAULT_LIMITS, Limits
 from decoding.ir import Choice, Grammar, Node, Ref, Repeat, Seq, Special
-from decoding.ir.productive import check_productive
+from decoding.ir.productive import _derives, check_productive
+from decoding.ir.size import check_size
 from decoding.vocab import Vocab
 
 __all__ = ["Pushdown", "CompiledPushdown", "compile_pushdown", "compile_grammar_pushdown",
@@ -168,6 +171,13 @@ def compile_pushdown(grammar: Grammar, *, literal_specials: Iterable[str] = (),
         return k if calls.body(body) is not body else same.first(body, k)
 
     first(grammar.start, 0)
+    fast = _RuleBuilder(grammar, (n for n, _ in grammar.rules), lim, max_rule_states) \
+        if _RuleBuilder.usable() and not lit.intersection(grammar.specials()) else None
+    ub = None  # usable_bytes as DFA.prune takes it (None: every byte, nothing to prune)
+    if usable_bytes is not None:
+        ub = np.fromiter((bool(usable_bytes[b]) for b in range(256)), dtype=bool, count=256)
+        if ub.all():
+            ub = None
     raw: list[DFA | None] = []
     total = 0  # states of the rules' automata so far: at most max_dfa_states, like one DFA
     i = 0
@@ -180,11 +190,17 @@ def compile_pushdown(grammar: Grammar, *, literal_specials: Iterable[str] = (),
             raise LimitError(f"rule '{name}': compiling took longer than max_compile_seconds="
                              f"{lim.max_compile_seconds:g} ({i - 1} of the grammar's rules done)")
         try:
-            d = compile_dfa(Grammar(name, ((name, node),), grammar.max_depth),
-                            max_states=max_rule_states, literal_specials=lit,
-                            limits=replace(lim, max_compile_seconds=left), size_checked=size_checked)
-            if usable_bytes is not None:
-                d = d.prune(usable_bytes)
+            d = NotImplemented
+            if fast is not None:
+                if not size_checked:
+                    check_size(Grammar(name, ((name, node),), grammar.max_depth), replace(lim, max_compile_seconds=left))
+                d = fast.rule(name, node, left)
+            if d is NotImplemented:
+                d = compile_dfa(Grammar(name, ((name, node),), grammar.max_depth),
+                                max_states=max_rule_states, literal_specials=lit,
+                                limits=replace(lim, max_compile_seconds=left), size_checked=size_checked)
+            if d is not None and ub is not None:
+                d = d.prune(ub)
         except LimitError:  # too large is not "accepts nothing"
             if time.monotonic() >= deadline:  # name the grammar's budget, not what was left
                 raise LimitError(f"rule '{name}': compiling took longer than max_compile_seconds="
@@ -276,6 +292,124 @@ def compile_pushdown(grammar: Grammar, *, literal_specials: Iterable[str] = (),
         cols.append(tuple(row))
     return Pushdown(tuple(order[k] for k in keep), tuple(raw[k] for k in keep),  # type: ignore[misc]
                     tuple(cols), tuple(specials), grammar.max_depth)
+
+
+class _RuleBuilder:
+    """The rules' automata as :func:`compile_dfa` makes them (the same minimal DFA; state
+    numbering and the order of the special columns may differ), without its per-rule glue:
+    the IR of all the rules is serialised into one program as the rules come (a subtree
+    several rules share, once), each rule built from its root there by the C builder
+    (``gd_nfa_build`` with the tails shared, as :func:`grammar_nfa` sets it), with the
+    grammar's specials and calls numbered once for all the rules (renumbered per rule, in
+    that order, before the subset construction), then :func:`_minimal_dfa` (the same limits,
+    messages and deadline).  The single-rule grammar, its check and its productive check are
+    not made: a body that derives nothing (:func:`decoding.ir.productive._derives`, memoized
+    over the rules) is None, as the GrammarError of the check was.  :meth:`rule` returns
+    ``NotImplemented`` where :func:`compile_dfa` must do it (the C builder leaves the node
+    to the Python builder or reports a limit: compile_dfa then says it as it does)."""
+
+    def __init__(self, grammar: Grammar, names: Iterable[str], lim: Limits, max_rule_states: int) -> None:
+        A = _automaton
+        self.grammar = grammar
+        self.lim = lim
+        self.max_rule_states = max_rule_states
+        texts = [CALL + n for n in names] + list(grammar.specials())
+        self.sid = {t: i for i, t in enumerate(texts)}
+        self.texts = texts
+        self.nfa = A._NativeNFA(grammar, self.sid, lim.max_nfa_states, max_nesting=lim.max_nesting)
+        self.nfa.max_dfa = max_rule_states
+        self.nfa.share_tails = True
+        _, pcode, pat, plit, pleaves = A._plain_program_leafy()
+        self.code = array("i", pcode)
+        self.at = dict(pat)
+        self.lit = bytearray(plit)
+        self.leaves: list = list(pleaves)
+        self._leaf_arrays: tuple = (-1, ())
+        self._true: set[int] = set()  # nodes known to derive a string (_derives)
+        self._no_rules: set[str] = set()
+        self._body = array("i")
+        self._want = (np.zeros(0, dtype=np.uint8), 0, 0, 0)  # gd_nfa_build_rule_dfas, no rule DFAs
+
+    @staticmethod
+    def usable() -> bool:
+        """Whether the builder is the pipeline's (native, tails shared, plain leaves)."""
+        A = _automaton
+        return not A._pure_python_dfa() and not A._python_nfa() and A._share_tails() and A.PLAIN_LEAVES
+
+    def rule(self, name: str, node: Node, left: float) -> "DFA | None":
+        """The minimal DFA of rule ``name`` whose body (calls as specials) is ``node``;
+        None if it accepts nothing; ``left``: seconds of the budget."""
+        A = _automaton
+        nfa = self.nfa
+        nfa.rules = [name]
+        deadline = A._Deadline(left, f"grammar '{name}'")
+        nfa.deadline = deadline
+        top = self.at.get(id(node))
+        if top is None:
+            code, _, lits, tops, rule_names, _, leaves = A._serialise(nfa, [node], len(self.code), self.at,
+                                                                      len(self.lit), self.leaves)
+            if rule_names:  # (no Ref in a body whose calls are specials)
+                return NotImplemented
+            self.code.extend(code)
+            for x in lits:
+                self.lit += x
+            self.leaves = leaves
+            top = tops[0]
+        if self._leaf_arrays[0] != len(self.leaves):
+            self._leaf_arrays = (len(self.leaves), A._leaf_arrays(self.leaves))
+        frames = min(sys.getrecursionlimit() - A._stack_depth() - A._FRAME_MARGIN, A._MAX_C_FRAMES)
+        if frames < 1:
+            return NotImplemented
+        lim = self.lim
+        res = _native.nfa_build(self.code, self.lit, self._body, *self._leaf_arrays[1], top, 1, 0,
+                                self.grammar.max_depth, min(lim.max_nesting, A._I32 - 2), 1,
+                                min(lim.max_nfa_states, A._I32), frames, A._budget(deadline), *self._want)
+        if res[0] != 0:
+            return NotImplemented
+        _, n, end, eps_src, eps_tgt, e_src, e_lo, e_hi, e_tgt, sp_src, sp_k, sp_tgt = res
+        if end < 0:
+            return None
+        k = np.frombuffer(sp_k, dtype=np.int32)
+        specials: tuple[str, ...] = ()
+        if len(k):  # the specials this rule moves on, in the grammar's order, numbered from 0
+            used = sorted(set(k.tolist()))
+            texts = self.texts
+            specials = tuple(texts[u] for u in used)
+            if used[-1] != len(used) - 1:
+                local = np.zeros(used[-1] + 1, dtype=np.int32)
+                local[used] = np.arange(len(used), dtype=np.int32)
+                k = local[k]
+        i32 = np.int32
+        built = _Built(n, np.frombuffer(eps_src, dtype=i32), np.frombuffer(eps_tgt, dtype=i32),
+                       np.frombuffer(e_src, dtype=i32), np.frombuffer(e_lo, dtype=np.uint8),
+                       np.frombuffer(e_hi, dtype=np.uint8), np.frombuffer(e_tgt, dtype=i32),
+                       np.frombuffer(sp_src, dtype=i32), k, np.frombuffer(sp_tgt, dtype=i32))
+        try:
+            return A._minimal_dfa(built, 0, end, specials, deadline, self.max_rule_states,  # type: ignore[arg-type]
+                                  f"grammar '{name}'", lim.max_subset_bytes)
+        except GrammarError:
+            return None
+        except LimitError:
+            # a body that derives nothing is None before any automaton (compile_dfa's
+            # productive check), whatever its size
+            if not _derives(node, self._no_rules, self._true):
+                return None
+            raise
+
+
+@dataclass(frozen=True)
+class _Built:
+    """An NFA as :func:`~decoding.backends.automaton._determinize` reads it (flat edge arrays)."""
+    n: int
+    eps_src: np.ndarray
+    eps_tgt: np.ndarray
+    e_src: np.ndarray
+    e_lo: np.ndarray
+    e_hi: np.ndarray
+    e_tgt: np.ndarray
+    sp_src: np.ndarray
+    sp_k: np.ndarray
+    sp_tgt: np.ndarray
 
 
 class _SameBody:
