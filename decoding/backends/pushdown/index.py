@@ -55,6 +55,7 @@ from decoding.backends.tables import PROFILES, vocab_tables
 from decoding.errors import GrammarError, LimitError
 from decoding.limits import DEFAULT_LIMITS, Limits
 from decoding.ir import Choice, Grammar, Node, Ref, Repeat, Seq, Special
+from decoding.ir.nodes import plain_ids
 from decoding.ir.productive import _derives, check_productive
 from decoding.ir.size import check_size
 from decoding.vocab import Vocab
@@ -80,11 +81,48 @@ class _Calls:
         self._keep: list[Node] = []  # the mapped originals stay alive while ids name them
 
     def body(self, root: Node) -> Node:
+        hit = self._memo.get(id(root))
+        if hit is not None:
+            return hit
+        try:
+            return self._rec(root)
+        except RecursionError:  # (deep IR: the walk below; what was mapped stays mapped)
+            return self._walk(root)
+
+    def _rec(self, n: Node) -> Node:
+        """:meth:`_walk` by recursion (faster; its memo and results are the same)."""
         memo = self._memo
+        out = memo.get(id(n))
+        if out is not None:
+            return out
+        cls = n.__class__
+        if id(n) in plain_ids():
+            out = n
+        elif cls is Seq or cls is Choice:
+            kids = n.items  # type: ignore[union-attr]
+            new = [self._rec(k) for k in kids]
+            out = n if all(map(is_, new, kids)) else cls(tuple(new))
+        elif cls is Repeat:
+            k = self._rec(n.item)  # type: ignore[union-attr]
+            out = n if k is n.item else Repeat(k, n.min, n.max)  # type: ignore[union-attr]
+        elif cls is Ref:
+            out = Special(CALL + n.name)  # type: ignore[union-attr]
+        else:
+            out = n
+        memo[id(n)] = out
+        self._keep.append(n)
+        return out
+
+    def _walk(self, root: Node) -> Node:
+        memo = self._memo
+        plain = plain_ids()  # (registered plain nodes hold no Ref: kept as they are, not walked)
         stack: list[tuple[Node, bool]] = [(root, False)]
         while stack:
             n, ready = stack.pop()
             if id(n) in memo:
+                continue
+            if id(n) in plain:
+                memo[id(n)] = n
                 continue
             cls = n.__class__
             if cls is Seq or cls is Choice or cls is Repeat:
@@ -225,40 +263,47 @@ def compile_pushdown(grammar: Grammar, *, literal_specials: Iterable[str] = (),
                     if earlier == len(order):
                         order.append(callee)
     # productive rules (least fixpoint: the start reaches acceptance through bytes, specials
-    # and calls to productive rules); calls to the others are removed
-    def callee(d: DFA, c: int) -> int:
-        sp = d.specials[c]
-        return index[sp[len(CALL):]] if sp.startswith(CALL) else -1
-
-    productive: set[int] = set()
+    # and calls to productive rules); calls to the others are removed.  ``cal[k]``: the
+    # callee of each special column of rule k (R: a special, always usable)
+    R = len(raw)
+    cal = [None if d is None else
+           np.array([index[sp[len(CALL):]] if sp.startswith(CALL) else R for sp in d.specials], dtype=np.intp)
+           for d in raw]
+    prod = np.zeros(R + 1, dtype=bool)
+    prod[R] = True
     changed = True
     while changed:
         changed = False
         # callees come after their first caller in ``order``: visiting callees first makes
         # a chain of rules converge in one pass instead of one pass per rule
-        for k in range(len(raw) - 1, -1, -1):
+        for k in range(R - 1, -1, -1):
             d = raw[k]
-            if d is None or k in productive:
+            if d is None or prod[k]:
                 continue
             _check_deadline(deadline, lim, grammar.start, "the productive rules")
-            col_ok = np.array([c < d.n_classes or callee(d, c - d.n_classes) in productive
-                               or callee(d, c - d.n_classes) < 0 for c in range(d.trans.shape[1])], dtype=bool)
-            # states reached from the start over those columns (a native breadth-first search)
-            if (d.accepting & (_bfs(d.trans, np.zeros(1, dtype=np.int32), col_ok=col_ok) >= 0)).any():
-                productive.add(k)
-                changed = True
+            ok = prod[cal[k]]  # type: ignore[index]
+            # a rule's automaton is trimmed (its start reaches acceptance over every column):
+            # with every callee productive it is; else the states reached from the start over
+            # the usable columns (a native breadth-first search)
+            if not ok.all():
+                col_ok = np.concatenate((np.ones(d.n_classes, dtype=bool), ok))
+                if not (d.accepting & (_bfs(d.trans, np.zeros(1, dtype=np.int32), col_ok=col_ok) >= 0)).any():
+                    continue
+            prod[k] = True
+            changed = True
     for k, d in enumerate(raw):
         if d is None:
             continue
-        if k not in productive:
+        if not prod[k]:
             raw[k] = None
             continue
-        dead_cols = [d.n_classes + j for j in range(len(d.specials))
-                     if 0 <= callee(d, j) and callee(d, j) not in productive]
-        if dead_cols and (d.trans[:, dead_cols] >= 0).any():
-            t = np.array(d.trans, dtype=np.int32)
-            t[:, dead_cols] = -1
-            raw[k] = _prune(DFA(d.byte_class, t, d.accepting, d.specials, d.n_classes), None)
+        dead = ~prod[cal[k]]  # type: ignore[index]
+        if dead.any():
+            dead_cols = d.n_classes + np.flatnonzero(dead)
+            if (d.trans[:, dead_cols] >= 0).any():
+                t = np.array(d.trans, dtype=np.int32)
+                t[:, dead_cols] = -1
+                raw[k] = _prune(DFA(d.byte_class, t, d.accepting, d.specials, d.n_classes), None)
     if raw[0] is None:
         raise GrammarError(f"grammar '{grammar.start}' accepts no string")
     # keep rules reachable from the start through live calls, renumbered
@@ -269,10 +314,13 @@ def compile_pushdown(grammar: Grammar, *, literal_specials: Iterable[str] = (),
         d = raw[keep[j]]
         j += 1
         assert d is not None
+        if not d.specials:
+            continue
+        used = (d.trans[:, d.n_classes:] >= 0).any(axis=0).tolist()
         for c, sp in enumerate(d.specials):
-            if sp.startswith(CALL):
+            if used[c] and sp.startswith(CALL):
                 k = index[sp[len(CALL):]]
-                if k not in seen and raw[k] is not None and (d.trans[:, d.n_classes + c] >= 0).any():
+                if k not in seen and raw[k] is not None:
                     seen.add(k)
                     keep.append(k)
     new = {k: n for n, k in enumerate(keep)}
@@ -385,8 +433,7 @@ class _RuleBuilder:
                        np.frombuffer(e_hi, dtype=np.uint8), np.frombuffer(e_tgt, dtype=i32),
                        np.frombuffer(sp_src, dtype=i32), k, np.frombuffer(sp_tgt, dtype=i32))
         try:
-            return A._minimal_dfa(built, 0, end, specials, deadline, self.max_rule_states,  # type: ignore[arg-type]
-                                  f"grammar '{name}'", lim.max_subset_bytes)
+            return self._minimal(built, end, specials, deadline, f"grammar '{name}'")
         except GrammarError:
             return None
         except LimitError:
@@ -395,6 +442,47 @@ class _RuleBuilder:
             if not _derives(node, self._no_rules, self._true):
                 return None
             raise
+
+    def _minimal(self, built: "_Built", end: int, specials: tuple[str, ...], deadline, what: str) -> DFA:
+        """:func:`~decoding.backends.automaton._minimal_dfa` of ``built`` (the same DFA,
+        limits and messages) with less glue on its common path: the minimisation that
+        finds every state live is taken as it comes (else, and past the deadline, as
+        ``_minimal_dfa`` does it)."""
+        A = _automaton
+        max_states = self.max_rule_states
+        sub = max(1, max_states) * A.SUBSET_STATES_FACTOR
+        try:
+            det = A._determinize(built, 0, end, specials, deadline, sub, what, self.lim.max_subset_bytes)  # type: ignore[arg-type]
+        except LimitError as e:  # (worded as _minimal_dfa words it)
+            if e.limit == "max_subset_bytes" or f"max_states={sub} " not in str(e):
+                raise
+            raise LimitError(f"{what}: automaton exceeds max_states={max_states} DFA states (limit "
+                             f"max_dfa_states): its subset construction made more than {sub} states "
+                             f"({A.SUBSET_STATES_FACTOR} x max_states) before minimisation; simplify the "
+                             "grammar or raise the limit", limit="max_dfa_states", value=max_states) from None
+        nsym = det.trans.shape[1]
+        try:
+            nblocks, tb, ab, live = _native.dfa_minimize_table(det.trans.reshape(-1), nsym,
+                                                               det.accepting.view(np.uint8), A._budget(deadline), True)
+        except TimeoutError:
+            nblocks = -1
+        if nblocks < 0 or not live:  # past the deadline, or a dead state: as _minimal_dfa
+            m = A._trimmed_minimal(det, deadline)
+            t, acc = m.trans, m.accepting
+        elif tb is None:  # already minimal
+            t, acc = det.trans, det.accepting
+        else:
+            t = np.frombuffer(tb, dtype=np.int32).reshape(nblocks, nsym)
+            acc = np.frombuffer(ab, dtype=np.uint8).view(bool)
+        if t.shape[0] > max_states:
+            raise LimitError(f"{what}: automaton exceeds max_states={max_states} DFA states (limit "
+                             f"max_dfa_states): its minimal DFA has {t.shape[0]}; simplify the grammar or "
+                             "raise the limit", limit="max_dfa_states", value=max_states)
+        dt = A.state_dtype(t.shape[0])
+        if t.dtype != dt:
+            t = t.astype(dt)
+            t.setflags(write=False)
+        return DFA(det.byte_class, t, acc, specials, det.n_classes, trimmed=True)
 
 
 @dataclass(frozen=True)
@@ -498,6 +586,11 @@ class _Tables:
         self.specs: list[dict[int, dict[int, int]]] = []
         for r, d in enumerate(pd.dfas):
             self._check("the step tables")
+            if not d.specials:  # no call, no special
+                self.calls.append([()] * d.n_states)
+                self.callers.append([])
+                self.specs.append({})
+                continue
             sym = d.trans[:, d.n_classes:]
             src, col = np.nonzero(sym >= 0)  # state-major, columns in order
             cols = pd.cols[r]
@@ -658,8 +751,8 @@ class _Tables:
         first: list[dict[int, int]] = []
         for r in range(R):
             need = sorted({0, *(s for s, _ in self.callers[r]), *(t for _, cs in self.callers[r] for _, t in cs)})
-            rows = np.packbits(self.tr[r][need][:, self.bcn[r]] >= 0, axis=1, bitorder="little")
-            first.append({s: int.from_bytes(row.tobytes(), "little") for s, row in zip(need, rows)})
+            rows = np.packbits(self.tr[r][need][:, self.bcn[r]] >= 0, axis=1, bitorder="little").tobytes()
+            first.append({s: int.from_bytes(rows[32 * i:32 * i + 32], "little") for i, s in enumerate(need)})
         null = [list(f) for f in self.fin]
         changed = True
         while changed:
