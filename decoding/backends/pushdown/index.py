@@ -434,14 +434,14 @@ class _RuleBuilder:
                        np.frombuffer(sp_src, dtype=i32), k, np.frombuffer(sp_tgt, dtype=i32))
         try:
             return self._minimal(built, end, specials, deadline, f"grammar '{name}'")
-        except GrammarError:
-            return None
-        except LimitError:
+        except LimitError:  # (a GrammarError: first)
             # a body that derives nothing is None before any automaton (compile_dfa's
             # productive check), whatever its size
             if not _derives(node, self._no_rules, self._true):
                 return None
             raise
+        except GrammarError:
+            return None
 
     def _minimal(self, built: "_Built", end: int, specials: tuple[str, ...], deadline, what: str) -> DFA:
         """:func:`~decoding.backends.automaton._minimal_dfa` of ``built`` (the same DFA,
