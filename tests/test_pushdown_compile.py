@@ -164,3 +164,41 @@ def test_fast_path_taken():
     finally:
         pdi.compile_dfa = orig
     assert not calls
+
+
+def test_separated_loops_of_many_rules(monkeypatch):
+    """Each rule's ``x ("," x)*`` is serialised as a record made for it (no IR node): the
+    one program keeps those alive while it names them, so a later rule's loop is not taken
+    for an earlier one's (their ids would be reused)."""
+    rules = [("s", seq(lit("{"), Choice(tuple(Ref(f"a{i}") for i in range(30))), lit("}")))]
+    for i in range(30):  # (a separated loop of calls: ``x`` is a Ref)
+        x = Ref(f"x{i}")
+        rules.append((f"a{i}", seq(lit("["), x, rep(seq(lit(","), x), 0, None), lit("]"))))
+        rules.append((f"x{i}", seq(lit(f"x{i}"), rep(byteset([(97, 97 + i % 26)]), 1, 3))))
+    g = Grammar("s", tuple(rules))
+    _same_pushdown(compile_pushdown(g), _reference(monkeypatch, lambda: compile_pushdown(g)), g)
+
+
+def test_program_names_only_live_records():
+    """Every id the one program's offsets are keyed by is that of a live IR node or of a
+    record the builder keeps (a freed record's id could be another's later)."""
+    from decoding.ir.nodes import children, plain_nodes
+    from decoding.limits import DEFAULT_LIMITS
+    rules = [("s", seq(lit("{"), Choice(tuple(Ref(f"a{i}") for i in range(5))), lit("}")))]
+    for i in range(5):
+        x = Ref(f"x{i}")
+        rules.append((f"a{i}", seq(lit("["), x, rep(seq(lit(","), x), 0, None), lit("]"))))
+        rules.append((f"x{i}", lit(f"x{i}")))
+    g = Grammar("s", tuple(rules))
+    b = pdi._RuleBuilder(g, DEFAULT_LIMITS, 1000)
+    for name, body in g.rules:
+        assert b.build(name, body, 10.0) not in (None, NotImplemented)
+    live = {id(x) for x in plain_nodes()} | {id(x) for x in b._keep}
+    todo = [body for _, body in g.rules]
+    while todo:
+        n = todo.pop()
+        if id(n) not in live:
+            live.add(id(n))
+            todo.extend(children(n))
+    assert set(b.at) <= live
+    assert len(b._keep) == 5  # (the five loops)

@@ -647,13 +647,17 @@ def _nfa_program(nfa: "_NFA", root: Node) -> tuple:
 
 
 def _serialise(nfa: "_NFA | None", roots: list[Node], base: int, at: dict[int, int], nlit: int,
-               leaves0: "list[_Leaf]" = ()) -> tuple:  # type: ignore[assignment]
+               leaves0: "list[_Leaf]" = (), calls: "dict[str, int] | None" = None,
+               keep: "list | None" = None) -> tuple:  # type: ignore[assignment]
     """The records of ``roots`` and of what they reach (rules included), to follow ``base``
     code entries and ``nlit`` literal bytes written already, whose nodes' offsets are in
     ``at`` (those nodes are not written again; ``at`` is updated): (code, offsets, literal
     chunks, the roots' offsets, rule names, rule body offsets, leaves); offsets count from
     the start of the whole code.  ``nfa`` None: the roots hold no Ref, Special, Dfa, Inter
-    or Diff."""
+    or Diff.  ``calls`` (the pushdown back-end's rules): a ``Ref(X)`` is the special move
+    ``calls[X]`` (a FALLBACK record if absent), no rule is inlined.  ``keep``: where the
+    records made here for no IR node (a separated loop's) stay alive while ``at`` names them
+    by id (None: for this call; a caller that keeps ``at`` for later calls keeps them too)."""
     code: list[int] = []
     lits: list[bytes] = []
     fix: list[tuple[int, Node]] = []  # (index in ``code``, the node whose offset goes there)
@@ -738,6 +742,10 @@ def _serialise(nfa: "_NFA | None", roots: list[Node], base: int, at: dict[int, i
                 push(-1 if hi is None else hi)
         elif tp is Ref:
             name = node.name  # type: ignore[union-attr]
+            if calls is not None:
+                k = calls.get(name)
+                code.extend((_NK_FALLBACK, 0) if k is None else (_NK_SPECIAL, k))
+                return off
             lf = ref_leaves.get(name) if ref_leaves else None
             if lf is not None:  # the rule's own minimal DFA (keyed by the leaf: every Ref to it)
                 leaf(lf, lf)  # type: ignore[arg-type]
@@ -786,7 +794,8 @@ def _serialise(nfa: "_NFA | None", roots: list[Node], base: int, at: dict[int, i
             code.extend((_NK_FALLBACK, 0))
         return off
 
-    keep: list[Node] = []  # the _SepLoop records stay alive while their ids are keys
+    if keep is None:
+        keep = []  # the _SepLoop records stay alive while their ids are keys
     tops = []
     for root in roots:
         top = at_get(id(root))

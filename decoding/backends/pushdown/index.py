@@ -55,7 +55,8 @@ from decoding.backends.tables import PROFILES, vocab_tables
 from decoding.errors import GrammarError, LimitError
 from decoding.limits import DEFAULT_LIMITS, Limits
 from decoding.ir import Choice, Grammar, Node, Ref, Repeat, Seq, Special
-from decoding.ir.nodes import plain_ids
+from decoding.ir import ByteSet as _ByteSet, Dfa as _Dfa, Diff as _Diff, Inter as _Inter, Lit as _Lit
+from decoding.ir.nodes import children as _children, plain_ids
 from decoding.ir.productive import _derives, check_productive
 from decoding.ir.size import check_size
 from decoding.vocab import Vocab
@@ -200,16 +201,8 @@ def compile_pushdown(grammar: Grammar, *, literal_specials: Iterable[str] = (),
     # Ref-free rules with the same body (a JSON Schema's many ``{"type": "string", "maxLength":
     # 2000}`` properties, one rule each) share one automaton: a call of either is a call of it
     same = _SameBody()
-    calls = _Calls()
-
-    def first(rule: str, k: int) -> int:
-        """``same.first`` of the rule's body (``k`` at once for a body that holds a Ref: its
-        mapping is another node)."""
-        body = grammar.rule(rule)
-        return k if calls.body(body) is not body else same.first(body, k)
-
-    first(grammar.start, 0)
-    fast = _RuleBuilder(grammar, (n for n, _ in grammar.rules), lim, max_rule_states) \
+    calls = _Calls()  # (the bodies with calls as specials, for compile_dfa)
+    fast = _RuleBuilder(grammar, lim, max_rule_states) \
         if _RuleBuilder.usable() and not lit.intersection(grammar.specials()) else None
     ub = None  # usable_bytes as DFA.prune takes it (None: every byte, nothing to prune)
     if usable_bytes is not None:
@@ -222,21 +215,30 @@ def compile_pushdown(grammar: Grammar, *, literal_specials: Iterable[str] = (),
     while i < len(order):
         name = order[i]
         i += 1
-        node = calls.body(grammar.rule(name))
+        body = grammar.rule(name)
         left = deadline - time.monotonic()
         if left <= 0:
             raise LimitError(f"rule '{name}': compiling took longer than max_compile_seconds="
                              f"{lim.max_compile_seconds:g} ({i - 1} of the grammar's rules done)")
         try:
-            d = NotImplemented
-            if fast is not None:
-                if not size_checked:
-                    check_size(Grammar(name, ((name, node),), grammar.max_depth), replace(lim, max_compile_seconds=left))
-                d = fast.rule(name, node, left)
-            if d is NotImplemented:
-                d = compile_dfa(Grammar(name, ((name, node),), grammar.max_depth),
+            if fast is not None and not size_checked:
+                check_size(Grammar(name, ((name, calls.body(body)),), grammar.max_depth),
+                           replace(lim, max_compile_seconds=left))
+            built = fast.build(name, body, left) if fast is not None else NotImplemented
+            # a Ref-free body equal to an earlier rule's is that rule (a body with a call move
+            # holds a Ref: not looked at)
+            if built is NotImplemented or built is None or not built[4]:
+                earlier = same.first(body, i - 1)
+                if earlier != i - 1:
+                    index[name] = earlier  # (the rules that call it: resolved after the loop)
+                    raw.append(None)
+                    continue
+            if built is NotImplemented:
+                d = compile_dfa(Grammar(name, ((name, calls.body(body)),), grammar.max_depth),
                                 max_states=max_rule_states, literal_specials=lit,
                                 limits=replace(lim, max_compile_seconds=left), size_checked=size_checked)
+            else:
+                d = None if built is None else fast.finish(name, body, built)  # type: ignore[union-attr]
             if d is not None and ub is not None:
                 d = d.prune(ub)
         except LimitError:  # too large is not "accepts nothing"
@@ -258,10 +260,8 @@ def compile_pushdown(grammar: Grammar, *, literal_specials: Iterable[str] = (),
             for sp in d.specials:
                 if sp.startswith(CALL) and sp[len(CALL):] not in index:
                     callee = sp[len(CALL):]
-                    earlier = first(callee, len(order))
-                    index[callee] = earlier
-                    if earlier == len(order):
-                        order.append(callee)
+                    index[callee] = len(order)
+                    order.append(callee)
     # productive rules (least fixpoint: the start reaches acceptance through bytes, specials
     # and calls to productive rules); calls to the others are removed.  ``cal[k]``: the
     # callee of each special column of rule k (R: a special, always usable)
@@ -343,26 +343,31 @@ def compile_pushdown(grammar: Grammar, *, literal_specials: Iterable[str] = (),
 
 
 class _RuleBuilder:
-    """The rules' automata as :func:`compile_dfa` makes them (the same minimal DFA; state
-    numbering and the order of the special columns may differ), without its per-rule glue:
-    the IR of all the rules is serialised into one program as the rules come (a subtree
-    several rules share, once), each rule built from its root there by the C builder
-    (``gd_nfa_build`` with the tails shared, as :func:`grammar_nfa` sets it), with the
-    grammar's specials and calls numbered once for all the rules (renumbered per rule, in
-    that order, before the subset construction), then :func:`_minimal_dfa` (the same limits,
-    messages and deadline).  The single-rule grammar, its check and its productive check are
-    not made: a body that derives nothing (:func:`decoding.ir.productive._derives`, memoized
-    over the rules) is None, as the GrammarError of the check was.  :meth:`rule` returns
-    ``NotImplemented`` where :func:`compile_dfa` must do it (the C builder leaves the node
-    to the Python builder or reports a limit: compile_dfa then says it as it does)."""
+    """The rules' automata as :func:`compile_dfa` makes them from the bodies with their
+    calls as specials (the same minimal DFA; state numbering and the order of the special
+    columns may differ), without its per-rule glue: the IR of all the rules is serialised
+    into one program as the rules come (a subtree several rules share, once; a ``Ref(X)``
+    is the special move ``CALL + X``, so the bodies are not rewritten: no :class:`_Calls`),
+    each rule built from its root there by the C builder (``gd_nfa_build`` with the tails
+    shared, as :func:`grammar_nfa` sets it), with the grammar's specials and calls numbered
+    once for all the rules (renumbered per rule, in that order, before the subset
+    construction), then as :func:`_minimal_dfa` (the same limits, messages and deadline).
+    The single-rule grammar, its check and its productive check are not made: a body that
+    derives nothing (:func:`decoding.ir.productive._derives`, memoized over the rules) is
+    None, as the GrammarError of the check was.  :meth:`build` returns ``NotImplemented``
+    where :func:`compile_dfa` must do it (the C builder leaves a node to the Python builder
+    or reports a limit: compile_dfa then says it as it does)."""
 
-    def __init__(self, grammar: Grammar, names: Iterable[str], lim: Limits, max_rule_states: int) -> None:
+    def __init__(self, grammar: Grammar, lim: Limits, max_rule_states: int) -> None:
         A = _automaton
         self.grammar = grammar
         self.lim = lim
         self.max_rule_states = max_rule_states
+        names = [n for n, _ in grammar.rules]
+        self.n_calls = len(names)  # special ids below: calls
         texts = [CALL + n for n in names] + list(grammar.specials())
         self.sid = {t: i for i, t in enumerate(texts)}
+        self.calls = dict(zip(names, range(len(names))))
         self.texts = texts
         self.nfa = A._NativeNFA(grammar, self.sid, lim.max_nfa_states, max_nesting=lim.max_nesting)
         self.nfa.max_dfa = max_rule_states
@@ -374,8 +379,9 @@ class _RuleBuilder:
         self.leaves: list = list(pleaves)
         self._leaf_arrays: tuple = (-1, ())
         self._true: set[int] = set()  # nodes known to derive a string (_derives)
-        self._no_rules: set[str] = set()
+        self._rules = set(names)  # (a call derives a string here: compile_dfa's check saw a special)
         self._body = array("i")
+        self._keep: list = []  # the serialiser's own records, named by id in ``at``
         self._want = (np.zeros(0, dtype=np.uint8), 0, 0, 0)  # gd_nfa_build_rule_dfas, no rule DFAs
 
     @staticmethod
@@ -384,9 +390,10 @@ class _RuleBuilder:
         A = _automaton
         return not A._pure_python_dfa() and not A._python_nfa() and A._share_tails() and A.PLAIN_LEAVES
 
-    def rule(self, name: str, node: Node, left: float) -> "DFA | None":
-        """The minimal DFA of rule ``name`` whose body (calls as specials) is ``node``;
-        None if it accepts nothing; ``left``: seconds of the budget."""
+    def build(self, name: str, node: Node, left: float):
+        """The NFA of rule ``name`` whose body is ``node`` (``left``: seconds of the
+        budget): ``(nfa, end, specials, deadline, calls)`` (``calls``: whether it has a call
+        move), None for the empty language, or NotImplemented."""
         A = _automaton
         nfa = self.nfa
         nfa.rules = [name]
@@ -395,8 +402,8 @@ class _RuleBuilder:
         top = self.at.get(id(node))
         if top is None:
             code, _, lits, tops, rule_names, _, leaves = A._serialise(nfa, [node], len(self.code), self.at,
-                                                                      len(self.lit), self.leaves)
-            if rule_names:  # (no Ref in a body whose calls are specials)
+                                                                      len(self.lit), self.leaves, self.calls, self._keep)
+            if rule_names:  # (none: a Ref is a call)
                 return NotImplemented
             self.code.extend(code)
             for x in lits:
@@ -419,10 +426,12 @@ class _RuleBuilder:
             return None
         k = np.frombuffer(sp_k, dtype=np.int32)
         specials: tuple[str, ...] = ()
+        has_calls = False
         if len(k):  # the specials this rule moves on, in the grammar's order, numbered from 0
             used = sorted(set(k.tolist()))
             texts = self.texts
             specials = tuple(texts[u] for u in used)
+            has_calls = used[0] < self.n_calls
             if used[-1] != len(used) - 1:
                 local = np.zeros(used[-1] + 1, dtype=np.int32)
                 local[used] = np.arange(len(used), dtype=np.int32)
@@ -432,12 +441,17 @@ class _RuleBuilder:
                        np.frombuffer(e_src, dtype=i32), np.frombuffer(e_lo, dtype=np.uint8),
                        np.frombuffer(e_hi, dtype=np.uint8), np.frombuffer(e_tgt, dtype=i32),
                        np.frombuffer(sp_src, dtype=i32), k, np.frombuffer(sp_tgt, dtype=i32))
+        return built, end, specials, deadline, has_calls
+
+    def finish(self, name: str, node: Node, built) -> "DFA | None":
+        """The minimal DFA of what :meth:`build` made (None: the empty language)."""
+        nfa, end, specials, deadline, _ = built
         try:
-            return self._minimal(built, end, specials, deadline, f"grammar '{name}'")
+            return self._minimal(nfa, end, specials, deadline, f"grammar '{name}'")
         except LimitError:  # (a GrammarError: first)
             # a body that derives nothing is None before any automaton (compile_dfa's
             # productive check), whatever its size
-            if not _derives(node, self._no_rules, self._true):
+            if not _derives(node, self._rules, self._true):
                 return None
             raise
         except GrammarError:
@@ -514,6 +528,45 @@ class _SameBody:
     def key(self, root: Node) -> int | None:
         """The body's number, or None when it holds a Ref (a rule that calls others keeps
         its own frame: the recursion counts are per rule)."""
+        if id(root) in self._ids:
+            return self._ids[id(root)]
+        try:
+            return self._rec(root)
+        except RecursionError:  # (deep IR: the walk below; what was numbered stays numbered)
+            return self._walk(root)
+
+    def _rec(self, n: Node) -> int | None:
+        """:meth:`_walk` by recursion (faster; the same numbers)."""
+        ids = self._ids
+        i = id(n)
+        if i in ids:
+            return ids[i]
+        cls = n.__class__
+        tag: tuple | None
+        if cls is Seq or cls is Choice:
+            sub = tuple([self._rec(k) for k in n.items])  # type: ignore[union-attr]
+            tag = None if None in sub else (cls.__name__, sub)
+        elif cls is Repeat:
+            k = self._rec(n.item)  # type: ignore[union-attr]
+            tag = None if k is None else (cls.__name__, (k,), n.min, n.max)  # type: ignore[union-attr]
+        elif cls is _Inter or cls is _Diff:
+            sub = tuple([self._rec(k) for k in _children(n)])
+            tag = None if None in sub else (cls.__name__, sub)
+        elif cls is _Lit:
+            tag = ("Lit", n.data)  # type: ignore[union-attr]
+        elif cls is _ByteSet:
+            tag = ("ByteSet", n.ranges)  # type: ignore[union-attr]
+        elif cls is Special:
+            tag = ("Special", n.text)  # type: ignore[union-attr]
+        elif cls is _Dfa:
+            tag = ("Dfa", n.edges, n.accept)  # type: ignore[union-attr]
+        else:  # a Ref, or a node class this does not know
+            tag = None
+        v = ids[i] = None if tag is None else self._intern.setdefault(tag, len(self._intern))
+        self._keep.append(n)
+        return v
+
+    def _walk(self, root: Node) -> int | None:
         from decoding.ir import ByteSet, Choice, Dfa, Diff, Inter, Lit, Repeat, Seq, children
         ids = self._ids
         stack: list[tuple[Node, bool]] = [(root, False)]
