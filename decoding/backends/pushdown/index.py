@@ -224,15 +224,13 @@ def compile_pushdown(grammar: Grammar, *, literal_specials: Iterable[str] = (),
             if fast is not None and not size_checked:
                 check_size(Grammar(name, ((name, calls.body(body)),), grammar.max_depth),
                            replace(lim, max_compile_seconds=left))
+            # a Ref-free body equal to an earlier rule's is that rule
+            earlier = same.first(body, i - 1)
+            if earlier != i - 1:
+                index[name] = earlier  # (the rules that call it: resolved after the loop)
+                raw.append(None)
+                continue
             built = fast.build(name, body, left) if fast is not None else NotImplemented
-            # a Ref-free body equal to an earlier rule's is that rule (a body with a call move
-            # holds a Ref: not looked at)
-            if built is NotImplemented or built is None or not built[4]:
-                earlier = same.first(body, i - 1)
-                if earlier != i - 1:
-                    index[name] = earlier  # (the rules that call it: resolved after the loop)
-                    raw.append(None)
-                    continue
             if built is NotImplemented:
                 d = compile_dfa(Grammar(name, ((name, calls.body(body)),), grammar.max_depth),
                                 max_states=max_rule_states, literal_specials=lit,
@@ -364,7 +362,6 @@ class _RuleBuilder:
         self.lim = lim
         self.max_rule_states = max_rule_states
         names = [n for n, _ in grammar.rules]
-        self.n_calls = len(names)  # special ids below: calls
         texts = [CALL + n for n in names] + list(grammar.specials())
         self.sid = {t: i for i, t in enumerate(texts)}
         self.calls = dict(zip(names, range(len(names))))
@@ -392,8 +389,8 @@ class _RuleBuilder:
 
     def build(self, name: str, node: Node, left: float):
         """The NFA of rule ``name`` whose body is ``node`` (``left``: seconds of the
-        budget): ``(nfa, end, specials, deadline, calls)`` (``calls``: whether it has a call
-        move), None for the empty language, or NotImplemented."""
+        budget): ``(nfa, end, specials, deadline)``, None for the empty language, or
+        NotImplemented."""
         A = _automaton
         nfa = self.nfa
         nfa.rules = [name]
@@ -426,12 +423,10 @@ class _RuleBuilder:
             return None
         k = np.frombuffer(sp_k, dtype=np.int32)
         specials: tuple[str, ...] = ()
-        has_calls = False
         if len(k):  # the specials this rule moves on, in the grammar's order, numbered from 0
             used = sorted(set(k.tolist()))
             texts = self.texts
             specials = tuple(texts[u] for u in used)
-            has_calls = used[0] < self.n_calls
             if used[-1] != len(used) - 1:
                 local = np.zeros(used[-1] + 1, dtype=np.int32)
                 local[used] = np.arange(len(used), dtype=np.int32)
@@ -441,11 +436,11 @@ class _RuleBuilder:
                        np.frombuffer(e_src, dtype=i32), np.frombuffer(e_lo, dtype=np.uint8),
                        np.frombuffer(e_hi, dtype=np.uint8), np.frombuffer(e_tgt, dtype=i32),
                        np.frombuffer(sp_src, dtype=i32), k, np.frombuffer(sp_tgt, dtype=i32))
-        return built, end, specials, deadline, has_calls
+        return built, end, specials, deadline
 
     def finish(self, name: str, node: Node, built) -> "DFA | None":
         """The minimal DFA of what :meth:`build` made (None: the empty language)."""
-        nfa, end, specials, deadline, _ = built
+        nfa, end, specials, deadline = built
         try:
             return self._minimal(nfa, end, specials, deadline, f"grammar '{name}'")
         except LimitError:  # (a GrammarError: first)
@@ -544,8 +539,15 @@ class _SameBody:
         cls = n.__class__
         tag: tuple | None
         if cls is Seq or cls is Choice:
-            sub = tuple([self._rec(k) for k in n.items])  # type: ignore[union-attr]
-            tag = None if None in sub else (cls.__name__, sub)
+            out = []
+            for k in n.items:  # type: ignore[union-attr]
+                v = self._rec(k)
+                if v is None:  # holds a Ref: the other items need not be looked at
+                    break
+                out.append(v)
+            else:
+                v = 0
+            tag = None if v is None else (cls.__name__, tuple(out))
         elif cls is Repeat:
             k = self._rec(n.item)  # type: ignore[union-attr]
             tag = None if k is None else (cls.__name__, (k,), n.min, n.max)  # type: ignore[union-attr]
