@@ -189,9 +189,13 @@ def compile_pushdown(grammar: Grammar, *, literal_specials: Iterable[str] = (),
     from them hold a few Python objects per state; Snowplow sp_137's 525,405 states took
     1.1 GB) or past ``limits.max_compile_seconds``.  Rules without calls whose bodies are equal
     (:class:`_SameBody`) are one rule here, counted once (sp_137: 99 rules, 18 automata,
-    77,847 states).  Every rule's ``compile_dfa`` estimates it first
-    (:func:`~decoding.ir.size.check_size`) unless ``size_checked`` says the caller ran
-    ``check_size(grammar, inline=False)``, which estimates every rule alone the same way."""
+    77,847 states).  Every rule is estimated first (:func:`~decoding.ir.size.check_size`,
+    as ``compile_dfa`` would) unless ``size_checked`` says the caller ran
+    ``check_size(grammar, inline=False)``, which estimates every rule alone the same way.
+    The rules' automata are those of ``compile_dfa`` on each body with its calls as
+    specials, built from one serialised program for all the rules (:class:`_RuleBuilder`;
+    ``compile_dfa`` itself where the C builder declines a rule, or under
+    ``GD_PURE_PYTHON_DFA`` / ``GD_PYTHON_NFA``, or with literal specials)."""
     lit = set(literal_specials)
     lim = DEFAULT_LIMITS if limits is None else limits
     deadline = time.monotonic() + lim.max_compile_seconds  # one budget for all rules
