@@ -810,7 +810,8 @@ class _Tables:
         first: list[dict[int, int]] = []
         for r in range(R):
             need = sorted({0, *(s for s, _ in self.callers[r]), *(t for _, cs in self.callers[r] for _, t in cs)})
-            rows = np.packbits(self.tr[r][need][:, self.bcn[r]] >= 0, axis=1, bitorder="little").tobytes()
+            rows = np.packbits(self.tr[r].take(need, axis=0).take(self.bcn[r], axis=1) >= 0, axis=1,
+                               bitorder="little").tobytes()
             first.append({s: int.from_bytes(rows[32 * i:32 * i + 32], "little") for i, s in enumerate(need)})
         null = [list(f) for f in self.fin]
         changed = True
