@@ -39,14 +39,17 @@ def test_scan(g, big):
     assert C._has_big_repeat(g, K) is big
 
 
-# with a short tail (``C.TAIL``) a room part is counted above ``tail + 1`` units when it holds
-# at least ``K - 1`` (the longest token): rep(AZ, 0, K - 1) now qualifies, rep(AZ, 0, K - 2) not
+# with a short tail (``C.TAIL``) a room part is counted above ``tail + 1`` units, also below
+# the longest token (a medium loop): rep(AZ, 0, 5) qualifies with tail 3, rep(AZ, 0, 4) not
 CASES_TAIL = [
     (_g(rep(AZ, 0, K + 1)), True),
     (_g(rep(AZ, 0, K - 1)), True),
-    (_g(rep(AZ, 0, K - 2)), False),
+    (_g(rep(AZ, 0, K - 2)), True),
+    (_g(rep(AZ, 0, 5)), True),
+    (_g(rep(AZ, 0, 4)), False),
     (_g(rep(AZ, 2, K + 1)), True),
-    (_g(rep(AZ, 2, K)), False),
+    (_g(rep(AZ, 2, 7)), True),
+    (_g(rep(AZ, 2, 6)), False),
     (_g(rep(AZ, K + 1, None)), False),  # a need part keeps the whole window
     (_g(rep(AZ, K + 2, K + 2)), True),
     (_g(seq(lit("x"), Ref("r")), r=rep(AZ, 0, K)), True),

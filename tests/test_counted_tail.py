@@ -91,11 +91,13 @@ def test_room_loops_get_the_short_tail(name, tail):
     assert all(lp.tail == window(MED) for lp in cg.loops if lp.need)
 
 
-def test_a_room_part_shorter_than_the_longest_token_is_not_counted(monkeypatch):
-    """Room below ``M``: a long token entering the middle could overrun it from the start."""
+def test_a_room_part_shorter_than_the_longest_token_is_counted_above_the_tail(monkeypatch):
+    """Room below ``M`` (a medium loop) is counted above ``T + 1`` units: the long tokens that
+    would overrun it after its ``<en>`` are masked off (tests/test_counted_medium.py)."""
     monkeypatch.setattr(counted, "TAIL", 2)
     g = Grammar.single(seq(lit('"'), rep(A_C, 0, 7), lit('"')))
-    assert counted.rewrite(g, window(MED), tail=2)[1] == ()
+    assert [(lp.x, lp.tail) for lp in counted.rewrite(g, window(MED), tail=2)[1]] == [(5, 2)]
+    assert counted.rewrite(Grammar.single(seq(lit('"'), rep(A_C, 0, 3), lit('"'))), window(MED), tail=2)[1] == ()
     assert counted.rewrite(GRAMMARS["room_exactly_m"], window(MED), tail=2)[1][0].tail == 2
     assert counted.rewrite(GRAMMARS["room_exactly_m"], window(MED))[1] == ()  # T = K: room above K + 1 only
 

@@ -97,6 +97,7 @@ from decoding.errors import GrammarError, LimitError
 from decoding.ir import EMPTY, ByteSet, Choice, Dfa, Diff, Grammar, Inter, Lit, Node, Repeat, Seq, Special
 from decoding.limits import DEFAULT_LIMITS, Limits
 from decoding.vocab import Vocab
+from decoding.weakmemo import WeakMemo
 
 __all__ = ["CountedGrammar", "Loop", "compile_counted", "rewrite", "window"]
 
@@ -129,6 +130,8 @@ MAX_PRODUCT_PAIRS = 400_000
 #: 231 tokens of more than 32 bytes; the tails are 33 units instead of 129 (Snowplow sp_338:
 #: 121,916 -> 49,775 states)
 TAIL = 33
+_NO_IDS = np.zeros(0, dtype=np.int64)
+_NO_IDS.setflags(write=False)
 
 
 def window(vocab: Vocab) -> int:
@@ -221,7 +224,7 @@ def rewrite_products(grammar: Grammar, k: int, *, limits: Limits | None = None, 
         lo, hi = n.min, n.max
         big_need = lo > kk + 1
         tt = kk if in_product else tail  # a product's loops keep the whole window (see _mirrors_agree)
-        big_room = hi is not None and hi - lo > tt + 1 and hi - lo >= k - 1
+        big_room = hi is not None and hi - lo > tt + 1  # (a product's: above K + 1)
         if not (big_need or big_room) or marked or (in_product and big_need):
             if not marked and (hi is None or hi >= SMALL_AS_LEAF) and _small_item(item, sizes):
                 found = unit_first(item)  # the same language with a few NFA states per copy
@@ -293,17 +296,16 @@ def _with_start(grammar: Grammar, name: str, item: Node) -> Grammar:
 
 def _has_big_repeat(grammar: Grammar, k: int, tail: int | None = None) -> bool:
     """Whether some repetition of ``grammar`` (anywhere, Inter/Diff operands included) has a
-    need part above ``k + 1`` units or a room part above ``tail + 1`` (``tail``: None: ``k``)
-    and of at least ``k - 1``: the only kinds :func:`rewrite_products` counts (its product
-    windows are larger than ``k``, never smaller)."""
+    need part above ``k + 1`` units or a room part above ``tail + 1`` (``tail``: None: ``k``):
+    the only kinds :func:`rewrite_products` counts (its product windows are larger than ``k``,
+    never smaller)."""
     from decoding.ir import walk
 
     t = k if tail is None else min(tail, k)
     seen: set[int] = set()  # (a subtree the rules share, a JSON string character, is read once)
     for _, node in grammar.rules:
         for n in walk(node, seen):
-            if isinstance(n, Repeat) and (n.min > k + 1 or (n.max is not None and n.max - n.min > t + 1
-                                                             and n.max - n.min >= k - 1)):
+            if isinstance(n, Repeat) and (n.min > k + 1 or (n.max is not None and n.max - n.min > t + 1)):
                 return True
     return False
 
@@ -568,6 +570,114 @@ def _compile_products(g: Grammar, products: dict[str, DFA], *, literal: Sequence
 
 # ----------------------------------------------------------------------------- compiled form
 
+def _walk(step: np.ndarray, starts: np.ndarray, data: np.ndarray, start: np.ndarray, lens: np.ndarray,
+          q: np.ndarray) -> np.ndarray:
+    """Per walker (``lens[i]`` bytes of ``data`` from ``start[i]``, from unit state ``q[i]``):
+    the units started (``starts[q, b]``) before the walk of ``step`` dies or the bytes end."""
+    q = q.astype(np.int64, copy=True)
+    count = np.zeros(len(q), dtype=np.int64)
+    idx = np.flatnonzero(lens > 0)
+    j = 0
+    while len(idx):
+        b = data[start[idx] + j]
+        cq = q[idx]
+        nq = step[cq, b]
+        count[idx] += starts[cq, b]
+        q[idx] = nq
+        idx = idx[nq >= 0]
+        j += 1
+        idx = idx[lens[idx] > j]
+    return count
+
+
+class _UnitWalk:
+    """The long text tokens of one vocabulary (``tail`` bytes or more, end-of-generation left
+    out) read by a walk of one unit's ``U*`` (:attr:`step`: at a unit's boundary, its start or
+    a complete unit, a first byte starts a unit, counted in :attr:`starts`; no first byte
+    extends a complete unit).  Inside a middle this is the walk of the middle (a state of the
+    middle holds exactly one thread of ``U*``, and the middle is left, or the token rejected,
+    exactly when that thread dies), so the units a token starts there come from here:
+
+    - ``from_state[q, j]``: the units long token ``ids[j]`` starts from unit state ``q``
+      before the walk dies or the token ends;
+    - ``suf_tok``, ``suf_off``, ``suf_prev``, ``suf_units``: per suffix of a long token with
+      at least ``tail + 2`` bytes (the token's column, its offset, the byte before it or 256,
+      the units the suffix starts from a unit's start).
+
+    Shared by all the grammars of one vocabulary (:data:`_WALKS`, per unit and tail)."""
+
+    def __init__(self, unit: Dfa, vocab: Vocab, tail: int) -> None:
+        n = len(unit.edges)
+        table = np.full((n, 256), -1, dtype=np.int64)
+        for q, es in enumerate(unit.edges):
+            for lo, hi, t in es:
+                table[q, lo:hi + 1] = t
+        bound = np.zeros(n, dtype=bool)
+        bound[list(unit.accept)] = True
+        bound[0] = True
+        first = table[0] >= 0
+        starts = bound[:, None] & first[None, :]
+        step = np.where(starts, table[0][None, :], table)
+        same = (step == step[0][None, :]).all(axis=1) & (starts == starts[0][None, :]).all(axis=1)
+        canon = np.where(same, 0, np.arange(n))  # a complete unit that reads as the start is the start
+        self.starts, self.step = starts, np.where(step >= 0, canon[np.maximum(step, 0)], -1)
+        blob, off = vocab.blob()
+        data = np.frombuffer(blob, dtype=np.uint8)
+        lens_all = (off[1:] - off[:-1]).astype(np.int64)
+        long = lens_all >= tail
+        for t in vocab.eog_ids:
+            if 0 <= t < len(long):
+                long[t] = False
+        ids = np.flatnonzero(long)
+        self.ids = ids
+        self.pos = np.full(len(lens_all), -1, dtype=np.int64)  # token id -> column
+        self.pos[ids] = np.arange(len(ids))
+        st, ln = off[ids].astype(np.int64), lens_all[ids]
+        nt = len(ids)
+        self.from_state = _walk(self.step, self.starts, data, np.tile(st, n), np.tile(ln, n),
+                                np.repeat(np.arange(n), nt)).reshape(n, nt)
+        per = np.maximum(ln - (tail + 1), 0)
+        tok = np.repeat(np.arange(nt), per)
+        i = np.arange(int(per.sum()), dtype=np.int64) - np.repeat(np.cumsum(per) - per, per)
+        self.suf_tok, self.suf_off = tok, i
+        self.suf_prev = np.where(i > 0, data[np.maximum(st[tok] + i - 1, 0)].astype(np.int64), 256)
+        self.suf_units = _walk(self.step, self.starts, data, st[tok] + i, ln[tok] - i,
+                               np.zeros(len(tok), dtype=np.int64))
+
+
+#: per vocabulary: (unit automaton, tail) -> :class:`_UnitWalk` (a few ms each, made once)
+_WALKS: "WeakMemo[Vocab, dict]" = WeakMemo(lambda v: {})
+_WALKS_LOCK = threading.Lock()
+
+
+def _unit_walk(unit: Dfa, vocab: Vocab, tail: int) -> _UnitWalk:
+    memo = _WALKS(vocab)
+    key = (unit, tail)
+    hit = memo.get(key)
+    if hit is None:
+        with _WALKS_LOCK:
+            hit = memo.get(key)
+            if hit is None:
+                if len(memo) >= 64:
+                    memo.clear()
+                hit = memo[key] = _UnitWalk(unit, vocab, tail)
+    return hit
+
+
+@dataclass
+class _Cross:
+    """What a grammar needs to mask off the long tokens that would overrun a short room
+    loop after crossing its ``<en>`` (:meth:`CountedGrammar._cross_bad`): per short loop, the
+    long tokens that overrun it from its ``<en>`` (``zero``); the long tokens that may do so
+    after a crossing inside them (``yids``) with the largest such offset (``ymax``); the
+    fewest bytes from each state to an ``<en>`` of a short loop (``dist``; -1: none)."""
+    zero: dict[int, np.ndarray]
+    yids: np.ndarray
+    ymax: np.ndarray
+    ymax_all: int
+    dist: np.ndarray
+
+
 class _Rows:
     """``a[s]`` as a Python list, converted on first use (a step reads a few rows of a table
     that may have 100,000 states; converting it all cost ~80 ms per large Snowplow schema)."""
@@ -612,7 +722,8 @@ class CountedGrammar:
         self._trimmed = d.trimmed
         self._keep = [j for j, t in enumerate(d.specials) if not t.startswith(MARK)]  # columns of m past ncls
         self._trans = _Rows(m.trans)  # rows as lists, made when a step first reads them
-        self._bc = d.byte_class.astype(np.int64).tolist()
+        self._bc_arr = d.byte_class.astype(np.int64)
+        self._bc = self._bc_arr.tolist()
         self._acc = m.accepting.tolist()  # a prefix's end accepts if <en> leads to acceptance
         n = d.n_states
         col = {t: j for j, t in enumerate(d.specials)}
@@ -625,12 +736,14 @@ class CountedGrammar:
         self._tp = [-1] * n  # target of the <tp> move (-1: none)
         self._loop_of_tp = [-1] * n
         self._mid = [-1] * n  # loop whose middle holds the state
+        self._en_src: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # loop -> its <en> moves (sources, targets)
         self._first = [[False] * 256 for _ in self.loops]
         for lp in self.loops:
             for b in lp.first:
                 self._first[lp.index][b] = True
             if lp.en in col:
                 src, tgt = self._marks[col[lp.en]]
+                self._en_src[lp.index] = (src.astype(np.int64), tgt.astype(np.int64))
                 for s, t in zip(src.tolist(), tgt.tolist()):
                     self._en[s] = t
             if lp.tp in col:
@@ -668,6 +781,16 @@ class CountedGrammar:
                                         for lp in self.loops]
         self._long_memo: dict = {}  # tail -> long tokens; ('c', s) -> _long_cands; ('u', s) -> units by token
         self._near_memo: dict[tuple[int, int], int | None] = {}
+        # medium room loops (``T + 1 < r < M``): a long token may overrun one after crossing its
+        # <en> (module docstring, "Medium loops"); those tokens are masked off where they can
+        self._short = [not lp.need and lp.unit is not None and 0 < lp.tail and lp.x + lp.tail < big
+                       for lp in self.loops]
+        self._any_short = any(self._short)
+        self._cross: _Cross | None = None
+        self._cross_memo: dict[int, np.ndarray] = {}  # DFA state -> _cross_bad
+        self._cross_mask: dict[int, int | None] = {}  # DFA state -> mask id without them (None: as is)
+        self._walks: dict[int, _UnitWalk] = {}  # loop -> its unit's walk of the long tokens
+        self._qmaps: dict[int, np.ndarray | None] = {}  # loop -> unit state per middle state
 
     @property
     def dfa(self) -> DFA:
@@ -695,22 +818,40 @@ class CountedGrammar:
         return self.inner.n_words
 
     def mask(self, state: int) -> np.ndarray:
-        s, c = self._states[state]
-        k = self._mid[s]
-        if k >= 0 and self._near[k] is not None and c > self._near[k]:
-            mid = self._near_end(state)
-            if mid is not None:
-                return self.inner.masks[mid]
-        return self.inner.mask(s)
+        mid = self._exact(state)
+        return self.inner.mask(self._states[state][0]) if mid is None else self.inner.masks[mid]
 
     def allowed_ids(self, state: int) -> np.ndarray:
+        mid = self._exact(state)
+        return self.inner.allowed_ids(self._states[state][0]) if mid is None else self.inner.masks.ids(mid)
+
+    def _exact(self, state: int) -> int | None:
+        """The id (in the mask automaton's table) of ``state``'s mask when it is not its DFA
+        state's: long tokens removed that would overrun a short tail near the end of a middle
+        (:meth:`_near_end`) or a medium room loop after an ``<en>`` inside them
+        (:meth:`_cross_bad`); None when no token is removed."""
         s, c = self._states[state]
         k = self._mid[s]
         if k >= 0 and self._near[k] is not None and c > self._near[k]:
-            mid = self._near_end(state)
-            if mid is not None:
-                return self.inner.masks.ids(mid)
-        return self.inner.allowed_ids(s)
+            return self._near_end(state)
+        return self._cross_only(s) if self._any_short else None
+
+    def _cross_only(self, s: int) -> int | None:
+        """The mask id of DFA state ``s`` less :meth:`_cross_bad` (None: nothing removed)."""
+        hit = self._cross_mask.get(s, -1)
+        if hit == -1:
+            bad = self._cross_bad(s) if self._any_short else _NO_IDS
+            hit = self._without(s, bad) if len(bad) else None
+            with self._lock:
+                self._cross_mask[s] = hit
+        return hit
+
+    def _without(self, s: int, bad: np.ndarray) -> int:
+        """The id of the mask of DFA state ``s`` with the tokens ``bad`` cleared (interned)."""
+        m = self.inner.mask(s).copy()
+        b = np.asarray(bad, dtype=np.int64)
+        np.bitwise_and.at(m, b >> 5, ~(np.uint32(1) << (b & 31).astype(np.uint32)))
+        return self.inner.masks.intern(m)
 
     def _long(self, tail: int) -> np.ndarray:
         """bool per token: a text token of more than ``tail - 1`` bytes (neither a special of
@@ -776,35 +917,218 @@ class CountedGrammar:
         most one unit per byte), once per state.  The mask's id in the mask automaton's
         table (memoized per state and units left), or None when no token is removed."""
         s, c = self._states[state]
-        lp = self.loops[self._mid[s]]
+        k = self._mid[s]
+        lp = self.loops[k]
         left = lp.x + lp.tail - c
         cand, lens = self._long_cands(s)
         n = int(np.searchsorted(-lens, -left, side="left"))  # cand[:n]: more bytes than units left
         if n == 0:
-            return None
+            return self._cross_only(s) if self._any_short else None
         key = (s, left)
         if key in self._near_memo:
             return self._near_memo[key]
-        units = self._long_memo.setdefault(("u", s), {})
-        tb = self.vocab.token_bytes
-        bad = []
-        for t in cand[:n].tolist():
-            u = units.get(t)
-            if u is None:
-                u = units[t] = self._units_in_middle(s, tb[t])
-            if u > left:
-                bad.append(t)
-        hit = None
-        if bad:
-            m = self.inner.mask(s).copy()
-            b = np.array(bad, dtype=np.int64)
-            np.bitwise_and.at(m, b >> 5, ~(np.uint32(1) << (b & 31).astype(np.uint32)))
-            hit = self.inner.masks.intern(m)
+        bad = self._overrun(s, k, left, cand[:n])
+        if self._any_short:
+            cross = self._cross_bad(s)
+            if len(cross):
+                bad = np.union1d(bad, cross)
+        hit = self._without(s, bad) if len(bad) else None
         with self._lock:
             if len(self._near_memo) >= 4096:
                 self._near_memo.clear()
             self._near_memo[(s, left)] = hit
         return hit
+
+    def _overrun(self, s: int, k: int, left: int, cand: np.ndarray) -> np.ndarray:
+        """The long tokens of ``cand`` (allowed in middle state ``s`` of loop ``k``) that start
+        more than ``left`` units before they leave the middle: from the unit walk's table where
+        ``s``'s unit state is known (:meth:`_unit_states`), else by stepping each (memoized)."""
+        qm = self._unit_states(k)
+        q = -1 if qm is None else int(qm[s])
+        if q >= 0:
+            w = self._walk_of(k)
+            return cand[w.from_state[q, w.pos[cand]] > left]
+        units = self._long_memo.setdefault(("u", s), {})
+        tb = self.vocab.token_bytes
+        bad = []
+        for t in cand.tolist():
+            u = units.get(t)
+            if u is None:
+                u = units[t] = self._units_in_middle(s, tb[t])
+            if u > left:
+                bad.append(t)
+        return np.array(bad, dtype=np.int64)
+
+    def _walk_of(self, k: int) -> _UnitWalk:
+        hit = self._walks.get(k)
+        if hit is None:
+            lp = self.loops[k]
+            hit = self._walks[k] = _unit_walk(lp.unit, self.vocab, lp.tail)
+        return hit
+
+    def _unit_states(self, k: int) -> np.ndarray | None:
+        """Per DFA state, the state of loop ``k``'s unit walk (:class:`_UnitWalk`) in ``k``'s
+        middle (-1 elsewhere): the middle and the unit read in lockstep from the middle's
+        starts (its ``<en>`` targets).  None when they disagree somewhere (a byte the one
+        takes and the other does not, two unit states for one state): then units are stepped."""
+        if k in self._qmaps:
+            return self._qmaps[k]
+        qm: np.ndarray | None = None
+        if self.loops[k].unit is not None and k in self._en_src:
+            w = self._walk_of(k)
+            m = self.inner.dfa
+            ncls = m.n_classes
+            mid = self._mid_arr
+            tgt = self._en_src[k][1]
+            heads = np.unique(tgt[mid[tgt] == k])
+            qm = np.full(len(mid), -1, dtype=np.int64)
+            qm[heads] = 0
+            fs, fq = heads, np.zeros(len(heads), dtype=np.int64)
+            while len(fs):
+                rows = m.trans[fs, :ncls].astype(np.int64)
+                for i, st in enumerate(fs.tolist()):
+                    if self._en[st] >= 0:
+                        rows[i] = self._own[st][:ncls]
+                rows = rows[:, self._bc_arr]
+                nq = w.step[fq]
+                live = rows >= 0
+                inm = live & (mid[np.maximum(rows, 0)] == k)
+                if (inm & (nq < 0)).any() or (live & ~inm & (nq >= 0)).any():
+                    qm = None
+                    break
+                pairs = np.unique(np.stack([rows[inm], nq[inm]], axis=1), axis=0)
+                known = qm[pairs[:, 0]]
+                new = pairs[known < 0]
+                if ((known >= 0) & (known != pairs[:, 1])).any() or len(np.unique(new[:, 0])) != len(new):
+                    qm = None
+                    break
+                qm[new[:, 0]] = new[:, 1]
+                fs, fq = new[:, 0], new[:, 1]
+        with self._lock:
+            self._qmaps[k] = qm
+        return qm
+
+    def _cross_info(self) -> _Cross:
+        if self._cross is None:
+            with self._lock:
+                if self._cross is None:
+                    self._cross = self._make_cross()
+        return self._cross
+
+    def _make_cross(self) -> _Cross:
+        """:class:`_Cross` of this grammar: per medium loop, the bytes that lead to its ``<en>``
+        (from the mask table; a superset is safe) and the long tokens that start more than its
+        ``r`` units from its ``<en>`` (offset 0) or after such a byte."""
+        m = self.inner.dfa
+        n, ncls = m.n_states, m.n_classes
+        mid = self._mid_arr
+        src: dict[int, np.ndarray] = {}
+        chained: dict[int, list[int]] = {}  # <en> states whose chain reaches a medium loop's <en>
+        for k, (ss, tt) in self._en_src.items():
+            if self._short[k]:
+                src[k] = ss[mid[tt] == k]
+                chained[k] = []
+        if chained:
+            into: dict[int, list[int]] = {}  # state -> <en> states whose <en> target it is
+            for ss, tt in self._en_src.values():
+                for s0, t0 in zip(ss.tolist(), tt.tolist()):
+                    into.setdefault(t0, []).append(s0)
+            for k in chained:
+                todo, seen = src[k].tolist(), set(src[k].tolist())
+                while todo:  # back along the chain: an <en> leading to one of these
+                    for p in into.get(todo.pop(), ()):
+                        if p not in seen:
+                            seen.add(p)
+                            todo.append(p)
+                src[k] = np.array(sorted(seen), dtype=np.int64)
+        allsrc = np.concatenate(list(src.values())) if src else np.zeros(0, dtype=np.int64)
+        col_ok = np.zeros(m.trans.shape[1], dtype=bool)
+        col_ok[:ncls] = True
+        dist = _automaton._bfs(m.trans, allsrc, reverse=True, col_ok=col_ok)
+        pred = np.flatnonzero((dist >= 0) & (dist <= 1))
+        rows = m.trans[pred, :ncls].astype(np.int64)
+        zero: dict[int, np.ndarray] = {}
+        ymax = np.zeros(0, dtype=np.int64)
+        yid = np.zeros(0, dtype=np.int64)
+        for k, ss in src.items():
+            lp = self.loops[k]
+            r = lp.x + lp.tail
+            w = self._walk_of(k)
+            ok = self._long(lp.tail)[w.ids]  # (the grammar's special tokens are not text)
+            zero[k] = w.ids[ok & (w.from_state[0] > r)]
+            is_e = np.zeros(n, dtype=bool)
+            is_e[ss] = True
+            into = np.zeros(ncls, dtype=bool)
+            into[np.nonzero((rows >= 0) & is_e[np.maximum(rows, 0)])[1]] = True
+            b_in = np.append(into[self._bc_arr], False)  # (256: offset 0, the zero case)
+            sel = b_in[w.suf_prev] & (w.suf_units > r) & ok[w.suf_tok]
+            yid = np.concatenate([yid, w.ids[w.suf_tok[sel]]])
+            ymax = np.concatenate([ymax, w.suf_off[sel]])
+        if len(yid):
+            best = np.full(self.vocab.n_tokens, -1, dtype=np.int64)
+            np.maximum.at(best, yid, ymax)
+            yids = np.flatnonzero(best >= 0)
+            ymax = best[yids]
+        else:
+            yids = yid
+        return _Cross(zero, yids, ymax, int(ymax.max(initial=-1)), dist)
+
+    def _entered(self, s: int) -> np.ndarray:
+        """Per byte class, the loop whose middle a byte read in ``<en>`` state ``s`` enters
+        (following the chain of ``<en>`` while the state's own row has no move), -1 where the
+        own row takes it or no middle is entered."""
+        ncls = len(self._own[s]) - len(self._keep)
+        out = np.full(ncls, -1, dtype=np.int64)
+        for cb in range(ncls):
+            cur, hops = s, 0
+            while self._en[cur] >= 0 and self._own[cur][cb] < 0 and hops <= len(self.loops):
+                cur = self._en[cur]
+                hops += 1
+            if cur != s and self._mid[cur] >= 0:
+                out[cb] = self._mid[cur]
+        return out
+
+    def _cross_bad(self, s: int, ids: np.ndarray | None = None) -> np.ndarray:
+        """The long tokens allowed in DFA state ``s`` by the mask automaton that would start more
+        than ``r`` units of a medium room loop after crossing its ``<en>`` (sorted; memoized
+        per state): at an ``<en>`` of the loop, the tokens of ``zero`` whose first byte takes it
+        (vectorised); where an ``<en>`` is at most ``ymax`` bytes away, the tokens of ``yids``
+        with a crossing that far, stepped exactly.  ``ids``: the allowed ids, if known."""
+        hit = self._cross_memo.get(s)
+        if hit is not None:
+            return hit
+        info = self._cross_info()
+        mask = None
+
+        def on(c: np.ndarray) -> np.ndarray:
+            nonlocal mask
+            if ids is not None:
+                return c[np.isin(c, ids)]
+            if mask is None:
+                mask = self.inner.mask(s)
+            return c[((mask[c >> 5] >> (c & 31).astype(np.uint32)) & 1).astype(bool)]
+
+        parts = []
+        if self._en[s] >= 0:
+            entered = self._entered(s)
+            for k in np.unique(entered[entered >= 0]).tolist():
+                if self._short[k] and len(info.zero[k]):
+                    z = on(info.zero[k])
+                    blob, off = self.vocab.blob()
+                    fb = np.frombuffer(blob, dtype=np.uint8)[off[z].astype(np.int64)]
+                    parts.append(z[entered[self._bc_arr[fb]] == k])  # the first byte takes <en> into k
+        d = int(info.dist[s])
+        if 0 <= d <= info.ymax_all:
+            y = info.yids[info.ymax >= max(d, 1)]
+            if len(y):
+                tb = self.vocab.token_bytes
+                y = on(y)
+                parts.append(np.array([t for t in y.tolist() if self._run(s, 0, tb[t]) is None], dtype=np.int64))
+        out = np.unique(np.concatenate(parts)).astype(np.int64) if parts else _NO_IDS
+        out.setflags(write=False)
+        with self._lock:
+            self._cross_memo[s] = out
+        return out
 
     def next_state(self, state: int, token: int) -> int:
         key = (state, token)
@@ -870,12 +1194,10 @@ class CountedGrammar:
         automaton over all tokens), else by stepping the token."""
         s, c = self._states[state]
         ids, nxt = self._successors(s)
-        k = self._mid[s]
-        if k >= 0 and self._near[k] is not None and c > self._near[k]:  # some long tokens may overrun here
-            mid = self._near_end(state)
-            if mid is not None:
-                keep = np.isin(ids, self.inner.masks.ids(mid), assume_unique=True)
-                ids, nxt = ids[keep], nxt[keep]
+        mid = self._exact(state)  # some long tokens may overrun a loop here
+        if mid is not None:
+            keep = np.isin(ids, self.inner.masks.ids(mid), assume_unique=True)
+            ids, nxt = ids[keep], nxt[keep]
         cost = self._costs()
         live = nxt >= 0
         out = np.where(nxt == EOG, EOG, COST_UNREACHABLE).astype(np.int64)
@@ -942,8 +1264,10 @@ class CountedGrammar:
                                                    self._en, self._mid, self._own)
         for b in data:
             cb = bc[b]
-            if en[s] >= 0 and own[s][cb] < 0:
+            hops = 0
+            while en[s] >= 0 and own[s][cb] < 0 and hops <= len(self.loops):  # (a chain of <en>)
                 s, c = en[s], 0
+                hops += 1
             k = lot[s]
             if k >= 0 and first[k][b]:
                 if c == self.loops[k].x:
@@ -1014,12 +1338,20 @@ class CountedGrammar:
             s = todo.pop()
             ids, nxt = self._successors(s)
             k = self._mid[s]
+            keep = None
             if k >= 0 and self._near[k] is not None:  # long tokens may overrun the tail: not counted
+                keep = ~self._long(self.loops[k].tail)[ids]
+            if self._any_short:  # nor those that overrun a medium loop after its <en>
+                bad = self._cross_bad(s, ids)
+                if len(bad):
+                    kb = ~np.isin(ids, bad, assume_unique=True)
+                    keep = kb if keep is None else keep & kb
+            if keep is not None:
                 reach = np.unique(nxt[nxt >= 0])
-                nxt = nxt[~self._long(self.loops[k].tail)[ids]]
+                nxt = nxt[keep]
             ts = np.unique(nxt[nxt >= 0])
             succ[s] = ts
-            if k >= 0 and self._near[k] is not None:
+            if keep is not None:
                 for t in reach.tolist():  # (still reached: their own costs are computed)
                     if not seen[t]:
                         seen[t] = True
@@ -1159,7 +1491,7 @@ def compile_counted(grammar: Grammar, vocab: Vocab, *, limits: Limits | None = N
     k = window(vocab)
     g2, loops, products = rewrite_products(grammar, k, limits=lim, tail=TAIL)
     if not loops:
-        why.append(f"no repetition above {min(k, TAIL) + 1} units (and of at least {k - 1}) with unambiguous units")
+        why.append(f"no repetition above {min(k, TAIL) + 1} units with unambiguous units")
         return None
     from decoding.ir.size import check_size
 
@@ -1242,17 +1574,29 @@ def _assemble(d: DFA, loops: Sequence[Loop], vocab: Vocab, *, grammar_key: str, 
         if lp.product and not _mirrors_agree(d, lp, window(vocab)):
             return None  # inside a product, a token could tell the counter
     nkeep = [ncls + j for j in keep]
+    en_to: dict[int, int] = {}
     for lp in loops:
-        if lp.en not in col:
-            continue
-        c = ncls + col[lp.en]
-        for s in np.nonzero(d.trans[:, c] >= 0)[0].tolist():
-            h = int(d.trans[s, c])
-            own, there = trans2[s], np.concatenate([byte_t[h], d.trans[h, nkeep]])
-            if ((own >= 0) & (there >= 0) & (own != there)).any():
+        if lp.en in col:
+            c = ncls + col[lp.en]
+            for s in np.nonzero(d.trans[:, c] >= 0)[0].tolist():
+                en_to[s] = int(d.trans[s, c])
+    own_rows = {s: trans2[s].copy() for s in en_to}
+    for s in en_to:
+        # the row of an <en> state: its own, then (where it has no move) the rows of the <en>
+        # chain it starts (a middle's start may itself have an <en>: adjacent nullable loops)
+        row, acc, h, seen = own_rows[s].copy(), bool(d.accepting[s]), en_to[s], {s}
+        while True:
+            there = own_rows[h] if h in own_rows else trans2[h]
+            if ((row >= 0) & (there >= 0) & (row != there)).any():
                 return None  # a byte both continues before <en> and follows it
-            trans2[s] = np.where(own >= 0, own, there)
-            acc2[s] = d.accepting[s] or d.accepting[h]
+            row = np.where(row >= 0, row, there)
+            acc = acc or bool(d.accepting[h])
+            if h not in en_to or h in seen:
+                break
+            seen.add(h)
+            h = en_to[h]
+        trans2[s] = row
+        acc2[s] = acc
     mask_dfa = DFA(d.byte_class, np.ascontiguousarray(trans2.astype(d.trans.dtype, copy=False)), acc2,
                    tuple(d.specials[j] for j in keep), ncls)
     ids = tuple(int(vocab.special_token(t)) for t in mask_dfa.specials)  # type: ignore[arg-type]
