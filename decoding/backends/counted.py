@@ -10,7 +10,7 @@ has done its number of units ``X``:
 - room part ``U{0,r}`` (``r > K+1``): ``<en> U* (<tp> U{0,K})?``, the middle does at most
   ``X = r - K`` units and may exit after any of them.  Outside ``Inter``/``Diff`` products
   the tail is shorter: ``T = min(K, TAIL)`` units (``<en> U* (<tp> U{0,T})?``, ``X = r - T``),
-  counted when ``r > T+1`` and ``r >= K-1`` (see "Short tails" below).
+  counted when ``r > T+1`` (see "Short tails" and "Medium loops" below).
 
 ``<en>`` and ``<tp>`` are marker symbols no token spells.  ``K`` is one more than the most
 units one token can hold (units are at least one byte: the longest token's length + 1).
@@ -35,12 +35,45 @@ ends in the middle or in the explicit tail, with the same bytes allowed as in ``
 can fail only when ``c > X + T - M`` (``M = K - 1``, the longest token): in those states (the
 last ``M - T`` units of the middle) :meth:`CountedGrammar.mask` removes the long tokens with
 ``u > X + T - c`` (``u`` found by stepping each long token of more bytes than that, once per
-state).  A long token that enters the middle through ``<en>`` starts at most ``M <= r`` units
-there, so it always fits: hence ``r >= K - 1``.  Need loops and product loops keep ``T = K``.
+state; the units come from a table per unit and vocabulary, :class:`_UnitWalk`, where the
+state's place in the unit is known).  A long token that enters the middle through ``<en>``
+starts at most ``M`` units there, so with ``r >= M`` it always fits.  Need loops and product
+loops keep ``T = K``.
+
+Medium loops (room loops outside products with ``T + 1 < r < M``: ``maxLength`` 35..127 on
+llama-bpe, where ``M`` = 128).  With ``r < M`` a long token can also overrun the loop after
+it *crosses* ``<en>`` (``c`` = 0 there), at its first byte or anywhere inside it (after
+``", "`` or a few units of a ``minLength``).  The invariant that keeps the masks exact: the
+mask automaton reads ``U*`` where the real loop allows ``r`` units, and a token it allows is
+really allowed exactly when, in each stretch of the token inside the loop (from the state it
+starts in, with ``c`` units done, or from an ``<en>`` it crosses, with 0), it starts at most
+``r - c`` units (the units counted as in "Short tails": a middle state holds one thread of
+``U*``, the unit walk).  After the loop is left the rest of the token reads the same states
+either way (the tail and the middle leave to the same states), so each stretch is checked on
+its own and a wrongly allowed token is exactly one with an overrunning stretch.  The first
+stretch is the near-end check above (a medium loop's whole middle is "near the end"); the
+others are :meth:`CountedGrammar._cross_bad`, per DFA state (independent of ``c``: a crossing
+resets the counter), and they are removed from that state's mask:
+
+- at an ``<en>`` state of a medium loop, the long tokens whose first byte takes ``<en>`` (its
+  own row has no move for it; following a chain of ``<en>`` of adjacent nullable loops) into
+  loop ``k`` and that start more than ``r_k`` units from the unit's start (``zero``, from the
+  unit walk's table: vectorised, no stepping);
+- a crossing at offset ``i >= 1`` needs the byte before it to lead to an ``<en>`` state of the
+  loop (``before``: the byte classes with a move into one, from one read of the table at
+  compile time) and the suffix from ``i`` to start more than ``r_k`` units: the tokens with
+  such a suffix (``yids``, with their largest such ``i``) are stepped exactly (``_run``) in
+  the states at most that many bytes before an ``<en>`` (``dist``, a reverse search, made
+  only when there is such a token).  On llama-bpe no long token holds a ``"`` before 35
+  string characters, so for JSON strings this set is empty and only ``zero`` is used.
+
+Costs: the cost graph leaves out, in each state, the tokens :meth:`CountedGrammar._cross_bad`
+removes there (really forbidden), so the costs stay as exact as they were.
 
 Stepping is exact: a state is ``(dfa state, units started in the current middle)``.  In a
 state with an ``<en>`` move, a byte its own row does not have takes ``<en>`` first (counter
-0); in a state with a ``<tp>`` move (a unit is complete), a byte that starts a unit either
+0; again while the state reached has an ``<en>`` move and no move for it: adjacent nullable
+loops, whose merged mask rows follow the same chain); in a state with a ``<tp>`` move (a unit is complete), a byte that starts a unit either
 counts it or, when ``X`` units are done, takes ``<tp>`` first.  A unit qualifies only when that is unambiguous: it is not nullable, no byte
 that starts a unit can extend a complete one, and (checked on the built automaton) a unit
 once started can only leave the middle by completing.  Otherwise the loop is left as it was.
@@ -124,9 +157,10 @@ MAX_PRODUCT_STATES = 50_000
 MAX_PRODUCT_PAIRS = 400_000
 #: explicit units after a room middle outside products (``T``; ``K`` when smaller): a token of
 #: more than ``T - 1`` bytes (a *long* token) could tell the counter in the last ``M - T``
-#: units of the middle (``M``: the longest token's bytes), so there its mask bit is checked by
-#: stepping it (:meth:`CountedGrammar.mask`); a room part is counted only when it holds at
-#: least ``M`` units (a long token entering the middle always fits).  llama-bpe: ``M`` = 128,
+#: units of the middle (``M``: the longest token's bytes), so there its mask bit is checked
+#: (:meth:`CountedGrammar.mask`); a room part of fewer than ``M`` units (a medium loop) is
+#: counted too, the long tokens that overrun it after its ``<en>`` masked off (module
+#: docstring, "Medium loops").  llama-bpe: ``M`` = 128,
 #: 231 tokens of more than 32 bytes; the tails are 33 units instead of 129 (Snowplow sp_338:
 #: 121,916 -> 49,775 states)
 TAIL = 33
@@ -598,13 +632,14 @@ class _UnitWalk:
     middle holds exactly one thread of ``U*``, and the middle is left, or the token rejected,
     exactly when that thread dies), so the units a token starts there come from here:
 
-    - ``from_state[q, j]``: the units long token ``ids[j]`` starts from unit state ``q``
-      before the walk dies or the token ends;
-    - ``suf_tok``, ``suf_off``, ``suf_prev``, ``suf_units``: per suffix of a long token with
-      at least ``tail + 2`` bytes (the token's column, its offset, the byte before it or 256,
-      the units the suffix starts from a unit's start).
+    - :meth:`from_state` ``(q)[j]``: the units long token ``ids[j]`` starts from unit state
+      ``q`` before the walk dies or the token ends (a row per state, made on first use);
+    - :meth:`suffixes` ``(before)``: the suffixes of long tokens (at least ``tail + 2``
+      bytes) that follow a byte of ``before``: their token's column, offset, and the units
+      they start from a unit's start (memoized per set of bytes).
 
-    Shared by all the grammars of one vocabulary (:data:`_WALKS`, per unit and tail)."""
+    Shared by all the grammars of one vocabulary (:data:`_WALKS`, per unit and tail).
+    """
 
     def __init__(self, unit: Dfa, vocab: Vocab, tail: int) -> None:
         n = len(unit.edges)
@@ -622,7 +657,7 @@ class _UnitWalk:
         canon = np.where(same, 0, np.arange(n))  # a complete unit that reads as the start is the start
         self.starts, self.step = starts, np.where(step >= 0, canon[np.maximum(step, 0)], -1)
         blob, off = vocab.blob()
-        data = np.frombuffer(blob, dtype=np.uint8)
+        self._data = np.frombuffer(blob, dtype=np.uint8)
         lens_all = (off[1:] - off[:-1]).astype(np.int64)
         long = lens_all >= tail
         for t in vocab.eog_ids:
@@ -632,17 +667,39 @@ class _UnitWalk:
         self.ids = ids
         self.pos = np.full(len(lens_all), -1, dtype=np.int64)  # token id -> column
         self.pos[ids] = np.arange(len(ids))
-        st, ln = off[ids].astype(np.int64), lens_all[ids]
-        nt = len(ids)
-        self.from_state = _walk(self.step, self.starts, data, np.tile(st, n), np.tile(ln, n),
-                                np.repeat(np.arange(n), nt)).reshape(n, nt)
-        per = np.maximum(ln - (tail + 1), 0)
-        tok = np.repeat(np.arange(nt), per)
-        i = np.arange(int(per.sum()), dtype=np.int64) - np.repeat(np.cumsum(per) - per, per)
-        self.suf_tok, self.suf_off = tok, i
-        self.suf_prev = np.where(i > 0, data[np.maximum(st[tok] + i - 1, 0)].astype(np.int64), 256)
-        self.suf_units = _walk(self.step, self.starts, data, st[tok] + i, ln[tok] - i,
-                               np.zeros(len(tok), dtype=np.int64))
+        self._st, self._ln = off[ids].astype(np.int64), lens_all[ids]
+        self._tail = tail
+        self._rows: dict[int, np.ndarray] = {}
+        self._suf: dict[bytes, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._lock = threading.Lock()
+
+    def from_state(self, q: int) -> np.ndarray:
+        hit = self._rows.get(q)
+        if hit is None:
+            hit = _walk(self.step, self.starts, self._data, self._st, self._ln,
+                        np.full(len(self.ids), q, dtype=np.int64))
+            hit.setflags(write=False)
+            with self._lock:
+                self._rows[q] = hit
+        return hit
+
+    def suffixes(self, before: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(column, offset, units) of the suffixes of at least ``tail + 2`` bytes whose
+        preceding byte is in ``before`` (bool[256])."""
+        key = np.packbits(before).tobytes()
+        hit = self._suf.get(key)
+        if hit is None:
+            st, ln, data = self._st, self._ln, self._data
+            per = np.maximum(ln - (self._tail + 1), 0)
+            tok = np.repeat(np.arange(len(ln)), per)
+            i = np.arange(int(per.sum()), dtype=np.int64) - np.repeat(np.cumsum(per) - per, per)
+            keep = (i > 0) & before[data[np.maximum(st[tok] + i - 1, 0)]]
+            tok, i = tok[keep], i[keep]
+            units = _walk(self.step, self.starts, data, st[tok] + i, ln[tok] - i, np.zeros(len(tok), dtype=np.int64))
+            hit = (tok, i, units)
+            with self._lock:
+                self._suf[key] = hit
+        return hit
 
 
 #: per vocabulary: (unit automaton, tail) -> :class:`_UnitWalk` (a few ms each, made once)
@@ -791,6 +848,7 @@ class CountedGrammar:
         self._cross_mask: dict[int, int | None] = {}  # DFA state -> mask id without them (None: as is)
         self._walks: dict[int, _UnitWalk] = {}  # loop -> its unit's walk of the long tokens
         self._qmaps: dict[int, np.ndarray | None] = {}  # loop -> unit state per middle state
+        self._exact_memo: dict[int, int | None] = {}  # state -> _exact
 
     @property
     def dfa(self) -> DFA:
@@ -818,11 +876,15 @@ class CountedGrammar:
         return self.inner.n_words
 
     def mask(self, state: int) -> np.ndarray:
-        mid = self._exact(state)
+        mid = self._exact_memo.get(state, -1)
+        if mid == -1:
+            mid = self._exact(state)
         return self.inner.mask(self._states[state][0]) if mid is None else self.inner.masks[mid]
 
     def allowed_ids(self, state: int) -> np.ndarray:
-        mid = self._exact(state)
+        mid = self._exact_memo.get(state, -1)
+        if mid == -1:
+            mid = self._exact(state)
         return self.inner.allowed_ids(self._states[state][0]) if mid is None else self.inner.masks.ids(mid)
 
     def _exact(self, state: int) -> int | None:
@@ -833,8 +895,14 @@ class CountedGrammar:
         s, c = self._states[state]
         k = self._mid[s]
         if k >= 0 and self._near[k] is not None and c > self._near[k]:
-            return self._near_end(state)
-        return self._cross_only(s) if self._any_short else None
+            hit = self._near_end(state)
+        else:
+            hit = self._cross_only(s) if self._any_short else None
+        with self._lock:
+            if len(self._exact_memo) >= 1_000_000:
+                self._exact_memo.clear()
+            self._exact_memo[state] = hit
+        return hit
 
     def _cross_only(self, s: int) -> int | None:
         """The mask id of DFA state ``s`` less :meth:`_cross_bad` (None: nothing removed)."""
@@ -947,7 +1015,7 @@ class CountedGrammar:
         q = -1 if qm is None else int(qm[s])
         if q >= 0:
             w = self._walk_of(k)
-            return cand[w.from_state[q, w.pos[cand]] > left]
+            return cand[w.from_state(q)[w.pos[cand]] > left]
         units = self._long_memo.setdefault(("u", s), {})
         tb = self.vocab.token_bytes
         bad = []
@@ -984,26 +1052,36 @@ class CountedGrammar:
             qm = np.full(len(mid), -1, dtype=np.int64)
             qm[heads] = 0
             fs, fq = heads, np.zeros(len(heads), dtype=np.int64)
+            # read by byte class when the unit does not tell a class's bytes apart (else by byte)
+            bc = self._bc_arr
+            rep_ = np.zeros(ncls, dtype=np.int64)
+            rep_[bc[::-1]] = np.arange(255, -1, -1)  # a byte of each class (the smallest)
+            by_class = bool((w.step[:, rep_[bc]] == w.step).all())
+            step = w.step[:, rep_] if by_class else w.step
+            nu = w.step.shape[0]
             while len(fs):
                 rows = m.trans[fs, :ncls].astype(np.int64)
                 for i, st in enumerate(fs.tolist()):
                     if self._en[st] >= 0:
                         rows[i] = self._own[st][:ncls]
-                rows = rows[:, self._bc_arr]
-                nq = w.step[fq]
+                if not by_class:
+                    rows = rows[:, bc]
+                nq = step[fq]
                 live = rows >= 0
                 inm = live & (mid[np.maximum(rows, 0)] == k)
                 if (inm & (nq < 0)).any() or (live & ~inm & (nq >= 0)).any():
                     qm = None
                     break
-                pairs = np.unique(np.stack([rows[inm], nq[inm]], axis=1), axis=0)
-                known = qm[pairs[:, 0]]
-                new = pairs[known < 0]
-                if ((known >= 0) & (known != pairs[:, 1])).any() or len(np.unique(new[:, 0])) != len(new):
+                key = np.unique(rows[inm] * nu + nq[inm])
+                ts, tq = key // nu, key % nu
+                known = qm[ts]
+                new = known < 0
+                ts, tq = ts[new], tq[new]
+                if ((known >= 0) & (known != key % nu)).any() or len(np.unique(ts)) != len(ts):
                     qm = None
                     break
-                qm[new[:, 0]] = new[:, 1]
-                fs, fq = new[:, 0], new[:, 1]
+                qm[ts] = tq
+                fs, fq = ts, tq
         with self._lock:
             self._qmaps[k] = qm
         return qm
@@ -1041,12 +1119,16 @@ class CountedGrammar:
                             seen.add(p)
                             todo.append(p)
                 src[k] = np.array(sorted(seen), dtype=np.int64)
-        allsrc = np.concatenate(list(src.values())) if src else np.zeros(0, dtype=np.int64)
-        col_ok = np.zeros(m.trans.shape[1], dtype=bool)
-        col_ok[:ncls] = True
-        dist = _automaton._bfs(m.trans, allsrc, reverse=True, col_ok=col_ok)
-        pred = np.flatnonzero((dist >= 0) & (dist <= 1))
-        rows = m.trans[pred, :ncls].astype(np.int64)
+        # the byte classes that lead to an <en> state of each loop (one read of the table)
+        is_e = np.zeros(n, dtype=bool)
+        for ss in src.values():
+            is_e[ss] = True
+        cls_in = np.isin(m.trans[:, :ncls], np.flatnonzero(is_e), kind="table")
+        hit_c = np.flatnonzero(cls_in.any(axis=0))  # (few columns: read those again)
+        hit_t = np.zeros(0, dtype=np.int64)
+        if len(hit_c):
+            rr, cc = np.nonzero(cls_in[:, hit_c])
+            hit_t, hit_c = m.trans[rr, hit_c[cc]].astype(np.int64), hit_c[cc]
         zero: dict[int, np.ndarray] = {}
         ymax = np.zeros(0, dtype=np.int64)
         yid = np.zeros(0, dtype=np.int64)
@@ -1055,15 +1137,15 @@ class CountedGrammar:
             r = lp.x + lp.tail
             w = self._walk_of(k)
             ok = self._long(lp.tail)[w.ids]  # (the grammar's special tokens are not text)
-            zero[k] = w.ids[ok & (w.from_state[0] > r)]
-            is_e = np.zeros(n, dtype=bool)
-            is_e[ss] = True
+            zero[k] = w.ids[ok & (w.from_state(0) > r)]
+            is_k = np.zeros(n, dtype=bool)
+            is_k[ss] = True
             into = np.zeros(ncls, dtype=bool)
-            into[np.nonzero((rows >= 0) & is_e[np.maximum(rows, 0)])[1]] = True
-            b_in = np.append(into[self._bc_arr], False)  # (256: offset 0, the zero case)
-            sel = b_in[w.suf_prev] & (w.suf_units > r) & ok[w.suf_tok]
-            yid = np.concatenate([yid, w.ids[w.suf_tok[sel]]])
-            ymax = np.concatenate([ymax, w.suf_off[sel]])
+            into[hit_c[is_k[hit_t]]] = True
+            tok, off, units = w.suffixes(into[self._bc_arr])
+            sel = (units > r) & ok[tok]
+            yid = np.concatenate([yid, w.ids[tok[sel]]])
+            ymax = np.concatenate([ymax, off[sel]])
         if len(yid):
             best = np.full(self.vocab.n_tokens, -1, dtype=np.int64)
             np.maximum.at(best, yid, ymax)
@@ -1071,6 +1153,13 @@ class CountedGrammar:
             ymax = best[yids]
         else:
             yids = yid
+        if len(yids):
+            allsrc = np.concatenate(list(src.values()))
+            col_ok = np.zeros(m.trans.shape[1], dtype=bool)
+            col_ok[:ncls] = True
+            dist = _automaton._bfs(m.trans, allsrc, reverse=True, col_ok=col_ok)
+        else:
+            dist = np.full(n, -1, dtype=np.int32)  # (no token to step anywhere)
         return _Cross(zero, yids, ymax, int(ymax.max(initial=-1)), dist)
 
     def _entered(self, s: int) -> np.ndarray:
@@ -1194,7 +1283,9 @@ class CountedGrammar:
         automaton over all tokens), else by stepping the token."""
         s, c = self._states[state]
         ids, nxt = self._successors(s)
-        mid = self._exact(state)  # some long tokens may overrun a loop here
+        mid = self._exact_memo.get(state, -1)
+        if mid == -1:
+            mid = self._exact(state)  # some long tokens may overrun a loop here
         if mid is not None:
             keep = np.isin(ids, self.inner.masks.ids(mid), assume_unique=True)
             ids, nxt = ids[keep], nxt[keep]
@@ -1605,4 +1696,6 @@ def _assemble(d: DFA, loops: Sequence[Loop], vocab: Vocab, *, grammar_key: str, 
     cg = CountedGrammar(d, tuple(loops), inner, grammar_key=grammar_key, meta=m)
     cg._mid = mid.tolist()
     cg._mid_arr = mid
+    if cg._any_short:
+        cg._cross_info()  # (a read of the whole table: here, not in a first mask)
     return cg
