@@ -1670,6 +1670,8 @@ def _assemble(d: DFA, loops: Sequence[Loop], vocab: Vocab, *, grammar_key: str, 
         if lp.en in col:
             c = ncls + col[lp.en]
             for s in np.nonzero(d.trans[:, c] >= 0)[0].tolist():
+                if s in en_to:
+                    return None  # two loops entered from one state (one counter per state)
                 en_to[s] = int(d.trans[s, c])
     own_rows = {s: trans2[s].copy() for s in en_to}
     for s in en_to:
