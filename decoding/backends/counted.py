@@ -121,6 +121,7 @@ from typing import Sequence
 
 import numpy as np
 
+from decoding import _native
 from decoding.backends import automaton as _automaton
 from decoding.backends.automaton import DFA, compile_dfa, regular_dfa
 from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN
@@ -916,10 +917,9 @@ class CountedGrammar:
 
     def _without(self, s: int, bad: np.ndarray) -> int:
         """The id of the mask of DFA state ``s`` with the tokens ``bad`` cleared (interned)."""
-        m = self.inner.mask(s).copy()
-        b = np.asarray(bad, dtype=np.int64)
-        np.bitwise_and.at(m, b >> 5, ~(np.uint32(1) << (b & 31).astype(np.uint32)))
-        return self.inner.masks.intern(m)
+        off = np.zeros(self.inner.n_words, dtype=np.uint32)
+        _native.mask_from_ids(off, np.sort(np.asarray(bad)).astype(np.uint32))
+        return self.inner.masks.intern(self.inner.mask(s) & ~off)
 
     def _long(self, tail: int) -> np.ndarray:
         """bool per token: a text token of more than ``tail - 1`` bytes (neither a special of
@@ -982,20 +982,29 @@ class CountedGrammar:
         would start more units than the middle and the tail have left (``u > X + T - c``; with
         ``u <= X + T - c`` the token ends in the middle or in the explicit tail, as in the mask
         automaton's ``U*``).  Only tokens of more bytes than that are walked (a token starts at
-        most one unit per byte), once per state.  The mask's id in the mask automaton's
-        table (memoized per state and units left), or None when no token is removed."""
+        most one unit per byte), once per state; where the state's unit state is known, the
+        units of all of them come from the unit walk's table at once (:meth:`_by_units`) and
+        the tokens removed are the first ones of that order.  The mask's id in the mask
+        automaton's table (memoized per state and units left, or number of tokens removed),
+        or None when no token is removed."""
         s, c = self._states[state]
         k = self._mid[s]
         lp = self.loops[k]
         left = lp.x + lp.tail - c
-        cand, lens = self._long_cands(s)
-        n = int(np.searchsorted(-lens, -left, side="left"))  # cand[:n]: more bytes than units left
+        by_units = self._by_units(s, k)
+        if by_units is not None:  # the candidates by units, most first: those above ``left``
+            ids_u, us = by_units
+            n = int(np.searchsorted(-us, -left, side="left"))
+            key = (s, -n)  # (one mask per number removed: nested sets)
+        else:
+            cand, lens = self._long_cands(s)
+            n = int(np.searchsorted(-lens, -left, side="left"))  # cand[:n]: more bytes than units left
+            key = (s, left)
         if n == 0:
             return self._cross_only(s) if self._any_short else None
-        key = (s, left)
         if key in self._near_memo:
             return self._near_memo[key]
-        bad = self._overrun(s, k, left, cand[:n])
+        bad = ids_u[:n] if by_units is not None else self._overrun(s, k, left, cand[:n])
         if self._any_short:
             cross = self._cross_bad(s)
             if len(cross):
@@ -1004,7 +1013,27 @@ class CountedGrammar:
         with self._lock:
             if len(self._near_memo) >= 4096:
                 self._near_memo.clear()
-            self._near_memo[(s, left)] = hit
+            self._near_memo[key] = hit
+        return hit
+
+    def _by_units(self, s: int, k: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """(the long tokens allowed in middle state ``s`` of loop ``k``, the units each starts
+        there before it leaves the middle), most units first, from the unit walk's table;
+        None where ``s``'s unit state is not known (memoized per state)."""
+        key = ("o", s)
+        if key in self._long_memo:
+            return self._long_memo[key]
+        qm = self._unit_states(k)
+        q = -1 if qm is None else int(qm[s])
+        hit = None
+        if q >= 0:
+            cand, _ = self._long_cands(s)
+            w = self._walk_of(k)
+            u = w.from_state(q)[w.pos[cand]]
+            order = np.argsort(-u, kind="stable")
+            hit = (cand[order], u[order])
+        with self._lock:
+            self._long_memo[key] = hit
         return hit
 
     def _overrun(self, s: int, k: int, left: int, cand: np.ndarray) -> np.ndarray:
