@@ -78,8 +78,8 @@ def breakdown(vocab: Vocab, split: str, limit: int | None, repeat: int) -> None:
     sizes: list[tuple[int, int]] = []
     minimize = automaton._minimize
 
-    def spy(dfa, deadline=None):  # (subset states, minimal states) of each minimisation
-        out = minimize(dfa, deadline)
+    def spy(dfa, deadline=None, live=None):  # (subset states, minimal states) of each minimisation
+        out = minimize(dfa, deadline, live)
         sizes.append((dfa.n_states, out.n_states))
         return out
 
