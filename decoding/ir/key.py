@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from json.encoder import encode_basestring as _encode_str  # json.dumps(str, ensure_ascii=False)
 from typing import Any
 
@@ -84,7 +85,8 @@ def _fold(text: str) -> str:
 def _ir_text(grammar: Grammar, fold_above: int | None) -> str:
     """:func:`canonical_ir_text`, with every subtree text longer than ``fold_above`` (None:
     none) folded to :func:`_fold` of it in its parents' texts."""
-    plain = _plain_texts() if fold_above is None else _plain_folded(fold_above)
+    plain = _plain_texts(fold_above)
+    limit = sys.maxsize if fold_above is None else fold_above
     memo: dict[int, str] = {}
     keep: list[Node] = []  # memo keys stay valid: no node is freed while memo lives
     for _, root in grammar.rules:
@@ -102,9 +104,7 @@ def _ir_text(grammar: Grammar, fold_above: int | None) -> str:
                     text = '["choice",[' + ",".join([memo[id(x)] for x in n.items]) + "]]"
                 else:
                     text = _node_text(n, memo)
-                if fold_above is not None and len(text) > fold_above:
-                    text = _fold(text)
-                memo[id(n)] = text
+                memo[id(n)] = _fold(text) if len(text) > limit else text
                 keep.append(n)
                 continue
             i = id(n)
@@ -117,10 +117,10 @@ def _ir_text(grammar: Grammar, fold_above: int | None) -> str:
             cls = n.__class__
             if cls is Lit:
                 text = '["lit","' + n.data.hex() + '"]'
-                memo[i] = _fold(text) if fold_above is not None and len(text) > fold_above else text
+                memo[i] = _fold(text) if len(text) > limit else text
             elif cls is Ref:
                 text = '["ref",' + _dumps(n.name) + "]"
-                memo[i] = _fold(text) if fold_above is not None and len(text) > fold_above else text
+                memo[i] = _fold(text) if len(text) > limit else text
             else:
                 kids = n.items if cls is Seq or cls is Choice or cls is Inter else \
                     (n.item,) if cls is Repeat else (n.base, n.minus) if cls is Diff else ()
@@ -131,7 +131,7 @@ def _ir_text(grammar: Grammar, fold_above: int | None) -> str:
                             stack.append(k)
                     continue
                 text = _node_text(n, memo)
-                memo[i] = _fold(text) if fold_above is not None and len(text) > fold_above else text
+                memo[i] = _fold(text) if len(text) > limit else text
             keep.append(n)
     rules = ",".join(f"[{_dumps(name)},{memo[id(node)]}]" for name, node in grammar.rules)
     return f'{{"max_depth":{_dumps(grammar.max_depth)},"rules":[{rules}],"start":{_dumps(grammar.start)}}}'
@@ -142,35 +142,24 @@ def _num(x: object) -> str:
     return str(x) if type(x) is int else "null" if x is None else _dumps(x)
 
 
-#: canonical text of each registered plain node (:func:`decoding.ir.nodes.register_plain`,
-#: kept alive for the life of the process), by id
-_PLAIN_TEXT: dict[int, str] = {}
+#: per fold threshold (None: unfolded, :func:`canonical_ir_text`), the text of each registered
+#: plain node (:func:`decoding.ir.nodes.register_plain`, kept alive for the life of the
+#: process) as :func:`_ir_text` writes it, by id
+_PLAIN_TEXT: dict[int | None, dict[int, str]] = {}
 
 
-#: per fold threshold, :data:`_PLAIN_TEXT` with long texts folded as :func:`grammar_digest` does
-_PLAIN_FOLDED: dict[int, dict[int, str]] = {}
-
-
-def _plain_folded(fold_above: int) -> dict[int, str]:
-    """The registered plain nodes' texts as :func:`_ir_text` writes them with ``fold_above``."""
+def _plain_texts(fold_above: int | None) -> dict[int, str]:
+    """The table of :data:`_PLAIN_TEXT` for ``fold_above``, first completed with the nodes
+    registered since."""
     nodes = plain_nodes()
-    out = _PLAIN_FOLDED.setdefault(fold_above, {})
+    out = _PLAIN_TEXT.setdefault(fold_above, {})
     if len(out) < len(nodes):
+        limit = sys.maxsize if fold_above is None else fold_above
         for n in list(nodes):  # every node after its subtree's
             if id(n) not in out:
                 text = _node_text(n, out)
-                out[id(n)] = _fold(text) if len(text) > fold_above else text
+                out[id(n)] = _fold(text) if len(text) > limit else text
     return out
-
-
-def _plain_texts() -> dict[int, str]:
-    """:data:`_PLAIN_TEXT`, first completed with the nodes registered since."""
-    nodes = plain_nodes()
-    if len(_PLAIN_TEXT) < len(nodes):
-        for n in list(nodes):  # every node after its subtree's
-            if id(n) not in _PLAIN_TEXT:
-                _PLAIN_TEXT[id(n)] = _node_text(n, _PLAIN_TEXT)
-    return _PLAIN_TEXT
 
 
 def _node_text(n: Node, memo: dict[int, str]) -> str:
