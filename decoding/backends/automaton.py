@@ -1613,12 +1613,7 @@ def _minimal_dfa(nfa: "_NFA | _NFARef", start: int, end: int, specials: tuple[st
     try:
         dfa = _determinize(nfa, start, end, specials, deadline, sub, what, max_bytes)
     except LimitError as e:
-        if e.limit == "max_subset_bytes" or f"max_states={sub} " not in str(e):
-            raise
-        raise LimitError(f"{what}: automaton exceeds max_states={max_states} DFA states (limit "
-                         f"max_dfa_states): its subset construction made more than {sub} states "
-                         f"({SUBSET_STATES_FACTOR} x max_states) before minimisation; simplify the "
-                         "grammar or raise the limit", limit="max_dfa_states", value=max_states) from None
+        raise _subset_limit(e, sub, max_states, what) from None
     if empty_ok and not _reaches_accept(dfa):
         return None
     dfa = _trimmed_minimal(dfa, deadline)
@@ -1627,6 +1622,18 @@ def _minimal_dfa(nfa: "_NFA | _NFARef", start: int, end: int, specials: tuple[st
                          f"max_dfa_states): its minimal DFA has {dfa.n_states}; simplify the grammar or "
                          "raise the limit", limit="max_dfa_states", value=max_states)
     return DFA(dfa.byte_class, dfa.trans, dfa.accepting, dfa.specials, dfa.n_classes, trimmed=True)
+
+
+def _subset_limit(e: LimitError, sub: int, max_states: int, what: str) -> LimitError:
+    """``e`` (raised by :func:`_determinize` bounded at ``sub`` states) as the caller reports
+    it: past the subset bound, the ``max_dfa_states`` limit it stands for (``sub`` is
+    ``SUBSET_STATES_FACTOR`` times it); any other limit as it is."""
+    if e.limit == "max_subset_bytes" or f"max_states={sub} " not in str(e):
+        return e
+    return LimitError(f"{what}: automaton exceeds max_states={max_states} DFA states (limit "
+                      f"max_dfa_states): its subset construction made more than {sub} states "
+                      f"({SUBSET_STATES_FACTOR} x max_states) before minimisation; simplify the "
+                      "grammar or raise the limit", limit="max_dfa_states", value=max_states)
 
 
 def _trimmed_minimal(dfa: DFA, deadline: _Deadline | None) -> DFA:

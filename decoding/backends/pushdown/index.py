@@ -467,12 +467,7 @@ class _RuleBuilder:
         try:
             det = A._determinize(built, 0, end, specials, deadline, sub, what, self.lim.max_subset_bytes)  # type: ignore[arg-type]
         except LimitError as e:  # (worded as _minimal_dfa words it)
-            if e.limit == "max_subset_bytes" or f"max_states={sub} " not in str(e):
-                raise
-            raise LimitError(f"{what}: automaton exceeds max_states={max_states} DFA states (limit "
-                             f"max_dfa_states): its subset construction made more than {sub} states "
-                             f"({A.SUBSET_STATES_FACTOR} x max_states) before minimisation; simplify the "
-                             "grammar or raise the limit", limit="max_dfa_states", value=max_states) from None
+            raise A._subset_limit(e, sub, max_states, what) from None
         nsym = det.trans.shape[1]
         try:
             nblocks, tb, ab, live = _native.dfa_minimize_table(det.trans.reshape(-1), nsym,
