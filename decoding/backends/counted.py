@@ -643,11 +643,8 @@ class _UnitWalk:
     """
 
     def __init__(self, unit: Dfa, vocab: Vocab, tail: int) -> None:
+        table = _unit_table(unit)
         n = len(unit.edges)
-        table = np.full((n, 256), -1, dtype=np.int64)
-        for q, es in enumerate(unit.edges):
-            for lo, hi, t in es:
-                table[q, lo:hi + 1] = t
         bound = np.zeros(n, dtype=bool)
         bound[list(unit.accept)] = True
         bound[0] = True
@@ -1561,14 +1558,20 @@ class CountedGrammar:
         self._lin[lp.index] = 0
 
 
-def _unit_starts(unit: Dfa, vocab: Vocab) -> np.ndarray:
-    """Per token: how many units start while a walk of ``unit`` (restarting at every
-    accepting state) reads it from the start; -1 where the walk rejects it."""
-    n = len(unit.edges)
-    table = np.full((n, 256), -1, dtype=np.int64)
+def _unit_table(unit: Dfa) -> np.ndarray:
+    """The unit automaton's transitions as an int64 ``(states, 256)`` table (-1: none)."""
+    table = np.full((len(unit.edges), 256), -1, dtype=np.int64)
     for q, es in enumerate(unit.edges):
         for lo, hi, t in es:
             table[q, lo:hi + 1] = t
+    return table
+
+
+def _unit_starts(unit: Dfa, vocab: Vocab) -> np.ndarray:
+    """Per token: how many units start while a walk of ``unit`` (restarting at every
+    accepting state) reads it from the start; -1 where the walk rejects it."""
+    table = _unit_table(unit)
+    n = len(unit.edges)
     final = np.zeros(n, dtype=bool)
     final[list(unit.accept)] = True
     blob, off = vocab.blob()
