@@ -508,6 +508,21 @@ class _Built:
     sp_tgt: np.ndarray
 
 
+def _leaf_tag(n: Node) -> tuple | None:
+    """:class:`_SameBody`'s structural tag of a leaf (Lit, ByteSet, Special, Dfa); None for a
+    Ref or a node class it does not know (the body then keeps its own rule)."""
+    cls = n.__class__
+    if cls is _Lit:
+        return ("Lit", n.data)  # type: ignore[union-attr]
+    if cls is _ByteSet:
+        return ("ByteSet", n.ranges)  # type: ignore[union-attr]
+    if cls is Special:
+        return ("Special", n.text)  # type: ignore[union-attr]
+    if cls is _Dfa:
+        return ("Dfa", n.edges, n.accept)  # type: ignore[union-attr]
+    return None
+
+
 class _SameBody:
     """Structural identity of Ref-free rule bodies: equal bodies get one number (interned
     bottom-up, each distinct node object visited once: linear in the IR, iterative, unlike
@@ -553,22 +568,14 @@ class _SameBody:
         elif cls is _Inter or cls is _Diff:
             sub = tuple([self._rec(k) for k in _children(n)])
             tag = None if None in sub else (cls.__name__, sub)
-        elif cls is _Lit:
-            tag = ("Lit", n.data)  # type: ignore[union-attr]
-        elif cls is _ByteSet:
-            tag = ("ByteSet", n.ranges)  # type: ignore[union-attr]
-        elif cls is Special:
-            tag = ("Special", n.text)  # type: ignore[union-attr]
-        elif cls is _Dfa:
-            tag = ("Dfa", n.edges, n.accept)  # type: ignore[union-attr]
-        else:  # a Ref, or a node class this does not know
-            tag = None
+        else:
+            tag = _leaf_tag(n)
         v = ids[i] = None if tag is None else self._intern.setdefault(tag, len(self._intern))
         self._keep.append(n)
         return v
 
     def _walk(self, root: Node) -> int | None:
-        from decoding.ir import ByteSet, Choice, Dfa, Diff, Inter, Lit, Repeat, Seq, children
+        from decoding.ir import Choice, Diff, Inter, Repeat, Seq, children
         ids = self._ids
         stack: list[tuple[Node, bool]] = [(root, False)]
         while stack:
@@ -588,18 +595,13 @@ class _SameBody:
                     self._keep.append(n)
                     continue
                 tag: tuple = (cls.__name__, sub, n.min, n.max) if cls is Repeat else (cls.__name__, sub)
-            elif cls is Lit:
-                tag = ("Lit", n.data)  # type: ignore[union-attr]
-            elif cls is ByteSet:
-                tag = ("ByteSet", n.ranges)  # type: ignore[union-attr]
-            elif cls is Special:
-                tag = ("Special", n.text)  # type: ignore[union-attr]
-            elif cls is Dfa:
-                tag = ("Dfa", n.edges, n.accept)  # type: ignore[union-attr]
-            else:  # a Ref, or a node class this does not know
-                ids[id(n)] = None
-                self._keep.append(n)
-                continue
+            else:
+                leaf = _leaf_tag(n)
+                if leaf is None:  # a Ref, or a node class this does not know
+                    ids[id(n)] = None
+                    self._keep.append(n)
+                    continue
+                tag = leaf
             ids[id(n)] = self._intern.setdefault(tag, len(self._intern))
             self._keep.append(n)
         return ids[id(root)]
