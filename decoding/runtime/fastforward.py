@@ -2,8 +2,9 @@
 fast-forward.
 
 When the automaton allows exactly one continuation (a closing tag, a property name), the
-forced bytes are tokenized canonically and appended in one batched ``eval`` instead of
-being sampled one token at a time.  The KV cache stays consistent because every token,
+forced bytes are tokenized canonically and appended instead of being sampled one token at
+a time: they are evaluated in one batched ``eval`` together with the sampled token before
+them (one llama.cpp decode per sampled token, however many tokens are forced after it).  The KV cache stays consistent because every token,
 forced or sampled, goes through ``Llama.eval`` in order (the cache holds exactly the
 prompt plus the output so far).
 
@@ -124,6 +125,9 @@ def generate_fast(llm: Any, compiled: CompiledGrammar | None, *, prompt: str | N
         eog = set(vocab.eog_ids)
     rng = np.random.default_rng(seed)
     out: list[int] = []
+    # tokens in ``out`` not yet evaluated: the last sampled token and the forced run after
+    # it go to llama.cpp together, in one ``eval`` (one decode call instead of two)
+    pending: list[int] = []
     n_forced = 0
     mask_s = 0.0
     reason = "length"
@@ -139,10 +143,13 @@ def generate_fast(llm: Any, compiled: CompiledGrammar | None, *, prompt: str | N
                     acc.append(t)
             mask_s += time.perf_counter() - tm
             if acc:
-                llm.eval(acc)
+                pending += acc
                 out += acc
                 n_forced += len(acc)
                 continue
+        if pending:
+            llm.eval(pending)
+            pending = []
         logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1), shape=(n_vocab,))
         allowed = None
         if matcher is not None:
@@ -159,7 +166,9 @@ def generate_fast(llm: Any, compiled: CompiledGrammar | None, *, prompt: str | N
         if matcher is not None and not matcher.advance(tok):  # pragma: no cover - mask forbids it
             raise ProcessorError(f"generate_fast: sampled token {tok} is not allowed by the grammar")
         out.append(tok)
-        llm.eval([tok])
+        pending.append(tok)
+    if pending:  # (the cache holds the prompt plus the whole output, as after every step)
+        llm.eval(pending)
     t2 = time.perf_counter()
     text = vocab.decode(out).decode("utf-8", errors="replace")
     complete = True if matcher is None else matcher.is_accepting()
