@@ -1597,11 +1597,11 @@ class _Compiler:
                 return NOTHING
             props = {k: (False if k in bad else v) for k, v in props.items()}
         deps = self._dep_required(s, ptr)
-        for k in {k for t, ds in deps.items() for k in (t, *ds)} - set(props) - set(required):
+        for k in {k for t, ds in deps.items() for k in (t, *ds)} - set(props) - set(required) if deps else ():
             if any(re.search(p, k) for p in pp):
                 raise SchemaError(ptr, "dependentRequired", f"dependency on {k!r}, which only "
                                   "patternProperties declare, is not supported")
-        changed = True
+        changed = bool(deps)
         while changed:  # a required trigger makes its dependents required
             changed = False
             for t, ds in deps.items():
@@ -1630,39 +1630,49 @@ class _Compiler:
                 for k in [t, *ds]:
                     if k not in names:
                         names.append(k)
-        members: list[tuple[str, Node, bool]] = []
+        # each member as the parts of its sequence ``"key" : value`` (its Seq is never made:
+        # every use splices the parts into a longer seq, which flattens them the same way)
+        members: list[tuple[str, tuple[Node, Node, Node], bool]] = []
+        colon = self.colon
         for key in names:
-            vs = value_schema(key)
+            if pp:
+                vs = value_schema(key)
+            else:  # (value_schema without patterns)
+                vs = props[key] if key in props else addl if addl is not None else True
             req = key in required
-            vptr = pointer_join(ptr, "properties", key)
             if vs is False or (key not in props and addl is False and not any(re.search(p, key) for p in pp)):
                 if req:
                     return NOTHING
                 continue
+            vptr = pointer_join(ptr, "properties", key)
             self._keep.append(vs)
             v = self.hoist(self.node(vs, vptr), vptr)
             if _nothing(v):
                 if req:
                     return NOTHING
                 continue
-            members.append((key, seq(lit(quote(key)), self.colon, v), req))
-        # dependencies between emittable members (a trigger whose dependent can never be
-        # emitted is itself never emitted)
-        while True:
+            members.append((key, (lit(quote(key)), colon, v), req))
+        cons: list[tuple[str, frozenset[str]]] = []
+        last: list[int] = []
+        tracked: set[str] = set()
+        if deps:
+            # dependencies between emittable members (a trigger whose dependent can never be
+            # emitted is itself never emitted)
+            while True:
+                emitted = {k for k, _, _ in members}
+                banned = {t for t, ds in deps.items() if t in emitted and not set(ds) <= emitted}
+                if not banned:
+                    break
+                if any(r for k, _, r in members if k in banned):
+                    return NOTHING
+                members = [m for m in members if m[0] not in banned]
             emitted = {k for k, _, _ in members}
-            banned = {t for t, ds in deps.items() if t in emitted and not set(ds) <= emitted}
-            if not banned:
-                break
-            if any(r for k, _, r in members if k in banned):
-                return NOTHING
-            members = [m for m in members if m[0] not in banned]
-        emitted = {k for k, _, _ in members}
-        cons = [(t, frozenset(ds) - {t}) for t, ds in deps.items()
-                if t in emitted and t not in required and not set(ds) <= set(required)]
-        cons = [(t, ds) for t, ds in cons if ds]
-        pos = {k: i for i, (k, _, _) in enumerate(members)}
-        last = [max(pos[k] for k in (t, *ds)) for t, ds in cons]
-        tracked = {k for t, ds in cons for k in (t, *ds)}
+            cons = [(t, frozenset(ds) - {t}) for t, ds in deps.items()
+                    if t in emitted and t not in required and not set(ds) <= set(required)]
+            cons = [(t, ds) for t, ds in cons if ds]
+            pos = {k: i for i, (k, _, _) in enumerate(members)}
+            last = [max(pos[k] for k in (t, *ds)) for t, ds in cons]
+            tracked = {k for t, ds in cons for k in (t, *ds)}
         if len(tracked) > 12:
             raise SchemaError(ptr, "dependentRequired", f"dependencies among {len(tracked)} properties "
                               "are too many to track exactly (limit 12)")
@@ -1733,12 +1743,12 @@ class _Compiler:
                     # skipping and taking lead to the same state: ``L ("," m)?`` holds one
                     # copy of L, not two (with two, a run of optional members doubles the
                     # IR per member: 16 optional properties were 4.9 million NFA states)
-                    new.setdefault((c, fl), []).append(L + (opt(seq(self.comma if c else EMPTY, m)),))
+                    new.setdefault((c, fl), []).append(L + (opt(seq(self.comma if c else EMPTY, *m)),))
                     continue
                 if not req:
                     new.setdefault((c, fl), []).append(L)
                 if take:
-                    new.setdefault((c2, fl2), []).append(L + (self.comma if c else EMPTY, m))
+                    new.setdefault((c2, fl2), []).append(L + (self.comma if c else EMPTY, *m))
             if key in tracked:
                 done = [cons[j] for j in range(len(cons)) if last[j] == i]
                 live = {k for j in range(len(cons)) if last[j] > i for k in (cons[j][0], *cons[j][1])}
