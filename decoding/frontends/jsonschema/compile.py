@@ -1766,6 +1766,16 @@ class _Compiler:
                     alt = choice(*[seq(*L) for L in ls])
                     if not _nothing(alt):
                         states[k] = (alt,)
+        kw = next((k for k in ("maxProperties", "minProperties", "properties", "required") if k in s), None)
+        if extra is None and len(states) == 1:
+            # one state: ``seq("{", ws, seq(*L), ws, "}")`` spliced at once (the same IR: a
+            # sequence of parts none of which is a Seq holding only a Seq flattens the same
+            # in one step as in two, and the choices of one alternative below are that one)
+            ((c, _), L), = states.items()
+            if c < minp:
+                return NOTHING
+            node = seq(lit("{"), self.ws, *L, self.ws, lit("}"))
+            return NOTHING if _nothing(node) else self.bounded(node, ptr, kw)
         counts: dict[int, list[Node]] = {}
         for (c, _), L in states.items():
             counts.setdefault(c, []).append(seq(*L))
@@ -1799,7 +1809,6 @@ class _Compiler:
             body = choice(*ok) if ok else NOTHING
         if _nothing(body):
             return NOTHING
-        kw = next((k for k in ("maxProperties", "minProperties", "properties", "required") if k in s), None)
         return self.bounded(seq(lit("{"), self.ws, body, self.ws, lit("}")), ptr, kw)
 
     def _dep_required(self, s: dict, ptr: str) -> dict[str, list[str]]:
