@@ -219,6 +219,8 @@ MAX_UNIQUE_DOMAIN = 10
 UNSUPPORTED: dict[str, frozenset[str]] = {
     "$recursiveRef": frozenset(TYPES),
 }
+#: every keyword :meth:`_Compiler.base` does not list as ignored
+_KNOWN = SUPPORTED | ANNOTATIONS | frozenset(UNSUPPORTED)
 #: keywords compiled by intersection/complement (decoding.frontends.jsonschema.logic)
 LOGIC = ("not", "if")
 _KIND_KW = {
@@ -256,11 +258,7 @@ class _Compiler:
         self.lenient = lenient
         self.max_depth = max_depth
         self.free_depth = free_depth
-        self.ws: Node = EMPTY if whitespace in ("compact", "natural") else rep(byteset([(9, 10), (13, 13), (32, 32)]), 0, max_ws)
-        self.comma = seq(self.ws, lit(","), self.ws)
-        self.colon = seq(self.ws, lit(":"), self.ws)
-        if whitespace == "natural":  # json.dumps' default separators: exactly ", " and ": "
-            self.comma, self.colon = lit(", "), lit(": ")
+        self.ws, self.comma, self.colon = _separators(whitespace, max_ws)
         self.rules: dict[str, Node] = {}
         self._estimates: dict = {}  # size estimates of this compile (see _estimate)
         self.rule_of_ptr: dict[tuple, str] = {}
@@ -284,21 +282,23 @@ class _Compiler:
         the chain of resources entered while compiling, static here), and remote documents
         from ``registry`` only (a ``referencing.Registry`` or a mapping URI -> schema);
         never the network."""
-        import referencing
-        import referencing.jsonschema as rj
+        referencing, rj = _referencing()
         self._refs_mod = referencing
         dialect = self.root.get("$schema") if isinstance(self.root, dict) else None
         self._spec = rj.specification_with(dialect, default=rj.DRAFT202012) \
             if isinstance(dialect, str) else rj.DRAFT202012
-        #: draft-07 and older: ``$ref`` overrides its sibling keywords (``$id`` too)
-        self.ref_alone = self._spec in (rj.DRAFT3, rj.DRAFT4, rj.DRAFT6, rj.DRAFT7)
+        #: draft-07 and older: ``$ref`` overrides its sibling keywords (``$id`` too).  (By
+        #: identity: ``specification_with`` returns these objects themselves, and comparing
+        #: specifications by value compares every field)
+        spec = self._spec
+        self.ref_alone = spec is rj.DRAFT7 or spec is rj.DRAFT4 or spec is rj.DRAFT6 or spec is rj.DRAFT3
         try:
-            reg = _registry(registry)
-            root_res = self._spec.create_resource(self.root)
-            self._root_scope = (reg, root_res)
+            reg = self._root_registry = _registry(registry)
             self._resolver_now: Any = None
             if registry is not None or isinstance(self.root, dict) and ("$id" in self.root or "id" in self.root):
-                self._resolver_now = reg.resolver_with_root(root_res)  # (else made on first use: it cannot fail)
+                self._resolver_now = reg.resolver_with_root(self._spec.create_resource(self.root))
+            # (else made on first use, see _resolver: ``create_resource`` wraps the root, it
+            # cannot fail, and neither can ``resolver_with_root`` of a root without an id)
         except (referencing.exceptions.CannotDetermineSpecification, TypeError, ValueError) as e:
             raise SchemaError("", None, f"registry: {e}") from None
         self._res_of: dict[int, Any] = {}
@@ -312,8 +312,7 @@ class _Compiler:
         schema without references never needs it)."""
         r = self._resolver_now
         if r is None:
-            reg, res = self._root_scope
-            r = self._resolver_now = reg.resolver_with_root(res)
+            r = self._resolver_now = self._root_registry.resolver_with_root(self._spec.create_resource(self.root))
         return r
 
     @_resolver.setter
@@ -608,7 +607,8 @@ class _Compiler:
         return s
 
     def node(self, s: Any, ptr: str) -> Node:
-        s = self.ref_only(s)
+        if self.ref_alone:
+            s = self.ref_only(s)
         if isinstance(s, dict) and ("$id" in s or "id" in s):
             with self.subschema(s):
                 return self._node(s, ptr)
@@ -696,7 +696,7 @@ class _Compiler:
             return NOTHING
         if not isinstance(s, dict):
             raise SchemaError(ptr, None, f"a schema must be an object or a boolean, got {type(s).__name__}")
-        if set(s) <= ANNOTATIONS:
+        if ANNOTATIONS.issuperset(s):
             return self.free(self.free_depth)
         rkw = "$ref" if "$ref" in s else "$dynamicRef" if "$dynamicRef" in s else None
         if rkw is not None:
@@ -1205,9 +1205,10 @@ class _Compiler:
         return kinds or None
 
     def base(self, s: dict, ptr: str) -> Node:
-        for k in s:
-            if k not in SUPPORTED and k not in ANNOTATIONS and k not in UNSUPPORTED:
-                self.ignored.append(f"{ptr or '/'} {k}")
+        if not _KNOWN.issuperset(s):  # (most schemas: every keyword known)
+            for k in s:
+                if k not in SUPPORTED and k not in ANNOTATIONS and k not in UNSUPPORTED:
+                    self.ignored.append(f"{ptr or '/'} {k}")
         if "enum" in s or "const" in s:
             return self.enumeration(s, ptr)
         if "dependentSchemas" in s or isinstance(s.get("dependencies"), dict) and any(
@@ -1219,14 +1220,20 @@ class _Compiler:
             if kinds is None:
                 self._check_unsupported(s, ptr, set(TYPES))
                 return self.free(self.free_depth)
-        else:
-            ts = [t] if isinstance(t, str) else t
-            if not isinstance(ts, list) or any(x not in TYPES for x in ts):
+        elif isinstance(t, str):
+            if t not in TYPES:
                 raise SchemaError(ptr, "type", f"unknown type {t!r}")
-            kinds = set(ts)
+            kinds = {t}
+        else:
+            if not isinstance(t, list) or any(x not in TYPES for x in t):
+                raise SchemaError(ptr, "type", f"unknown type {t!r}")
+            kinds = set(t)
             if "number" in kinds:
                 kinds.discard("integer")
         self._check_unsupported(s, ptr, kinds)
+        if len(kinds) == 1 and (t is not None or self.untyped != "any"):  # (the loops below, for one kind)
+            a = self.kind(next(iter(kinds)), s, ptr)
+            return NOTHING if _nothing(a) else choice(a)
         alts: list[Node] = []
         for kind in ("object", "array", "string", "integer", "number", "boolean", "null"):
             if kind in kinds:
@@ -1279,10 +1286,8 @@ class _Compiler:
         return choice(*alts) if alts else NOTHING
 
     def _check_unsupported(self, s: dict, ptr: str, kinds: set[str]) -> None:
-        if "number" in kinds:
-            kinds = kinds | {"integer"}
         for k, affected in UNSUPPORTED.items():
-            if k in s and affected & kinds:
+            if k in s and affected & (kinds | {"integer"} if "number" in kinds else kinds):
                 if k in ("then", "else") and "if" not in s:
                     continue  # then/else without if have no effect
                 raise SchemaError(ptr, k, f"keyword '{k}' is not supported")
@@ -2052,14 +2057,50 @@ def compile_schema(schema: dict | bool | str, *, whitespace: Literal["compact", 
 
 #: the empty ``referencing.Registry`` (immutable: every compile without a registry shares it)
 _EMPTY_REGISTRY: dict[int, Any] = {}
+#: ``(referencing, referencing.jsonschema)`` once imported (see :func:`_referencing`)
+_REFERENCING: list[tuple[Any, Any]] = []
+
+
+def _referencing() -> tuple[Any, Any]:
+    """The modules ``referencing`` and ``referencing.jsonschema``, imported on first use (not
+    when this module is: importing them costs; an import statement per compile costs too)."""
+    if not _REFERENCING:
+        import referencing
+        import referencing.jsonschema as rj
+        _REFERENCING.append((referencing, rj))
+    return _REFERENCING[0]
+
+
+#: ``(ws, comma, colon)`` by ``(whitespace, max_ws)`` (see :func:`_separators`)
+_SEPARATORS: dict[tuple[str, int], tuple[Node, Node, Node]] = {}
+
+
+def _separators(whitespace: str, max_ws: int) -> tuple[Node, Node, Node]:
+    """The insignificant whitespace, ``,`` and ``:`` of a ``whitespace`` policy: the same
+    nodes for every compile with these options (immutable, made from the options alone; at
+    most 32 pairs kept, since ``max_ws`` is any integer)."""
+    cached = type(max_ws) is int  # (8.0 must not hit 8's nodes)
+    hit = _SEPARATORS.get((whitespace, max_ws)) if cached else None
+    if hit is not None:
+        return hit
+    ws: Node = EMPTY if whitespace in ("compact", "natural") else rep(byteset([(9, 10), (13, 13), (32, 32)]), 0, max_ws)
+    comma = seq(ws, lit(","), ws)
+    colon = seq(ws, lit(":"), ws)
+    if whitespace == "natural":  # json.dumps' default separators: exactly ", " and ": "
+        comma, colon = lit(", "), lit(": ")
+    out = (ws, comma, colon)
+    if cached and len(_SEPARATORS) < 32:
+        _SEPARATORS[(whitespace, max_ws)] = out
+    return out
 
 
 def _registry(registry: Any) -> Any:
     """A ``referencing.Registry`` from ``registry`` (None, a Registry, or URI -> schema)."""
-    import referencing
-    import referencing.jsonschema as rj
+    if registry is None and _EMPTY_REGISTRY:
+        return _EMPTY_REGISTRY[0]
+    referencing, rj = _referencing()
     if registry is None:
-        return _EMPTY_REGISTRY[0] if _EMPTY_REGISTRY else _EMPTY_REGISTRY.setdefault(0, referencing.Registry())
+        return _EMPTY_REGISTRY.setdefault(0, referencing.Registry())
     if isinstance(registry, referencing.Registry):
         return registry
     if not isinstance(registry, dict):

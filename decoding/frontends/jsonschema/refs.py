@@ -10,11 +10,13 @@ __all__ = ["resolve_ref", "resolve_pointer", "pointer_join"]
 
 
 def pointer_join(ptr: str, *parts: object) -> str:
-    out = ptr
     for p in parts:
-        p = str(p)
-        out += "/" + (p.replace("~", "~0").replace("/", "~1") if "~" in p or "/" in p else p)
-    return out
+        if p.__class__ is not str:
+            p = str(p)
+        if "~" in p or "/" in p:
+            p = p.replace("~", "~0").replace("/", "~1")
+        ptr = ptr + "/" + p
+    return ptr
 
 
 _MISSING = object()
