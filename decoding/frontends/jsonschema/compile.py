@@ -372,7 +372,7 @@ class _Compiler:
         or when the schema's text holds ``$dynamicRef`` anywhere (found on the first
         reference: a schema without references never serializes)."""
         if self._dynamic is None:
-            self._dynamic = "$dynamicRef" in json.dumps(self.root)
+            self._dynamic = _text_holds(self.root, "$dynamicRef")
         return self._dynamic
 
     def resolve(self, ref: Any, at: str) -> tuple[str, Any]:
@@ -768,10 +768,12 @@ class _Compiler:
             self.rule_of_ptr[key] = name
             self.rules[name] = NOTHING  # placeholder for cycles
             self._building.add(name)
+            old = self._resolver  # (scope_of(target), inline)
+            self._resolver = self._res_of.get(id(target), old)
             try:
-                with self.scope_of(target):
-                    self.rules[name] = self.node(target, tptr)
+                self.rules[name] = self.node(target, tptr)
             finally:
+                self._resolver = old
                 self._building.discard(name)
         if name not in self._building:
             body = self.rules[name]
@@ -2111,6 +2113,55 @@ def _registry(registry: Any) -> Any:
         spec = rj.specification_with(dialect, default=rj.DRAFT202012) if isinstance(dialect, str) else rj.DRAFT202012
         out = out.with_resource(uri, spec.create_resource(doc))
     return out
+
+
+def _text_holds(doc: Any, word: str) -> bool:
+    """``word in json.dumps(doc)`` for a ``word`` with no character JSON escapes or uses
+    between tokens (``"$dynamicRef"``): such a word is in the text exactly when it is in a
+    string (a key or a value) of ``doc``.  Found by walking ``doc`` (about twice as fast as
+    serializing it); anything the walk is not sure of (a value of another type, nesting
+    deeper than 1,000, which a cycle would be) is left to ``json.dumps``, so its errors too
+    are the same."""
+    level: list[Any] = [doc]
+    found = False
+    for _ in range(1000):
+        if not level:
+            return found
+        nxt: list[Any] = []
+        push = nxt.append
+        for v in level:
+            cls = v.__class__
+            if cls is dict:
+                for k, x in v.items():
+                    if k.__class__ is not str:
+                        return word in json.dumps(doc)
+                    if word in k:
+                        found = True
+                    c = x.__class__
+                    if c is str:
+                        if word in x:
+                            found = True
+                    elif c is dict or c is list:
+                        push(x)
+                    elif not (c is int or c is float or c is bool or x is None):
+                        return word in json.dumps(doc)
+            elif cls is list:
+                for x in v:
+                    c = x.__class__
+                    if c is str:
+                        if word in x:
+                            found = True
+                    elif c is dict or c is list:
+                        push(x)
+                    elif not (c is int or c is float or c is bool or x is None):
+                        return word in json.dumps(doc)
+            elif cls is str:
+                if word in v:
+                    found = True
+            elif not (cls is int or cls is float or cls is bool or v is None):
+                return word in json.dumps(doc)
+        level = nxt
+    return word in json.dumps(doc)
 
 
 def _reachable(root: Node, rules: dict[str, Node]) -> dict[str, Node]:

@@ -117,7 +117,10 @@ def _dependent_required(v: Any, stack: list, fc: Any) -> bool:
     return isinstance(v, dict) and all(_string_array(x) for x in v.values())
 
 
-_string = _of(lambda v: isinstance(v, str))
+def _string(v: Any, stack: list, fc: Any) -> bool:  # (inlined in _walk)
+    return isinstance(v, str)
+
+
 _boolean = _of(lambda v: isinstance(v, bool))
 _array = _of(lambda v: isinstance(v, list))
 _nonneg = _of(_non_negative)
@@ -152,16 +155,25 @@ _KEYWORDS: dict[str, _Check] = {
 }
 
 
-def valid_2020_12(schema: Any, fc: Any) -> bool:
+def valid_2020_12(schema: Any, fc: Any, memo: dict[str, bool] | None = None) -> bool:
     """Whether ``schema`` is valid against the 2020-12 metaschema with format checker
-    ``fc`` (see the module docstring: ``False`` may also mean "not sure")."""
-    return _walk(schema, _KEYWORDS, fc, booleans=True)
+    ``fc`` (see the module docstring: ``False`` may also mean "not sure").  ``memo``: the
+    verdicts of ``fc`` on ``uri-reference`` strings (``$ref`` values, which repeat) kept
+    across calls by a caller whose ``fc`` never changes."""
+    return _walk(schema, _KEYWORDS, fc, booleans=True, memo=memo)
 
 
-def _walk(schema: Any, keywords: dict, fc: Any, *, booleans: bool, extra: Any = None) -> bool:
+#: at most this many ``uri-reference`` verdicts in a memo of :func:`valid_2020_12`
+MEMO_SIZE = 8192
+
+
+def _walk(schema: Any, keywords: dict, fc: Any, *, booleans: bool, extra: Any = None,
+          memo: dict[str, bool] | None = None) -> bool:
     """Every subschema (pushed on the stack by the keyword checks) is an object, or a
     boolean where ``booleans``, whose keywords pass ``keywords`` and which passes ``extra``."""
     stack = [schema]
+    get = keywords.get
+    string, schema_, schema_map, uri_ref = _string, _schema, _schema_map, _uri_ref
     while stack:
         s = stack.pop()
         if booleans and isinstance(s, bool):
@@ -169,8 +181,28 @@ def _walk(schema: Any, keywords: dict, fc: Any, *, booleans: bool, extra: Any = 
         if not isinstance(s, dict):
             return False
         for k, v in s.items():
-            check = keywords.get(k)
-            if check is not None and not check(v, stack, fc):
+            check = get(k)
+            if check is None:
+                continue
+            # the commonest checks inline (the same tests as the functions)
+            if check is string:
+                if not isinstance(v, str):
+                    return False
+            elif check is schema_:
+                stack.append(v)
+            elif check is schema_map:
+                if not isinstance(v, dict):
+                    return False
+                stack.extend(v.values())
+            elif check is uri_ref and memo is not None and v.__class__ is str:
+                ok = memo.get(v)
+                if ok is None:
+                    ok = fc.conforms(v, "uri-reference")
+                    if len(memo) < MEMO_SIZE:
+                        memo[v] = ok
+                if not ok:
+                    return False
+            elif not check(v, stack, fc):
                 return False
         if extra is not None and not extra(s):
             return False
