@@ -182,3 +182,115 @@ _schemas4 = _schemas_of(_D4_KEYWORDS)
 @given(_schemas4)
 def test_draft4_generated_schemas_agree(schema):
     assert valid_draft4(schema, V4.format_checker) == _reference4(schema)
+
+
+# ------------------------------------------------------------------ draft-07 and draft-06
+from decoding.frontends.jsonschema.metacheck import _D6_KEYWORDS, _D7_KEYWORDS, valid_draft6, valid_draft7  # noqa: E402
+
+V7 = _meta_validator(jsonschema.Draft7Validator)
+V6 = _meta_validator(jsonschema.Draft6Validator)
+
+
+def _reference7(schema) -> bool:
+    return next(iter(V7.iter_errors(schema)), None) is None
+
+
+def _reference6(schema) -> bool:
+    return next(iter(V6.iter_errors(schema)), None) is None
+
+
+def _bench_draft(tag: str) -> list:
+    out = []
+    for split in ("Github_easy", "Github_trivial"):
+        for f in sorted((BENCH / split).glob("*.json")):
+            s = json.loads(f.read_text(encoding="utf-8"))["schema"]
+            if isinstance(s, dict) and isinstance(s.get("$schema"), str) and tag in s["$schema"]:
+                out.append(s)
+    return out
+
+
+def test_draft7_bench_schemas_agree():
+    schemas = _bench_draft("draft-07")
+    assert len(schemas) >= 100
+    bad = [s for s in schemas if valid_draft7(s, V7.format_checker) != _reference7(s)]
+    assert not bad, [json.dumps(s)[:200] for s in bad[:3]]
+    # ... and as 2020-12 schemas would be read (every draft's bench schemas under the others)
+    for valid, ref in ((valid_draft6, _reference6), (valid_draft7, _reference7)):
+        for s in _bench_draft("draft-06") + _bench_draft("draft-04")[:200]:
+            assert valid(s, V7.format_checker if valid is valid_draft7 else V6.format_checker) == ref(s)
+
+
+def test_draft6_bench_schemas_agree():
+    schemas = _bench_draft("draft-06")
+    assert len(schemas) >= 40
+    bad = [s for s in schemas if valid_draft6(s, V6.format_checker) != _reference6(s)]
+    assert not bad, [json.dumps(s)[:200] for s in bad[:3]]
+
+
+_HAND_67 = [
+    True, False, {}, {"type": "integer"}, {"type": []}, {"type": ["string", "string"]}, {"type": "strin"},
+    {"minLength": 1.0}, {"minLength": 1.5}, {"minLength": -1}, {"minLength": True}, {"maxItems": 3},
+    {"multipleOf": 0}, {"multipleOf": 0.5}, {"multipleOf": True}, {"exclusiveMaximum": True},
+    {"exclusiveMaximum": 3}, {"exclusiveMinimum": "1"}, {"required": []}, {"required": ["a"]},
+    {"required": ["a", "a"]}, {"required": [1]}, {"enum": []}, {"enum": [1, 1]}, {"enum": {}}, {"items": True},
+    {"items": []}, {"items": [{}]}, {"items": {}}, {"items": [True]}, {"items": 1}, {"additionalItems": False},
+    {"additionalItems": 1}, {"additionalProperties": True}, {"additionalProperties": {"type": 1}},
+    {"additionalProperties": 1}, {"properties": {"a": True}}, {"properties": {"a": 1}}, {"properties": []},
+    {"dependencies": {"a": []}}, {"dependencies": {"a": ["b"]}}, {"dependencies": {"a": True}},
+    {"dependencies": {"a": ["b", "b"]}}, {"dependencies": {"a": 1}}, {"dependencies": {"a": {"type": "x"}}},
+    {"allOf": []}, {"anyOf": [{}]}, {"oneOf": {}}, {"not": True}, {"not": "x"}, {"$id": 1}, {"$id": "a#b"},
+    {"$id": "http://x/y#"}, {"$schema": 1}, {"$schema": "not a uri"}, {"$ref": 1}, {"$ref": "#/definitions/a"},
+    {"$ref": "a b"}, {"format": "nope"}, {"format": 1}, {"pattern": "("}, {"pattern": 1},
+    {"definitions": {"a": False}}, {"definitions": {"a": 1}}, {"uniqueItems": 1}, {"x": {"type": 5}},
+    {"const": 1, "if": 2}, {"if": {"type": 1}}, {"then": []}, {"else": True}, {"$comment": 1}, {"readOnly": 1},
+    {"writeOnly": 1}, {"contentMediaType": 1}, {"contentEncoding": 1}, {"examples": "x"}, {"examples": []},
+    {"propertyNames": "x"}, {"contains": 2}, {"patternProperties": {"^a": 1}}, {"$defs": {"a": 1}},
+    {"prefixItems": 1}, {"title": 1}, {"description": []}, {"maximum": None}, {"minimum": 10 ** 40},
+    [], 1, "schema", None, {"allOf": [{"anyOf": [{"properties": {"x": {"minItems": -1}}}]}]},
+]
+
+
+@pytest.mark.parametrize("schema", _HAND_67)
+def test_draft7_hand_values_agree(schema):
+    assert valid_draft7(schema, V7.format_checker) == _reference7(schema)
+    assert valid_draft6(schema, V6.format_checker) == _reference6(schema)
+
+
+def test_draft7_hand_values_cover_both_verdicts():
+    """The hand-written values test something: both verdicts occur, and each keyword of the
+    tables has an invalid value that the fast check rejects."""
+    verdicts = [_reference7(s) for s in _HAND_67]
+    assert any(verdicts) and not all(verdicts)
+    for table, valid, fc in ((_D7_KEYWORDS, valid_draft7, V7.format_checker),
+                             (_D6_KEYWORDS, valid_draft6, V6.format_checker)):
+        for kw in table:
+            if kw in ("enum", "examples"):
+                bad = {kw: "x"}
+            elif kw in ("$schema", "$id", "$ref"):
+                bad = {kw: 1}
+            else:
+                bad = {kw: 1.5} if kw not in ("maximum", "minimum", "exclusiveMaximum", "exclusiveMinimum",
+                                              "multipleOf") else {kw: "1"}
+            assert not valid(bad, fc), kw
+
+
+_schemas7 = _schemas_of(_D7_KEYWORDS)
+
+
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_schemas7)
+def test_draft7_generated_schemas_agree(schema):
+    assert valid_draft7(schema, V7.format_checker) == _reference7(schema)
+    assert valid_draft6(schema, V6.format_checker) == _reference6(schema)
+
+
+def test_draft7_uri_memo_same_verdicts():
+    """The per-process memo of uri-reference verdicts gives the format checker's verdicts."""
+    memo: dict = {}
+    memo20: dict = {}
+    for ref in ("#/definitions/a", "a b", "http://x/y#z", "%", "#/a%20b", ""):
+        s = {"$ref": ref, "properties": {"p": {"$ref": ref}}}
+        for _ in range(2):
+            assert valid_draft7(s, V7.format_checker, memo) == _reference7(s)
+            assert valid_2020_12(s, FC, memo20) == _reference(s)
+    assert memo

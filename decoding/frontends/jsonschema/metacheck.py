@@ -1,5 +1,6 @@
-"""A fast yes/no check of a schema against the draft 2020-12 metaschema (and the draft-04
-one: :func:`valid_draft4`, same contract for ``jsonschema``'s Draft 4 validator).
+"""A fast yes/no check of a schema against the draft 2020-12 metaschema (and the draft-04,
+draft-06 and draft-07 ones: :func:`valid_draft4`, :func:`valid_draft6`, :func:`valid_draft7`,
+same contract for ``jsonschema``'s validators of those drafts).
 
 ``jsonschema`` validates a large schema against the 2020-12 metaschema in about 10 ms
 (Kubernetes schemas, median), mostly in its generic machinery (``$dynamicRef`` lookups,
@@ -24,7 +25,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-__all__ = ["valid_2020_12", "valid_draft4"]
+__all__ = ["valid_2020_12", "valid_draft4", "valid_draft7", "valid_draft6"]
 
 _SIMPLE = frozenset({"array", "boolean", "integer", "null", "number", "object", "string"})
 _ANCHOR = re.compile(r"^[A-Za-z_][-A-Za-z0-9._]*$")
@@ -286,3 +287,43 @@ def valid_draft4(schema: Any, fc: Any) -> bool:
 def _d4_exclusive_ok(s: dict) -> bool:
     """Draft-04's exclusiveMaximum/exclusiveMinimum need their maximum/minimum."""
     return not (("exclusiveMaximum" in s and "maximum" not in s) or ("exclusiveMinimum" in s and "minimum" not in s))
+
+
+# ------------------------------------------------------------------ draft-07 and draft-06
+# Their metaschemas (jsonschema's bundled copies): a subschema is an object or a boolean,
+# an integer may be written 1.0 (as from draft-06 on), ``items`` is a schema or a non-empty
+# array of schemas, ``required`` and the array values of ``dependencies`` are arrays of
+# unique strings (possibly empty), ``$id`` and ``$ref`` are uri-references (no fragment rule,
+# unlike 2020-12's ``$id``), ``$schema`` a uri.  Draft-06 lacks ``$comment``, ``readOnly``,
+# ``contentMediaType``, ``contentEncoding`` and ``if``/``then``/``else`` (unconstrained there).
+# 2020-12's keywords that these drafts do not have (``$defs``, ``prefixItems``...) are
+# unconstrained too.
+
+_D6_KEYWORDS: dict[str, _Check] = {
+    "$id": _uri_ref, "$schema": _uri, "$ref": _uri_ref, "title": _string, "description": _string,
+    "examples": _array, "multipleOf": _of(lambda v: _number(v) and v > 0), "maximum": _num,
+    "exclusiveMaximum": _num, "minimum": _num, "exclusiveMinimum": _num, "maxLength": _nonneg,
+    "minLength": _nonneg, "pattern": _string,  # format "regex": check.py's check_regexes
+    "additionalItems": _schema, "items": _d4_items, "maxItems": _nonneg, "minItems": _nonneg,
+    "uniqueItems": _boolean, "contains": _schema, "maxProperties": _nonneg, "minProperties": _nonneg,
+    "required": _of(_string_array), "additionalProperties": _schema, "definitions": _schema_map,
+    "properties": _schema_map, "patternProperties": _schema_map, "dependencies": _dependencies,
+    "propertyNames": _schema, "enum": _array, "type": _of(_type), "format": _string,
+    "allOf": _schema_array, "anyOf": _schema_array, "oneOf": _schema_array, "not": _schema,
+}
+_D7_KEYWORDS: dict[str, _Check] = {
+    **_D6_KEYWORDS, "$comment": _string, "readOnly": _boolean, "contentMediaType": _string,
+    "contentEncoding": _string, "if": _schema, "then": _schema, "else": _schema,
+}
+
+
+def valid_draft7(schema: Any, fc: Any, memo: dict[str, bool] | None = None) -> bool:
+    """Whether ``schema`` is valid against the draft-07 metaschema (the module docstring's
+    contract, for ``jsonschema``'s Draft 7 metaschema validator with format checker ``fc``;
+    ``memo`` as for :func:`valid_2020_12`)."""
+    return _walk(schema, _D7_KEYWORDS, fc, booleans=True, memo=memo)
+
+
+def valid_draft6(schema: Any, fc: Any, memo: dict[str, bool] | None = None) -> bool:
+    """The same for draft-06 (``jsonschema``'s Draft 6 metaschema validator)."""
+    return _walk(schema, _D6_KEYWORDS, fc, booleans=True, memo=memo)
