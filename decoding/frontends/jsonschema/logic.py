@@ -629,6 +629,15 @@ class Logic:
         return inter(*parts)
 
 
+#: per process (at most NOT_IN_MEMO each): the JSON character node of one character, and of
+#: every character but some (keyed by them, in trie order) followed by any string content;
+#: pure functions of their keys, made from immutable nodes (see :func:`not_in`)
+_ONE_CHAR: dict[str, Node] = {}
+_OTHER_CHAR: dict[str, Node] = {}
+_ANY_CONTENT: list[Node] = []
+NOT_IN_MEMO = 4096
+
+
 def not_in(names: list[str]) -> Node:
     """Content of a JSON string whose decoded value is not one of ``names``."""
     if not names:
@@ -639,17 +648,29 @@ def not_in(names: list[str]) -> Node:
         for ch in n:
             t = t.setdefault(ch, {})
         t[""] = {}
-    anystar = star(any_json_char())
+    if not _ANY_CONTENT:
+        _ANY_CONTENT.append(star(any_json_char()))
+    anystar = _ANY_CONTENT[0]
 
     def build(t: dict) -> Node:
         alts: list[Node] = []
         if "" not in t:
             alts.append(EMPTY)
-        kids = [c for c in t if c]
-        comp = complement_ranges((ord(c), ord(c)) for c in kids)
-        alts.append(seq(json_char(comp), anystar))
+        kids = "".join(c for c in t if c)  # (each key but "" is one character)
+        other = _OTHER_CHAR.get(kids)
+        if other is None:
+            comp = complement_ranges((ord(c), ord(c)) for c in kids)
+            other = seq(json_char(comp), anystar)
+            if len(_OTHER_CHAR) < NOT_IN_MEMO:
+                _OTHER_CHAR[kids] = other
+        alts.append(other)
         for c in kids:
-            alts.append(seq(json_char([(ord(c), ord(c))]), build(t[c])))
+            one = _ONE_CHAR.get(c)
+            if one is None:
+                one = json_char([(ord(c), ord(c))])
+                if len(_ONE_CHAR) < NOT_IN_MEMO:
+                    _ONE_CHAR[c] = one
+            alts.append(seq(one, build(t[c])))
         return choice(*alts)
 
     return build(trie)
