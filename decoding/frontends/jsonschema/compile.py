@@ -332,6 +332,7 @@ class _Compiler:
             links = self._ptr_of = {}
             ids = False
             stack: list[tuple[Any, Any]] = [(self.root, None)]
+            push = stack.append
             while stack:
                 x, link = stack.pop()
                 if isinstance(x, dict):
@@ -339,12 +340,15 @@ class _Compiler:
                         links[id(x)] = link
                     if not ids and ("$id" in x or isinstance(x.get("id"), str)):
                         ids = True
-                    stack.extend((v, (x, k)) for k, v in x.items()
-                                 if isinstance(v, (dict, list)) and k not in _NOT_SCHEMAS)
+                    for k, v in x.items():
+                        if isinstance(v, (dict, list)) and k not in _NOT_SCHEMAS:
+                            push((v, (x, k)))
                 elif isinstance(x, list):
                     if id(x) not in links:
                         links[id(x)] = link
-                    stack.extend((v, (x, i)) for i, v in enumerate(x) if isinstance(v, (dict, list)))
+                    for i, v in enumerate(x):
+                        if isinstance(v, (dict, list)):
+                            push((v, (x, i)))
             self._ids = ids
         if not isinstance(target, dict) or id(target) not in links:
             return default
