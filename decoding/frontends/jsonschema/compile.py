@@ -302,6 +302,9 @@ class _Compiler:
         except (referencing.exceptions.CannotDetermineSpecification, TypeError, ValueError) as e:
             raise SchemaError("", None, f"registry: {e}") from None
         self._res_of: dict[int, Any] = {}
+        #: ``resolve_ref(root, ref)`` of the references resolved by walking the root (the root
+        #: does not change while compiling; ``at`` only words its errors, which are not kept)
+        self._local_refs: dict[str, tuple[str, Any]] = {}
         self._ptr_of: dict[int, tuple[Any, Any] | None] | None = None  # see _pointer_of
         self._ids = True  # some schema object holds a $id (known once _ptr_of is built)
         self._dynamic: bool | None = True if registry is not None else None  # see _dynamic_scopes
@@ -386,11 +389,14 @@ class _Compiler:
         if not isinstance(ref, str):
             raise SchemaError(at, "$ref", "must be a string")
         if ref.startswith("#") and self._local_fast():
-            try:
-                ptr, target = resolve_ref(self.root, ref, at)
-            except SchemaError:
-                pass  # (referencing may still resolve it; else it reports the same error)
-            else:
+            hit = self._local_refs.get(ref)
+            if hit is None:
+                try:
+                    hit = self._local_refs[ref] = resolve_ref(self.root, ref, at)
+                except SchemaError:
+                    pass  # (referencing may still resolve it; else it reports the same error)
+            if hit is not None:
+                ptr, target = hit
                 self._keep.append(target)
                 self._res_of[id(target)] = self._resolver  # (the root's: no $id anywhere)
                 if isinstance(target, bool):
