@@ -167,6 +167,27 @@ def _any_string() -> Node:
     return _constants().nodes[3]
 
 
+#: the counted size estimates of the per-process nodes of :func:`logic.not_in` (by id) and of
+#: every node below them, with the nodes (alive while their ids are keys); see
+#: :func:`_shared_estimate`
+_SHARED_ESTIMATES: tuple[dict[int, Estimate], list[Node]] = ({}, [])
+#: at most this many entries in :data:`_SHARED_ESTIMATES` (beyond: estimated per compile)
+SHARED_ESTIMATES_MAX = 100_000
+
+
+def _shared_estimate(node: Node) -> Estimate | None:
+    """The counted estimate of ``node``, a per-process Ref-free node (a part of
+    :func:`logic.not_in`'s tries, kept by logic.py for the life of the process), made once
+    per process: an estimate depends on the node and ``counted`` alone (see
+    :class:`_Constants`), so a compile's memo may hold it as if it had made it.  None when
+    the table is full."""
+    memo, keep = _SHARED_ESTIMATES
+    est = memo.get(id(node))
+    if est is None and len(memo) < SHARED_ESTIMATES_MAX:
+        est = _node_fold(node, True, memo, keep)
+    return est
+
+
 def _seeded_fold(counted: bool) -> tuple[dict, list]:
     """A fresh subtree memo and keep list for one compile's estimates (see
     :func:`decoding.ir.size._fold`), holding the estimates of :func:`_constants`'s nodes."""
@@ -1710,7 +1731,7 @@ class _Compiler:
             except PatternError as e:
                 raise SchemaError(ptr, "patternProperties", str(e)) from None
             if any(re.search(p, key) for p in pp for key in names):
-                keys = inter(keys, _not_in(names))  # declared names are members of their own
+                keys = inter(keys, self.not_in(names))  # declared names are members of their own
             v = self.node(vs, pointer_join(ptr, "patternProperties", next(iter(pp))))
             key_lang = string_of(keys) if pn_lang is None else inter(string_of(keys), pn_lang)
             if not _nothing(v) and not _nothing(keys):
@@ -1721,7 +1742,7 @@ class _Compiler:
                     pats = choice(*(rx_to_ir(parse_pattern(p), json_char) for p in pp))
                 except PatternError as e:
                     raise SchemaError(ptr, "patternProperties", str(e)) from None
-                other = string_of(diff(_not_in(names), pats))
+                other = string_of(diff(self.not_in(names), pats))
                 if pn_lang is not None:
                     other = inter(other, pn_lang)
                 if not _nothing(av):
@@ -1731,7 +1752,7 @@ class _Compiler:
             v = self.node(addl, pointer_join(ptr, "additionalProperties"))
             if not _nothing(v):  # a shared rule: lists of extras are built with one copy
                 ename = f"extra{len(self.rules)}:{ptr or '#'}"
-                key_lang = string_of(_not_in(names))
+                key_lang = string_of(self.not_in(names))
                 if pn_lang is not None:
                     key_lang = inter(key_lang, pn_lang)
                 self.rules[ename] = seq(key_lang, self.colon, v)
@@ -1827,6 +1848,24 @@ class _Compiler:
         if _nothing(body):
             return NOTHING
         return self.bounded(seq(lit("{"), self.ws, body, self.ws, lit("}")), ptr, kw)
+
+    def not_in(self, names: list[str]) -> Node:
+        """:func:`~decoding.frontends.jsonschema.logic.not_in` of ``names``, with the size
+        estimates (counted) of the per-process nodes it is made of put in this compile's memo
+        (:func:`_shared_estimate`): a trie over many names is otherwise estimated anew by each
+        compile, mostly in those nodes (a JSON character class each)."""
+        used: dict[int, Node] = {}
+        node = _not_in(names, used)
+        shared = self._estimates.get(True)
+        if shared is None:  # (as _estimate makes it)
+            shared = self._estimates[True] = _seeded_fold(True)
+        memo = shared[0]
+        for i, n in used.items():
+            if i not in memo:
+                est = _shared_estimate(n)
+                if est is not None:
+                    memo[i] = est
+        return node
 
     def _dep_required(self, s: dict, ptr: str) -> dict[str, list[str]]:
         """Property-presence dependencies (``dependentRequired``, array-valued ``dependencies``)."""

@@ -592,7 +592,7 @@ class Logic:
                 key = inter(key, pn_lang)
             members.append(seq(key, c.colon, inter(*vs)))
         # undeclared names: split by which patterns they match
-        undeclared = not_in(names)
+        undeclared = c.not_in(names)  # (with its shared parts' estimates, see _Compiler.not_in)
         plist = list(pp)
         for mask in range(1 << len(plist)):
             vs: list[Node] = [self.exact(pp[p], pointer_join(ptr, "patternProperties", p), d - 1)
@@ -638,8 +638,10 @@ _ANY_CONTENT: list[Node] = []
 NOT_IN_MEMO = 4096
 
 
-def not_in(names: list[str]) -> Node:
-    """Content of a JSON string whose decoded value is not one of ``names``."""
+def not_in(names: list[str], shared: dict[int, Node] | None = None) -> Node:
+    """Content of a JSON string whose decoded value is not one of ``names``.  ``shared``
+    (by id) receives the per-process nodes (see :data:`NOT_IN_MEMO`) the result is made of,
+    the same objects for every compile: what is learnt of them may be kept."""
     if not names:
         return star(any_json_char())
     trie: dict = {}
@@ -664,12 +666,16 @@ def not_in(names: list[str]) -> Node:
             if len(_OTHER_CHAR) < NOT_IN_MEMO:
                 _OTHER_CHAR[kids] = other
         alts.append(other)
+        if shared is not None:
+            shared[id(other)] = other
         for c in kids:
             one = _ONE_CHAR.get(c)
             if one is None:
                 one = json_char([(ord(c), ord(c))])
                 if len(_ONE_CHAR) < NOT_IN_MEMO:
                     _ONE_CHAR[c] = one
+            if shared is not None:
+                shared[id(one)] = one
             alts.append(seq(one, build(t[c])))
         return choice(*alts)
 
