@@ -172,7 +172,7 @@ def _any_string() -> Node:
 #: :func:`_shared_estimate`
 _SHARED_ESTIMATES: tuple[dict[int, Estimate], list[Node]] = ({}, [])
 #: at most this many entries in :data:`_SHARED_ESTIMATES` (beyond: estimated per compile)
-SHARED_ESTIMATES_MAX = 100_000
+SHARED_ESTIMATES_MAX = 20_000
 
 
 def _shared_estimate(node: Node) -> Estimate | None:
