@@ -128,3 +128,22 @@ def test_separators_per_options():
     assert cm._separators("compact", 8) == (EMPTY, Lit(b","), Lit(b":"))
     assert cm._separators("natural", 3) == (EMPTY, Lit(b", "), Lit(b": "))
     assert comma == seq(ws, Lit(b","), ws) and colon == seq(ws, Lit(b":"), ws)
+
+
+def test_shared_parts_skipped_by_the_grammar_passes():
+    """The not_in parts a compile records are Ref-free and productive (as a fresh walk
+    finds), the tables hold the nodes they name, and skipping the parts changes neither the
+    reachable rules nor the unproductive one."""
+    schema = {"type": "object", "properties": {"name": {"type": "string"}, "tags": {"type": "array", "items": {
+        "$ref": "#/$defs/t"}}}, "additionalProperties": {"$ref": "#/$defs/t"},
+        "$defs": {"t": {"type": "object", "properties": {"k": {"type": "string"}}, "additionalProperties": True}}}
+    c = cm._Compiler(schema, whitespace="compact", max_ws=8, max_depth=8, free_depth=2, lenient=False)
+    root = c.node(schema, "")
+    assert c._shared_parts
+    for i, n in c._shared_parts.items():
+        assert cm._shared_productive(n) == cm._productive(n, set(), set()) is True
+        assert not any(x.__class__.__name__ == "Ref" for x in cm.walk(n))
+    for i, (n, _) in cm._SHARED_PRODUCTIVE.items():
+        assert id(n) == i
+    assert cm._reachable(root, c.rules, c._shared_parts) == cm._reachable(root, c.rules)
+    assert cm._unproductive(root, c.rules, c._shared_parts) == cm._unproductive(root, c.rules) is None

@@ -36,7 +36,8 @@ from decoding.frontends.jsonschema.merge import SEMANTIC, TYPES, json_equal, mer
 from decoding.frontends.jsonschema.numbers import INTEGER, NUMBER, integer_range, number_range
 from decoding.text.regex import PatternError, Rx, length_range, parse_pattern, rx_to_ir
 from decoding.frontends.jsonschema.refs import pointer_join, resolve_pointer, resolve_ref
-from decoding.frontends.jsonschema.logic import BOOLEAN_DEPTH, Logic, count_list, multiple_of, peel_not, not_in as _not_in
+from decoding.frontends.jsonschema.logic import (BOOLEAN_DEPTH, NOT_IN_MEMO, Logic, count_list, multiple_of, peel_not,
+                                                 not_in as _not_in)
 
 
 #: keywords whose values are data, not schemas (the walk of :meth:`_Compiler._pointer_of` skips them)
@@ -188,6 +189,24 @@ def _shared_estimate(node: Node) -> Estimate | None:
     return est
 
 
+#: whether each part of :func:`logic.not_in`'s tries derives some string, by id, with the
+#: node (held alive: its id names no other node while the entry lives); see _shared_productive
+_SHARED_PRODUCTIVE: dict[int, tuple[Node, bool]] = {}
+
+
+def _shared_productive(node: Node) -> bool:
+    """Whether ``node`` (a Ref-free part of :func:`logic.not_in`'s tries) derives some
+    string, by :func:`_productive` (which does not depend on the rules for a Ref-free node),
+    found once per process (at most 4 x NOT_IN_MEMO nodes kept)."""
+    hit = _SHARED_PRODUCTIVE.get(id(node))
+    if hit is not None:
+        return hit[1]
+    ok = _productive(node, set(), set())
+    if len(_SHARED_PRODUCTIVE) < 4 * NOT_IN_MEMO:
+        _SHARED_PRODUCTIVE[id(node)] = (node, ok)
+    return ok
+
+
 def _seeded_fold(counted: bool) -> tuple[dict, list]:
     """A fresh subtree memo and keep list for one compile's estimates (see
     :func:`decoding.ir.size._fold`), holding the estimates of :func:`_constants`'s nodes."""
@@ -326,6 +345,8 @@ class _Compiler:
         #: ``resolve_ref(root, ref)`` of the references resolved by walking the root (the root
         #: does not change while compiling; ``at`` only words its errors, which are not kept)
         self._local_refs: dict[str, tuple[str, Any]] = {}
+        #: the per-process Ref-free parts of the not_in tries made in this compile, by id (see not_in)
+        self._shared_parts: dict[int, Node] = {}
         self._ptr_of: dict[int, tuple[Any, Any] | None] | None = None  # see _pointer_of
         self._ids = True  # some schema object holds a $id (known once _ptr_of is built)
         self._dynamic: bool | None = True if registry is not None else None  # see _dynamic_scopes
@@ -1854,7 +1875,7 @@ class _Compiler:
         estimates (counted) of the per-process nodes it is made of put in this compile's memo
         (:func:`_shared_estimate`): a trie over many names is otherwise estimated anew by each
         compile, mostly in those nodes (a JSON character class each)."""
-        used: dict[int, Node] = {}
+        used = self._shared_parts
         node = _not_in(names, used)
         shared = self._estimates.get(True)
         if shared is None:  # (as _estimate makes it)
@@ -2087,8 +2108,8 @@ def compile_schema(schema: dict | bool | str, *, whitespace: Literal["compact", 
                 ptr, kw, why = proof
                 raise UnsatisfiableSchemaError(ptr, kw, f"no instance is valid against the schema: {why}")
             raise SchemaError("", None, "schema accepts no instance the grammar can generate")
-        rules = _reachable(root, c.rules)
-        dead = _unproductive(root, rules)
+        rules = _reachable(root, c.rules, c._shared_parts)
+        dead = _unproductive(root, rules, c._shared_parts)
         if dead is not None:
             raise SchemaError(_rule_pointer(dead), "$ref", "the references here form a cycle that "
                               "never reaches a schema with a finite instance")
@@ -2213,12 +2234,14 @@ def _text_holds(doc: Any, word: str) -> bool:
     return word in json.dumps(doc)
 
 
-def _reachable(root: Node, rules: dict[str, Node]) -> dict[str, Node]:
+def _reachable(root: Node, rules: dict[str, Node], shared: dict[int, Node] | None = None) -> dict[str, Node]:
     """The rules reachable from ``root`` (in their creation order).  The constant nodes
-    (:func:`_constants`: no Ref inside) are not walked."""
+    (:func:`_constants`) and the per-process parts in ``shared`` (by id, see
+    :meth:`_Compiler.not_in`), which hold no Ref, are not walked."""
     if not rules:  # none to reach (nothing to walk for)
         return {}
-    seen = set(reachable_rules(root, rules.__getitem__, _constants().ids))
+    ids = _constants().ids
+    seen = set(reachable_rules(root, rules.__getitem__, ids.union(shared) if shared else ids))
     return {k: v for k, v in rules.items() if k in seen}
 
 
@@ -2280,7 +2303,7 @@ def _productive(node: Node, good: set[str], true: set[int]) -> bool:
     return id(node) in true
 
 
-def _unproductive(root: Node, rules: dict[str, Node]) -> str | None:
+def _unproductive(root: Node, rules: dict[str, Node], shared: dict[int, Node] | None = None) -> str | None:
     """None if ``root`` derives some string; else the name of a reachable rule that derives
     none (a reference cycle with no way out, like ``{"$ref": "#"}``).  Least fixpoint of the
     productive rules (:func:`_productive`).  ``good`` only grows, so a node found
@@ -2288,6 +2311,9 @@ def _unproductive(root: Node, rules: dict[str, Node]) -> str | None:
     in ``rules``), starting from the constant nodes' (:func:`_constants`)."""
     good: set[str] = set()
     true = set(_constants().productive)
+    for i, n in (shared or {}).items():  # per-process Ref-free parts: known once per process
+        if _shared_productive(n):
+            true.add(i)
     changed = True
     while changed:
         changed = False
