@@ -1,8 +1,9 @@
 """The JSON Schema front-end's fast paths give what the slow paths give (issue 14):
 
 - size estimates seeded with the per-process estimates of the nodes every compile reaches
-  (``compile._constants``, ``_seeded_fold``) against an empty memo per compile;
-- ``_reachable`` not walking those nodes against walking them;
+  (``compile._constants``, ``_seeded_fold``) and of the per-process parts of ``not_in``
+  tries (``_shared_estimate``) against an empty memo per compile;
+- ``_reachable`` not walking those nodes (nor the ``not_in`` parts) against walking them;
 - ``hoist`` reading the counted estimate where no repetition in it was counted
   (``_uncounted_estimate``, ``Estimate.cut``) against always estimating with ``counted=False``;
 - ``_check_rules`` comparing only rule bodies with equal estimates against deduplicating
@@ -73,8 +74,9 @@ def _check_rules_by_hash(g: Grammar, c) -> None:
                        c.limits.max_compile_work, total_work)
 
 
-def _unproductive_afresh(root: Node, rules: dict[str, Node]) -> str | None:
-    """``_unproductive`` as it was: every pass evaluates each rule with a fresh memo."""
+def _unproductive_afresh(root: Node, rules: dict[str, Node], shared: object = None) -> str | None:
+    """``_unproductive`` as it was: every pass evaluates each rule with a fresh memo (nothing
+    known of the ``shared`` parts)."""
     good: set[str] = set()
 
     def productive(node: Node) -> bool:
@@ -119,14 +121,15 @@ def _unproductive_afresh(root: Node, rules: dict[str, Node]) -> str | None:
     return bad[0] if bad else ""
 
 
-def _reachable_walking_all(root: Node, rules: dict[str, Node]) -> dict[str, Node]:
-    """``_reachable`` walking the constant nodes too."""
+def _reachable_walking_all(root: Node, rules: dict[str, Node], shared: object = None) -> dict[str, Node]:
+    """``_reachable`` walking the constant nodes (and the ``shared`` parts) too."""
     seen = set(reachable_rules(root, rules.__getitem__))
     return {k: v for k, v in rules.items() if k in seen}
 
 
 def _slow(m: pytest.MonkeyPatch) -> None:
     m.setattr(C, "_seeded_fold", lambda counted: ({}, []))
+    m.setattr(C, "_shared_estimate", lambda node: None)  # not_in's parts: estimated in each compile
     m.setattr(C, "_uncounted_estimate", lambda node, memo: C._estimate(node, False, memo))  # hoist: counted=False
     m.setattr(C, "_reachable", _reachable_walking_all)
     m.setattr(C, "_check_rules", _check_rules_by_hash)
