@@ -1611,17 +1611,57 @@ def _minimal_dfa(nfa: "_NFA | _NFARef", start: int, end: int, specials: tuple[st
     the step before, so at most two tables are alive at once."""
     sub = max(1, max_states) * SUBSET_STATES_FACTOR
     try:
-        dfa = _determinize(nfa, start, end, specials, deadline, sub, what, max_bytes)
+        if _pure_python_dfa() or isinstance(nfa, _NFARef):
+            dfa = _determinize(nfa, start, end, specials, deadline, sub, what, max_bytes)
+        else:
+            dfa = _native_minimal(nfa, start, end, specials, deadline, sub, what, max_bytes)
     except LimitError as e:
         raise _subset_limit(e, sub, max_states, what) from None
-    if empty_ok and not _reaches_accept(dfa):
-        return None
-    dfa = _trimmed_minimal(dfa, deadline)
+    if not dfa.trimmed:
+        if empty_ok and not _reaches_accept(dfa):
+            return None
+        dfa = _trimmed_minimal(dfa, deadline)
     if dfa.n_states > max_states:
         raise LimitError(f"{what}: automaton exceeds max_states={max_states} DFA states (limit "
                          f"max_dfa_states): its minimal DFA has {dfa.n_states}; simplify the grammar or "
                          "raise the limit", limit="max_dfa_states", value=max_states)
     return DFA(dfa.byte_class, dfa.trans, dfa.accepting, dfa.specials, dfa.n_classes, trimmed=True)
+
+
+def _native_minimal(nfa: "_NFA", start: int, end: int, specials: tuple[str, ...], deadline: _Deadline,
+                    max_states: int, what: str, max_bytes: int) -> DFA:
+    """:func:`_determinize` then :func:`_trimmed_minimal` in one native call
+    (``nfa_determinize_coo(..., minimal=True)``, ``gd_nfa_minimal_coo``: the minimisation reads the subset construction's sparse rows, no
+    table is made between them, and the table comes back in its dtype): the same DFA, state
+    numbering included, marked trimmed; the same limits and errors.  Where some state of the
+    subset construction cannot reach acceptance, its table, not trimmed (the caller trims it
+    and minimises, as :func:`_trimmed_minimal` does)."""
+    step = "the subset construction"
+    if deadline is not None:
+        deadline.check(step)
+    res = _native.nfa_determinize_coo(
+        nfa.n, start, end, nfa.eps_src, nfa.eps_tgt, nfa.e_src, nfa.e_lo, nfa.e_hi, nfa.e_tgt,
+        nfa.sp_src, nfa.sp_k, nfa.sp_tgt, len(specials), min(max_states, 2**31 - 1), _budget(deadline),
+        max(0, int(max_bytes)), True)
+    if len(res) == 2:  # (code, phase): a limit or the deadline
+        rc, phase = res
+        if rc == _DFA_TIMEOUT:
+            raise _deadline_passed(deadline, "the minimisation" if phase else step)
+        if rc == _DFA_BYTES:
+            raise _too_many_bytes(what, max_bytes)
+        raise LimitError(f"{what}: automaton exceeds max_states={max_states} DFA states (limit "
+                         "max_dfa_states); simplify the grammar or raise the limit")
+    _, live, bcb, ncls, n, tb, elem, ab = res
+    trans = np.frombuffer(tb, dtype=np.int16 if elem == 2 else np.int32).reshape(n, ncls + len(specials))
+    dfa = DFA(np.frombuffer(bcb, dtype=np.uint16), trans, np.frombuffer(ab, dtype=bool), specials, ncls,
+              trimmed=bool(live))
+    if deadline is not None:
+        deadline.check("the minimisation" if live else step)
+    return dfa
+
+
+#: gd_nfa_minimal_coo's codes (GD_DFA_TIMEOUT, GD_DFA_BYTES)
+_DFA_TIMEOUT, _DFA_BYTES = -3, -5
 
 
 def _subset_limit(e: LimitError, sub: int, max_states: int, what: str) -> LimitError:

@@ -1536,6 +1536,112 @@ int gd_dfa_minimize_live(const int32_t *trans, int32_t n, int32_t nsym, const ui
     return minimize(trans, n, nsym, accepting, budget_s, block, all_live);
 }
 
+void gd_min_table_free(gd_min_table *t) {
+    if (!t) return;
+    free(t->trans);
+    free(t->accepting);
+    memset(t, 0, sizeof *t);
+}
+
+/* The quotient of the sparse rows R (n states) by block (nb blocks numbered by their first
+ * state): gd_dfa_quotient's table, in int16 when nb < 32767, into out. */
+static int quotient_rows(const sparse_rows *R, int32_t n, int32_t nsym, const uint8_t *accepting,
+                         const int32_t *block, int32_t nb, gd_min_table *out) {
+    size_t ns = (size_t)nsym, cells = (size_t)nb * ns;
+    int narrow = nb < 32767;
+    out->elem_bytes = narrow ? 2 : 4;
+    out->trans = malloc((cells ? cells : 1) * (size_t)out->elem_bytes);
+    out->accepting = malloc(nb ? (size_t)nb : 1);
+    if (!out->trans || !out->accepting) return GD_DFA_NOMEM;
+    if (narrow)
+        memset(out->trans, 0xff, cells * 2); /* -1 */
+    else
+        for (size_t i = 0; i < cells; i++) ((int32_t *)out->trans)[i] = -1;
+    int32_t next = 0;
+    for (int32_t s = 0; s < n; s++) {
+        int32_t b = block[s];
+        if (b < next) continue;
+        next++;
+        size_t o = (size_t)b * ns;
+        if (narrow) {
+            int16_t *row = (int16_t *)out->trans + o;
+            for (int32_t j = R->off[s]; j < R->off[s + 1]; j++) row[R->sym[j]] = (int16_t)block[R->tgt[j]];
+        } else {
+            int32_t *row = (int32_t *)out->trans + o;
+            for (int32_t j = R->off[s]; j < R->off[s + 1]; j++) row[R->sym[j]] = block[R->tgt[j]];
+        }
+        out->accepting[b] = accepting[s] ? 1 : 0;
+    }
+    out->n_states = nb;
+    out->live = 1;
+    return next == nb ? GD_DFA_OK : GD_DFA_INVALID;
+}
+
+int gd_nfa_minimal_coo(int32_t n_nfa, int32_t start, int32_t end, size_t n_eps, const int32_t *eps_src,
+                       const int32_t *eps_tgt, size_t n_edges, const int32_t *e_src, const uint8_t *e_lo,
+                       const uint8_t *e_hi, const int32_t *e_tgt, size_t n_spec, const int32_t *sp_src,
+                       const int32_t *sp_sym, const int32_t *sp_tgt, int32_t n_specials, int32_t max_states,
+                       size_t max_bytes, double budget_s, uint16_t *byte_class, int32_t *n_classes,
+                       gd_min_table *out, int *phase) {
+    memset(out, 0, sizeof *out);
+    *phase = 0;
+    deadline dl;
+    deadline_init(&dl, budget_s);
+    gd_dfa_table d;
+    sparse_rows R;
+    int32_t *block = NULL;
+    int rc = determinize_coo(n_nfa, start, end, n_eps, eps_src, eps_tgt, n_edges, e_src, e_lo, e_hi, e_tgt, n_spec,
+                             sp_src, sp_sym, sp_tgt, n_specials, max_states, max_bytes, budget_s, byte_class,
+                             n_classes, &d, &R);
+    if (rc != GD_DFA_OK) return rc;
+    *phase = 1;
+    int32_t n = d.n_states, nsym = d.nsym;
+    out->nsym = nsym;
+    block = malloc(sizeof(int32_t) * (size_t)n);
+    if (!block) {
+        rc = GD_DFA_NOMEM;
+        goto done;
+    }
+    int live = 1;
+    /* (what is left of the one budget) */
+    int nb = minimize_rows(&R, (size_t)R.off[n], n, nsym, d.accepting, dl.on ? dl.at - mono_now() : budget_s,
+                           block, &live);
+    if (nb < 0) {
+        rc = nb;
+        goto done;
+    }
+    if (live) {
+        rc = quotient_rows(&R, n, nsym, d.accepting, block, nb, out);
+        goto done;
+    }
+    /* some state cannot reach acceptance: the subset construction's table, to be trimmed */
+    {
+        size_t cells = (size_t)n * (size_t)nsym;
+        int32_t *t = malloc(sizeof(int32_t) * (cells ? cells : 1));
+        if (!t) {
+            rc = GD_DFA_NOMEM;
+            goto done;
+        }
+        for (size_t i = 0; i < cells; i++) t[i] = -1;
+        for (int32_t s = 0; s < n; s++)
+            for (int32_t j = R.off[s]; j < R.off[s + 1]; j++) t[(size_t)s * (size_t)nsym + (size_t)R.sym[j]] = R.tgt[j];
+        out->trans = t;
+        out->accepting = d.accepting;
+        d.accepting = NULL;
+        out->n_states = n;
+        out->elem_bytes = 4;
+        out->live = 0;
+        rc = GD_DFA_OK;
+    }
+done:
+    free(block);
+    sparse_free(&R);
+    gd_dfa_table_free(&d);
+    if (rc != GD_DFA_OK) gd_min_table_free(out);
+    else *phase = 0;
+    return rc;
+}
+
 int gd_dfa_quotient(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *accepting, const int32_t *block,
                     int32_t nblocks, int32_t *out_trans, uint8_t *out_accepting) {
     if (n <= 0 || nsym <= 0 || nblocks <= 0 || nblocks > n) return GD_DFA_INVALID;
