@@ -266,7 +266,8 @@ typedef struct {
     uint32_t stamp;
     int32_t *stack;   /* [n] */
     int32_t *clo;     /* [n] closure result */
-    int32_t *cnt;     /* [nsym + 1] */
+    int32_t *cnt;     /* [nsym + 1], all 0 between expansions */
+    int32_t *syms;    /* [2 nsym] a row's symbols and the ends of their targets */
     int32_t *tgt;     /* targets grouped by symbol */
     size_t tgt_cap;
     /* the result */
@@ -285,6 +286,7 @@ static void det_free(det *d) {
     free(d->stack);
     free(d->clo);
     free(d->cnt);
+    free(d->syms);
     free(d->tgt);
     set_map_free(&d->states);
     set_map_free(&d->cache);
@@ -374,32 +376,57 @@ static int det_expand(det *d, size_t i) {
     const int32_t *mv_off = d->mv_off, *mv = d->mv;
     int32_t nsym = d->nsym;
     const int32_t *cur = set_map_items(&d->states, i, &k);
-    /* count moves per symbol, then group their targets by symbol (counting sort) */
-    int32_t *cnt = d->cnt;
-    memset(cnt, 0, sizeof(int32_t) * ((size_t)nsym + 1));
-    size_t total = 0;
+    /* count moves per symbol, then group their targets by symbol (counting sort), over the
+     * symbols the state has moves on only (a few of a grammar's dozens of classes): syms[u]
+     * the u-th of them in increasing order, ends[u] the end of its targets in d->tgt; cnt is
+     * all zero between calls */
+    int32_t *cnt = d->cnt, *syms = d->syms, *ends = d->syms + nsym;
+    size_t total = 0, nu = 0;
     for (size_t a = 0; a < k; a++) {
         int32_t x = cur[a];
-        for (int32_t j = mv_off[x]; j < mv_off[x + 1]; j++) cnt[mv[2 * j] + 1]++;
+        for (int32_t j = mv_off[x]; j < mv_off[x + 1]; j++) {
+            int32_t c = mv[2 * j];
+            if (!cnt[c]++) syms[nu++] = c;
+        }
         total += (size_t)(mv_off[x + 1] - mv_off[x]);
     }
-    if (deadline_passed(&d->dl, total + k + (size_t)nsym)) return GD_DFA_TIMEOUT;
-    if (total > d->tgt_cap) {
+    int fail = deadline_passed(&d->dl, total + k + (size_t)nsym) ? GD_DFA_TIMEOUT : GD_DFA_OK;
+    if (!fail && total > d->tgt_cap) {
         int32_t *t = grow(d->tgt, &d->tgt_cap, total, sizeof(int32_t));
-        if (!t) return GD_DFA_NOMEM;
-        d->tgt = t;
+        if (!t)
+            fail = GD_DFA_NOMEM;
+        else
+            d->tgt = t;
     }
-    for (int32_t c = 0; c < nsym; c++) cnt[c + 1] += cnt[c];
-    /* cnt[c] is now the start of symbol c; scatter advances it to the start of c + 1 */
+    if (fail) {
+        for (size_t u = 0; u < nu; u++) cnt[syms[u]] = 0;
+        return fail;
+    }
+    if (nu > 16) { /* many: in order by one pass over the symbols */
+        nu = 0;
+        for (int32_t c = 0; c < nsym; c++)
+            if (cnt[c]) syms[nu++] = c;
+    } else {
+        sort_unique(syms, nu); /* (distinct: sorted only) */
+    }
+    int32_t start = 0;
+    for (size_t u = 0; u < nu; u++) { /* cnt[c]: the start of symbol c; the scatter advances it */
+        int32_t c = syms[u], m = cnt[c];
+        cnt[c] = start;
+        start += m;
+    }
     for (size_t a = 0; a < k; a++) {
         int32_t x = cur[a];
         for (int32_t j = mv_off[x]; j < mv_off[x + 1]; j++) d->tgt[cnt[mv[2 * j]]++] = mv[2 * j + 1];
     }
+    for (size_t u = 0; u < nu; u++) { /* cnt[c]: the end of symbol c's targets */
+        ends[u] = cnt[syms[u]];
+        cnt[syms[u]] = 0;
+    }
     /* cur may move when states are added below: it is not used again */
     int32_t lo = 0;
-    for (int32_t c = 0; c < nsym; c++) {
-        int32_t hi = cnt[c];
-        if (hi == lo) continue;
+    for (size_t u = 0; u < nu; u++) {
+        int32_t c = syms[u], hi = ends[u];
         int32_t *ts = d->tgt + lo;
         size_t nt = sort_unique(ts, (size_t)(hi - lo));
         lo = hi;
@@ -481,10 +508,11 @@ static int determinize(int32_t n_nfa, const int32_t *eps_off, const int32_t *eps
     d.seen = calloc((size_t)n_nfa, sizeof(uint32_t));
     d.stack = malloc(sizeof(int32_t) * (size_t)n_nfa);
     d.clo = malloc(sizeof(int32_t) * (size_t)n_nfa);
-    d.cnt = malloc(sizeof(int32_t) * ((size_t)nsym + 1));
+    d.cnt = calloc((size_t)nsym + 1, sizeof(int32_t));
+    d.syms = malloc(sizeof(int32_t) * 2 * (size_t)nsym);
     d.tgt_cap = 64;
     d.tgt = malloc(sizeof(int32_t) * d.tgt_cap);
-    if (!d.seen || !d.stack || !d.clo || !d.cnt || !d.tgt) goto done;
+    if (!d.seen || !d.stack || !d.clo || !d.cnt || !d.syms || !d.tgt) goto done;
     if (set_map_init(&d.states) < 0 || set_map_init(&d.cache) < 0) goto done;
 
     if (deadline_passed(&d.dl, 0)) {
@@ -849,10 +877,11 @@ gd_lazy *gd_lazy_new_coo(int32_t n_nfa, int32_t start, int32_t end, size_t n_eps
     d->seen = calloc((size_t)n_nfa, sizeof(uint32_t));
     d->stack = malloc(sizeof(int32_t) * (size_t)n_nfa);
     d->clo = malloc(sizeof(int32_t) * (size_t)n_nfa);
-    d->cnt = malloc(sizeof(int32_t) * ((size_t)c.nsym + 1));
+    d->cnt = calloc((size_t)c.nsym + 1, sizeof(int32_t));
+    d->syms = malloc(sizeof(int32_t) * 2 * (size_t)c.nsym);
     d->tgt_cap = 64;
     d->tgt = malloc(sizeof(int32_t) * d->tgt_cap);
-    if (!d->seen || !d->stack || !d->clo || !d->cnt || !d->tgt) goto fail_l;
+    if (!d->seen || !d->stack || !d->clo || !d->cnt || !d->syms || !d->tgt) goto fail_l;
     if (set_map_init(&d->states) < 0 || set_map_init(&d->cache) < 0) goto fail_l;
     {
         size_t k = det_closure(d, &start, 1);
