@@ -715,14 +715,21 @@ def _serialise(nfa: "_NFA | None", roots: list[Node], base: int, at: dict[int, i
             pos = len(code)
             push(0)
             k = i = 0
-            while i < len(items):
+            last = len(items) - 1
+            while i <= last:
                 it = items[i]
-                if i + 1 < len(items) and _sep_loop(it, items[i + 1]):
-                    fix.append((len(code), _SepLoop(it, items[i + 1].item.items[:-1])))  # type: ignore[union-attr]
+                # (a separated loop starts with a Ref: the other items skip the call)
+                if i < last and isinstance(it, Ref) and _sep_loop(it, items[i + 1]):
+                    fix_push((len(code), _SepLoop(it, items[i + 1].item.items[:-1])))  # type: ignore[union-attr]
                     push(0)
                     i += 2
                 else:
-                    children((it,))
+                    o = at_get(id(it))  # (children((it,)) inlined: the hot path of every sequence)
+                    if o is None:
+                        fix_push((len(code), it))
+                        push(0)
+                    else:
+                        push(o)
                     i += 1
                 k += 1
             code[pos] = k
@@ -737,7 +744,13 @@ def _serialise(nfa: "_NFA | None", roots: list[Node], base: int, at: dict[int, i
                 code.extend((_NK_FALLBACK, 0))
             else:
                 push(_NK_REPEAT)
-                children((node.item,))  # type: ignore[union-attr]
+                it = node.item  # type: ignore[union-attr]
+                o = at_get(id(it))
+                if o is None:
+                    fix_push((len(code), it))
+                    push(0)
+                else:
+                    push(o)
                 push(lo)
                 push(-1 if hi is None else hi)
         elif tp is Ref:
