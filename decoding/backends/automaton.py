@@ -838,8 +838,8 @@ class _SepLoop:
 
 
 #: the arrays of the plain leaves alone (a JSON Schema grammar's program has no other leaf,
-#: mostly): (the leaves' ids, arrays), made once; replaced whole (one reference: a thread
-#: reads the ids and the arrays of one snapshot)
+#: mostly): (the plain leaves' list of :data:`_PLAIN_LEAFY`, arrays), made once; replaced
+#: whole (one reference: a thread reads the list and the arrays of one snapshot)
 _PLAIN_LEAF_ARRAYS: "tuple | None" = None
 
 
@@ -850,11 +850,11 @@ def _leaf_arrays(leaves: "list[_Leaf]") -> tuple:
     global _PLAIN_LEAF_ARRAYS
     snap = _PLAIN_LEAFY[0] if _PLAIN_LEAFY else None
     plain = snap[4] if snap is not None else None
-    if plain is not None and len(leaves) == len(plain) and all(a is b for a, b in zip(leaves, plain)):
-        key = tuple(map(id, plain))
+    # (_Leaf compares by identity: == is the element-wise ``is``, in C)
+    if plain is not None and len(leaves) == len(plain) and leaves == plain:
         hit = _PLAIN_LEAF_ARRAYS
-        if hit is None or hit[0] != key:
-            hit = _PLAIN_LEAF_ARRAYS = (key, _leaf_arrays_of(leaves))
+        if hit is None or hit[0] is not plain:  # (a snapshot's list is never changed once made)
+            hit = _PLAIN_LEAF_ARRAYS = (plain, _leaf_arrays_of(leaves))
         return hit[1]
     return _leaf_arrays_of(leaves)
 
@@ -1638,6 +1638,8 @@ def _minimal_dfa(nfa: "_NFA | _NFARef", start: int, end: int, specials: tuple[st
         raise LimitError(f"{what}: automaton exceeds max_states={max_states} DFA states (limit "
                          f"max_dfa_states): its minimal DFA has {dfa.n_states}; simplify the grammar or "
                          "raise the limit", limit="max_dfa_states", value=max_states)
+    if dfa.trimmed:  # (the native path's, made so)
+        return dfa
     return DFA(dfa.byte_class, dfa.trans, dfa.accepting, dfa.specials, dfa.n_classes, trimmed=True)
 
 
@@ -2136,8 +2138,9 @@ def _prune(dfa: DFA, usable_bytes: Sequence[bool] | None) -> DFA:
     n, nsym = dfa.trans.shape
     col_ok = None
     if usable_bytes is not None:
-        if isinstance(usable_bytes, np.ndarray):
-            ub = usable_bytes[:256].astype(bool)
+        if isinstance(usable_bytes, np.ndarray):  # (read only here: a bool[256] is used as it is)
+            ub = usable_bytes if usable_bytes.dtype == bool and usable_bytes.shape == (256,) else \
+                usable_bytes[:256].astype(bool)
         else:
             ub = np.fromiter((bool(usable_bytes[b]) for b in range(256)), dtype=bool, count=256)
         if not ub.all():  # (every byte usable: every column is, the same as no restriction)
