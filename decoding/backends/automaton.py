@@ -7,7 +7,8 @@ Where the work runs: the IR reachable from the start rule is serialised once int
 records (:func:`_nfa_program`; Dfa leaves and Inter/Diff automata are made in Python) and the
 Thompson NFA is built from them in C (:class:`_NativeNFA`, ``native/src/nfa_build.c``)
 straight into flat edge arrays; the byte classes, the subset construction, the pruning and the
-minimisation run in C too (``native/src/dfa_build.c``, GIL released).  ``GD_PYTHON_NFA=1``
+minimisation run in C too (``native/src/dfa_build.c``, GIL released; :func:`_minimal_dfa`
+determinises and minimises in one call, from the subset construction's sparse rows).  ``GD_PYTHON_NFA=1``
 builds the NFA in Python (:class:`_NFA`, the reference of the C builder: the same arrays,
 tests/test_nfa_native.py); ``GD_PURE_PYTHON_DFA=1`` selects the all-Python reference
 (:class:`_NFARef` lists, :func:`_determinize_py`, :func:`_prune_py`, :func:`_minimize_py`):
@@ -1646,11 +1647,12 @@ def _minimal_dfa(nfa: "_NFA | _NFARef", start: int, end: int, specials: tuple[st
 def _native_minimal(nfa: "_NFA", start: int, end: int, specials: tuple[str, ...], deadline: _Deadline,
                     max_states: int, what: str, max_bytes: int) -> DFA:
     """:func:`_determinize` then :func:`_trimmed_minimal` in one native call
-    (``nfa_determinize_coo(..., minimal=True)``, ``gd_nfa_minimal_coo``: the minimisation reads the subset construction's sparse rows, no
-    table is made between them, and the table comes back in its dtype): the same DFA, state
-    numbering included, marked trimmed; the same limits and errors.  Where some state of the
-    subset construction cannot reach acceptance, its table, not trimmed (the caller trims it
-    and minimises, as :func:`_trimmed_minimal` does)."""
+    (``nfa_determinize_coo(..., minimal=True)``, ``gd_nfa_minimal_coo``: the minimisation
+    reads the subset construction's sparse rows, no table is made between them, and the
+    table comes back in its dtype): the same DFA, state numbering included, marked trimmed;
+    the same limits and errors.  Where some state of the subset construction cannot reach
+    acceptance, its table, not trimmed (the caller trims it and minimises, as
+    :func:`_trimmed_minimal` does)."""
     step = "the subset construction"
     if deadline is not None:
         deadline.check(step)
