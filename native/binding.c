@@ -1354,14 +1354,42 @@ static PyObject *py_nfa_determinize(PyObject *self, PyObject *args) {
     return ret;
 }
 
+/* nfa_determinize_coo(..., max_bytes, minimal=True): gd_nfa_minimal_coo.  Returns (0, live,
+ * byte_class u16 bytes, n_classes, n_states, table bytes, elem_bytes, accepting u8 bytes):
+ * with live the minimal DFA (int16 cells when elem_bytes is 2, else int32), without it the
+ * subset construction's int32 table (to be trimmed first); or (code, phase) for a limit
+ * (GD_DFA_LIMIT, GD_DFA_BYTES) or the deadline (GD_DFA_TIMEOUT), phase 0 in the subset
+ * construction, 1 in the minimisation; MemoryError / ValueError otherwise. */
+static PyObject *minimal_coo(int n, int start, int end, Py_buffer *b, int n_specials, int max_states, double budget,
+                             unsigned long long max_bytes) {
+    gd_min_table t;
+    uint16_t bc[256];
+    int32_t ncls;
+    int rc, phase;
+    Py_BEGIN_ALLOW_THREADS /* re-entrant (no global state); buffers stay held */
+    rc = gd_nfa_minimal_coo(n, start, end, (size_t)b[0].shape[0], b[0].buf, b[1].buf, (size_t)b[2].shape[0], b[2].buf,
+                            b[3].buf, b[4].buf, b[5].buf, (size_t)b[6].shape[0], b[6].buf, b[7].buf, b[8].buf,
+                            n_specials, max_states, (size_t)max_bytes, budget, bc, &ncls, &t, &phase);
+    Py_END_ALLOW_THREADS
+    if (rc == GD_DFA_LIMIT || rc == GD_DFA_BYTES || rc == GD_DFA_TIMEOUT) return Py_BuildValue("(ii)", rc, phase);
+    if (rc != GD_DFA_OK) return dfa_error(rc, "nfa_determinize_coo");
+    PyObject *ret = Py_BuildValue("(iiy#iiy#iy#)", 0, (int)t.live, (const char *)bc, (Py_ssize_t)sizeof bc, (int)ncls,
+                                  (int)t.n_states, (const char *)t.trans,
+                                  (Py_ssize_t)t.n_states * t.nsym * t.elem_bytes, (int)t.elem_bytes,
+                                  (const char *)t.accepting, (Py_ssize_t)t.n_states);
+    gd_min_table_free(&t);
+    return ret;
+}
+
 static PyObject *py_nfa_determinize_coo(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *o[9];
     int n, start, end, n_specials, max_states;
     double budget;
     unsigned long long max_bytes = 0; /* optional: 0 is no bound */
-    if (!PyArg_ParseTuple(args, "iiiOOOOOOOOOiid|K", &n, &start, &end, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
-                          &o[6], &o[7], &o[8], &n_specials, &max_states, &budget, &max_bytes))
+    int minimal = 0;                   /* optional: gd_nfa_minimal_coo instead (see below) */
+    if (!PyArg_ParseTuple(args, "iiiOOOOOOOOOiid|Kp", &n, &start, &end, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
+                          &o[6], &o[7], &o[8], &n_specials, &max_states, &budget, &max_bytes, &minimal))
         return NULL;
     const char *const names[9] = {"eps_src", "eps_tgt", "e_src", "e_lo", "e_hi", "e_tgt", "sp_src", "sp_sym", "sp_tgt"};
     const char fmts[9] = {'i', 'i', 'i', 'B', 'B', 'i', 'i', 'i', 'i'};
@@ -1375,6 +1403,8 @@ static PyObject *py_nfa_determinize_coo(PyObject *self, PyObject *args) {
     if (b[1].shape[0] != b[0].shape[0] || b[3].shape[0] != b[2].shape[0] || b[4].shape[0] != b[2].shape[0] ||
         b[5].shape[0] != b[2].shape[0] || b[7].shape[0] != b[6].shape[0] || b[8].shape[0] != b[6].shape[0]) {
         PyErr_SetString(PyExc_ValueError, "nfa_determinize_coo: the arrays of one edge list differ in length");
+    } else if (minimal) {
+        ret = minimal_coo(n, start, end, b, n_specials, max_states, budget, max_bytes);
     } else {
         gd_dfa_table t;
         uint16_t bc[256];
@@ -2133,8 +2163,9 @@ static PyMethodDef methods[] = {
      "names which), TimeoutError past the budget. Releases the GIL."},
     {"nfa_determinize_coo", py_nfa_determinize_coo, METH_VARARGS,
      "nfa_determinize_coo(n, start, end, eps_src, eps_tgt, e_src, e_lo_u8, e_hi_u8, e_tgt, sp_src, sp_sym, sp_tgt, "
-     "n_specials, max_states, budget_s, max_bytes=0) -> (byte_class_u16_bytes, n_classes, trans_i32_bytes, "
-     "accepting_u8_bytes). Errors as nfa_determinize. Releases the GIL."},
+     "n_specials, max_states, budget_s, max_bytes=0, minimal=False) -> (byte_class_u16_bytes, n_classes, "
+     "trans_i32_bytes, accepting_u8_bytes). Errors as nfa_determinize. minimal=True: the minimal DFA too "
+     "(gd_nfa_minimal_coo; see binding.c). Releases the GIL."},
     {"dfa_bfs", py_dfa_bfs, METH_VARARGS,
      "dfa_bfs(table_i32, nsym, col_ok_u8_or_None, node_ok_u8_or_None, reverse, sources_i32, dist_out_i32) -> "
      "states reached (dist_out[s]: distance, -1 unreachable). Releases the GIL."},

@@ -11,6 +11,7 @@ import pytest
 import decoding.backends.automaton as A
 from decoding.errors import GrammarError
 from decoding.frontends.jsonschema import compile_schema
+from decoding.limits import DEFAULT_LIMITS
 
 from conftest import DFA_SCHEMAS, assert_same_dfa
 
@@ -22,21 +23,14 @@ def _old(d: A.DFA) -> A.DFA:
 
 
 def _subset(name: str) -> A.DFA:
+    """The subset construction of the grammar's NFA as :func:`A.compile_dfa` builds it (its
+    native path no longer calls ``_determinize``: ``nfa_determinize_coo(minimal=True)``)."""
     g = compile_schema(SCHEMAS[name]).grammar
-    got = []
-    real = A._determinize
-
-    def keep(*a, **k):
-        d = real(*a, **k)
-        got.append(d)
-        return d
-
-    A._determinize = keep
-    try:
-        A.compile_dfa(g)
-    finally:
-        A._determinize = real
-    return got[-1]
+    lim = DEFAULT_LIMITS
+    dl = A._Deadline(lim.max_compile_seconds, "test")
+    nfa, start, end, specials = A.grammar_nfa(g, lim, dl, max_dfa=lim.max_dfa_states, rule_dfas=True)
+    return A._determinize(nfa, start, end, specials, dl, lim.max_dfa_states * A.SUBSET_STATES_FACTOR, "test",
+                          lim.max_subset_bytes)
 
 
 @pytest.mark.parametrize("name", sorted(SCHEMAS))

@@ -7,7 +7,8 @@ Where the work runs: the IR reachable from the start rule is serialised once int
 records (:func:`_nfa_program`; Dfa leaves and Inter/Diff automata are made in Python) and the
 Thompson NFA is built from them in C (:class:`_NativeNFA`, ``native/src/nfa_build.c``)
 straight into flat edge arrays; the byte classes, the subset construction, the pruning and the
-minimisation run in C too (``native/src/dfa_build.c``, GIL released).  ``GD_PYTHON_NFA=1``
+minimisation run in C too (``native/src/dfa_build.c``, GIL released; :func:`_minimal_dfa`
+determinises and minimises in one call, from the subset construction's sparse rows).  ``GD_PYTHON_NFA=1``
 builds the NFA in Python (:class:`_NFA`, the reference of the C builder: the same arrays,
 tests/test_nfa_native.py); ``GD_PURE_PYTHON_DFA=1`` selects the all-Python reference
 (:class:`_NFARef` lists, :func:`_determinize_py`, :func:`_prune_py`, :func:`_minimize_py`):
@@ -715,14 +716,21 @@ def _serialise(nfa: "_NFA | None", roots: list[Node], base: int, at: dict[int, i
             pos = len(code)
             push(0)
             k = i = 0
-            while i < len(items):
+            last = len(items) - 1
+            while i <= last:
                 it = items[i]
-                if i + 1 < len(items) and _sep_loop(it, items[i + 1]):
-                    fix.append((len(code), _SepLoop(it, items[i + 1].item.items[:-1])))  # type: ignore[union-attr]
+                # (a separated loop starts with a Ref: the other items skip the call)
+                if i < last and isinstance(it, Ref) and _sep_loop(it, items[i + 1]):
+                    fix_push((len(code), _SepLoop(it, items[i + 1].item.items[:-1])))  # type: ignore[union-attr]
                     push(0)
                     i += 2
                 else:
-                    children((it,))
+                    o = at_get(id(it))  # (children((it,)) inlined: the hot path of every sequence)
+                    if o is None:
+                        fix_push((len(code), it))
+                        push(0)
+                    else:
+                        push(o)
                     i += 1
                 k += 1
             code[pos] = k
@@ -737,7 +745,13 @@ def _serialise(nfa: "_NFA | None", roots: list[Node], base: int, at: dict[int, i
                 code.extend((_NK_FALLBACK, 0))
             else:
                 push(_NK_REPEAT)
-                children((node.item,))  # type: ignore[union-attr]
+                it = node.item  # type: ignore[union-attr]
+                o = at_get(id(it))
+                if o is None:
+                    fix_push((len(code), it))
+                    push(0)
+                else:
+                    push(o)
                 push(lo)
                 push(-1 if hi is None else hi)
         elif tp is Ref:
@@ -825,8 +839,8 @@ class _SepLoop:
 
 
 #: the arrays of the plain leaves alone (a JSON Schema grammar's program has no other leaf,
-#: mostly): (the leaves' ids, arrays), made once; replaced whole (one reference: a thread
-#: reads the ids and the arrays of one snapshot)
+#: mostly): (the plain leaves' list of :data:`_PLAIN_LEAFY`, arrays), made once; replaced
+#: whole (one reference: a thread reads the list and the arrays of one snapshot)
 _PLAIN_LEAF_ARRAYS: "tuple | None" = None
 
 
@@ -837,11 +851,11 @@ def _leaf_arrays(leaves: "list[_Leaf]") -> tuple:
     global _PLAIN_LEAF_ARRAYS
     snap = _PLAIN_LEAFY[0] if _PLAIN_LEAFY else None
     plain = snap[4] if snap is not None else None
-    if plain is not None and len(leaves) == len(plain) and all(a is b for a, b in zip(leaves, plain)):
-        key = tuple(map(id, plain))
+    # (_Leaf compares by identity: == is the element-wise ``is``, in C)
+    if plain is not None and len(leaves) == len(plain) and leaves == plain:
         hit = _PLAIN_LEAF_ARRAYS
-        if hit is None or hit[0] != key:
-            hit = _PLAIN_LEAF_ARRAYS = (key, _leaf_arrays_of(leaves))
+        if hit is None or hit[0] is not plain:  # (a snapshot's list is never changed once made)
+            hit = _PLAIN_LEAF_ARRAYS = (plain, _leaf_arrays_of(leaves))
         return hit[1]
     return _leaf_arrays_of(leaves)
 
@@ -1611,17 +1625,60 @@ def _minimal_dfa(nfa: "_NFA | _NFARef", start: int, end: int, specials: tuple[st
     the step before, so at most two tables are alive at once."""
     sub = max(1, max_states) * SUBSET_STATES_FACTOR
     try:
-        dfa = _determinize(nfa, start, end, specials, deadline, sub, what, max_bytes)
+        if _pure_python_dfa() or isinstance(nfa, _NFARef):
+            dfa = _determinize(nfa, start, end, specials, deadline, sub, what, max_bytes)
+        else:
+            dfa = _native_minimal(nfa, start, end, specials, deadline, sub, what, max_bytes)
     except LimitError as e:
         raise _subset_limit(e, sub, max_states, what) from None
-    if empty_ok and not _reaches_accept(dfa):
-        return None
-    dfa = _trimmed_minimal(dfa, deadline)
+    if not dfa.trimmed:
+        if empty_ok and not _reaches_accept(dfa):
+            return None
+        dfa = _trimmed_minimal(dfa, deadline)
     if dfa.n_states > max_states:
         raise LimitError(f"{what}: automaton exceeds max_states={max_states} DFA states (limit "
                          f"max_dfa_states): its minimal DFA has {dfa.n_states}; simplify the grammar or "
                          "raise the limit", limit="max_dfa_states", value=max_states)
+    if dfa.trimmed:  # (the native path's, made so)
+        return dfa
     return DFA(dfa.byte_class, dfa.trans, dfa.accepting, dfa.specials, dfa.n_classes, trimmed=True)
+
+
+def _native_minimal(nfa: "_NFA", start: int, end: int, specials: tuple[str, ...], deadline: _Deadline,
+                    max_states: int, what: str, max_bytes: int) -> DFA:
+    """:func:`_determinize` then :func:`_trimmed_minimal` in one native call
+    (``nfa_determinize_coo(..., minimal=True)``, ``gd_nfa_minimal_coo``: the minimisation
+    reads the subset construction's sparse rows, no table is made between them, and the
+    table comes back in its dtype): the same DFA, state numbering included, marked trimmed;
+    the same limits and errors.  Where some state of the subset construction cannot reach
+    acceptance, its table, not trimmed (the caller trims it and minimises, as
+    :func:`_trimmed_minimal` does)."""
+    step = "the subset construction"
+    if deadline is not None:
+        deadline.check(step)
+    res = _native.nfa_determinize_coo(
+        nfa.n, start, end, nfa.eps_src, nfa.eps_tgt, nfa.e_src, nfa.e_lo, nfa.e_hi, nfa.e_tgt,
+        nfa.sp_src, nfa.sp_k, nfa.sp_tgt, len(specials), min(max_states, 2**31 - 1), _budget(deadline),
+        max(0, int(max_bytes)), True)
+    if len(res) == 2:  # (code, phase): a limit or the deadline
+        rc, phase = res
+        if rc == _DFA_TIMEOUT:
+            raise _deadline_passed(deadline, "the minimisation" if phase else step)
+        if rc == _DFA_BYTES:
+            raise _too_many_bytes(what, max_bytes)
+        raise LimitError(f"{what}: automaton exceeds max_states={max_states} DFA states (limit "
+                         "max_dfa_states); simplify the grammar or raise the limit")
+    _, live, bcb, ncls, n, tb, elem, ab = res
+    trans = np.frombuffer(tb, dtype=np.int16 if elem == 2 else np.int32).reshape(n, ncls + len(specials))
+    dfa = DFA(np.frombuffer(bcb, dtype=np.uint16), trans, np.frombuffer(ab, dtype=bool), specials, ncls,
+              trimmed=bool(live))
+    if deadline is not None:
+        deadline.check("the minimisation" if live else step)
+    return dfa
+
+
+#: gd_nfa_minimal_coo's codes (GD_DFA_TIMEOUT, GD_DFA_BYTES)
+_DFA_TIMEOUT, _DFA_BYTES = -3, -5
 
 
 def _subset_limit(e: LimitError, sub: int, max_states: int, what: str) -> LimitError:
@@ -2083,8 +2140,9 @@ def _prune(dfa: DFA, usable_bytes: Sequence[bool] | None) -> DFA:
     n, nsym = dfa.trans.shape
     col_ok = None
     if usable_bytes is not None:
-        if isinstance(usable_bytes, np.ndarray):
-            ub = usable_bytes[:256].astype(bool)
+        if isinstance(usable_bytes, np.ndarray):  # (read only here: a bool[256] is used as it is)
+            ub = usable_bytes if usable_bytes.dtype == bool and usable_bytes.shape == (256,) else \
+                usable_bytes[:256].astype(bool)
         else:
             ub = np.fromiter((bool(usable_bytes[b]) for b in range(256)), dtype=bool, count=256)
         if not ub.all():  # (every byte usable: every column is, the same as no restriction)

@@ -375,6 +375,32 @@ int gd_dfa_minimize_live(const int32_t *trans, int32_t n, int32_t nsym, const ui
 int gd_dfa_quotient(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *accepting, const int32_t *block,
                     int32_t nblocks, int32_t *out_trans, uint8_t *out_accepting);
 
+/* gd_nfa_minimal_coo's result: with live, the minimal DFA (gd_dfa_minimize_live then
+ * gd_dfa_quotient of the subset construction's table): n_states rows of nsym cells, int16
+ * when n_states < 32767 (elem_bytes 2) else int32 (elem_bytes 4), and acceptance (0/1);
+ * without live (some state of the subset construction cannot reach acceptance) the subset
+ * construction's own table (int32, elem_bytes 4), as gd_nfa_determinize_coo gives it, to be
+ * trimmed before it is minimised.  Release with gd_min_table_free. */
+typedef struct {
+    void *trans;
+    uint8_t *accepting;
+    int32_t n_states, nsym, elem_bytes, live;
+} gd_min_table;
+
+void gd_min_table_free(gd_min_table *t);
+
+/* The subset construction of the edge lists (exactly gd_nfa_determinize_coo: byte classes,
+ * numbering, limits) and, when every state reaches acceptance, its minimisation, made from
+ * the construction's sparse rows: no table of the subset construction is made, read or
+ * copied.  The deadline is one budget for both steps.  GD_DFA_OK (out filled), or a
+ * GD_DFA_* code of the subset construction (*phase = 0) or of the minimisation (*phase = 1). */
+int gd_nfa_minimal_coo(int32_t n_nfa, int32_t start, int32_t end, size_t n_eps, const int32_t *eps_src,
+                       const int32_t *eps_tgt, size_t n_edges, const int32_t *e_src, const uint8_t *e_lo,
+                       const uint8_t *e_hi, const int32_t *e_tgt, size_t n_spec, const int32_t *sp_src,
+                       const int32_t *sp_sym, const int32_t *sp_tgt, int32_t n_specials, int32_t max_states,
+                       size_t max_bytes, double budget_s, uint16_t *byte_class, int32_t *n_classes,
+                       gd_min_table *out, int *phase);
+
 /* Product of two DFAs over a shared alphabet of ncls classes: class c reads column ca[c] of
  * a (int32[na * nsa]) and cb[c] of b (int32[nb * nsb]; nb = 0: b is the empty language).
  * States are pairs (x, y) numbered in BFS order from (0, b_start) (b_start -1: b dead), a

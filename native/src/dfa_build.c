@@ -266,7 +266,8 @@ typedef struct {
     uint32_t stamp;
     int32_t *stack;   /* [n] */
     int32_t *clo;     /* [n] closure result */
-    int32_t *cnt;     /* [nsym + 1] */
+    int32_t *cnt;     /* [nsym + 1], all 0 between expansions */
+    int32_t *syms;    /* [2 nsym] a row's symbols and the ends of their targets */
     int32_t *tgt;     /* targets grouped by symbol */
     size_t tgt_cap;
     /* the result */
@@ -285,6 +286,7 @@ static void det_free(det *d) {
     free(d->stack);
     free(d->clo);
     free(d->cnt);
+    free(d->syms);
     free(d->tgt);
     set_map_free(&d->states);
     set_map_free(&d->cache);
@@ -374,32 +376,57 @@ static int det_expand(det *d, size_t i) {
     const int32_t *mv_off = d->mv_off, *mv = d->mv;
     int32_t nsym = d->nsym;
     const int32_t *cur = set_map_items(&d->states, i, &k);
-    /* count moves per symbol, then group their targets by symbol (counting sort) */
-    int32_t *cnt = d->cnt;
-    memset(cnt, 0, sizeof(int32_t) * ((size_t)nsym + 1));
-    size_t total = 0;
+    /* count moves per symbol, then group their targets by symbol (counting sort), over the
+     * symbols the state has moves on only (a few of a grammar's dozens of classes): syms[u]
+     * the u-th of them in increasing order, ends[u] the end of its targets in d->tgt; cnt is
+     * all zero between calls */
+    int32_t *cnt = d->cnt, *syms = d->syms, *ends = d->syms + nsym;
+    size_t total = 0, nu = 0;
     for (size_t a = 0; a < k; a++) {
         int32_t x = cur[a];
-        for (int32_t j = mv_off[x]; j < mv_off[x + 1]; j++) cnt[mv[2 * j] + 1]++;
+        for (int32_t j = mv_off[x]; j < mv_off[x + 1]; j++) {
+            int32_t c = mv[2 * j];
+            if (!cnt[c]++) syms[nu++] = c;
+        }
         total += (size_t)(mv_off[x + 1] - mv_off[x]);
     }
-    if (deadline_passed(&d->dl, total + k + (size_t)nsym)) return GD_DFA_TIMEOUT;
-    if (total > d->tgt_cap) {
+    int fail = deadline_passed(&d->dl, total + k + (size_t)nsym) ? GD_DFA_TIMEOUT : GD_DFA_OK;
+    if (!fail && total > d->tgt_cap) {
         int32_t *t = grow(d->tgt, &d->tgt_cap, total, sizeof(int32_t));
-        if (!t) return GD_DFA_NOMEM;
-        d->tgt = t;
+        if (!t)
+            fail = GD_DFA_NOMEM;
+        else
+            d->tgt = t;
     }
-    for (int32_t c = 0; c < nsym; c++) cnt[c + 1] += cnt[c];
-    /* cnt[c] is now the start of symbol c; scatter advances it to the start of c + 1 */
+    if (fail) {
+        for (size_t u = 0; u < nu; u++) cnt[syms[u]] = 0;
+        return fail;
+    }
+    if (nu > 16) { /* many: in order by one pass over the symbols */
+        nu = 0;
+        for (int32_t c = 0; c < nsym; c++)
+            if (cnt[c]) syms[nu++] = c;
+    } else {
+        sort_unique(syms, nu); /* (distinct: sorted only) */
+    }
+    int32_t start = 0;
+    for (size_t u = 0; u < nu; u++) { /* cnt[c]: the start of symbol c; the scatter advances it */
+        int32_t c = syms[u], m = cnt[c];
+        cnt[c] = start;
+        start += m;
+    }
     for (size_t a = 0; a < k; a++) {
         int32_t x = cur[a];
         for (int32_t j = mv_off[x]; j < mv_off[x + 1]; j++) d->tgt[cnt[mv[2 * j]]++] = mv[2 * j + 1];
     }
+    for (size_t u = 0; u < nu; u++) { /* cnt[c]: the end of symbol c's targets */
+        ends[u] = cnt[syms[u]];
+        cnt[syms[u]] = 0;
+    }
     /* cur may move when states are added below: it is not used again */
     int32_t lo = 0;
-    for (int32_t c = 0; c < nsym; c++) {
-        int32_t hi = cnt[c];
-        if (hi == lo) continue;
+    for (size_t u = 0; u < nu; u++) {
+        int32_t c = syms[u], hi = ends[u];
         int32_t *ts = d->tgt + lo;
         size_t nt = sort_unique(ts, (size_t)(hi - lo));
         lo = hi;
@@ -481,10 +508,11 @@ static int determinize(int32_t n_nfa, const int32_t *eps_off, const int32_t *eps
     d.seen = calloc((size_t)n_nfa, sizeof(uint32_t));
     d.stack = malloc(sizeof(int32_t) * (size_t)n_nfa);
     d.clo = malloc(sizeof(int32_t) * (size_t)n_nfa);
-    d.cnt = malloc(sizeof(int32_t) * ((size_t)nsym + 1));
+    d.cnt = calloc((size_t)nsym + 1, sizeof(int32_t));
+    d.syms = malloc(sizeof(int32_t) * 2 * (size_t)nsym);
     d.tgt_cap = 64;
     d.tgt = malloc(sizeof(int32_t) * d.tgt_cap);
-    if (!d.seen || !d.stack || !d.clo || !d.cnt || !d.tgt) goto done;
+    if (!d.seen || !d.stack || !d.clo || !d.cnt || !d.syms || !d.tgt) goto done;
     if (set_map_init(&d.states) < 0 || set_map_init(&d.cache) < 0) goto done;
 
     if (deadline_passed(&d.dl, 0)) {
@@ -849,10 +877,11 @@ gd_lazy *gd_lazy_new_coo(int32_t n_nfa, int32_t start, int32_t end, size_t n_eps
     d->seen = calloc((size_t)n_nfa, sizeof(uint32_t));
     d->stack = malloc(sizeof(int32_t) * (size_t)n_nfa);
     d->clo = malloc(sizeof(int32_t) * (size_t)n_nfa);
-    d->cnt = malloc(sizeof(int32_t) * ((size_t)c.nsym + 1));
+    d->cnt = calloc((size_t)c.nsym + 1, sizeof(int32_t));
+    d->syms = malloc(sizeof(int32_t) * 2 * (size_t)c.nsym);
     d->tgt_cap = 64;
     d->tgt = malloc(sizeof(int32_t) * d->tgt_cap);
-    if (!d->seen || !d->stack || !d->clo || !d->cnt || !d->tgt) goto fail_l;
+    if (!d->seen || !d->stack || !d->clo || !d->cnt || !d->syms || !d->tgt) goto fail_l;
     if (set_map_init(&d->states) < 0 || set_map_init(&d->cache) < 0) goto fail_l;
     {
         size_t k = det_closure(d, &start, 1);
@@ -1534,6 +1563,112 @@ int gd_dfa_minimize_live(const int32_t *trans, int32_t n, int32_t nsym, const ui
                          int32_t *block, int *all_live) {
     *all_live = 0;
     return minimize(trans, n, nsym, accepting, budget_s, block, all_live);
+}
+
+void gd_min_table_free(gd_min_table *t) {
+    if (!t) return;
+    free(t->trans);
+    free(t->accepting);
+    memset(t, 0, sizeof *t);
+}
+
+/* The quotient of the sparse rows R (n states) by block (nb blocks numbered by their first
+ * state): gd_dfa_quotient's table, in int16 when nb < 32767, into out. */
+static int quotient_rows(const sparse_rows *R, int32_t n, int32_t nsym, const uint8_t *accepting,
+                         const int32_t *block, int32_t nb, gd_min_table *out) {
+    size_t ns = (size_t)nsym, cells = (size_t)nb * ns;
+    int narrow = nb < 32767;
+    out->elem_bytes = narrow ? 2 : 4;
+    out->trans = malloc((cells ? cells : 1) * (size_t)out->elem_bytes);
+    out->accepting = malloc(nb ? (size_t)nb : 1);
+    if (!out->trans || !out->accepting) return GD_DFA_NOMEM;
+    if (narrow)
+        memset(out->trans, 0xff, cells * 2); /* -1 */
+    else
+        for (size_t i = 0; i < cells; i++) ((int32_t *)out->trans)[i] = -1;
+    int32_t next = 0;
+    for (int32_t s = 0; s < n; s++) {
+        int32_t b = block[s];
+        if (b < next) continue;
+        next++;
+        size_t o = (size_t)b * ns;
+        if (narrow) {
+            int16_t *row = (int16_t *)out->trans + o;
+            for (int32_t j = R->off[s]; j < R->off[s + 1]; j++) row[R->sym[j]] = (int16_t)block[R->tgt[j]];
+        } else {
+            int32_t *row = (int32_t *)out->trans + o;
+            for (int32_t j = R->off[s]; j < R->off[s + 1]; j++) row[R->sym[j]] = block[R->tgt[j]];
+        }
+        out->accepting[b] = accepting[s] ? 1 : 0;
+    }
+    out->n_states = nb;
+    out->live = 1;
+    return next == nb ? GD_DFA_OK : GD_DFA_INVALID;
+}
+
+int gd_nfa_minimal_coo(int32_t n_nfa, int32_t start, int32_t end, size_t n_eps, const int32_t *eps_src,
+                       const int32_t *eps_tgt, size_t n_edges, const int32_t *e_src, const uint8_t *e_lo,
+                       const uint8_t *e_hi, const int32_t *e_tgt, size_t n_spec, const int32_t *sp_src,
+                       const int32_t *sp_sym, const int32_t *sp_tgt, int32_t n_specials, int32_t max_states,
+                       size_t max_bytes, double budget_s, uint16_t *byte_class, int32_t *n_classes,
+                       gd_min_table *out, int *phase) {
+    memset(out, 0, sizeof *out);
+    *phase = 0;
+    deadline dl;
+    deadline_init(&dl, budget_s);
+    gd_dfa_table d;
+    sparse_rows R;
+    int32_t *block = NULL;
+    int rc = determinize_coo(n_nfa, start, end, n_eps, eps_src, eps_tgt, n_edges, e_src, e_lo, e_hi, e_tgt, n_spec,
+                             sp_src, sp_sym, sp_tgt, n_specials, max_states, max_bytes, budget_s, byte_class,
+                             n_classes, &d, &R);
+    if (rc != GD_DFA_OK) return rc;
+    *phase = 1;
+    int32_t n = d.n_states, nsym = d.nsym;
+    out->nsym = nsym;
+    block = malloc(sizeof(int32_t) * (size_t)n);
+    if (!block) {
+        rc = GD_DFA_NOMEM;
+        goto done;
+    }
+    int live = 1;
+    /* (what is left of the one budget) */
+    int nb = minimize_rows(&R, (size_t)R.off[n], n, nsym, d.accepting, dl.on ? dl.at - mono_now() : budget_s,
+                           block, &live);
+    if (nb < 0) {
+        rc = nb;
+        goto done;
+    }
+    if (live) {
+        rc = quotient_rows(&R, n, nsym, d.accepting, block, nb, out);
+        goto done;
+    }
+    /* some state cannot reach acceptance: the subset construction's table, to be trimmed */
+    {
+        size_t cells = (size_t)n * (size_t)nsym;
+        int32_t *t = malloc(sizeof(int32_t) * (cells ? cells : 1));
+        if (!t) {
+            rc = GD_DFA_NOMEM;
+            goto done;
+        }
+        for (size_t i = 0; i < cells; i++) t[i] = -1;
+        for (int32_t s = 0; s < n; s++)
+            for (int32_t j = R.off[s]; j < R.off[s + 1]; j++) t[(size_t)s * (size_t)nsym + (size_t)R.sym[j]] = R.tgt[j];
+        out->trans = t;
+        out->accepting = d.accepting;
+        d.accepting = NULL;
+        out->n_states = n;
+        out->elem_bytes = 4;
+        out->live = 0;
+        rc = GD_DFA_OK;
+    }
+done:
+    free(block);
+    sparse_free(&R);
+    gd_dfa_table_free(&d);
+    if (rc != GD_DFA_OK) gd_min_table_free(out);
+    else *phase = 0;
+    return rc;
 }
 
 int gd_dfa_quotient(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *accepting, const int32_t *block,

@@ -505,6 +505,85 @@ static void test_rest_trie(int impl) {
     printf("ok   rest trie %s\n", gd_impl_name(impl));
 }
 
+/* gd_nfa_minimal_coo against gd_nfa_determinize_coo, gd_dfa_minimize_live and gd_dfa_quotient
+ * on random NFAs: the same byte classes, the same minimal table (int16 cells) when every
+ * state of the subset construction is live, else the subset construction's own table; the
+ * same limit with phase 0. */
+static void test_minimal_coo(void) {
+    int n_live = 0, n_dead = 0;
+    for (int iter = 0; iter < 400; iter++) {
+        int32_t n = 2 + (int32_t)(rnd() % 24), n_specials = (int32_t)(rnd() % 3);
+        size_t ne = (size_t)(rnd() % (size_t)(2 * n)), nm = 1 + (size_t)(rnd() % (size_t)(3 * n)),
+               ns = n_specials ? (size_t)(rnd() % 4) : 0;
+        int32_t eps_src[64], eps_tgt[64], e_src[96], e_tgt[96], sp_src[4], sp_sym[4], sp_tgt[4];
+        uint8_t e_lo[96], e_hi[96];
+        for (size_t i = 0; i < ne; i++) {
+            eps_src[i] = (int32_t)(rnd() % (uint32_t)n);
+            eps_tgt[i] = (int32_t)(rnd() % (uint32_t)n);
+        }
+        for (size_t i = 0; i < nm; i++) {
+            e_src[i] = (int32_t)(rnd() % (uint32_t)n);
+            e_tgt[i] = (int32_t)(rnd() % (uint32_t)n);
+            uint8_t a = (uint8_t)("abcxyz{}"[rnd() % 8]), b = (uint8_t)("abcxyz{}"[rnd() % 8]);
+            e_lo[i] = a < b ? a : b;
+            e_hi[i] = a < b ? b : a;
+        }
+        for (size_t i = 0; i < ns; i++) {
+            sp_src[i] = (int32_t)(rnd() % (uint32_t)n);
+            sp_tgt[i] = (int32_t)(rnd() % (uint32_t)n);
+            sp_sym[i] = (int32_t)(rnd() % (uint32_t)n_specials);
+        }
+        int32_t end = n - 1, max_states = iter % 10 == 9 ? 3 : 1 << 20;
+        uint16_t bc1[256], bc2[256];
+        int32_t nc1 = 0, nc2 = 0;
+        gd_dfa_table d;
+        gd_min_table m;
+        int phase = -1;
+        int rc1 = gd_nfa_determinize_coo(n, 0, end, ne, eps_src, eps_tgt, nm, e_src, e_lo, e_hi, e_tgt, ns, sp_src,
+                                         sp_sym, sp_tgt, n_specials, max_states, 0, 1e30, bc1, &nc1, &d);
+        int rc2 = gd_nfa_minimal_coo(n, 0, end, ne, eps_src, eps_tgt, nm, e_src, e_lo, e_hi, e_tgt, ns, sp_src, sp_sym,
+                                     sp_tgt, n_specials, max_states, 0, 1e30, bc2, &nc2, &m, &phase);
+        CHECK(rc1 == rc2, "minimal_coo %d: rc %d vs %d", iter, rc2, rc1);
+        if (rc1 != GD_DFA_OK || rc2 != GD_DFA_OK) {
+            CHECK(rc2 == GD_DFA_OK || phase == 0, "minimal_coo %d: phase %d", iter, phase);
+            if (rc1 == GD_DFA_OK) gd_dfa_table_free(&d);
+            if (rc2 == GD_DFA_OK) gd_min_table_free(&m);
+            continue;
+        }
+        CHECK(nc1 == nc2 && !memcmp(bc1, bc2, sizeof bc1), "minimal_coo %d: byte classes", iter);
+        int32_t *block = malloc(sizeof(int32_t) * (size_t)d.n_states);
+        int live = -1;
+        int nb = gd_dfa_minimize_live(d.trans, d.n_states, d.nsym, d.accepting, 1e30, block, &live);
+        CHECK(nb > 0 && live == m.live && m.nsym == d.nsym, "minimal_coo %d: live %d vs %d", iter, m.live, live);
+        if (live) {
+            n_live++;
+            int32_t *qt = malloc(sizeof(int32_t) * (size_t)nb * (size_t)d.nsym);
+            uint8_t *qa = malloc((size_t)nb);
+            gd_dfa_quotient(d.trans, d.n_states, d.nsym, d.accepting, block, nb, qt, qa);
+            CHECK(m.n_states == nb && m.elem_bytes == 2, "minimal_coo %d: %d states vs %d", iter, m.n_states, nb);
+            for (size_t i = 0; m.n_states == nb && i < (size_t)nb * (size_t)d.nsym; i++)
+                if (((int16_t *)m.trans)[i] != qt[i]) {
+                    CHECK(0, "minimal_coo %d: cell %zu", iter, i);
+                    break;
+                }
+            CHECK(m.n_states != nb || !memcmp(qa, m.accepting, (size_t)nb), "minimal_coo %d: acceptance", iter);
+            free(qt);
+            free(qa);
+        } else {
+            n_dead++;
+            CHECK(m.n_states == d.n_states && m.elem_bytes == 4 &&
+                      !memcmp(m.trans, d.trans, sizeof(int32_t) * (size_t)d.n_states * (size_t)d.nsym) &&
+                      !memcmp(m.accepting, d.accepting, (size_t)d.n_states),
+                  "minimal_coo %d: the subset table", iter);
+        }
+        free(block);
+        gd_dfa_table_free(&d);
+        gd_min_table_free(&m);
+    }
+    CHECK(n_live > 20 && n_dead > 20, "minimal_coo: %d live, %d with a dead state", n_live, n_dead);
+    printf("ok   minimal_coo (%d live, %d dead)\n", n_live, n_dead);
+}
+
 int main(void) {
     test_selection();
     test_hash_equal();
@@ -514,6 +593,7 @@ int main(void) {
     test_trie();
     for (int impl = GD_IMPL_SCALAR; impl < GD_IMPL_COUNT; impl++) test_state_mask(impl);
     test_pd_check();
+    test_minimal_coo();
     for (int impl = GD_IMPL_SCALAR; impl < GD_IMPL_COUNT; impl++) test_rest_trie(impl);
     if (failures) { printf("%d failed\n", failures); return 1; }
     printf("all native tests passed\n");
