@@ -458,12 +458,27 @@ class _RuleBuilder:
 
     def _minimal(self, built: "_Built", end: int, specials: tuple[str, ...], deadline, what: str) -> DFA:
         """:func:`~decoding.backends.automaton._minimal_dfa` of ``built`` (the same DFA,
-        limits and messages) with less glue on its common path: the minimisation that
-        finds every state live is taken as it comes (else, and past the deadline, as
-        ``_minimal_dfa`` does it)."""
+        limits and messages) with less glue on its common path: natively, the subset
+        construction and its minimisation in one call (``_native_minimal``); under
+        ``GD_PURE_PYTHON_DFA``, the minimisation that finds every state live is taken as it
+        comes (else, and past the deadline, as ``_minimal_dfa`` does it)."""
         A = _automaton
         max_states = self.max_rule_states
         sub = max(1, max_states) * A.SUBSET_STATES_FACTOR
+        if not A._pure_python_dfa():
+            # the subset construction and its minimisation in one native call, as
+            # _minimal_dfa makes them (a subset table with a dead state comes back untrimmed)
+            try:
+                det = A._native_minimal(built, 0, end, specials, deadline, sub, what,  # type: ignore[arg-type]
+                                        self.lim.max_subset_bytes)
+            except LimitError as e:  # (worded as _minimal_dfa words it)
+                raise A._subset_limit(e, sub, max_states, what) from None
+            if det.trimmed:
+                t, acc = det.trans, det.accepting
+            else:
+                m = A._trimmed_minimal(det, deadline)
+                t, acc = m.trans, m.accepting
+            return self._rule_dfa(det, t, acc, specials, max_states, what)
         try:
             det = A._determinize(built, 0, end, specials, deadline, sub, what, self.lim.max_subset_bytes)  # type: ignore[arg-type]
         except LimitError as e:  # (worded as _minimal_dfa words it)
@@ -482,11 +497,18 @@ class _RuleBuilder:
         else:
             t = np.frombuffer(tb, dtype=np.int32).reshape(nblocks, nsym)
             acc = np.frombuffer(ab, dtype=np.uint8).view(bool)
+        return self._rule_dfa(det, t, acc, specials, max_states, what)
+
+    @staticmethod
+    def _rule_dfa(det: DFA, t: np.ndarray, acc: np.ndarray, specials: tuple[str, ...], max_states: int,
+                  what: str) -> DFA:
+        """The rule's DFA of the minimal table ``t``/``acc`` (of ``det``'s byte classes): at
+        most ``max_states`` states, in the smallest state dtype, marked trimmed."""
         if t.shape[0] > max_states:
             raise LimitError(f"{what}: automaton exceeds max_states={max_states} DFA states (limit "
                              f"max_dfa_states): its minimal DFA has {t.shape[0]}; simplify the grammar or "
                              "raise the limit", limit="max_dfa_states", value=max_states)
-        dt = A.state_dtype(t.shape[0])
+        dt = _automaton.state_dtype(t.shape[0])
         if t.dtype != dt:
             t = t.astype(dt)
             t.setflags(write=False)
