@@ -526,26 +526,76 @@ def _node_fold(root: Node, counted: bool, memo: dict[int, Estimate], keep: list 
         keep = []
     # a node, or ``(node, children)`` once they are pushed (then they are memoized, but Refs):
     # each node is expanded once, as the IR below a node (Refs not followed) cannot hold it
+    # (:func:`children` and a literal's :func:`_leaf` inlined: this runs once per node)
     stack: list = [root]
+    pop = stack.pop
+    push = stack.append
+    kept = keep.append
+    lits = _LIT_SHARED
     while stack:
-        n = stack.pop()
-        if n.__class__ is tuple:
+        n = pop()
+        cls = n.__class__
+        if cls is tuple:
             n, kids = n
             memo[id(n)] = _combine(n, [_ONE if k.__class__ is Ref else memo[id(k)] for k in kids], counted)
-            keep.append(n)
+            kept(n)
             continue
         i = id(n)
         if i in memo:
             continue
-        kids = children(n)
+        if cls is Seq or cls is Choice or cls is Inter:
+            kids = n.items  # type: ignore[union-attr]
+        elif cls is Repeat:
+            kids = (n.item,)  # type: ignore[union-attr]
+        elif cls is Diff:
+            kids = (n.base, n.minus)  # type: ignore[union-attr]
+        else:
+            if cls is Lit and n.data:  # type: ignore[union-attr]
+                data = n.data  # type: ignore[union-attr]
+                e = lits.get(len(data) << 8 | data[0])
+                memo[i] = e if e is not None else _leaf(n)
+            else:
+                memo[i] = _leaf(n)
+            kept(n)
+            continue
         if not kids:
             memo[i] = _leaf(n)
-            keep.append(n)
+            kept(n)
             continue
-        stack.append((n, kids))
+        # the children that are leaves (no children: not a Seq, Choice, Repeat, Inter or Diff)
+        # are estimated here; when every child is then known, so is ``n`` (no frame pushed)
+        ests: list | None = []  # the children's estimates while all are known
+        for k in kids:
+            kc = k.__class__
+            if kc is Ref:
+                if ests is not None:
+                    ests.append(_ONE)
+                continue
+            j = id(k)
+            e = memo.get(j)
+            if e is None:
+                if kc is Seq or kc is Choice or kc is Repeat or kc is Inter or kc is Diff:
+                    ests = None
+                    continue
+                if kc is Lit and k.data:  # type: ignore[union-attr]
+                    data = k.data  # type: ignore[union-attr]
+                    e = lits.get(len(data) << 8 | data[0])
+                    if e is None:
+                        e = _leaf(k)
+                else:
+                    e = _leaf(k)
+                memo[j] = e
+                kept(k)
+            if ests is not None:
+                ests.append(e)
+        if ests is not None:
+            memo[i] = _combine(n, ests, counted)
+            kept(n)
+            continue
+        push((n, kids))
         for k in reversed(kids):
             if k.__class__ is not Ref and id(k) not in memo:
-                stack.append(k)
+                push(k)
     return memo[id(root)]
 
 
