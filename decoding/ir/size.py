@@ -435,20 +435,26 @@ def _fold(root: Node, ref: Callable[[Ref], Estimate | None], memo: dict[int, Est
     # (node, -3): combining a composite node whose children were
     stack: list = [root]
     marks: list[int] = []
+    pop = stack.pop
+    push = stack.append
+    put = out.append
+    put_dep = dep.append
+    lits = _LIT_SHARED
     while stack:
-        n = stack.pop()
-        if n.__class__ is tuple:
+        n = pop()
+        cls = n.__class__
+        if cls is tuple:
             node, state = n
             if state == -2:
                 body = out.pop()
                 dep.pop()
-                out.append(leave(node, body))
-                dep.append(True)
+                put(leave(node, body))
+                put_dep(True)
                 continue
             base = marks.pop()
             kids = out[base:]
             del out[base:]
-            d = any(dep[base:])
+            d = True in dep[base:]
             del dep[base:]
             est = _combine(node, kids, counted)
             if (not d and CACHE_REF_FREE) or cacheable():
@@ -457,47 +463,63 @@ def _fold(root: Node, ref: Callable[[Ref], Estimate | None], memo: dict[int, Est
                     with_refs.add(id(node))
                 if keep is not None:
                     keep.append(node)
-            out.append(est)
-            dep.append(d)
+            put(est)
+            put_dep(d)
             continue
-        cls = n.__class__
         if cls is Ref:
             known = ref(n)
-            dep.append(True)
             if known is not None:
-                out.append(known)
+                put(known)
+                put_dep(True)
                 continue
             body = enter(n)
             if body is None:
-                out.append(_ZERO)
+                put(_ZERO)
+                put_dep(True)
                 continue
-            dep.pop()
-            stack.append((n, -2))
-            stack.append(body)
+            push((n, -2))
+            push(body)
             continue
         i = id(n)
         hit = memo.get(i)
         if hit is not None:
-            out.append(hit)
-            dep.append(i in with_refs)
+            put(hit)
+            put_dep(i in with_refs)
             continue
+        if cls is Lit and n.data:  # (its estimate, as :func:`_leaf` makes it: the same as a seed's)
+            data = n.data  # type: ignore[union-attr]
+            est = lits.get(len(data) << 8 | data[0])
+            if est is not None:
+                memo[i] = est
+                if keep is not None:
+                    keep.append(n)
+                put(est)
+                put_dep(False)
+                continue
         if seed is not None:
             hit = seed(i)
             if hit is not None:  # (Ref-free where Refs are inlined)
-                out.append(hit)
-                dep.append(False)
+                put(hit)
+                put_dep(False)
                 continue
-        kids_n = children(n)
+        if cls is Seq or cls is Choice or cls is Inter:
+            kids_n = n.items  # type: ignore[union-attr]
+        elif cls is Repeat:
+            kids_n = (n.item,)  # type: ignore[union-attr]
+        elif cls is Diff:
+            kids_n = (n.base, n.minus)  # type: ignore[union-attr]
+        else:
+            kids_n = ()
         if not kids_n:
             est = _leaf(n)
             memo[i] = est
             if keep is not None:
                 keep.append(n)
-            out.append(est)
-            dep.append(False)
+            put(est)
+            put_dep(False)
             continue
         marks.append(len(out))
-        stack.append((n, -3))
+        push((n, -3))
         stack.extend(reversed(kids_n))
     return out[-1]
 
