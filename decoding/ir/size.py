@@ -155,6 +155,10 @@ def _lead(n: Node) -> bytes:
 SET_STRINGS_MAX = 256
 #: ... each at most this long
 SET_STRING_LEN_MAX = 16
+#: :func:`_choice` skips :func:`_set_strings_differ` when a branch's estimate says it has no
+#: set strings (unbounded, longer than SET_STRING_LEN_MAX, or holding a Ref); False: always
+#: asks (tests compare the two)
+SET_STRINGS_SHORTCUT = True
 
 
 def _no_set_strings(n: Node) -> bool:
@@ -300,7 +304,11 @@ def _choice(n: Choice, kids: list[Estimate]) -> Estimate:
         if e.lo < lo:
             lo = e.lo
         if hi is not None:
-            hi = None if e.hi is None else max(hi, e.hi)
+            h = e.hi
+            if h is None:
+                hi = None
+            elif h > hi:
+                hi = h
         work += e.work
         if e.amb:
             amb = True
@@ -323,7 +331,10 @@ def _choice(n: Choice, kids: list[Estimate]) -> Estimate:
         if all(e.first != _ALL and e.lo > 0 for _, e in alike):
             leads = sorted(_lead(x) for x, _ in alike)
             heads_differ = all(leads) and not any(b.startswith(a) for a, b in zip(leads, leads[1:]))
-            if not heads_differ:
+            # (a branch of unbounded or over SET_STRING_LEN_MAX bytes, or holding a Ref, is no
+            # short finite sequence of byte sets: :func:`_set_strings_differ` says False)
+            if not heads_differ and not (SET_STRINGS_SHORTCUT and any(
+                    e.hi is None or e.hi > SET_STRING_LEN_MAX or e.refs for _, e in alike)):
                 heads_differ = _set_strings_differ([x for x, _ in alike])
             amb = amb or not heads_differ
     # a prefix code when every branch is one and no string of a branch can be a prefix of
