@@ -450,8 +450,35 @@ def _refs(node: Node) -> Iterable[str]:
 
 # ----------------------------------------------------------------------------- builders
 
+# the builders make nodes without the frozen dataclasses' ``__init__`` (which sets each field
+# through ``object.__setattr__``): the field's slot set directly, the same object (these
+# classes have no ``__post_init__``); nodes are built by the thousand per compile
+_new = object.__new__
+_set_data = Lit.data.__set__  # type: ignore[attr-defined]
+_set_items = Seq.items.__set__  # type: ignore[attr-defined]
+_set_choice_items = Choice.items.__set__  # type: ignore[attr-defined]
+
+
+def _lit(data: bytes) -> Lit:
+    n = _new(Lit)
+    _set_data(n, data)
+    return n
+
+
+def _seq(items: tuple) -> Seq:
+    n = _new(Seq)
+    _set_items(n, items)
+    return n
+
+
+def _choice(items: tuple) -> Choice:
+    n = _new(Choice)
+    _set_choice_items(n, items)
+    return n
+
+
 def lit(s: str | bytes) -> Node:
-    return Lit(s.encode("utf-8") if isinstance(s, str) else bytes(s))
+    return _lit(s.encode("utf-8") if isinstance(s, str) else bytes(s))
 
 
 def seq(*items: Node) -> Node:
@@ -462,7 +489,24 @@ def seq(*items: Node) -> Node:
     run: bytes | None = None  # the bytes of the literals since the last other item
     only: Node | None = None  # the run's literal when it is one
     for it in items:
-        for x in (it.items if it.__class__ is Seq else (it,)):  # type: ignore[union-attr]
+        cls = it.__class__
+        if cls is Lit:  # (a literal or another non-sequence item: handled as one of a sequence's)
+            data = it.data  # type: ignore[union-attr]
+            if data:
+                if run is None:
+                    run, only = data, it
+                else:
+                    run, only = run + data, None
+            continue
+        if cls is not Seq:
+            if cls is Choice and not it.items:  # type: ignore[union-attr]
+                return NOTHING
+            if run is not None:
+                merged.append(only if only is not None else _lit(run))
+                run = None
+            merged.append(it)
+            continue
+        for x in it.items:  # type: ignore[union-attr]
             cls = x.__class__
             if cls is Lit:
                 data = x.data  # type: ignore[union-attr]
@@ -475,12 +519,12 @@ def seq(*items: Node) -> Node:
             if cls is Choice and not x.items:  # type: ignore[union-attr]  # ``x == NOTHING``, without comparing
                 return NOTHING
             if run is not None:
-                merged.append(only if only is not None else Lit(run))
+                merged.append(only if only is not None else _lit(run))
                 run = None
             merged.append(x)
     if run is not None:
-        merged.append(only if only is not None else Lit(run))
-    return merged[0] if len(merged) == 1 else Seq(tuple(merged))
+        merged.append(only if only is not None else _lit(run))
+    return merged[0] if len(merged) == 1 else _seq(tuple(merged))
 
 
 def choice(*items: Node) -> Node:
@@ -508,7 +552,7 @@ def choice(*items: Node) -> Node:
             else:
                 leaves.add(x)
             flat.append(x)
-    return flat[0] if len(flat) == 1 else Choice(tuple(flat))
+    return flat[0] if len(flat) == 1 else _choice(tuple(flat))
 
 
 def rep(item: Node, lo: int = 0, hi: int | None = None) -> Node:
