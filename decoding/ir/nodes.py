@@ -148,11 +148,11 @@ class Grammar:
     _empty: tuple = field(default=(), init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
-        names = [n for n, _ in self.rules]
-        if len(set(names)) != len(names):
+        table = dict(self.rules)
+        if len(table) != len(self.rules):
+            names = [n for n, _ in self.rules]
             dup = sorted({n for n in names if names.count(n) > 1})
             raise GrammarError(f"duplicate rule name(s): {', '.join(dup)}")
-        table = dict(self.rules)
         if self.start not in table:
             raise GrammarError(f"start rule '{self.start}' is not defined")
         # one walk per rule: undefined refs (reported first), Inter/Diff operands, specials
@@ -165,20 +165,24 @@ class Grammar:
         # (the registered plain nodes hold none of these: skipped, see :func:`register_plain`)
         plain = _PLAIN_IDS
         seen: set[int] = set()
+        mark = seen.add
         has_ref = False
         for name, node in self.rules:
             stack = [node]  # (the pre-order of :func:`walk`)
+            pop = stack.pop
             while stack:
-                n = stack.pop()
+                n = pop()
                 i = id(n)
                 if i in seen or i in plain:
                     continue
-                seen.add(i)
+                mark(i)
                 cls = n.__class__
                 if cls is Seq or cls is Choice:
-                    stack.extend(reversed(n.items))  # type: ignore[union-attr]
+                    stack += n.items[::-1]  # type: ignore[union-attr]
                 elif cls is Repeat:
                     stack.append(n.item)  # type: ignore[union-attr]
+                elif cls is Lit or cls is ByteSet:
+                    continue
                 elif cls is Ref:
                     has_ref = True
                     if undefined is None and n.name not in table:  # type: ignore[union-attr]
