@@ -326,18 +326,23 @@ def walk(node: Node, seen: set[int] | None = None) -> Iterable[Node]:
     stack = [node]
     if seen is None:
         seen = set()
+    pop = stack.pop
+    mark = seen.add
     while stack:
-        n = stack.pop()
-        if id(n) in seen:
+        n = pop()
+        i = id(n)
+        if i in seen:
             continue
-        seen.add(id(n))
+        mark(i)
         yield n
-        if isinstance(n, (Seq, Choice, Inter)):
-            stack.extend(reversed(n.items))
-        elif isinstance(n, Repeat):
-            stack.append(n.item)
-        elif isinstance(n, Diff):
-            stack.extend((n.minus, n.base))
+        cls = n.__class__  # (the node classes have no subclasses)
+        if cls is Seq or cls is Choice or cls is Inter:
+            stack += n.items[::-1]  # type: ignore[union-attr]
+        elif cls is Repeat:
+            stack.append(n.item)  # type: ignore[union-attr]
+        elif cls is Diff:
+            stack.append(n.minus)  # type: ignore[union-attr]
+            stack.append(n.base)  # type: ignore[union-attr]
 
 
 def check_regular(node: Node, where: str) -> None:

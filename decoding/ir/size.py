@@ -356,7 +356,7 @@ def _combine(n: Node, kids: list[Estimate], counted: bool = False) -> Estimate:
         pf = opened = True
         prev: Node | None = None
         for x, e in zip(n.items, kids):  # type: ignore[union-attr]
-            if prev is None or not (prev.__class__ is Ref and is_sep_loop(prev, x)):
+            if prev is None or not (prev.__class__ is Ref and x.__class__ is Repeat and is_sep_loop(prev, x)):
                 states += e.states
             prev = x
             lo += e.lo
