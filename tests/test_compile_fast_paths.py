@@ -333,7 +333,9 @@ def test_node_fold_and_sequences(name: str) -> None:
             b = S._fold(body, lambda r: S._ONE, m2, lambda r: None, lambda r, e: e, lambda: True, counted, k2)
             assert dataclasses.astuple(a) == dataclasses.astuple(b)
         assert {i: dataclasses.astuple(e) for i, e in m1.items()} == {i: dataclasses.astuple(e) for i, e in m2.items()}
-        assert [id(x) for x in k1] == [id(x) for x in k2]
+        # the same nodes kept alive (``_node_fold`` keeps a node's leaf children as it reads them,
+        # so the order may differ; the list only keeps memo's ids valid)
+        assert sorted(id(x) for x in k1) == sorted(id(x) for x in k2) and len(k1) == len(set(map(id, k1)))
         for _, body in g.rules:
             for n in walk(body):
                 if isinstance(n, Seq):

@@ -79,3 +79,35 @@ def test_a_prefix_code_with_many_copies_compiles_fast():
     assert estimate_work(g) < DEFAULT_LIMITS.max_compile_work
     dfa = compile_dfa(g, limits=replace(DEFAULT_LIMITS, max_compile_seconds=30))
     assert dfa.accepts(b"a" * 1999 + b"cc") and not dfa.accepts(b"a" * 2000 + b"cc")
+
+
+
+def test_set_strings_shortcut_gives_the_same_estimates(monkeypatch):
+    """``_choice`` skips :func:`~decoding.ir.size._set_strings_differ` when a branch starting
+    alike is unbounded, longer than ``SET_STRING_LEN_MAX`` or holds a Ref (it would say False:
+    no short finite sequence of byte sets): the estimates are those with the shortcut off."""
+    import random
+
+    import decoding.ir.size as size
+    from decoding.ir import Ref
+
+    rnd = random.Random(7)
+    long = size.SET_STRING_LEN_MAX
+    ab = byteset([(97, 98)])
+    leaves = [lit("a"), lit("ab"), lit("ay"), lit("a" * long), lit("a" * (long + 1)), ab, byteset([(98, 99)]),
+              seq(ab, lit("x")), seq(ab, lit("xyz")), Ref("r")]
+
+    def node(depth: int):
+        if depth == 0 or rnd.random() < 0.3:
+            return rnd.choice(leaves)
+        k = rnd.randrange(3)
+        kids = [node(depth - 1) for _ in range(rnd.randrange(1, 4))]
+        return seq(*kids) if k == 0 else choice(*kids) if k == 1 else rep(kids[0], 0, rnd.choice([1, 3, None]))
+    nodes = [choice(*[node(3) for _ in range(rnd.randrange(2, 4))]) for _ in range(600)]
+    on = [_node_estimate(n) for n in nodes]
+    monkeypatch.setattr(size, "SET_STRINGS_SHORTCUT", False)
+    off = [_node_estimate(n) for n in nodes]
+    assert on == off
+    # the shortcut is taken, and on choices whose set strings decide (both outcomes seen)
+    assert len({(e.pf, e.amb) for e in off}) >= 3
+    assert sum(not e.amb and e.hi is not None and 1 < e.hi <= long for e in off) > 20

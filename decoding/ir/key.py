@@ -87,15 +87,18 @@ def _ir_text(grammar: Grammar, fold_above: int | None) -> str:
     none) folded to :func:`_fold` of it in its parents' texts."""
     plain = _plain_texts(fold_above)
     limit = sys.maxsize if fold_above is None else fold_above
+    # (memo's keys stay valid: the grammar holds every node it names alive while this runs)
     memo: dict[int, str] = {}
-    keep: list[Node] = []  # memo keys stay valid: no node is freed while memo lives
     for _, root in grammar.rules:
         # a node, or ``(node,)`` once its children are pushed: then their texts are in memo
         # (each node is expanded once: the IR below a node, Refs not followed, cannot hold it)
         stack: list = [root]
+        pop = stack.pop
+        push = stack.append
         while stack:
-            n = stack.pop()
-            if n.__class__ is tuple:
+            n = pop()
+            cls = n.__class__
+            if cls is tuple:
                 n = n[0]
                 cls = n.__class__
                 if cls is Seq:
@@ -105,7 +108,6 @@ def _ir_text(grammar: Grammar, fold_above: int | None) -> str:
                 else:
                     text = _node_text(n, memo)
                 memo[id(n)] = _fold(text) if len(text) > limit else text
-                keep.append(n)
                 continue
             i = id(n)
             if i in memo:
@@ -114,25 +116,21 @@ def _ir_text(grammar: Grammar, fold_above: int | None) -> str:
             if text is not None:
                 memo[i] = text
                 continue
-            cls = n.__class__
             if cls is Lit:
                 text = '["lit","' + n.data.hex() + '"]'
-                memo[i] = _fold(text) if len(text) > limit else text
             elif cls is Ref:
                 text = '["ref",' + _dumps(n.name) + "]"
-                memo[i] = _fold(text) if len(text) > limit else text
             else:
                 kids = n.items if cls is Seq or cls is Choice or cls is Inter else \
                     (n.item,) if cls is Repeat else (n.base, n.minus) if cls is Diff else ()
                 if kids:  # their texts first, then this node's
-                    stack.append((n,))
+                    push((n,))
                     for k in reversed(kids):
                         if id(k) not in memo:
-                            stack.append(k)
+                            push(k)
                     continue
                 text = _node_text(n, memo)
-                memo[i] = _fold(text) if len(text) > limit else text
-            keep.append(n)
+            memo[i] = _fold(text) if len(text) > limit else text
     rules = ",".join(f"[{_dumps(name)},{memo[id(node)]}]" for name, node in grammar.rules)
     return f'{{"max_depth":{_dumps(grammar.max_depth)},"rules":[{rules}],"start":{_dumps(grammar.start)}}}'
 

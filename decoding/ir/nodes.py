@@ -148,11 +148,11 @@ class Grammar:
     _empty: tuple = field(default=(), init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
-        names = [n for n, _ in self.rules]
-        if len(set(names)) != len(names):
+        table = dict(self.rules)
+        if len(table) != len(self.rules):
+            names = [n for n, _ in self.rules]
             dup = sorted({n for n in names if names.count(n) > 1})
             raise GrammarError(f"duplicate rule name(s): {', '.join(dup)}")
-        table = dict(self.rules)
         if self.start not in table:
             raise GrammarError(f"start rule '{self.start}' is not defined")
         # one walk per rule: undefined refs (reported first), Inter/Diff operands, specials
@@ -165,20 +165,24 @@ class Grammar:
         # (the registered plain nodes hold none of these: skipped, see :func:`register_plain`)
         plain = _PLAIN_IDS
         seen: set[int] = set()
+        mark = seen.add
         has_ref = False
         for name, node in self.rules:
             stack = [node]  # (the pre-order of :func:`walk`)
+            pop = stack.pop
             while stack:
-                n = stack.pop()
+                n = pop()
                 i = id(n)
                 if i in seen or i in plain:
                     continue
-                seen.add(i)
+                mark(i)
                 cls = n.__class__
                 if cls is Seq or cls is Choice:
-                    stack.extend(reversed(n.items))  # type: ignore[union-attr]
+                    stack += n.items[::-1]  # type: ignore[union-attr]
                 elif cls is Repeat:
                     stack.append(n.item)  # type: ignore[union-attr]
+                elif cls is Lit or cls is ByteSet:
+                    continue
                 elif cls is Ref:
                     has_ref = True
                     if undefined is None and n.name not in table:  # type: ignore[union-attr]
@@ -322,18 +326,23 @@ def walk(node: Node, seen: set[int] | None = None) -> Iterable[Node]:
     stack = [node]
     if seen is None:
         seen = set()
+    pop = stack.pop
+    mark = seen.add
     while stack:
-        n = stack.pop()
-        if id(n) in seen:
+        n = pop()
+        i = id(n)
+        if i in seen:
             continue
-        seen.add(id(n))
+        mark(i)
         yield n
-        if isinstance(n, (Seq, Choice, Inter)):
-            stack.extend(reversed(n.items))
-        elif isinstance(n, Repeat):
-            stack.append(n.item)
-        elif isinstance(n, Diff):
-            stack.extend((n.minus, n.base))
+        cls = n.__class__  # (the node classes have no subclasses)
+        if cls is Seq or cls is Choice or cls is Inter:
+            stack += n.items[::-1]  # type: ignore[union-attr]
+        elif cls is Repeat:
+            stack.append(n.item)  # type: ignore[union-attr]
+        elif cls is Diff:
+            stack.append(n.minus)  # type: ignore[union-attr]
+            stack.append(n.base)  # type: ignore[union-attr]
 
 
 def check_regular(node: Node, where: str) -> None:
@@ -450,8 +459,35 @@ def _refs(node: Node) -> Iterable[str]:
 
 # ----------------------------------------------------------------------------- builders
 
+# the builders make nodes without the frozen dataclasses' ``__init__`` (which sets each field
+# through ``object.__setattr__``): the field's slot set directly, the same object (these
+# classes have no ``__post_init__``); nodes are built by the thousand per compile
+_new = object.__new__
+_set_data = Lit.data.__set__  # type: ignore[attr-defined]
+_set_items = Seq.items.__set__  # type: ignore[attr-defined]
+_set_choice_items = Choice.items.__set__  # type: ignore[attr-defined]
+
+
+def _lit(data: bytes) -> Lit:
+    n = _new(Lit)
+    _set_data(n, data)
+    return n
+
+
+def _seq(items: tuple) -> Seq:
+    n = _new(Seq)
+    _set_items(n, items)
+    return n
+
+
+def _choice(items: tuple) -> Choice:
+    n = _new(Choice)
+    _set_choice_items(n, items)
+    return n
+
+
 def lit(s: str | bytes) -> Node:
-    return Lit(s.encode("utf-8") if isinstance(s, str) else bytes(s))
+    return _lit(s.encode("utf-8") if isinstance(s, str) else bytes(s))
 
 
 def seq(*items: Node) -> Node:
@@ -462,7 +498,24 @@ def seq(*items: Node) -> Node:
     run: bytes | None = None  # the bytes of the literals since the last other item
     only: Node | None = None  # the run's literal when it is one
     for it in items:
-        for x in (it.items if it.__class__ is Seq else (it,)):  # type: ignore[union-attr]
+        cls = it.__class__
+        if cls is Lit:  # (a literal or another non-sequence item: handled as one of a sequence's)
+            data = it.data  # type: ignore[union-attr]
+            if data:
+                if run is None:
+                    run, only = data, it
+                else:
+                    run, only = run + data, None
+            continue
+        if cls is not Seq:
+            if cls is Choice and not it.items:  # type: ignore[union-attr]
+                return NOTHING
+            if run is not None:
+                merged.append(only if only is not None else _lit(run))
+                run = None
+            merged.append(it)
+            continue
+        for x in it.items:  # type: ignore[union-attr]
             cls = x.__class__
             if cls is Lit:
                 data = x.data  # type: ignore[union-attr]
@@ -475,12 +528,12 @@ def seq(*items: Node) -> Node:
             if cls is Choice and not x.items:  # type: ignore[union-attr]  # ``x == NOTHING``, without comparing
                 return NOTHING
             if run is not None:
-                merged.append(only if only is not None else Lit(run))
+                merged.append(only if only is not None else _lit(run))
                 run = None
             merged.append(x)
     if run is not None:
-        merged.append(only if only is not None else Lit(run))
-    return merged[0] if len(merged) == 1 else Seq(tuple(merged))
+        merged.append(only if only is not None else _lit(run))
+    return merged[0] if len(merged) == 1 else _seq(tuple(merged))
 
 
 def choice(*items: Node) -> Node:
@@ -508,7 +561,7 @@ def choice(*items: Node) -> Node:
             else:
                 leaves.add(x)
             flat.append(x)
-    return flat[0] if len(flat) == 1 else Choice(tuple(flat))
+    return flat[0] if len(flat) == 1 else _choice(tuple(flat))
 
 
 def rep(item: Node, lo: int = 0, hi: int | None = None) -> Node:

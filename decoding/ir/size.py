@@ -155,6 +155,10 @@ def _lead(n: Node) -> bytes:
 SET_STRINGS_MAX = 256
 #: ... each at most this long
 SET_STRING_LEN_MAX = 16
+#: :func:`_choice` skips :func:`_set_strings_differ` when a branch's estimate says it has no
+#: set strings (unbounded, longer than SET_STRING_LEN_MAX, or holding a Ref); False: always
+#: asks (tests compare the two)
+SET_STRINGS_SHORTCUT = True
 
 
 def _no_set_strings(n: Node) -> bool:
@@ -300,7 +304,11 @@ def _choice(n: Choice, kids: list[Estimate]) -> Estimate:
         if e.lo < lo:
             lo = e.lo
         if hi is not None:
-            hi = None if e.hi is None else max(hi, e.hi)
+            h = e.hi
+            if h is None:
+                hi = None
+            elif h > hi:
+                hi = h
         work += e.work
         if e.amb:
             amb = True
@@ -323,7 +331,10 @@ def _choice(n: Choice, kids: list[Estimate]) -> Estimate:
         if all(e.first != _ALL and e.lo > 0 for _, e in alike):
             leads = sorted(_lead(x) for x, _ in alike)
             heads_differ = all(leads) and not any(b.startswith(a) for a, b in zip(leads, leads[1:]))
-            if not heads_differ:
+            # (a branch of unbounded or over SET_STRING_LEN_MAX bytes, or holding a Ref, is no
+            # short finite sequence of byte sets: :func:`_set_strings_differ` says False)
+            if not heads_differ and not (SET_STRINGS_SHORTCUT and any(
+                    e.hi is None or e.hi > SET_STRING_LEN_MAX or e.refs for _, e in alike)):
                 heads_differ = _set_strings_differ([x for x, _ in alike])
             amb = amb or not heads_differ
     # a prefix code when every branch is one and no string of a branch can be a prefix of
@@ -345,7 +356,7 @@ def _combine(n: Node, kids: list[Estimate], counted: bool = False) -> Estimate:
         pf = opened = True
         prev: Node | None = None
         for x, e in zip(n.items, kids):  # type: ignore[union-attr]
-            if prev is None or not (prev.__class__ is Ref and is_sep_loop(prev, x)):
+            if prev is None or not (prev.__class__ is Ref and x.__class__ is Repeat and is_sep_loop(prev, x)):
                 states += e.states
             prev = x
             lo += e.lo
@@ -435,20 +446,26 @@ def _fold(root: Node, ref: Callable[[Ref], Estimate | None], memo: dict[int, Est
     # (node, -3): combining a composite node whose children were
     stack: list = [root]
     marks: list[int] = []
+    pop = stack.pop
+    push = stack.append
+    put = out.append
+    put_dep = dep.append
+    lits = _LIT_SHARED
     while stack:
-        n = stack.pop()
-        if n.__class__ is tuple:
+        n = pop()
+        cls = n.__class__
+        if cls is tuple:
             node, state = n
             if state == -2:
                 body = out.pop()
                 dep.pop()
-                out.append(leave(node, body))
-                dep.append(True)
+                put(leave(node, body))
+                put_dep(True)
                 continue
             base = marks.pop()
             kids = out[base:]
             del out[base:]
-            d = any(dep[base:])
+            d = True in dep[base:]
             del dep[base:]
             est = _combine(node, kids, counted)
             if (not d and CACHE_REF_FREE) or cacheable():
@@ -457,47 +474,63 @@ def _fold(root: Node, ref: Callable[[Ref], Estimate | None], memo: dict[int, Est
                     with_refs.add(id(node))
                 if keep is not None:
                     keep.append(node)
-            out.append(est)
-            dep.append(d)
+            put(est)
+            put_dep(d)
             continue
-        cls = n.__class__
         if cls is Ref:
             known = ref(n)
-            dep.append(True)
             if known is not None:
-                out.append(known)
+                put(known)
+                put_dep(True)
                 continue
             body = enter(n)
             if body is None:
-                out.append(_ZERO)
+                put(_ZERO)
+                put_dep(True)
                 continue
-            dep.pop()
-            stack.append((n, -2))
-            stack.append(body)
+            push((n, -2))
+            push(body)
             continue
         i = id(n)
         hit = memo.get(i)
         if hit is not None:
-            out.append(hit)
-            dep.append(i in with_refs)
+            put(hit)
+            put_dep(i in with_refs)
             continue
+        if cls is Lit and n.data:  # (its estimate, as :func:`_leaf` makes it: the same as a seed's)
+            data = n.data  # type: ignore[union-attr]
+            est = lits.get(len(data) << 8 | data[0])
+            if est is not None:
+                memo[i] = est
+                if keep is not None:
+                    keep.append(n)
+                put(est)
+                put_dep(False)
+                continue
         if seed is not None:
             hit = seed(i)
             if hit is not None:  # (Ref-free where Refs are inlined)
-                out.append(hit)
-                dep.append(False)
+                put(hit)
+                put_dep(False)
                 continue
-        kids_n = children(n)
+        if cls is Seq or cls is Choice or cls is Inter:
+            kids_n = n.items  # type: ignore[union-attr]
+        elif cls is Repeat:
+            kids_n = (n.item,)  # type: ignore[union-attr]
+        elif cls is Diff:
+            kids_n = (n.base, n.minus)  # type: ignore[union-attr]
+        else:
+            kids_n = ()
         if not kids_n:
             est = _leaf(n)
             memo[i] = est
             if keep is not None:
                 keep.append(n)
-            out.append(est)
-            dep.append(False)
+            put(est)
+            put_dep(False)
             continue
         marks.append(len(out))
-        stack.append((n, -3))
+        push((n, -3))
         stack.extend(reversed(kids_n))
     return out[-1]
 
@@ -526,26 +559,76 @@ def _node_fold(root: Node, counted: bool, memo: dict[int, Estimate], keep: list 
         keep = []
     # a node, or ``(node, children)`` once they are pushed (then they are memoized, but Refs):
     # each node is expanded once, as the IR below a node (Refs not followed) cannot hold it
+    # (:func:`children` and a literal's :func:`_leaf` inlined: this runs once per node)
     stack: list = [root]
+    pop = stack.pop
+    push = stack.append
+    kept = keep.append
+    lits = _LIT_SHARED
     while stack:
-        n = stack.pop()
-        if n.__class__ is tuple:
+        n = pop()
+        cls = n.__class__
+        if cls is tuple:
             n, kids = n
             memo[id(n)] = _combine(n, [_ONE if k.__class__ is Ref else memo[id(k)] for k in kids], counted)
-            keep.append(n)
+            kept(n)
             continue
         i = id(n)
         if i in memo:
             continue
-        kids = children(n)
+        if cls is Seq or cls is Choice or cls is Inter:
+            kids = n.items  # type: ignore[union-attr]
+        elif cls is Repeat:
+            kids = (n.item,)  # type: ignore[union-attr]
+        elif cls is Diff:
+            kids = (n.base, n.minus)  # type: ignore[union-attr]
+        else:
+            if cls is Lit and n.data:  # type: ignore[union-attr]
+                data = n.data  # type: ignore[union-attr]
+                e = lits.get(len(data) << 8 | data[0])
+                memo[i] = e if e is not None else _leaf(n)
+            else:
+                memo[i] = _leaf(n)
+            kept(n)
+            continue
         if not kids:
             memo[i] = _leaf(n)
-            keep.append(n)
+            kept(n)
             continue
-        stack.append((n, kids))
+        # the children that are leaves (no children: not a Seq, Choice, Repeat, Inter or Diff)
+        # are estimated here; when every child is then known, so is ``n`` (no frame pushed)
+        ests: list | None = []  # the children's estimates while all are known
+        for k in kids:
+            kc = k.__class__
+            if kc is Ref:
+                if ests is not None:
+                    ests.append(_ONE)
+                continue
+            j = id(k)
+            e = memo.get(j)
+            if e is None:
+                if kc is Seq or kc is Choice or kc is Repeat or kc is Inter or kc is Diff:
+                    ests = None
+                    continue
+                if kc is Lit and k.data:  # type: ignore[union-attr]
+                    data = k.data  # type: ignore[union-attr]
+                    e = lits.get(len(data) << 8 | data[0])
+                    if e is None:
+                        e = _leaf(k)
+                else:
+                    e = _leaf(k)
+                memo[j] = e
+                kept(k)
+            if ests is not None:
+                ests.append(e)
+        if ests is not None:
+            memo[i] = _combine(n, ests, counted)
+            kept(n)
+            continue
+        push((n, kids))
         for k in reversed(kids):
             if k.__class__ is not Ref and id(k) not in memo:
-                stack.append(k)
+                push(k)
     return memo[id(root)]
 
 
