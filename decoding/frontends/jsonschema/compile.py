@@ -2202,34 +2202,30 @@ def _text_holds(doc: Any, word: str) -> bool:
         for v in level:
             cls = v.__class__
             if cls is dict:
-                for k, x in v.items():
+                for k in v:
                     if k.__class__ is not str:
                         return word in json.dumps(doc)
                     if word in k:
                         found = True
-                    c = x.__class__
-                    if c is str:
-                        if word in x:
-                            found = True
-                    elif c is dict or c is list:
-                        push(x)
-                    elif not (c is int or c is float or c is bool or x is None):
-                        return word in json.dumps(doc)
+                items = v.values()
             elif cls is list:
-                for x in v:
-                    c = x.__class__
-                    if c is str:
-                        if word in x:
-                            found = True
-                    elif c is dict or c is list:
-                        push(x)
-                    elif not (c is int or c is float or c is bool or x is None):
-                        return word in json.dumps(doc)
-            elif cls is str:
-                if word in v:
-                    found = True
-            elif not (cls is int or cls is float or cls is bool or v is None):
-                return word in json.dumps(doc)
+                items = v
+            else:  # (the root only: members are checked below, not pushed)
+                if cls is str:
+                    if word in v:
+                        found = True
+                elif not (cls is int or cls is float or cls is bool or v is None):
+                    return word in json.dumps(doc)
+                continue
+            for x in items:
+                c = x.__class__
+                if c is str:
+                    if word in x:
+                        found = True
+                elif c is dict or c is list:
+                    push(x)
+                elif not (c is int or c is float or c is bool or x is None):
+                    return word in json.dumps(doc)
         level = nxt
     return word in json.dumps(doc)
 
