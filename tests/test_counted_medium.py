@@ -26,8 +26,8 @@ from decoding.backends.counted import CountedGrammar, window
 from decoding.backends.select import compile_grammar
 from decoding.ir import Grammar, Inter, byteset, choice, lit, rep, seq, star
 from decoding.runtime.matcher import Matcher
-from decoding.testing import random_walk
 from decoding.vocab import Vocab
+from counted_oracle import assert_budgeted_walks, assert_same_language_at_bounds
 from test_contract import _check_state
 
 _LONG = [b'"aaaaaaaaaaa', b"aaaaaaaaaaaa", b"abcabcabcab", b"aaaaaaa", b'","aaaaaaaa', b'"abcabc', b'a","abcabca',
@@ -152,27 +152,13 @@ def test_a_broken_crossing_check_is_caught(name, monkeypatch):
 
 @pytest.mark.parametrize("name", list(GRAMMARS))
 def test_same_language_on_words_at_the_bounds(name, tail):
-    cg, oracle = _pair(name)
-    rng = np.random.default_rng(3)
-    words = []
-    for _ in range(60):
-        w = random_walk(oracle, rng, max_steps=300).text
-        words += [w, w[:-1] + w[-2:-1] + w[-1:], w[:1] + w, w[:-2] + w[-1:]]
-    assert [cg.accepts(w) for w in words] == [oracle.accepts(w) for w in words]
+    assert_same_language_at_bounds(*_pair(name))
 
 
 @pytest.mark.parametrize("name", list(GRAMMARS))
 @pytest.mark.parametrize("extra", [0, 4])
 def test_budgeted_walks_finish_within_max_tokens(name, extra, tail):
-    cg, oracle = _pair(name)
-    budget = cg.completion_cost(0) + extra
-    assert budget >= oracle.completion_cost(0)
-    rng = np.random.default_rng(extra)
-    for _ in range(15):
-        w = random_walk(cg, rng, budget=budget, max_steps=budget + 1)
-        assert w.finished and len(w.tokens) <= budget
-        m = Matcher(oracle)
-        assert all(m.advance(t) for t in w.tokens) and m.is_accepting()
+    assert_budgeted_walks(*_pair(name), extra)
 
 
 def test_unit_table_matches_stepping(tail):
