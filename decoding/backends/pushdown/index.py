@@ -458,27 +458,17 @@ class _RuleBuilder:
 
     def _minimal(self, built: "_Built", end: int, specials: tuple[str, ...], deadline, what: str) -> DFA:
         """:func:`~decoding.backends.automaton._minimal_dfa` of ``built`` (the same DFA,
-        limits and messages) with less glue on its common path: natively, the subset
-        construction and its minimisation in one call (``_native_minimal``); under
-        ``GD_PURE_PYTHON_DFA``, the minimisation that finds every state live is taken as it
-        comes (else, and past the deadline, as ``_minimal_dfa`` does it)."""
+        limits and messages), in the smallest state dtype: natively, that function itself
+        (the subset construction and its minimisation in one call); under
+        ``GD_PURE_PYTHON_DFA``, with less glue: the minimisation that finds every state live
+        is taken as it comes (else, and past the deadline, as ``_minimal_dfa`` does it)."""
         A = _automaton
         max_states = self.max_rule_states
         sub = max(1, max_states) * A.SUBSET_STATES_FACTOR
-        if not A._pure_python_dfa():
-            # the subset construction and its minimisation in one native call, as
-            # _minimal_dfa makes them (a subset table with a dead state comes back untrimmed)
-            try:
-                det = A._native_minimal(built, 0, end, specials, deadline, sub, what,  # type: ignore[arg-type]
-                                        self.lim.max_subset_bytes)
-            except LimitError as e:  # (worded as _minimal_dfa words it)
-                raise A._subset_limit(e, sub, max_states, what) from None
-            if det.trimmed:
-                t, acc = det.trans, det.accepting
-            else:
-                m = A._trimmed_minimal(det, deadline)
-                t, acc = m.trans, m.accepting
-            return self._rule_dfa(det, t, acc, specials, max_states, what)
+        if not A._pure_python_dfa():  # (_minimal_dfa's one native call: no glue to save)
+            d = A._minimal_dfa(built, 0, end, specials, deadline, max_states, what,  # type: ignore[arg-type]
+                               self.lim.max_subset_bytes)
+            return self._rule_dfa(d, d.trans, d.accepting, specials, max_states, what)
         try:
             det = A._determinize(built, 0, end, specials, deadline, sub, what, self.lim.max_subset_bytes)  # type: ignore[arg-type]
         except LimitError as e:  # (worded as _minimal_dfa words it)
