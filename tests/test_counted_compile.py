@@ -181,3 +181,37 @@ def test_cold_and_warm_compiles_agree(schema, monkeypatch):
     plain = compile_counted(g, vocab)  # no memo at all
     assert cold is not None and warm is not None and plain is not None
     assert _table(cold) == _table(warm) == _table(plain)
+
+
+def _all_grammars() -> list:
+    import test_counted
+    import test_counted_medium
+    out = [(f"tiny/{k}", g, TINY) for k, g in GRAMMARS.items()]
+    out += [(f"counted/{k}", g, test_counted.TINY) for k, (g, n) in test_counted.GRAMMARS.items() if n]
+    out += [(f"medium/{k}", g, test_counted_medium.MED) for k, g in test_counted_medium.GRAMMARS.items()]
+    return out
+
+
+@pytest.mark.parametrize("name,g,vocab", _all_grammars(), ids=lambda x: x if isinstance(x, str) else "")
+def test_walked_region_holds_the_middles(name, g, vocab, monkeypatch):
+    """The region found by walking from the ``<en>`` targets holds every state that reaches a
+    ``<tp>`` move by bytes (the whole table's reverse search), and the compile is the same."""
+    calls = []
+    walked = counted._walked_region
+
+    def spy(d, loops, col, moves, any_tp):
+        region = walked(d, loops, col, moves, any_tp)
+        col_ok = np.zeros(d.trans.shape[1], dtype=bool)
+        col_ok[:d.n_classes] = True
+        ref = counted._automaton._bfs(d.trans, np.flatnonzero(any_tp), reverse=True, col_ok=col_ok) >= 0
+        calls.append(region is not None and set(np.flatnonzero(ref).tolist()) <= set(region.tolist()))
+        return region
+
+    if name.startswith("medium/"):
+        monkeypatch.setattr(counted, "TAIL", 3)  # (as test_counted_medium: its loops are medium)
+    monkeypatch.setattr(counted, "_walked_region", spy)
+    a = compile_grammar(g, vocab, backend="counted")
+    assert calls and all(calls)
+    monkeypatch.setattr(counted, "WALK_MIDDLES", False)
+    b = compile_grammar(g, vocab, backend="counted")
+    assert _table(a) == _table(b)

@@ -1721,6 +1721,93 @@ def compile_counted(grammar: Grammar, vocab: Vocab, *, limits: Limits | None = N
     return cg
 
 
+#: find the middles' region by :func:`_walked_region` (False: by a reverse search of the
+#: whole table, as a reference)
+WALK_MIDDLES = True
+#: :func:`_unit_step` by unit (bounded: cleared when full)
+_STEPS: dict[Dfa, np.ndarray] = {}
+
+
+def _unit_step(unit: Dfa) -> np.ndarray:
+    """The walk of ``U*`` over bytes (``(states, 256)``, -1: dead): at a unit's boundary (its
+    start or a complete unit) a first byte starts a unit, otherwise the unit's move (no first
+    byte extends a complete unit: one walk)."""
+    hit = _STEPS.get(unit)
+    if hit is None:
+        table = _unit_table(unit)
+        bound = np.zeros(len(table), dtype=bool)
+        bound[list(unit.accept)] = True
+        bound[0] = True
+        first = table[0] >= 0
+        hit = np.where(bound[:, None] & first[None, :], table[0][None, :], table)
+        hit.setflags(write=False)
+        if len(_STEPS) >= 256:
+            _STEPS.clear()
+        _STEPS[unit] = hit
+    return hit
+
+
+def _walked_region(d: DFA, loops: Sequence[Loop], col: dict[str, int],
+                   moves: dict[int, tuple[np.ndarray, np.ndarray]], any_tp: np.ndarray) -> np.ndarray | None:
+    """A set of states holding every middle (the states that reach a ``<tp>`` move of their
+    loop by bytes), sorted, found without a reverse search of the whole table: the states
+    ``d`` reaches from an ``<en>`` target of loop ``k`` by bytes ``w`` that ``U*`` of ``k``'s
+    unit reads (:func:`_unit_step`), for every loop with both markers.  Why it holds them: a
+    state ``s`` with bytes ``v`` to a ``<tp>`` move of ``k`` is reached by some ``P``, and
+    ``P v <tp> z`` is accepted; the thread that reads that ``<tp>`` read ``<en>`` of ``k`` last
+    among the specials (a marker kills the threads that cannot read it) and bytes of ``U*``
+    after it, so ``P = P1 <en> w`` with ``U*`` reading ``w v``.  A search inside the region
+    then finds each middle as the whole table's would (a byte path to a ``<tp>`` state stays
+    in the middle).  None (search the whole table) when a loop has no unit automaton, its
+    unit tells apart bytes of one of ``d``'s byte classes, it has one marker without the
+    other, or a ``<tp>`` state is not in the region (which the argument excludes)."""
+    ncls = d.n_classes
+    bc = d.byte_class.astype(np.int64)
+    rep = np.zeros(ncls, dtype=np.int64)
+    rep[bc[::-1]] = np.arange(255, -1, -1)  # a byte of each class (the smallest)
+    tabs: list[np.ndarray] = []
+    heads: list[np.ndarray] = []
+    firsts: list[np.ndarray] = []
+    nq = 0
+    for lp in loops:
+        has_en, has_tp = lp.en in col and col[lp.en] in moves, lp.tp in col and col[lp.tp] in moves
+        if not has_tp and not has_en:
+            continue
+        if has_tp != has_en or lp.unit is None:
+            return None
+        step = _unit_step(lp.unit)
+        by_class = step[:, rep]
+        if not (by_class[:, bc] == step).all():
+            return None
+        tabs.append(np.where(by_class >= 0, by_class + nq, -1))
+        tgt = moves[col[lp.en]][1].astype(np.int64)
+        heads.append(tgt)
+        firsts.append(np.full(len(tgt), nq, dtype=np.int64))
+        nq += len(step)
+    if not tabs:
+        return None
+    walk = np.concatenate(tabs)
+    byte_t = d.trans[:, :ncls]
+    keys = np.unique(np.concatenate(heads) * nq + np.concatenate(firsts))
+    seen = set(keys.tolist())
+    found = [keys]
+    while len(keys):
+        s_, q_ = keys // nq, keys % nq
+        ts = byte_t[s_].astype(np.int64)
+        tq = walk[q_]
+        ok = (ts >= 0) & (tq >= 0)
+        nxt = np.unique(ts[ok] * nq + tq[ok])
+        keys = np.array([x for x in nxt.tolist() if x not in seen], dtype=np.int64)
+        seen.update(keys.tolist())
+        found.append(keys)
+    region = np.unique(np.concatenate(found) // nq)
+    inside = np.zeros(d.n_states, dtype=bool)
+    inside[region] = True
+    if (any_tp & ~inside).any():
+        return None
+    return region
+
+
 def _assemble(d: DFA, loops: Sequence[Loop], vocab: Vocab, *, grammar_key: str, meta: dict | None,
               max_masks: int) -> CountedGrammar | None:
     """Check the built automaton (see the module docstring) and wrap it; None if a loop's
@@ -1744,9 +1831,11 @@ def _assemble(d: DFA, loops: Sequence[Loop], vocab: Vocab, *, grammar_key: str, 
         # union by one reverse search in C; each loop's part by a search inside the union (a
         # state on a byte path to a <tp> state reaches it too, so the path stays inside)
         any_tp = np.logical_or.reduce(list(tp_of.values()))
-        col_ok = np.zeros(d.trans.shape[1], dtype=bool)
-        col_ok[:ncls] = True
-        region = np.flatnonzero(_automaton._bfs(d.trans, np.flatnonzero(any_tp), reverse=True, col_ok=col_ok) >= 0)
+        region = _walked_region(d, loops, col, moves, any_tp) if WALK_MIDDLES else None
+        if region is None:
+            col_ok = np.zeros(d.trans.shape[1], dtype=bool)
+            col_ok[:ncls] = True
+            region = np.flatnonzero(_automaton._bfs(d.trans, np.flatnonzero(any_tp), reverse=True, col_ok=col_ok) >= 0)
         local = np.full(n, -1, dtype=np.int64)
         local[region] = np.arange(len(region))
         sub = byte_t[region].astype(np.int64)
