@@ -219,9 +219,15 @@ def rewrite_products(grammar: Grammar, k: int, *, limits: Limits | None = None, 
     units: dict[Node, tuple[frozenset, Dfa] | None] = {}
     sizes: tuple[dict, list] = ({}, [])  # _small_item's estimates, one per subtree
 
+    by_id: dict[tuple[int, int], tuple[Node, object]] = {}  # (what, id) -> (node, result): no hash
+
     def unit_first(item: Node) -> tuple[frozenset, Dfa] | None:
+        hit = by_id.get((0, id(item)))
+        if hit is not None and hit[0] is item:
+            return hit[1]  # type: ignore[return-value]
         if item not in units:
             units[item] = _unit(item, grammar, limits)
+        by_id[(0, id(item))] = (item, units[item])
         return units[item]
 
     rewritten: dict[tuple[int, int, bool], Node] = {}  # unmarked results by subtree (grammar nodes stay alive)
@@ -260,10 +266,9 @@ def rewrite_products(grammar: Grammar, k: int, *, limits: Limits | None = None, 
                 items.append(y)
                 marked = marked or m
                 same_all = same_all and y is x
-            if same_all:
-                return n, marked
-            new = tuple(items)
-            return (n if new == old else cls(new)), marked
+            # (a rewritten node is never equal to the one it replaces: it holds a marker, a unit
+            # leaf or a product's placeholder where that one holds none)
+            return (n if same_all else cls(tuple(items))), marked
         if isinstance(n, (Inter, Diff)):
             return (n, False) if in_product else product(n)
         if not isinstance(n, Repeat):
@@ -279,8 +284,12 @@ def rewrite_products(grammar: Grammar, k: int, *, limits: Limits | None = None, 
                 if found is not None:
                     return Repeat(found[1], lo, hi), False
             return (n if item is n.item else Repeat(item, lo, hi)), marked
-        if not in_product and (n, kk) in same:
-            return same[(n, kk)], True
+        if not in_product:
+            hit = by_id.get((kk, id(n)))
+            if hit is not None and hit[0] is n:
+                return hit[1], True  # type: ignore[return-value]
+            if (n, kk) in same:
+                return same[(n, kk)], True
         found = unit_first(item)
         if found is None:
             return (n if item is n.item else Repeat(item, lo, hi)), False
@@ -303,6 +312,7 @@ def rewrite_products(grammar: Grammar, k: int, *, limits: Limits | None = None, 
         out = Seq(tuple(parts))
         if not in_product:
             same[(n, kk)] = out
+            by_id[(kk, id(n))] = (n, out)
         return out, True
 
     def product(n: Inter | Diff) -> tuple[Node, bool]:
@@ -1760,7 +1770,8 @@ def _walked_region(d: DFA, loops: Sequence[Loop], col: dict[str, int],
     then finds each middle as the whole table's would (a byte path to a ``<tp>`` state stays
     in the middle).  None (search the whole table) when a loop has no unit automaton, its
     unit tells apart bytes of one of ``d``'s byte classes, it has one marker without the
-    other, or a ``<tp>`` state is not in the region (which the argument excludes)."""
+    other, or a ``<tp>`` state (``any_tp``: all of them, increasing) is not in the region
+    (which the argument excludes)."""
     ncls = d.n_classes
     bc = d.byte_class.astype(np.int64)
     rep = np.zeros(ncls, dtype=np.int64)
@@ -1803,7 +1814,7 @@ def _walked_region(d: DFA, loops: Sequence[Loop], col: dict[str, int],
     region = np.unique(np.concatenate(found) // nq)
     inside = np.zeros(d.n_states, dtype=bool)
     inside[region] = True
-    if (any_tp & ~inside).any():
+    if not inside[any_tp].all():
         return None
     return region
 
@@ -1821,21 +1832,20 @@ def _assemble(d: DFA, loops: Sequence[Loop], vocab: Vocab, *, grammar_key: str, 
     mid = np.full(n, -1, dtype=np.int64)
     moves = _marker_moves(d)
     empty = np.zeros(0, dtype=np.int32)
-    tp_of: dict[int, np.ndarray] = {}
+    tp_src: dict[int, np.ndarray] = {}  # loop -> its states with a <tp> move (increasing)
     for lp in loops:
         if lp.tp in col:
-            tp_of[lp.index] = np.zeros(n, dtype=bool)
-            tp_of[lp.index][moves.get(col[lp.tp], (empty, empty))[0]] = True
-    if tp_of:
+            tp_src[lp.index] = moves.get(col[lp.tp], (empty, empty))[0].astype(np.int64)
+    if tp_src:
         # the middles: states that reach a complete unit (a <tp> move) by bytes alone.  Their
         # union by one reverse search in C; each loop's part by a search inside the union (a
         # state on a byte path to a <tp> state reaches it too, so the path stays inside)
-        any_tp = np.logical_or.reduce(list(tp_of.values()))
+        any_tp = np.unique(np.concatenate(list(tp_src.values())))
         region = _walked_region(d, loops, col, moves, any_tp) if WALK_MIDDLES else None
         if region is None:
             col_ok = np.zeros(d.trans.shape[1], dtype=bool)
             col_ok[:ncls] = True
-            region = np.flatnonzero(_automaton._bfs(d.trans, np.flatnonzero(any_tp), reverse=True, col_ok=col_ok) >= 0)
+            region = np.flatnonzero(_automaton._bfs(d.trans, any_tp, reverse=True, col_ok=col_ok) >= 0)
         local = np.full(n, -1, dtype=np.int64)
         local[region] = np.arange(len(region))
         sub = byte_t[region].astype(np.int64)
@@ -1849,8 +1859,7 @@ def _assemble(d: DFA, loops: Sequence[Loop], vocab: Vocab, *, grammar_key: str, 
     for lp in loops:
         if lp.tp not in col:
             continue  # the middle is unreachable (pruned away)
-        is_tp = tp_of[lp.index]
-        tps = local[np.flatnonzero(is_tp)].tolist()
+        tps = local[tp_src[lp.index]].tolist()
         seen = set(tps)
         todo = list(tps)
         while todo:  # states that reach a complete unit by bytes alone: the middle
@@ -1863,7 +1872,9 @@ def _assemble(d: DFA, loops: Sequence[Loop], vocab: Vocab, *, grammar_key: str, 
         if (mid[members] >= 0).any():
             return None  # two middles share a state
         mid[members] = lp.index
-        inner_states = members[~is_tp[members]]
+        ts = tp_src[lp.index]
+        at = np.minimum(np.searchsorted(ts, members), max(len(ts) - 1, 0))
+        inner_states = members[~(ts[at] == members)] if len(ts) else members
         if d.accepting[inner_states].any():
             return None
         outs = byte_t[inner_states]
