@@ -128,7 +128,8 @@ from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN
 from decoding.backends.dfa.index import DFAGrammar
 from decoding.backends.masks import DEFAULT_MAX_MASKS
 from decoding.errors import GrammarError, LimitError
-from decoding.ir import EMPTY, ByteSet, Choice, Dfa, Diff, Grammar, Inter, Lit, Node, Repeat, Seq, Special
+from decoding.ir import EMPTY, ByteSet, Choice, Dfa, Diff, Grammar, Inter, Lit, Node, Ref, Repeat, Seq, Special
+from decoding.ir.productive import find_empty, known_productive
 from decoding.limits import DEFAULT_LIMITS, Limits
 from decoding.vocab import Vocab
 from decoding.weakmemo import WeakMemo
@@ -218,9 +219,15 @@ def rewrite_products(grammar: Grammar, k: int, *, limits: Limits | None = None, 
     units: dict[Node, tuple[frozenset, Dfa] | None] = {}
     sizes: tuple[dict, list] = ({}, [])  # _small_item's estimates, one per subtree
 
+    by_id: dict[tuple[int, int], tuple[Node, object]] = {}  # (what, id) -> (node, result): no hash
+
     def unit_first(item: Node) -> tuple[frozenset, Dfa] | None:
+        hit = by_id.get((0, id(item)))
+        if hit is not None and hit[0] is item:
+            return hit[1]  # type: ignore[return-value]
         if item not in units:
             units[item] = _unit(item, grammar, limits)
+        by_id[(0, id(item))] = (item, units[item])
         return units[item]
 
     rewritten: dict[tuple[int, int, bool], Node] = {}  # unmarked results by subtree (grammar nodes stay alive)
@@ -236,6 +243,9 @@ def rewrite_products(grammar: Grammar, k: int, *, limits: Limits | None = None, 
         """(``n`` rewritten with window ``kk``, whether it now holds a marker).  A subtree
         shared by several parents is rewritten once when the result holds no marker (a
         marked result is rebuilt: each occurrence of a counted loop gets its own counter)."""
+        cls = n.__class__
+        if cls in _LEAVES:
+            return n, False  # (nothing to rewrite below a leaf)
         key = (id(n), kk, in_product)
         hit = rewritten.get(key)
         if hit is not None:
@@ -246,11 +256,19 @@ def rewrite_products(grammar: Grammar, k: int, *, limits: Limits | None = None, 
         return out
 
     def _go(n: Node, kk: int, in_product: bool) -> tuple[Node, bool]:
-        if isinstance(n, (Seq, Choice)):
-            done = [go(x, kk, in_product) for x in n.items]
-            items = tuple(x for x, _ in done)
-            marked = any(m for _, m in done)
-            return (n if items == n.items else type(n)(items)), marked
+        cls = n.__class__
+        if cls is Seq or cls is Choice:
+            old = n.items  # type: ignore[union-attr]
+            items = []
+            marked, same_all = False, True
+            for x in old:
+                y, m = go(x, kk, in_product)
+                items.append(y)
+                marked = marked or m
+                same_all = same_all and y is x
+            # (a rewritten node is never equal to the one it replaces: it holds a marker, a unit
+            # leaf or a product's placeholder where that one holds none)
+            return (n if same_all else cls(tuple(items))), marked
         if isinstance(n, (Inter, Diff)):
             return (n, False) if in_product else product(n)
         if not isinstance(n, Repeat):
@@ -266,8 +284,12 @@ def rewrite_products(grammar: Grammar, k: int, *, limits: Limits | None = None, 
                 if found is not None:
                     return Repeat(found[1], lo, hi), False
             return (n if item is n.item else Repeat(item, lo, hi)), marked
-        if not in_product and (n, kk) in same:
-            return same[(n, kk)], True
+        if not in_product:
+            hit = by_id.get((kk, id(n)))
+            if hit is not None and hit[0] is n:
+                return hit[1], True  # type: ignore[return-value]
+            if (n, kk) in same:
+                return same[(n, kk)], True
         found = unit_first(item)
         if found is None:
             return (n if item is n.item else Repeat(item, lo, hi)), False
@@ -290,6 +312,7 @@ def rewrite_products(grammar: Grammar, k: int, *, limits: Limits | None = None, 
         out = Seq(tuple(parts))
         if not in_product:
             same[(n, kk)] = out
+            by_id[(kk, id(n))] = (n, out)
         return out, True
 
     def product(n: Inter | Diff) -> tuple[Node, bool]:
@@ -317,6 +340,10 @@ def rewrite_products(grammar: Grammar, k: int, *, limits: Limits | None = None, 
     if not loops:
         return grammar, (), {}
     return Grammar(grammar.start, rules, grammar.max_depth), tuple(loops), products
+
+
+#: IR leaves: :func:`rewrite_products` returns them as they are
+_LEAVES = frozenset({Lit, ByteSet, Ref, Special, Dfa})
 
 
 def _with_start(grammar: Grammar, name: str, item: Node) -> Grammar:
@@ -357,19 +384,53 @@ def _small_item(item: Node, memo: tuple[dict, list] | None = None) -> bool:
     return not e.refs and e.states <= MAX_UNIT_STATES
 
 
+#: :func:`_unit` of Ref-free items, by item (structural equality: the same language whatever
+#: grammar holds it); only outcomes that do not depend on the limits or the clock are kept
+#: (a LimitError is not).  Bounded: cleared when full.
+_UNITS: dict[Node, tuple[frozenset, Dfa] | None] = {}
+_UNITS_MAX = 512
+_UNITS_LOCK = threading.Lock()
+_MISS = object()
+
+
 def _unit(item: Node, grammar: Grammar, limits: Limits | None) -> tuple[frozenset, Dfa] | None:
     """The bytes ``item`` starts with and its minimal automaton as an IR leaf, if it is a unit
     that can be counted unambiguously (not nullable, no special, and no first byte that
-    extends a complete unit); else None."""
+    extends a complete unit); else None.  Memoized per process for items without a Ref
+    (:data:`_UNITS`): the same item is the same unit in every grammar."""
     from decoding.ir import walk
 
-    if any(isinstance(x, (Special, Inter, Diff)) for x in walk(item)):
-        return None  # (a Dfa leaf is regular and holds no special: built like any byte node)
+    free = True
+    for x in walk(item):
+        if isinstance(x, (Special, Inter, Diff)):
+            return None  # (a Dfa leaf is regular and holds no special: built like any byte node)
+        if isinstance(x, Ref):
+            free = False
+    if free:
+        hit = _UNITS.get(item, _MISS)
+        if hit is not _MISS:
+            return hit  # type: ignore[return-value]
+    try:
+        out = _unit_of(item, grammar, limits)
+    except LimitError:
+        return None  # (limits and the clock: not memoized)
+    if free:
+        with _UNITS_LOCK:
+            if len(_UNITS) >= _UNITS_MAX:
+                _UNITS.clear()
+            _UNITS[item] = out
+    return out
+
+
+def _unit_of(item: Node, grammar: Grammar, limits: Limits | None) -> tuple[frozenset, Dfa] | None:
+    """:func:`_unit` unmemoized (LimitError when the unit's automaton meets a limit)."""
     name = "\x00unit"
     try:
         d = compile_dfa(_with_start(grammar, name, item), max_states=MAX_UNIT_STATES, limits=limits)
-    except (LimitError, GrammarError):
-        return None
+    except LimitError:
+        raise
+    except GrammarError:
+        return None  # (an empty language)
     if (d.trans[:, d.n_classes:] >= 0).any() or d.accepting[0]:  # a special in the unit, or empty
         return None
     bc = d.byte_class.astype(np.intp)
@@ -733,6 +794,30 @@ class _Cross:
     dist: np.ndarray
 
 
+def _marker_moves(d: DFA) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Per marker column ``j`` of ``d`` (a special starting with :data:`MARK`) that has a move:
+    (sources, targets) as int32, sources increasing.  One read of the special columns (a
+    read per column strides the whole table once each)."""
+    ncls = d.n_classes
+    cols = [j for j, t in enumerate(d.specials) if t.startswith(MARK)]
+    out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    if not cols or not d.n_states:
+        return out
+    sub = d.trans[:, ncls:]  # (a view: every special column, read once)
+    nsp = sub.shape[1]
+    flat = np.flatnonzero(sub >= 0)  # (row-major: the sources of each column increasing)
+    rows, at = flat // nsp, flat % nsp
+    tgt = sub[rows, at]
+    order = np.argsort(at, kind="stable")
+    rows, at, tgt = rows[order], at[order], tgt[order]
+    bounds = np.searchsorted(at, np.arange(len(d.specials) + 1))
+    for j in cols:
+        a, b = int(bounds[j]), int(bounds[j + 1])
+        if b > a:
+            out[j] = (rows[a:b].astype(np.int32), tgt[a:b].astype(np.int32))
+    return out
+
+
 class _Rows:
     """``a[s]`` as a Python list, converted on first use (a step reads a few rows of a table
     that may have 100,000 states; converting it all cost ~80 ms per large Snowplow schema)."""
@@ -763,7 +848,7 @@ class CountedGrammar:
     same table as the one given."""
 
     def __init__(self, dfa: DFA, loops: Sequence[Loop], inner: DFAGrammar, grammar_key: str = "",
-                 meta: dict | None = None) -> None:
+                 meta: dict | None = None, *, marks: dict[int, tuple[np.ndarray, np.ndarray]] | None = None) -> None:
         d = dfa
         self.loops = tuple(loops)
         self.inner = inner  # marker columns removed, <en> rows made transparent: the masks
@@ -782,11 +867,11 @@ class CountedGrammar:
         self._acc = m.accepting.tolist()  # a prefix's end accepts if <en> leads to acceptance
         n = d.n_states
         col = {t: j for j, t in enumerate(d.specials)}
-        self._marks: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # marker column -> (sources, targets)
-        for j, t in enumerate(d.specials):
-            if t.startswith(MARK):
-                src = np.flatnonzero(d.trans[:, ncls + j] >= 0)
-                self._marks[j] = (src.astype(np.int32), d.trans[src, ncls + j].astype(np.int32))
+        # marker column -> (sources, targets); ``marks``: _marker_moves(dfa), if the caller made it
+        mv = _marker_moves(d) if marks is None else marks
+        empty = np.zeros(0, dtype=np.int32)
+        self._marks: dict[int, tuple[np.ndarray, np.ndarray]] = {
+            j: mv.get(j, (empty, empty)) for j, t in enumerate(d.specials) if t.startswith(MARK)}
         self._en = [-1] * n  # target of the <en> move, or -1
         self._tp = [-1] * n  # target of the <tp> move (-1: none)
         self._loop_of_tp = [-1] * n
@@ -826,7 +911,7 @@ class CountedGrammar:
         self._succ: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._unit_count: dict[int, np.ndarray] = {}
         self._first_arr = [np.array(f, dtype=bool) for f in self._first]
-        self._mid_arr = np.array(self._mid, dtype=np.int64)
+        self._mid_arr = np.full(n, -1, dtype=np.int64)  # (as self._mid: no middle yet)
         self._special_set = frozenset(self.special_token_ids)
         self._special_col = {tid: ncls + k for k, tid in enumerate(self.special_token_ids)}
         # room loops whose tail T is shorter than the window: a state of the middle with more
@@ -1616,6 +1701,11 @@ def compile_counted(grammar: Grammar, vocab: Vocab, *, limits: Limits | None = N
     if not loops:
         why.append(f"no repetition above {min(k, TAIL) + 1} units with unambiguous units")
         return None
+    if find_empty(grammar) is None:
+        # every node of g2 derives a string exactly when the node it replaces does (markers and
+        # product placeholders are specials, units the automata of items that derive one), so
+        # g2's start rule is productive: the build need not walk g2 again to find it
+        known_productive(g2)
     from decoding.ir.size import check_size
 
     try:
@@ -1641,6 +1731,94 @@ def compile_counted(grammar: Grammar, vocab: Vocab, *, limits: Limits | None = N
     return cg
 
 
+#: find the middles' region by :func:`_walked_region` (False: by a reverse search of the
+#: whole table, as a reference)
+WALK_MIDDLES = True
+#: :func:`_unit_step` by unit (bounded: cleared when full)
+_STEPS: dict[Dfa, np.ndarray] = {}
+
+
+def _unit_step(unit: Dfa) -> np.ndarray:
+    """The walk of ``U*`` over bytes (``(states, 256)``, -1: dead): at a unit's boundary (its
+    start or a complete unit) a first byte starts a unit, otherwise the unit's move (no first
+    byte extends a complete unit: one walk)."""
+    hit = _STEPS.get(unit)
+    if hit is None:
+        table = _unit_table(unit)
+        bound = np.zeros(len(table), dtype=bool)
+        bound[list(unit.accept)] = True
+        bound[0] = True
+        first = table[0] >= 0
+        hit = np.where(bound[:, None] & first[None, :], table[0][None, :], table)
+        hit.setflags(write=False)
+        if len(_STEPS) >= 256:
+            _STEPS.clear()
+        _STEPS[unit] = hit
+    return hit
+
+
+def _walked_region(d: DFA, loops: Sequence[Loop], col: dict[str, int],
+                   moves: dict[int, tuple[np.ndarray, np.ndarray]], any_tp: np.ndarray) -> np.ndarray | None:
+    """A set of states holding every middle (the states that reach a ``<tp>`` move of their
+    loop by bytes), sorted, found without a reverse search of the whole table: the states
+    ``d`` reaches from an ``<en>`` target of loop ``k`` by bytes ``w`` that ``U*`` of ``k``'s
+    unit reads (:func:`_unit_step`), for every loop with both markers.  Why it holds them: a
+    state ``s`` with bytes ``v`` to a ``<tp>`` move of ``k`` is reached by some ``P``, and
+    ``P v <tp> z`` is accepted; the thread that reads that ``<tp>`` read ``<en>`` of ``k`` last
+    among the specials (a marker kills the threads that cannot read it) and bytes of ``U*``
+    after it, so ``P = P1 <en> w`` with ``U*`` reading ``w v``.  A search inside the region
+    then finds each middle as the whole table's would (a byte path to a ``<tp>`` state stays
+    in the middle).  None (search the whole table) when a loop has no unit automaton, its
+    unit tells apart bytes of one of ``d``'s byte classes, it has one marker without the
+    other, or a ``<tp>`` state (``any_tp``: all of them, increasing) is not in the region
+    (which the argument excludes)."""
+    ncls = d.n_classes
+    bc = d.byte_class.astype(np.int64)
+    rep = np.zeros(ncls, dtype=np.int64)
+    rep[bc[::-1]] = np.arange(255, -1, -1)  # a byte of each class (the smallest)
+    tabs: list[np.ndarray] = []
+    heads: list[np.ndarray] = []
+    firsts: list[np.ndarray] = []
+    nq = 0
+    for lp in loops:
+        has_en, has_tp = lp.en in col and col[lp.en] in moves, lp.tp in col and col[lp.tp] in moves
+        if not has_tp and not has_en:
+            continue
+        if has_tp != has_en or lp.unit is None:
+            return None
+        step = _unit_step(lp.unit)
+        by_class = step[:, rep]
+        if not (by_class[:, bc] == step).all():
+            return None
+        tabs.append(np.where(by_class >= 0, by_class + nq, -1))
+        tgt = moves[col[lp.en]][1].astype(np.int64)
+        heads.append(tgt)
+        firsts.append(np.full(len(tgt), nq, dtype=np.int64))
+        nq += len(step)
+    if not tabs:
+        return None
+    walk = np.concatenate(tabs)
+    byte_t = d.trans[:, :ncls]
+    keys = np.unique(np.concatenate(heads) * nq + np.concatenate(firsts))
+    seen = set(keys.tolist())
+    found = [keys]
+    while len(keys):
+        s_, q_ = keys // nq, keys % nq
+        ts = byte_t[s_].astype(np.int64)
+        tq = walk[q_]
+        ok = (ts >= 0) & (tq >= 0)
+        nxt = np.unique(ts[ok] * nq + tq[ok])
+        keys = np.array([x for x in nxt.tolist() if x not in seen], dtype=np.int64)
+        seen.update(keys.tolist())
+        found.append(keys)
+    region = np.unique(np.concatenate(found) // nq)
+    inside = np.zeros(d.n_states, dtype=bool)
+    inside[region] = True
+    if not inside[any_tp].all():
+        return None
+    return region
+
+
 def _assemble(d: DFA, loops: Sequence[Loop], vocab: Vocab, *, grammar_key: str, meta: dict | None,
               max_masks: int) -> CountedGrammar | None:
     """Check the built automaton (see the module docstring) and wrap it; None if a loop's
@@ -1652,15 +1830,22 @@ def _assemble(d: DFA, loops: Sequence[Loop], vocab: Vocab, *, grammar_key: str, 
     trans2 = np.concatenate([byte_t, d.trans[:, [ncls + j for j in keep]]], axis=1) if keep else byte_t.copy()
     acc2 = d.accepting.copy()
     mid = np.full(n, -1, dtype=np.int64)
-    tp_of = {lp.index: d.trans[:, ncls + col[lp.tp]] >= 0 for lp in loops if lp.tp in col}
-    if tp_of:
+    moves = _marker_moves(d)
+    empty = np.zeros(0, dtype=np.int32)
+    tp_src: dict[int, np.ndarray] = {}  # loop -> its states with a <tp> move (increasing)
+    for lp in loops:
+        if lp.tp in col:
+            tp_src[lp.index] = moves.get(col[lp.tp], (empty, empty))[0].astype(np.int64)
+    if tp_src:
         # the middles: states that reach a complete unit (a <tp> move) by bytes alone.  Their
         # union by one reverse search in C; each loop's part by a search inside the union (a
         # state on a byte path to a <tp> state reaches it too, so the path stays inside)
-        any_tp = np.logical_or.reduce(list(tp_of.values()))
-        col_ok = np.zeros(d.trans.shape[1], dtype=bool)
-        col_ok[:ncls] = True
-        region = np.flatnonzero(_automaton._bfs(d.trans, np.flatnonzero(any_tp), reverse=True, col_ok=col_ok) >= 0)
+        any_tp = np.unique(np.concatenate(list(tp_src.values())))
+        region = _walked_region(d, loops, col, moves, any_tp) if WALK_MIDDLES else None
+        if region is None:
+            col_ok = np.zeros(d.trans.shape[1], dtype=bool)
+            col_ok[:ncls] = True
+            region = np.flatnonzero(_automaton._bfs(d.trans, any_tp, reverse=True, col_ok=col_ok) >= 0)
         local = np.full(n, -1, dtype=np.int64)
         local[region] = np.arange(len(region))
         sub = byte_t[region].astype(np.int64)
@@ -1674,8 +1859,7 @@ def _assemble(d: DFA, loops: Sequence[Loop], vocab: Vocab, *, grammar_key: str, 
     for lp in loops:
         if lp.tp not in col:
             continue  # the middle is unreachable (pruned away)
-        is_tp = tp_of[lp.index]
-        tps = local[np.flatnonzero(is_tp)].tolist()
+        tps = local[tp_src[lp.index]].tolist()
         seen = set(tps)
         todo = list(tps)
         while todo:  # states that reach a complete unit by bytes alone: the middle
@@ -1688,7 +1872,9 @@ def _assemble(d: DFA, loops: Sequence[Loop], vocab: Vocab, *, grammar_key: str, 
         if (mid[members] >= 0).any():
             return None  # two middles share a state
         mid[members] = lp.index
-        inner_states = members[~is_tp[members]]
+        ts = tp_src[lp.index]
+        at = np.minimum(np.searchsorted(ts, members), max(len(ts) - 1, 0))
+        inner_states = members[~(ts[at] == members)] if len(ts) else members
         if d.accepting[inner_states].any():
             return None
         outs = byte_t[inner_states]
@@ -1700,34 +1886,43 @@ def _assemble(d: DFA, loops: Sequence[Loop], vocab: Vocab, *, grammar_key: str, 
     en_to: dict[int, int] = {}
     for lp in loops:
         if lp.en in col:
-            c = ncls + col[lp.en]
-            for s in np.nonzero(d.trans[:, c] >= 0)[0].tolist():
+            src, tgt = moves.get(col[lp.en], (empty, empty))
+            for s, t in zip(src.tolist(), tgt.tolist()):
                 if s in en_to:
                     return None  # two loops entered from one state (one counter per state)
-                en_to[s] = int(d.trans[s, c])
-    own_rows = {s: trans2[s].copy() for s in en_to}
-    for s in en_to:
+                en_to[s] = t
+    if en_to:
         # the row of an <en> state: its own, then (where it has no move) the rows of the <en>
-        # chain it starts (a middle's start may itself have an <en>: adjacent nullable loops)
-        row, acc, h, seen = own_rows[s].copy(), bool(d.accepting[s]), en_to[s], {s}
-        while True:
-            there = own_rows[h] if h in own_rows else trans2[h]
+        # chain it starts (a middle's start may itself have an <en>: adjacent nullable loops);
+        # every chain a step at a time, all at once (the rows read are the table's own: the
+        # merged rows are written at the end)
+        heads = np.fromiter(en_to, dtype=np.int64, count=len(en_to))
+        rows = trans2[heads]
+        acc = d.accepting[heads].copy()
+        seen = [{s} for s in en_to]
+        act = np.arange(len(heads))
+        cur = np.fromiter(en_to.values(), dtype=np.int64, count=len(en_to))
+        while len(act):
+            row, there = rows[act], trans2[cur]
             if ((row >= 0) & (there >= 0) & (row != there)).any():
                 return None  # a byte both continues before <en> and follows it
-            row = np.where(row >= 0, row, there)
-            acc = acc or bool(d.accepting[h])
-            if h not in en_to or h in seen:
-                break
-            seen.add(h)
-            h = en_to[h]
-        trans2[s] = row
-        acc2[s] = acc
+            rows[act] = np.where(row >= 0, row, there)
+            acc[act] |= d.accepting[cur]
+            nxt: list[tuple[int, int]] = []
+            for i, h in zip(act.tolist(), cur.tolist()):
+                if h in en_to and h not in seen[i]:
+                    seen[i].add(h)
+                    nxt.append((i, en_to[h]))
+            act = np.array([i for i, _ in nxt], dtype=np.int64)
+            cur = np.array([h for _, h in nxt], dtype=np.int64)
+        trans2[heads] = rows
+        acc2[heads] = acc
     mask_dfa = DFA(d.byte_class, np.ascontiguousarray(trans2.astype(d.trans.dtype, copy=False)), acc2,
                    tuple(d.specials[j] for j in keep), ncls)
     ids = tuple(int(vocab.special_token(t)) for t in mask_dfa.specials)  # type: ignore[arg-type]
     m = dict(meta or {})
     inner = DFAGrammar(mask_dfa, vocab, ids, grammar_key=grammar_key, meta=m, max_masks=max_masks).prepare()
-    cg = CountedGrammar(d, tuple(loops), inner, grammar_key=grammar_key, meta=m)
+    cg = CountedGrammar(d, tuple(loops), inner, grammar_key=grammar_key, meta=m, marks=moves)
     cg._mid = mid.tolist()
     cg._mid_arr = mid
     if cg._any_short:
