@@ -2057,10 +2057,39 @@ def _native_product(a: DFA, b: DFA, b_start: int, uniq: np.ndarray, cls: np.ndar
     return DFA(cls.astype(np.uint16), trans, np.frombuffer(ab, dtype=bool), (), ncls)
 
 
+#: per-process memo of :func:`regular_dfa`'s results for ``Inter``/``Diff`` nodes (pattern and
+#: format checks: the same few products in schema after schema), keyed by the node's structure
+#: and both bounds; only results are kept (a limit or the deadline is raised again), their arrays
+#: read-only; at most this many, the oldest dropped first
+REGULAR_MEMO_MAX = 256
+_regular_memo: dict[tuple, "DFA | None"] = {}
+
+
 def regular_dfa(node: Node, *, max_states: int = DEFAULT_MAX_STATES, max_nfa: int = _DEFAULT_MAX_NFA,
                 deadline: "_Deadline | None" = None, where: str = "grammar") -> DFA | None:
     """Minimal byte DFA of a regular node (no Ref, no Special), Inter/Diff included; None
-    for the empty language.  Each product is bounded by ``max_states`` (LimitError)."""
+    for the empty language.  Each product is bounded by ``max_states`` (LimitError).
+    Products (``Inter``/``Diff``) are memoized per process (:data:`REGULAR_MEMO_MAX`): a hit is
+    the same DFA, with read-only arrays."""
+    if not isinstance(node, (Inter, Diff)):
+        return _regular_dfa(node, max_states, max_nfa, deadline, where)
+    key = (node, max_states, max_nfa)
+    try:
+        return _regular_memo[key]
+    except KeyError:
+        pass
+    dfa = _regular_dfa(node, max_states, max_nfa, deadline, where)
+    if dfa is not None:
+        for a in (dfa.byte_class, dfa.trans, dfa.accepting):
+            a.flags.writeable = False
+    if len(_regular_memo) >= REGULAR_MEMO_MAX:
+        del _regular_memo[next(iter(_regular_memo))]
+    _regular_memo[key] = dfa
+    return dfa
+
+
+def _regular_dfa(node: Node, max_states: int, max_nfa: int, deadline: "_Deadline | None",
+                 where: str) -> DFA | None:
     dl = deadline if deadline is not None else _Deadline(DEFAULT_LIMITS.max_compile_seconds, where)
     if isinstance(node, Inter):
         acc = _operand_dfa(node.items[0], max_states, max_nfa, dl, where)
