@@ -2083,7 +2083,10 @@ def regular_dfa(node: Node, *, max_states: int = DEFAULT_MAX_STATES, max_nfa: in
         for a in (dfa.byte_class, dfa.trans, dfa.accepting):
             a.flags.writeable = False
     if len(_regular_memo) >= REGULAR_MEMO_MAX:
-        del _regular_memo[next(iter(_regular_memo))]
+        try:  # (another thread may be doing the same: dropping one entry less is harmless)
+            del _regular_memo[next(iter(_regular_memo))]
+        except (KeyError, RuntimeError, StopIteration):
+            pass
     _regular_memo[key] = dfa
     return dfa
 
