@@ -58,7 +58,7 @@ CACHE_REF_FREE = True
 INLINE_FAST = True
 
 __all__ = ["COUNTED_WINDOW", "estimate_size", "node_size", "node_work", "estimate_work", "check_size", "is_sep_loop", "Estimate",
-           "attach_estimates", "release_estimates", "rule_estimates"]
+           "attach_estimates", "release_estimates", "rule_estimates", "attached_nodes"]
 
 
 def is_sep_loop(x: Node, r: Node) -> bool:
@@ -847,6 +847,18 @@ def release_estimates(g: Grammar) -> None:
     hit = _ATTACHED.get(id(g))
     if hit is not None and hit[0]() is g:
         _ATTACHED.pop(id(g), None)
+
+
+def attached_nodes(g: Grammar) -> list | None:
+    """The nodes whose estimates are attached to ``g`` (:func:`attach_estimates`): ``keep``
+    when it is a list of node lists (what :func:`_node_fold` keeps: each node after every
+    child it has in its list), else None; None when none is attached.  (The digest writes
+    their texts in that order, :func:`decoding.ir.key.grammar_digest`.)"""
+    hit = _ATTACHED.get(id(g))
+    if hit is None or hit[0]() is not g:
+        return None
+    keep = hit[2]
+    return keep if isinstance(keep, list) and all(isinstance(k, list) for k in keep) else None
 
 
 def _attached(g: Grammar, counted: bool, inline: bool) -> Callable[[int], Estimate | None] | None:
