@@ -2108,16 +2108,16 @@ def compile_schema(schema: dict | bool | str, *, whitespace: Literal["compact", 
                 ptr, kw, why = proof
                 raise UnsatisfiableSchemaError(ptr, kw, f"no instance is valid against the schema: {why}")
             raise SchemaError("", None, "schema accepts no instance the grammar can generate")
-        irregular: list[bool] = []
-        rules = _reachable(root, c.rules, c._shared_parts, irregular)
+        facts: dict[str, bool] = {}
+        rules = _reachable(root, c.rules, c._shared_parts, facts)
         dead = _unproductive(root, rules, c._shared_parts)
         if dead is not None:
             raise SchemaError(_rule_pointer(dead), "$ref", "the references here form a cycle that "
                               "never reaches a schema with a finite instance")
-        # (rules reached: _reachable walked every node Grammar's own walk would, but the
-        # Ref-free ones it skips, and found some Ref and, unless ``irregular``, no Special,
-        # Inter or Diff: the grammar needs no second walk)
-        g = (Grammar.walked if rules and not irregular else Grammar)(
+        # (rules reached and ``regular``: _reachable walked every node Grammar's own walk
+        # would, but Ref-free ones, and found some Ref and no Special, Inter or Diff: the
+        # grammar needs no second walk)
+        g = (Grammar.walked if rules and facts.get("regular") is True else Grammar)(
             "root", (("root", root),) + tuple(rules.items()), max_depth)
         known_productive(g)  # (found by _unproductive: a back-end need not look again)
         _check_rules(g, c)
@@ -2236,16 +2236,19 @@ def _text_holds(doc: Any, word: str) -> bool:
 
 
 def _reachable(root: Node, rules: dict[str, Node], shared: dict[int, Node] | None = None,
-               irregular: list[bool] | None = None) -> dict[str, Node]:
+               facts: dict[str, bool] | None = None) -> dict[str, Node]:
     """The rules reachable from ``root`` (in their creation order).  The constant nodes
     (:func:`_constants`, registered plain) and the per-process parts in ``shared`` (by id,
     see :meth:`_Compiler.not_in`: JSON characters, any JSON string content), which hold no
-    Ref, Special, Inter or Diff, are not walked.  ``irregular``: see
-    :func:`decoding.ir.reachable_rules` (nothing is appended when no rule is walked for)."""
+    Ref, Special, Inter or Diff, are not walked.  ``facts["regular"]`` (when walked): no
+    walked node is a Special, Inter or Diff (see :func:`decoding.ir.reachable_rules`)."""
     if not rules:  # none to reach (nothing to walk for)
         return {}
     ids = _constants().ids
+    irregular: list[bool] = []
     seen = set(reachable_rules(root, rules.__getitem__, ids.union(shared) if shared else ids, irregular))
+    if facts is not None:
+        facts["regular"] = not irregular
     return {k: v for k, v in rules.items() if k in seen}
 
 
