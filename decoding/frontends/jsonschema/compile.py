@@ -168,7 +168,8 @@ def _any_string() -> Node:
     return _constants().nodes[3]
 
 
-#: the counted size estimates of the per-process nodes of :func:`logic.not_in` (by id) and of
+#: the counted size estimates (Refs as one symbol) of the per-process nodes of
+#: :func:`logic.not_in` and of the free-form value rules (:func:`_free_bodies`), by id, and of
 #: every node below them, with the nodes (alive while their ids are keys); see
 #: :func:`_shared_estimate`
 _SHARED_ESTIMATES: tuple[dict[int, Estimate], list[Node]] = ({}, [])
@@ -177,11 +178,11 @@ SHARED_ESTIMATES_MAX = 20_000
 
 
 def _shared_estimate(node: Node) -> Estimate | None:
-    """The counted estimate of ``node``, a per-process Ref-free node (a part of
-    :func:`logic.not_in`'s tries, kept by logic.py for the life of the process), made once
-    per process: an estimate depends on the node and ``counted`` alone (see
-    :class:`_Constants`), so a compile's memo may hold it as if it had made it.  None when
-    the table is full."""
+    """The counted estimate of ``node``, a per-process node (a part of :func:`logic.not_in`'s
+    tries, kept by logic.py for the life of the process, or a free-form value rule's body,
+    kept by :data:`_FREE_BODIES`), made once per process: with Refs as one symbol an
+    estimate depends on the node and ``counted`` alone (see :class:`_Constants`), so a
+    compile's memo may hold it as if it had made it.  None when the table is full."""
     memo, keep = _SHARED_ESTIMATES
     est = memo.get(id(node))
     if est is None and len(memo) < SHARED_ESTIMATES_MAX:
@@ -1877,16 +1878,22 @@ class _Compiler:
         compile, mostly in those nodes (a JSON character class each)."""
         used = self._shared_parts
         node = _not_in(names, used)
+        self._seed_shared(used.values())
+        return node
+
+    def _seed_shared(self, nodes: Any) -> None:
+        """Put the counted estimates of per-process ``nodes`` (:func:`_shared_estimate`) in
+        this compile's memo."""
         shared = self._estimates.get(True)
         if shared is None:  # (as _estimate makes it)
             shared = self._estimates[True] = _seeded_fold(True)
         memo = shared[0]
-        for i, n in used.items():
+        for n in nodes:
+            i = id(n)
             if i not in memo:
                 est = _shared_estimate(n)
                 if est is not None:
                     memo[i] = est
-        return node
 
     def _dep_required(self, s: dict, ptr: str) -> dict[str, list[str]]:
         """Property-presence dependencies (``dependentRequired``, array-valued ``dependencies``)."""
@@ -1914,20 +1921,51 @@ class _Compiler:
         hit = self._free.get(depth)
         if hit is not None:
             return hit
-        scalars = [lit("null"), lit("true"), lit("false"), NUMBER, _any_string()]
-        alts = list(scalars)
         if depth > 0:
-            v = self.free(depth - 1)
-            alts.append(seq(lit("["), self.ws, opt(seq(v, star(seq(self.comma, v)))), self.ws, lit("]")))
-            mname = f"free-member:{depth - 1}"
-            self.rules[mname] = seq(_any_string(), self.colon, v)
-            mem = Ref(mname)
-            alts.append(seq(lit("{"), self.ws, opt(seq(mem, star(seq(self.comma, mem)))), self.ws, lit("}")))
+            self.free(depth - 1)  # (its rules first)
+        member, body, kept = _free_bodies(depth, self.ws, self.comma, self.colon)
+        if member is not None:
+            self.rules[f"free-member:{depth - 1}"] = member
         name = f"free:{depth}"
-        self.rules[name] = choice(*alts)
+        self.rules[name] = body
+        if kept:  # (per-process nodes: their estimates made once)
+            self._seed_shared((body,) if member is None else (member, body))
         node = Ref(name)
         self._free[depth] = node
         return node
+
+
+#: the bodies of the free-form value rules, made once per process (see :func:`_free_bodies`):
+#: by ``(depth, ids of the separators)``, with the separators (alive: the ids stay theirs)
+_FREE_BODIES: dict[tuple[int, int, int, int], tuple[tuple[Node, Node, Node], Node | None, Node]] = {}
+#: at most this many entries in :data:`_FREE_BODIES` (beyond: made per compile, as before)
+FREE_BODIES_MAX = 64
+
+
+def _free_bodies(depth: int, ws: Node, comma: Node, colon: Node) -> tuple[Node | None, Node, bool]:
+    """The bodies of rules ``free-member:<depth - 1>`` (None at depth 0) and ``free:<depth>``
+    (see :meth:`_Compiler.free`): a free-form JSON value nesting at most ``depth`` levels,
+    its lists ``X (, X)*`` over Refs to the rules one level down.  A function of ``depth``
+    and the separators alone, so made once per process (and estimated once, see
+    :meth:`_Compiler._seed_shared`): the same IR every compile would make.  The third
+    item: whether the bodies are the per-process ones (False when the table is full)."""
+    key = (depth, id(ws), id(comma), id(colon))
+    hit = _FREE_BODIES.get(key)
+    if hit is not None and hit[0][0] is ws and hit[0][1] is comma and hit[0][2] is colon:
+        return hit[1], hit[2], True
+    alts = [lit("null"), lit("true"), lit("false"), NUMBER, _any_string()]
+    member: Node | None = None
+    if depth > 0:
+        v = Ref(f"free:{depth - 1}")
+        alts.append(seq(lit("["), ws, opt(seq(v, star(seq(comma, v)))), ws, lit("]")))
+        member = seq(_any_string(), colon, v)
+        mem = Ref(f"free-member:{depth - 1}")
+        alts.append(seq(lit("{"), ws, opt(seq(mem, star(seq(comma, mem)))), ws, lit("}")))
+    body = choice(*alts)
+    kept = len(_FREE_BODIES) < FREE_BODIES_MAX
+    if kept:
+        _FREE_BODIES[key] = ((ws, comma, colon), member, body)
+    return member, body, kept
 
 
 def _finite_values(p: Any) -> list | None:
