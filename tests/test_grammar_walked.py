@@ -36,10 +36,12 @@ def test_front_end_grammar_is_the_constructed_one(name, monkeypatch):
     same arguments makes the same one (compared as built, before any pass fills a memo)."""
     walked = Grammar.walked
     compared: list[str] = []
+    made: list[bool] = []
 
     def spy(*a, **k):
         g = walked(*a, **k)
-        ref = Grammar(*a, **k)
+        ref = Grammar(*a)  # (``refs``: what the walk would find)
+        made.append(k.get("refs", True))
         assert _fields(g) == _fields(ref)
         assert [g.rule_refs(n) for n in g.names] == [ref.rule_refs(n) for n in ref.names]
         object.__setattr__(g, "_rule_refs", None)  # (as built: the memo is filled on use)
@@ -51,8 +53,21 @@ def test_front_end_grammar_is_the_constructed_one(name, monkeypatch):
         g = compile_schema(SCHEMAS[name]).grammar
     except (GrammarError, ValueError):
         return  # (no grammar: nothing built either way)
-    if compared:  # the fast path only where some rule is reached
-        assert len(g.rules) > 1
+    if compared:  # the fast path: some rule reached, or none made
+        assert (len(g.rules) > 1) is made[0]
+    WALKED.append((made[0] if made else None, len(g.rules)))
+
+
+WALKED: list = []  # (``refs`` of the fast path or None: Grammar's walk, rules) per schema above
+
+
+def test_fast_paths_both_taken():
+    """(after the parametrized test above, in the same process) both fast paths were taken,
+    and the full walk too."""
+    if not WALKED:
+        pytest.skip("run with the test above")
+    kinds = {w[0] for w in WALKED}
+    assert {True, False, None} <= kinds
 
 
 def test_walked_path_is_taken():
@@ -98,3 +113,23 @@ def test_reachable_rules_reports_irregular_nodes():
         names = reachable_rules(root, rules.__getitem__, (), flags)
         assert names == reachable_rules(root, rules.__getitem__), name
         assert bool(flags) is want, name
+
+
+def test_regular_estimated_sees_logic_nodes(monkeypatch):
+    """A grammar without rules is built without its walk only when the root's estimated
+    nodes hold no Inter or Diff (``not``, ``contains`` are intersections/differences)."""
+    seen: list[bool] = []
+    real = C._regular_estimated
+
+    def spy(root, c):
+        seen.append(real(root, c))
+        return seen[-1]
+
+    monkeypatch.setattr(C, "_regular_estimated", spy)
+    for schema, want in [({"type": "string", "not": {"enum": ["a"]}}, False),
+                         ({"type": "array", "items": {"type": "integer"}, "contains": {"const": 3}}, False),
+                         ({"type": "object", "properties": {"a": {"type": "string"}, "b": {"enum": [1, 2]}}}, True),
+                         ({"type": "string", "format": "date"}, True)]:
+        seen.clear()
+        g = compile_schema(schema).grammar
+        assert seen == [want], schema

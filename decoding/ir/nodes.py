@@ -214,11 +214,13 @@ class Grammar:
             raise GrammarError(f"grammar {self.start!r}: max_depth must be at least 1, not {self.max_depth}")
 
     @classmethod
-    def walked(cls, start: str, rules: tuple[tuple[str, Node], ...], max_depth: int = DEFAULT_MAX_DEPTH) -> "Grammar":
+    def walked(cls, start: str, rules: tuple[tuple[str, Node], ...], max_depth: int = DEFAULT_MAX_DEPTH, *,
+               refs: bool = True) -> "Grammar":
         """``Grammar(start, rules, max_depth)`` without its walk over the rules, for a caller
-        that has walked them already (:func:`reachable_rules` with ``irregular``) and found
-        what that walk would: some Ref, each naming a rule of ``rules``, and no Special,
-        Inter or Diff outside the registered plain nodes (so no special, nothing for
+        that has walked them already (:func:`reachable_rules` with ``irregular``, or a walk
+        that saw every node) and found what that walk would: some Ref (none with
+        ``refs=False``), each naming a rule of ``rules``, and no Special, Inter or Diff
+        outside the registered plain nodes (so no special, nothing for
         :func:`check_regular`).  The same grammar, the same errors otherwise (a duplicate
         name, an undefined start, a bad ``max_depth``)."""
         g = object.__new__(cls)
@@ -231,6 +233,8 @@ class Grammar:
         table = g._table()
         g._check_depth()
         object.__setattr__(g, "_by_name", table)
+        if not refs:  # (as the walk sets it when it meets no Ref)
+            object.__setattr__(g, "_rule_refs", {n: () for n in table})
         return g
 
     @classmethod

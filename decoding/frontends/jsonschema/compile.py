@@ -21,6 +21,7 @@ import contextlib
 from typing import Iterator
 
 from decoding.ir import (DEFAULT_MAX_DEPTH, EMPTY, MAX_CP, NOTHING, ByteSet, Choice, Diff, Grammar, Inter, Node, Ref, Repeat, Seq,
+                         Special,
                          byteset, choice, diff, inter, reachable_rules, register_plain, walk,
                          lit, opt, rep, seq, star)
 from decoding.limits import DEFAULT_LIMITS, Limits
@@ -2153,10 +2154,15 @@ def compile_schema(schema: dict | bool | str, *, whitespace: Literal["compact", 
             raise SchemaError(_rule_pointer(dead), "$ref", "the references here form a cycle that "
                               "never reaches a schema with a finite instance")
         # (rules reached and ``regular``: _reachable walked every node Grammar's own walk
-        # would, but Ref-free ones, and found some Ref and no Special, Inter or Diff: the
-        # grammar needs no second walk)
-        g = (Grammar.walked if rules and facts.get("regular") is True else Grammar)(
-            "root", (("root", root),) + tuple(rules.items()), max_depth)
+        # would, but Ref-free ones, and found some Ref and no Special, Inter or Diff; no rule
+        # made: the estimates' walk of the root saw every node: the grammar needs no second walk)
+        body = (("root", root),) + tuple(rules.items())
+        if rules and facts.get("regular") is True:
+            g = Grammar.walked("root", body, max_depth)
+        elif not c.rules and _regular_estimated(root, c):
+            g = Grammar.walked("root", body, max_depth, refs=False)
+        else:
+            g = Grammar("root", body, max_depth)
         known_productive(g)  # (found by _unproductive: a back-end need not look again)
         _check_rules(g, c)
         _attach_estimates(g, c)
@@ -2271,6 +2277,25 @@ def _text_holds(doc: Any, word: str) -> bool:
                     return word in json.dumps(doc)
         level = nxt
     return word in json.dumps(doc)
+
+
+#: the node classes ``Grammar``'s walk looks for besides Refs
+_IRREGULAR = frozenset((Special, Inter, Diff))
+
+
+def _regular_estimated(root: Node, c: _Compiler) -> bool:
+    """Whether ``root`` (of a compile that made no rule: it holds no Ref) holds no Special,
+    Inter or Diff, as its counted estimate's walk says: every node below ``root`` is then in
+    the memo's keep list (the nodes that walk estimated), a registered plain constant, or
+    a per-process part of :meth:`_Compiler.not_in` (JSON characters), which hold none.
+    (The estimate is :func:`_check_rules`' own, made first; False: some may.)"""
+    _estimate(root, True, c._estimates)
+    keep = c._estimates[True][1]
+    irregular = _IRREGULAR
+    for n in keep:
+        if n.__class__ in irregular:
+            return False
+    return True
 
 
 def _reachable(root: Node, rules: dict[str, Node], shared: dict[int, Node] | None = None,
