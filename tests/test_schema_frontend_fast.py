@@ -121,8 +121,10 @@ def _unproductive_afresh(root: Node, rules: dict[str, Node], shared: object = No
     return bad[0] if bad else ""
 
 
-def _reachable_walking_all(root: Node, rules: dict[str, Node], shared: object = None) -> dict[str, Node]:
-    """``_reachable`` walking the constant nodes (and the ``shared`` parts) too."""
+def _reachable_walking_all(root: Node, rules: dict[str, Node], shared: object = None,
+                           facts: object = None) -> dict[str, Node]:
+    """``_reachable`` walking the constant nodes (and the ``shared`` parts) too (no ``facts``:
+    the grammar is then built by ``Grammar``'s own walk)."""
     seen = set(reachable_rules(root, rules.__getitem__))
     return {k: v for k, v in rules.items() if k in seen}
 

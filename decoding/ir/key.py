@@ -31,6 +31,7 @@ from typing import Any
 from decoding.ir.nodes import (ByteSet, Choice, Diff, Grammar, Inter, Lit, Node, Ref, Repeat, Seq, _node_to_data,
                                plain_nodes,
                                to_data)
+from decoding.ir.size import attached_nodes
 
 __all__ = ["canonical_text", "canonical_ir_text", "grammar_digest", "grammar_key", "source_key", "DIGEST_FOLD_ABOVE"]
 
@@ -60,7 +61,7 @@ def grammar_digest(grammar: Grammar) -> str:
     *expanded* (shared subtrees written at every use: 2 MB for Snowplow's sp_0, 1 MB of it
     in its largest rule), so that is what it saves.  Grammars whose subtrees are all short
     (nearly every tool schema) get ``sha256(canonical_text(to_data(grammar)))``."""
-    return _sha(_ir_text(grammar, DIGEST_FOLD_ABOVE))
+    return _sha(_ir_text(grammar, DIGEST_FOLD_ABOVE, attached_nodes(grammar)))
 
 
 def _dumps(x: Any) -> str:
@@ -82,57 +83,116 @@ def _fold(text: str) -> str:
     return '["h","' + _sha(text) + '"]'
 
 
-def _ir_text(grammar: Grammar, fold_above: int | None) -> str:
+def _ir_text(grammar: Grammar, fold_above: int | None, order: "list[list[Node]] | None" = None) -> str:
     """:func:`canonical_ir_text`, with every subtree text longer than ``fold_above`` (None:
-    none) folded to :func:`_fold` of it in its parents' texts."""
+    none) folded to :func:`_fold` of it in its parents' texts.  ``order``: lists of nodes
+    (kept alive by the caller), each node after every child it has in that list: their
+    texts are written first, in that order, without the walk's stack (see
+    :func:`grammar_digest`); the text is the same."""
     plain = _plain_texts(fold_above)
     limit = sys.maxsize if fold_above is None else fold_above
     # (memo's keys stay valid: the grammar holds every node it names alive while this runs)
     memo: dict[int, str] = {}
+    if order:
+        _texts_in_order(order, memo, plain, limit)
     for _, root in grammar.rules:
-        # a node, or ``(node,)`` once its children are pushed: then their texts are in memo
-        # (each node is expanded once: the IR below a node, Refs not followed, cannot hold it)
-        stack: list = [root]
-        pop = stack.pop
-        push = stack.append
-        while stack:
-            n = pop()
+        _walk_texts(root, memo, plain, limit)
+    rules = ",".join(f"[{_dumps(name)},{memo[id(node)]}]" for name, node in grammar.rules)
+    return f'{{"max_depth":{_dumps(grammar.max_depth)},"rules":[{rules}],"start":{_dumps(grammar.start)}}}'
+
+
+def _walk_texts(root: Node, memo: dict[int, str], plain: dict[int, str], limit: int) -> str:
+    """The text of ``root`` (see :func:`_ir_text`) into ``memo``, with those of the nodes
+    below it (Refs not followed) that are not there yet.  Iterative: no recursion limit."""
+    hit = memo.get(id(root))
+    if hit is not None:
+        return hit
+    # a node, or ``(node,)`` once its children are pushed: then their texts are in memo
+    # (each node is expanded once: the IR below a node, Refs not followed, cannot hold it)
+    stack: list = [root]
+    pop = stack.pop
+    push = stack.append
+    while stack:
+        n = pop()
+        cls = n.__class__
+        if cls is tuple:
+            n = n[0]
             cls = n.__class__
-            if cls is tuple:
-                n = n[0]
-                cls = n.__class__
-                if cls is Seq:
-                    text = '["seq",[' + ",".join([memo[id(x)] for x in n.items]) + "]]"
-                elif cls is Choice:
-                    text = '["choice",[' + ",".join([memo[id(x)] for x in n.items]) + "]]"
-                else:
-                    text = _node_text(n, memo)
-                memo[id(n)] = _fold(text) if len(text) > limit else text
+            if cls is Seq:
+                text = '["seq",[' + ",".join([memo[id(x)] for x in n.items]) + "]]"
+            elif cls is Choice:
+                text = '["choice",[' + ",".join([memo[id(x)] for x in n.items]) + "]]"
+            elif cls is Repeat:  # (as _node_text writes it)
+                text = f'["repeat",{memo[id(n.item)]},{_num(n.min)},{_num(n.max)}]'
+            else:
+                text = _node_text(n, memo)
+            memo[id(n)] = _fold(text) if len(text) > limit else text
+            continue
+        i = id(n)
+        if i in memo:
+            continue
+        text = plain.get(i)
+        if text is not None:
+            memo[i] = text
+            continue
+        if cls is Lit:
+            text = '["lit","' + n.data.hex() + '"]'
+        elif cls is Ref:
+            text = '["ref",' + _dumps(n.name) + "]"
+        else:
+            kids = n.items if cls is Seq or cls is Choice or cls is Inter else \
+                (n.item,) if cls is Repeat else (n.base, n.minus) if cls is Diff else ()
+            if kids:  # their texts first, then this node's
+                push((n,))
+                for k in reversed(kids):
+                    if id(k) not in memo:
+                        push(k)
                 continue
+            text = _node_text(n, memo)
+        memo[i] = _fold(text) if len(text) > limit else text
+    return memo[id(root)]
+
+
+def _texts_in_order(order: "list[list[Node]]", memo: dict[int, str], plain: dict[int, str], limit: int) -> None:
+    """The texts of the nodes of ``order`` into ``memo`` (see :func:`_ir_text`): a Lit,
+    Seq or Choice whose children's texts are known (in ``memo``, registered plain, or a
+    Ref's) is written at once; any other node, or a child not known yet, by
+    :func:`_walk_texts` (the same text, by the walk)."""
+    for nodes in order:
+        for n in nodes:
             i = id(n)
             if i in memo:
                 continue
-            text = plain.get(i)
-            if text is not None:
-                memo[i] = text
-                continue
+            cls = n.__class__
             if cls is Lit:
-                text = '["lit","' + n.data.hex() + '"]'
-            elif cls is Ref:
-                text = '["ref",' + _dumps(n.name) + "]"
+                text = '["lit","' + n.data.hex() + '"]'  # type: ignore[union-attr]
+            elif cls is Seq or cls is Choice:
+                parts = []
+                put = parts.append
+                for x in n.items:  # type: ignore[union-attr]
+                    t = memo.get(id(x))
+                    if t is None:
+                        t = plain.get(id(x))
+                        if t is None:
+                            t = _walk_texts(x, memo, plain, limit)
+                        else:
+                            memo[id(x)] = t
+                    put(t)
+                text = ('["seq",[' if cls is Seq else '["choice",[') + ",".join(parts) + "]]"
+            elif cls is Repeat:
+                x = n.item  # type: ignore[union-attr]
+                t = memo.get(id(x))
+                if t is None:
+                    t = plain.get(id(x))
+                    if t is None:
+                        t = _walk_texts(x, memo, plain, limit)
+                    else:
+                        memo[id(x)] = t
+                text = f'["repeat",{t},{_num(n.min)},{_num(n.max)}]'  # type: ignore[union-attr]  # (as _node_text)
             else:
-                kids = n.items if cls is Seq or cls is Choice or cls is Inter else \
-                    (n.item,) if cls is Repeat else (n.base, n.minus) if cls is Diff else ()
-                if kids:  # their texts first, then this node's
-                    push((n,))
-                    for k in reversed(kids):
-                        if id(k) not in memo:
-                            push(k)
-                    continue
-                text = _node_text(n, memo)
+                _walk_texts(n, memo, plain, limit)
+                continue
             memo[i] = _fold(text) if len(text) > limit else text
-    rules = ",".join(f"[{_dumps(name)},{memo[id(node)]}]" for name, node in grammar.rules)
-    return f'{{"max_depth":{_dumps(grammar.max_depth)},"rules":[{rules}],"start":{_dumps(grammar.start)}}}'
 
 
 def _num(x: object) -> str:

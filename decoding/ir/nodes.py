@@ -148,13 +148,7 @@ class Grammar:
     _empty: tuple = field(default=(), init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
-        table = dict(self.rules)
-        if len(table) != len(self.rules):
-            names = [n for n, _ in self.rules]
-            dup = sorted({n for n in names if names.count(n) > 1})
-            raise GrammarError(f"duplicate rule name(s): {', '.join(dup)}")
-        if self.start not in table:
-            raise GrammarError(f"start rule '{self.start}' is not defined")
+        table = self._table()
         # one walk per rule: undefined refs (reported first), Inter/Diff operands, specials
         undefined: GrammarError | None = None
         irregular: tuple[str, Node] | None = None
@@ -198,12 +192,50 @@ class Grammar:
         if irregular is not None:
             for name, node in self.rules:  # the first offending rule, as check_regular names it
                 check_regular(node, f"rule '{name}'")
-        if self.max_depth < 1:
-            raise GrammarError(f"grammar {self.start!r}: max_depth must be at least 1, not {self.max_depth}")
+        self._check_depth()
         object.__setattr__(self, "_by_name", table)
         object.__setattr__(self, "_specials", tuple(specials))
         if not has_ref:  # no rule refers to any (the walk saw every node but the plain ones, which hold none)
             object.__setattr__(self, "_rule_refs", {n: () for n in table})
+
+    def _table(self) -> dict:
+        """The rules by name; GrammarError on a duplicate name or an undefined start rule."""
+        table = dict(self.rules)
+        if len(table) != len(self.rules):
+            names = [n for n, _ in self.rules]
+            dup = sorted({n for n in names if names.count(n) > 1})
+            raise GrammarError(f"duplicate rule name(s): {', '.join(dup)}")
+        if self.start not in table:
+            raise GrammarError(f"start rule '{self.start}' is not defined")
+        return table
+
+    def _check_depth(self) -> None:
+        if self.max_depth < 1:
+            raise GrammarError(f"grammar {self.start!r}: max_depth must be at least 1, not {self.max_depth}")
+
+    @classmethod
+    def walked(cls, start: str, rules: tuple[tuple[str, Node], ...], max_depth: int = DEFAULT_MAX_DEPTH, *,
+               refs: bool = True) -> "Grammar":
+        """``Grammar(start, rules, max_depth)`` without its walk over the rules, for a caller
+        that has walked them already (:func:`reachable_rules` with ``irregular``, or a walk
+        that saw every node) and found what that walk would: some Ref (none with
+        ``refs=False``), each naming a rule of ``rules``, and no Special, Inter or Diff
+        outside the registered plain nodes (so no special, nothing for
+        :func:`check_regular`).  The same grammar, the same errors otherwise (a duplicate
+        name, an undefined start, a bad ``max_depth``)."""
+        g = object.__new__(cls)
+        object.__setattr__(g, "start", start)
+        object.__setattr__(g, "rules", rules)
+        object.__setattr__(g, "max_depth", max_depth)
+        object.__setattr__(g, "_specials", ())
+        object.__setattr__(g, "_rule_refs", None)
+        object.__setattr__(g, "_empty", ())
+        table = g._table()
+        g._check_depth()
+        object.__setattr__(g, "_by_name", table)
+        if not refs:  # (as the walk sets it when it meets no Ref)
+            object.__setattr__(g, "_rule_refs", {n: () for n in table})
+        return g
 
     @classmethod
     def single(cls, node: Node, *, max_depth: int = DEFAULT_MAX_DEPTH) -> "Grammar":
@@ -415,10 +447,13 @@ def nullable(node: Node, ref: "Callable[[str], bool] | None" = None) -> bool:
     return False
 
 
-def reachable_rules(root: Node, rule: "Callable[[str], Node]", ref_free: "Iterable[int]" = ()) -> list[str]:
+def reachable_rules(root: Node, rule: "Callable[[str], Node]", ref_free: "Iterable[int]" = (),
+                    irregular: "list[bool] | None" = None) -> list[str]:
     """Names of the rules ``root`` reaches through Refs (``rule(name)`` gives a body), in
     the order they are first found.  Iterative.  ``ref_free``: ids of nodes known to hold
-    no Ref (kept alive by the caller), not walked."""
+    no Ref (kept alive by the caller), not walked.  ``irregular`` (a list): ``True`` is
+    appended when a walked node is a Special, Inter or Diff (what :class:`Grammar`'s own
+    walk looks for besides Refs; see :meth:`Grammar.walked`)."""
     found: list[str] = []
     seen: set[str] = set()
     # nodes walked: one walk for all the bodies, a subtree they share is visited once (the
@@ -437,17 +472,26 @@ def reachable_rules(root: Node, rule: "Callable[[str], Node]", ref_free: "Iterab
                 continue
             visited.add(i)
             cls = n.__class__
-            if cls is Seq or cls is Choice or cls is Inter:
+            if cls is Seq or cls is Choice:
                 stack.extend(reversed(n.items))  # type: ignore[union-attr]
             elif cls is Repeat:
                 stack.append(n.item)  # type: ignore[union-attr]
+            elif cls is Ref:
+                if n.name not in seen:  # type: ignore[union-attr]
+                    seen.add(n.name)  # type: ignore[union-attr]
+                    found.append(n.name)  # type: ignore[union-attr]
+                    todo.append(rule(n.name))  # type: ignore[union-attr]
+            elif cls is Inter:
+                stack.extend(reversed(n.items))  # type: ignore[union-attr]
+                if irregular is not None:
+                    irregular.append(True)
             elif cls is Diff:
                 stack.append(n.minus)  # type: ignore[union-attr]
                 stack.append(n.base)  # type: ignore[union-attr]
-            elif cls is Ref and n.name not in seen:  # type: ignore[union-attr]
-                seen.add(n.name)  # type: ignore[union-attr]
-                found.append(n.name)  # type: ignore[union-attr]
-                todo.append(rule(n.name))  # type: ignore[union-attr]
+                if irregular is not None:
+                    irregular.append(True)
+            elif cls is Special and irregular is not None:
+                irregular.append(True)
     return found
 
 

@@ -53,8 +53,12 @@ COUNTED_WINDOW = 129
 #: around them); False: only outside every rule, as before (tests compare the two)
 CACHE_REF_FREE = True
 
+#: :meth:`_Inline.run` folds with its own loop (:meth:`_Inline._fold`); False: with the
+#: generic :func:`_fold` and callbacks, as before (tests compare the two)
+INLINE_FAST = True
+
 __all__ = ["COUNTED_WINDOW", "estimate_size", "node_size", "node_work", "estimate_work", "check_size", "is_sep_loop", "Estimate",
-           "attach_estimates", "release_estimates", "rule_estimates"]
+           "attach_estimates", "release_estimates", "rule_estimates", "attached_nodes"]
 
 
 def is_sep_loop(x: Node, r: Node) -> bool:
@@ -693,10 +697,110 @@ class _Inline:
 
     def run(self) -> Estimate:
         start = self.g.start
-        est = _fold(self.g.rule(start), self.ref, self.memo, self.enter, self.leave,
-                    lambda: not self.active_set, self.counted, seed=self.seed)
+        if INLINE_FAST:
+            est = self._fold(self.g.rule(start))
+        else:
+            est = _fold(self.g.rule(start), self.ref, self.memo, self.enter, self.leave,
+                        lambda: not self.active_set, self.counted, seed=self.seed)
         self.done.append((start, est))
         return est
+
+    def _fold(self, root: Node) -> Estimate:
+        """``_fold(root, self.ref, self.memo, self.enter, self.leave, lambda: not
+        self.active_set, self.counted, seed=self.seed)``: the same estimates, memo, rules
+        entered and left in the same order (children left to right, depth first), without
+        the generic fold's callbacks and value stacks: each frame walks its children in
+        order, and a child known at once (a memo hit, a literal, a seed, a leaf, a Ref whose
+        rule is done or active) is read in that frame's loop."""
+        memo = self.memo
+        seed = self.seed
+        counted = self.counted
+        rule_est = self.rule
+        active = self.active_set
+        recursive = self.recursive
+        ref_free = CACHE_REF_FREE
+        lits = _LIT_SHARED
+        with_refs: set[int] = set()  # memoized nodes (this call) whose subtree holds a Ref
+        # the frame now: its node (None: the root's pseudo-frame; a Ref: a rule body's), its
+        # children, the next child's index, the children's estimates so far, whether one
+        # of them holds a Ref; the parents' frames are on ``frames``
+        frames: list[tuple] = []
+        node: Node | None = None
+        kids: tuple = (root,)
+        i = 0
+        ests: list[Estimate] = []
+        dep = False
+        while True:
+            if i < len(kids):
+                k = kids[i]
+                i += 1
+                cls = k.__class__
+                if cls is Ref:
+                    name = k.name  # type: ignore[union-attr]
+                    if name in active:
+                        recursive[name] = recursive.get(name, 0) + 1
+                        ests.append(_ZERO)
+                        dep = True
+                        continue
+                    e = rule_est.get(name)
+                    if e is not None:
+                        ests.append(e)
+                        dep = True
+                        continue
+                    frames.append((node, kids, i, ests, dep))
+                    node, kids, i, ests, dep = k, (self.enter(k),), 0, [], False  # type: ignore[arg-type]
+                    continue
+                j = id(k)
+                e = memo.get(j)
+                if e is not None:
+                    ests.append(e)
+                    if j in with_refs:
+                        dep = True
+                    continue
+                if cls is Lit and k.data:  # type: ignore[union-attr]
+                    data = k.data  # type: ignore[union-attr]
+                    e = lits.get(len(data) << 8 | data[0])
+                    if e is not None:
+                        memo[j] = e
+                        ests.append(e)
+                        continue
+                if seed is not None:
+                    e = seed(j)
+                    if e is not None:
+                        ests.append(e)
+                        continue
+                if cls is Seq or cls is Choice or cls is Inter:
+                    sub = k.items  # type: ignore[union-attr]
+                elif cls is Repeat:
+                    sub = (k.item,)  # type: ignore[union-attr]
+                elif cls is Diff:
+                    sub = (k.base, k.minus)  # type: ignore[union-attr]
+                else:
+                    sub = ()
+                if not sub:
+                    e = memo[j] = _leaf(k)
+                    ests.append(e)
+                    continue
+                frames.append((node, kids, i, ests, dep))
+                node, kids, i, ests, dep = k, sub, 0, [], False
+                continue
+            # every child of this frame is estimated
+            if node is None:
+                return ests[0]
+            if node.__class__ is Ref:
+                est = self.leave(node, ests[0])  # type: ignore[arg-type]
+                d = True
+            else:
+                est = _combine(node, ests, counted)
+                d = dep
+                if (not d and ref_free) or not active:
+                    memo[id(node)] = est
+                    if d:
+                        with_refs.add(id(node))
+            node, kids, i, ests, dep = frames.pop()
+            ests.append(est)
+            if d:
+                dep = True
 
 
 def estimate_size(g: Grammar, *, inline: bool = True) -> int:
@@ -743,6 +847,18 @@ def release_estimates(g: Grammar) -> None:
     hit = _ATTACHED.get(id(g))
     if hit is not None and hit[0]() is g:
         _ATTACHED.pop(id(g), None)
+
+
+def attached_nodes(g: Grammar) -> list | None:
+    """The nodes whose estimates are attached to ``g`` (:func:`attach_estimates`): ``keep``
+    when it is a list of node lists (what :func:`_node_fold` keeps: each node after every
+    child it has in its list), else None; None when none is attached.  (The digest writes
+    their texts in that order, :func:`decoding.ir.key.grammar_digest`.)"""
+    hit = _ATTACHED.get(id(g))
+    if hit is None or hit[0]() is not g:
+        return None
+    keep = hit[2]
+    return keep if isinstance(keep, list) and all(isinstance(k, list) for k in keep) else None
 
 
 def _attached(g: Grammar, counted: bool, inline: bool) -> Callable[[int], Estimate | None] | None:

@@ -21,6 +21,7 @@ import contextlib
 from typing import Iterator
 
 from decoding.ir import (DEFAULT_MAX_DEPTH, EMPTY, MAX_CP, NOTHING, ByteSet, Choice, Diff, Grammar, Inter, Node, Ref, Repeat, Seq,
+                         Special,
                          byteset, choice, diff, inter, reachable_rules, register_plain, walk,
                          lit, opt, rep, seq, star)
 from decoding.limits import DEFAULT_LIMITS, Limits
@@ -168,7 +169,8 @@ def _any_string() -> Node:
     return _constants().nodes[3]
 
 
-#: the counted size estimates of the per-process nodes of :func:`logic.not_in` (by id) and of
+#: the counted size estimates (Refs as one symbol) of the per-process nodes of
+#: :func:`logic.not_in` and of the free-form value rules (:func:`_free_bodies`), by id, and of
 #: every node below them, with the nodes (alive while their ids are keys); see
 #: :func:`_shared_estimate`
 _SHARED_ESTIMATES: tuple[dict[int, Estimate], list[Node]] = ({}, [])
@@ -177,11 +179,11 @@ SHARED_ESTIMATES_MAX = 20_000
 
 
 def _shared_estimate(node: Node) -> Estimate | None:
-    """The counted estimate of ``node``, a per-process Ref-free node (a part of
-    :func:`logic.not_in`'s tries, kept by logic.py for the life of the process), made once
-    per process: an estimate depends on the node and ``counted`` alone (see
-    :class:`_Constants`), so a compile's memo may hold it as if it had made it.  None when
-    the table is full."""
+    """The counted estimate of ``node``, a per-process node (a part of :func:`logic.not_in`'s
+    tries, kept by logic.py for the life of the process, or a free-form value rule's body,
+    kept by :data:`_FREE_BODIES`), made once per process: with Refs as one symbol an
+    estimate depends on the node and ``counted`` alone (see :class:`_Constants`), so a
+    compile's memo may hold it as if it had made it.  None when the table is full."""
     memo, keep = _SHARED_ESTIMATES
     est = memo.get(id(node))
     if est is None and len(memo) < SHARED_ESTIMATES_MAX:
@@ -1877,16 +1879,22 @@ class _Compiler:
         compile, mostly in those nodes (a JSON character class each)."""
         used = self._shared_parts
         node = _not_in(names, used)
+        self._seed_shared(used.values())
+        return node
+
+    def _seed_shared(self, nodes: Any) -> None:
+        """Put the counted estimates of per-process ``nodes`` (:func:`_shared_estimate`) in
+        this compile's memo."""
         shared = self._estimates.get(True)
         if shared is None:  # (as _estimate makes it)
             shared = self._estimates[True] = _seeded_fold(True)
         memo = shared[0]
-        for i, n in used.items():
+        for n in nodes:
+            i = id(n)
             if i not in memo:
                 est = _shared_estimate(n)
                 if est is not None:
                     memo[i] = est
-        return node
 
     def _dep_required(self, s: dict, ptr: str) -> dict[str, list[str]]:
         """Property-presence dependencies (``dependentRequired``, array-valued ``dependencies``)."""
@@ -1914,20 +1922,51 @@ class _Compiler:
         hit = self._free.get(depth)
         if hit is not None:
             return hit
-        scalars = [lit("null"), lit("true"), lit("false"), NUMBER, _any_string()]
-        alts = list(scalars)
         if depth > 0:
-            v = self.free(depth - 1)
-            alts.append(seq(lit("["), self.ws, opt(seq(v, star(seq(self.comma, v)))), self.ws, lit("]")))
-            mname = f"free-member:{depth - 1}"
-            self.rules[mname] = seq(_any_string(), self.colon, v)
-            mem = Ref(mname)
-            alts.append(seq(lit("{"), self.ws, opt(seq(mem, star(seq(self.comma, mem)))), self.ws, lit("}")))
+            self.free(depth - 1)  # (its rules first)
+        member, body, kept = _free_bodies(depth, self.ws, self.comma, self.colon)
+        if member is not None:
+            self.rules[f"free-member:{depth - 1}"] = member
         name = f"free:{depth}"
-        self.rules[name] = choice(*alts)
+        self.rules[name] = body
+        if kept:  # (per-process nodes: their estimates made once)
+            self._seed_shared((body,) if member is None else (member, body))
         node = Ref(name)
         self._free[depth] = node
         return node
+
+
+#: the bodies of the free-form value rules, made once per process (see :func:`_free_bodies`):
+#: by ``(depth, ids of the separators)``, with the separators (alive: the ids stay theirs)
+_FREE_BODIES: dict[tuple[int, int, int, int], tuple[tuple[Node, Node, Node], Node | None, Node]] = {}
+#: at most this many entries in :data:`_FREE_BODIES` (beyond: made per compile, as before)
+FREE_BODIES_MAX = 64
+
+
+def _free_bodies(depth: int, ws: Node, comma: Node, colon: Node) -> tuple[Node | None, Node, bool]:
+    """The bodies of rules ``free-member:<depth - 1>`` (None at depth 0) and ``free:<depth>``
+    (see :meth:`_Compiler.free`): a free-form JSON value nesting at most ``depth`` levels,
+    its lists ``X (, X)*`` over Refs to the rules one level down.  A function of ``depth``
+    and the separators alone, so made once per process (and estimated once, see
+    :meth:`_Compiler._seed_shared`): the same IR every compile would make.  The third
+    item: whether the bodies are the per-process ones (False when the table is full)."""
+    key = (depth, id(ws), id(comma), id(colon))
+    hit = _FREE_BODIES.get(key)
+    if hit is not None and hit[0][0] is ws and hit[0][1] is comma and hit[0][2] is colon:
+        return hit[1], hit[2], True
+    alts = [lit("null"), lit("true"), lit("false"), NUMBER, _any_string()]
+    member: Node | None = None
+    if depth > 0:
+        v = Ref(f"free:{depth - 1}")
+        alts.append(seq(lit("["), ws, opt(seq(v, star(seq(comma, v)))), ws, lit("]")))
+        member = seq(_any_string(), colon, v)
+        mem = Ref(f"free-member:{depth - 1}")
+        alts.append(seq(lit("{"), ws, opt(seq(mem, star(seq(comma, mem)))), ws, lit("}")))
+    body = choice(*alts)
+    kept = len(_FREE_BODIES) < FREE_BODIES_MAX
+    if kept:
+        _FREE_BODIES[key] = ((ws, comma, colon), member, body)
+    return member, body, kept
 
 
 def _finite_values(p: Any) -> list | None:
@@ -2108,12 +2147,22 @@ def compile_schema(schema: dict | bool | str, *, whitespace: Literal["compact", 
                 ptr, kw, why = proof
                 raise UnsatisfiableSchemaError(ptr, kw, f"no instance is valid against the schema: {why}")
             raise SchemaError("", None, "schema accepts no instance the grammar can generate")
-        rules = _reachable(root, c.rules, c._shared_parts)
+        facts: dict[str, bool] = {}
+        rules = _reachable(root, c.rules, c._shared_parts, facts)
         dead = _unproductive(root, rules, c._shared_parts)
         if dead is not None:
             raise SchemaError(_rule_pointer(dead), "$ref", "the references here form a cycle that "
                               "never reaches a schema with a finite instance")
-        g = Grammar("root", (("root", root),) + tuple(rules.items()), max_depth)
+        # (rules reached and ``regular``: _reachable walked every node Grammar's own walk
+        # would, but Ref-free ones, and found some Ref and no Special, Inter or Diff; no rule
+        # made: the estimates' walk of the root saw every node: the grammar needs no second walk)
+        body = (("root", root),) + tuple(rules.items())
+        if rules and facts.get("regular") is True:
+            g = Grammar.walked("root", body, max_depth)
+        elif not c.rules and _regular_estimated(root, c):
+            g = Grammar.walked("root", body, max_depth, refs=False)
+        else:
+            g = Grammar("root", body, max_depth)
         known_productive(g)  # (found by _unproductive: a back-end need not look again)
         _check_rules(g, c)
         _attach_estimates(g, c)
@@ -2230,14 +2279,39 @@ def _text_holds(doc: Any, word: str) -> bool:
     return word in json.dumps(doc)
 
 
-def _reachable(root: Node, rules: dict[str, Node], shared: dict[int, Node] | None = None) -> dict[str, Node]:
+#: the node classes ``Grammar``'s walk looks for besides Refs
+_IRREGULAR = frozenset((Special, Inter, Diff))
+
+
+def _regular_estimated(root: Node, c: _Compiler) -> bool:
+    """Whether ``root`` (of a compile that made no rule: it holds no Ref) holds no Special,
+    Inter or Diff, as its counted estimate's walk says: every node below ``root`` is then in
+    the memo's keep list (the nodes that walk estimated), a registered plain constant, or
+    a per-process part of :meth:`_Compiler.not_in` (JSON characters), which hold none.
+    (The estimate is :func:`_check_rules`' own, made first; False: some may.)"""
+    _estimate(root, True, c._estimates)
+    keep = c._estimates[True][1]
+    irregular = _IRREGULAR
+    for n in keep:
+        if n.__class__ in irregular:
+            return False
+    return True
+
+
+def _reachable(root: Node, rules: dict[str, Node], shared: dict[int, Node] | None = None,
+               facts: dict[str, bool] | None = None) -> dict[str, Node]:
     """The rules reachable from ``root`` (in their creation order).  The constant nodes
-    (:func:`_constants`) and the per-process parts in ``shared`` (by id, see
-    :meth:`_Compiler.not_in`), which hold no Ref, are not walked."""
+    (:func:`_constants`, registered plain) and the per-process parts in ``shared`` (by id,
+    see :meth:`_Compiler.not_in`: JSON characters, any JSON string content), which hold no
+    Ref, Special, Inter or Diff, are not walked.  ``facts["regular"]`` (when walked): no
+    walked node is a Special, Inter or Diff (see :func:`decoding.ir.reachable_rules`)."""
     if not rules:  # none to reach (nothing to walk for)
         return {}
     ids = _constants().ids
-    seen = set(reachable_rules(root, rules.__getitem__, ids.union(shared) if shared else ids))
+    irregular: list[bool] = []
+    seen = set(reachable_rules(root, rules.__getitem__, ids.union(shared) if shared else ids, irregular))
+    if facts is not None:
+        facts["regular"] = not irregular
     return {k: v for k, v in rules.items() if k in seen}
 
 
