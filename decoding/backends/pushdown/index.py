@@ -50,6 +50,7 @@ from decoding.backends import automaton as _automaton
 from decoding.backends.automaton import DFA, _bfs, _prune, compile_dfa
 from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN
 from decoding.backends.masks import DEFAULT_MAX_MASKS, SPARSE_MAX, MaskTable, mask_ids
+from decoding.backends.pushdown.repeats import split_repeats
 from decoding.backends.textloop import PlainLoops, char_pairs, plain_chain, walk_tokens
 from decoding.backends.tables import PROFILES, vocab_tables
 from decoding.errors import GrammarError, LimitError
@@ -187,7 +188,10 @@ def compile_pushdown(grammar: Grammar, *, literal_specials: Iterable[str] = (),
     accepts nothing, LimitError when the rules' automata together have more than
     ``limits.max_dfa_states`` states (the memory bound of one explicit DFA: the tables built
     from them hold a few Python objects per state; Snowplow sp_137's 525,405 states took
-    1.1 GB) or past ``limits.max_compile_seconds``.  Rules without calls whose bodies are equal
+    1.1 GB) or past ``limits.max_compile_seconds``.  Large bounded repetitions are first
+    rewritten into helper rules that count on the stack (the same language, see
+    :func:`~decoding.backends.pushdown.repeats.split_repeats`); ``size_checked`` then means
+    the caller checked the rewritten grammar.  Rules without calls whose bodies are equal
     (:class:`_SameBody`) are one rule here, counted once (sp_137: 99 rules, 18 automata,
     77,847 states).  Every rule is estimated first (:func:`~decoding.ir.size.check_size`,
     as ``compile_dfa`` would) unless ``size_checked`` says the caller ran
@@ -196,6 +200,7 @@ def compile_pushdown(grammar: Grammar, *, literal_specials: Iterable[str] = (),
     specials, built from one serialised program for all the rules (:class:`_RuleBuilder`;
     ``compile_dfa`` itself where the C builder declines a rule, or under
     ``GD_PURE_PYTHON_DFA`` / ``GD_PYTHON_NFA``, or with literal specials)."""
+    grammar = split_repeats(grammar)  # (the grammar itself when nothing is large)
     lit = set(literal_specials)
     lim = DEFAULT_LIMITS if limits is None else limits
     deadline = time.monotonic() + lim.max_compile_seconds  # one budget for all rules

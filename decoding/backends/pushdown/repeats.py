@@ -1,0 +1,251 @@
+"""Large bounded repetitions counted in binary on the pushdown back-end's stack.
+
+The pushdown back-end builds one DFA per rule, so a rule holding ``x{lo,hi}`` with a large
+``hi`` unrolls it (a JSON string of ``maxLength`` 65535: ~900k DFA states; 16 Snowplow
+schemas were over the limits).  :func:`split_repeats` rewrites such a repetition into calls
+of helper rules (``c``, ``n``: numbers of copies of ``x``; ``B``: the block, the largest power
+of two whose unrolled estimate is at most ``block``):
+
+- ``E(c)`` (``c = B * 2**j``): ``x{B}`` when ``c = B``, else ``E(c/2) E(c/2)``;
+- ``x{c}``: the calls ``E(2**j)`` for the bits of ``c`` from ``B`` up, then ``x{c % B}``;
+- ``U(n)`` (``x{0,n}``, ``n > B``): ``U(h-1) | E(h) U(n-h)``, ``h`` the largest power of two
+  ``<= n`` (``x{0,m}`` is left inline for ``m <= B``);
+- ``x{lo,hi}`` is ``x{lo} U(hi-lo)``, ``x{lo,}`` is ``x{lo} x*``.
+
+Invariants
+- The same language: every helper derives exactly the copies it names, and ``U`` splits the
+  counts into disjoint ranges (one derivation per count).  Helper rules never refer to
+  themselves (``E(c)``, ``U(n)`` call only smaller ones), so the recursion bound
+  (``Grammar.max_depth``) of the other rules is unchanged, and so is the language of
+  :func:`decoding.backends.automaton.compile_dfa` on the result.
+- Few stacks: only a repetition whose copies are read one way as the text comes is
+  rewritten: its item is a non-nullable prefix code without Refs (its estimate says so),
+  and it sits in a ``Seq`` after a literal whose last byte cannot start a copy and before a
+  non-nullable item whose first bytes cannot (a JSON string between its quotes), so where it
+  starts, where each copy ends and where it ends are fixed by the text: a configuration holds
+  O(log hi) stacks for it (each top frame in a block, at the same offset).
+- Rule names: ``<rule><x<k>*<c>>`` (exactly ``c`` copies) and ``<rule><x<k>*0..<n>>``, where
+  ``<rule>`` is the first rule (grammar order) holding a repetition of the ``k``-th distinct
+  item; a name already taken gets ``'`` appended until it is not.  The same grammar gives the
+  same names.  Items with equal structure share their helpers.
+- Idempotent: what is left (blocks, inline parts) is below the threshold, so a rewritten
+  grammar is returned as it is; a grammar with nothing to rewrite is returned itself.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+
+from decoding.ir import Choice, Grammar, Lit, Node, Ref, Repeat, Seq
+from decoding.ir.nodes import plain_ids
+from decoding.ir.size import Estimate, _node_estimate
+
+__all__ = ["split_repeats", "SPLIT_ABOVE", "BLOCK_STATES"]
+
+#: a repetition estimated above this many NFA states unrolled (item estimate times copies)
+#: is rewritten: a JSON string character (72) past 1,388 copies (its DFA: ~14 states a copy,
+#: ~19k states); below, the unrolled rule DFA is cheap and its masks the fastest
+SPLIT_ABOVE = 100_000
+#: the block ``x{B}`` is the largest power of two of copies estimated at most this (a JSON
+#: string character: 256 copies, a 3.6k-state DFA)
+BLOCK_STATES = 20_000
+
+_lock = threading.Lock()
+#: id(grammar) -> (weak reference to it, its (above, block), the result: the grammar itself
+#: when nothing is rewritten, else a strong reference to the rewritten one)
+_DONE: dict[int, tuple[weakref.ref, tuple[int, int], object]] = {}
+
+
+def split_repeats(grammar: Grammar, *, above: int | None = None, block: int | None = None) -> Grammar:
+    """``grammar`` with its large bounded repetitions rewritten into helper rules (see the
+    module docstring; ``above``/``block`` default to :data:`SPLIT_ABOVE` /
+    :data:`BLOCK_STATES`, read at call time).  The grammar itself when nothing qualifies.
+    Remembered per grammar object (a rewritten grammar is its own result)."""
+    params = (SPLIT_ABOVE if above is None else above, BLOCK_STATES if block is None else block)
+    key = id(grammar)
+    with _lock:
+        hit = _DONE.get(key)
+        if hit is not None and hit[0]() is grammar and hit[1] == params:
+            return grammar if hit[2] is None else hit[2]  # type: ignore[return-value]
+    out = _Splitter(grammar, *params).run()
+    with _lock:
+        _remember(grammar, params, None if out is grammar else out)
+        if out is not grammar:
+            _remember(out, params, None)
+    return out
+
+
+def _remember(g: Grammar, params: tuple[int, int], out: object) -> None:
+    key = id(g)
+    _DONE[key] = (weakref.ref(g, lambda _r, key=key: _DONE.pop(key, None)), params, out)
+
+
+class _Unit:
+    """One distinct repeated item: its number, block, first owner rule and helper names."""
+    __slots__ = ("k", "item", "block", "owner", "names")
+
+    def __init__(self, k: int, item: Node, block: int, owner: str) -> None:
+        self.k = k
+        self.item = item
+        self.block = block
+        self.owner = owner
+        self.names: dict[str, str] = {}
+
+
+class _Splitter:
+    def __init__(self, g: Grammar, above: int, block: int) -> None:
+        self.g = g
+        self.above = above
+        self.block = block
+        self.memo: dict[int, Node] = {}
+        self.keep: list[Node] = []  # the mapped originals stay alive while ids name them
+        self.est_memo: dict[int, Estimate] = {}
+        self.est_keep: list = []
+        self.units: dict[object, _Unit] = {}
+        self.taken = set(g.names)
+        self.new: dict[str, Node] = {}  # helper rules, in the order they were made
+        self.rule = ""  # the rule being mapped (the owner of the units it makes)
+        self._same = None
+
+    def run(self) -> Grammar:
+        rules = []
+        changed = False
+        for name, body in self.g.rules:
+            self.rule = name
+            out = self._map(body)
+            changed |= out is not body
+            rules.append((name, out))
+        if not changed:
+            return self.g
+        return Grammar(self.g.start, tuple(rules) + tuple(self.new.items()), self.g.max_depth)
+
+    def _est(self, n: Node) -> Estimate:
+        return _node_estimate(n, False, self.est_memo, self.est_keep)
+
+    def _map(self, root: Node) -> Node:
+        """``root`` with the qualifying repetitions of its Seqs rewritten (iterative,
+        memoized by identity: a shared subtree is mapped once, an unchanged one is itself)."""
+        memo = self.memo
+        plain = plain_ids()
+        stack: list[tuple[Node, bool]] = [(root, False)]
+        while stack:
+            n, ready = stack.pop()
+            if id(n) in memo:
+                continue
+            cls = n.__class__
+            if id(n) in plain or not (cls is Seq or cls is Choice or cls is Repeat):
+                memo[id(n)] = n  # (Inter/Diff may hold no Ref: left as they are)
+                self.keep.append(n)
+                continue
+            kids = (n.item,) if cls is Repeat else n.items  # type: ignore[union-attr]
+            if not ready:
+                stack.append((n, True))
+                stack.extend((k, False) for k in kids if id(k) not in memo)
+                continue
+            new = [memo[id(k)] for k in kids]
+            if cls is Seq:
+                for i in range(1, len(kids) - 1):
+                    if new[i] is kids[i] and kids[i].__class__ is Repeat and self._qualifies(kids, i):
+                        new[i] = self._rewrite(kids[i])  # type: ignore[arg-type]
+            if all(a is b for a, b in zip(new, kids)):
+                out = n
+            elif cls is Repeat:
+                out = Repeat(new[0], n.min, n.max)  # type: ignore[union-attr]
+            else:
+                out = cls(tuple(new))  # type: ignore[call-arg]
+            memo[id(n)] = out
+            self.keep.append(n)
+        return memo[id(root)]
+
+    def _qualifies(self, items: tuple[Node, ...], i: int) -> bool:
+        r: Repeat = items[i]  # type: ignore[assignment]
+        copies = r.max if r.max is not None else r.min + 1
+        if copies <= 2:
+            return False
+        ex = self._est(r.item)
+        if ex.refs or not ex.pf or ex.lo < 1 or ex.states * copies <= self.above:
+            return False
+        prev = items[i - 1]
+        if prev.__class__ is not Lit or not prev.data or (ex.first >> prev.data[-1]) & 1:  # type: ignore[union-attr]
+            return False
+        nxt = self._est(items[i + 1])
+        return nxt.lo >= 1 and not (nxt.first & ex.first)
+
+    # ------------------------------------------------------------------ the helpers
+    def _unit(self, x: Node) -> _Unit:
+        if self._same is None:
+            from decoding.backends.pushdown.index import _SameBody
+            self._same = _SameBody()
+        key = self._same.key(x)  # (Ref-free: a number)
+        u = self.units.get(key)
+        if u is None:
+            s = max(1, self._est(x).states)
+            b = 1
+            while s * b * 2 <= self.block:
+                b *= 2
+            u = self.units[key] = _Unit(len(self.units), x, b, self.rule)
+        return u
+
+    def _name(self, u: _Unit, spec: str) -> tuple[str, bool]:
+        """(the helper's name, whether it is new)."""
+        hit = u.names.get(spec)
+        if hit is not None:
+            return hit, False
+        name = f"{u.owner}<x{u.k}*{spec}>"
+        while name in self.taken:
+            name += "'"
+        self.taken.add(name)
+        u.names[spec] = name
+        return name, True
+
+    def _rewrite(self, r: Repeat) -> Node:
+        u = self._unit(r.item)
+        parts = self._exact(u, r.min)
+        if r.max is None:
+            parts.append(Repeat(u.item, 0, None))
+        elif r.max > r.min:
+            parts.append(self._upto(u, r.max - r.min))
+        return parts[0] if len(parts) == 1 else Seq(tuple(parts))
+
+    def _copies(self, u: _Unit, c: int) -> Node:
+        """``x{c}`` inline (``c`` at most the block)."""
+        return u.item if c == 1 else Repeat(u.item, c, c)
+
+    def _e(self, u: _Unit, c: int) -> Ref:
+        """A call of ``E(c)``: exactly ``c`` copies (``c`` the block times a power of two)."""
+        name, new = self._name(u, str(c))
+        if new:
+            if c == u.block:
+                body: Node = self._copies(u, c)
+            else:
+                half = self._e(u, c // 2)
+                body = Seq((half, half))
+            self.new[name] = body
+        return Ref(name)
+
+    def _exact(self, u: _Unit, c: int) -> list[Node]:
+        """``x{c}`` as parts of a Seq: the ``E`` calls of ``c``'s bits from the block up, then
+        the rest inline."""
+        parts: list[Node] = []
+        big = c - c % u.block
+        p = 1 << max(0, big.bit_length() - 1)
+        while p >= u.block:
+            if big & p:
+                parts.append(self._e(u, p))
+            p >>= 1
+        if c % u.block:
+            parts.append(self._copies(u, c % u.block))
+        return parts
+
+    def _upto(self, u: _Unit, n: int) -> Node:
+        """``x{0,n}``: inline up to the block, else a call of ``U(n)``."""
+        if n <= u.block:
+            return Repeat(u.item, 0, n)
+        name, new = self._name(u, f"0..{n}")
+        if new:
+            h = 1 << (n.bit_length() - 1)  # (at least the block: n > block, a power of two)
+            low = self._upto(u, h - 1)
+            high: Node = self._e(u, h) if n == h else Seq((self._e(u, h), self._upto(u, n - h)))
+            self.new[name] = Choice((low, high))
+        return Ref(name)
