@@ -4,13 +4,20 @@ The pushdown back-end builds one DFA per rule, so a rule holding ``x{lo,hi}`` wi
 ``hi`` unrolls it (a JSON string of ``maxLength`` 65535: ~900k DFA states; 16 Snowplow
 schemas were over the limits).  :func:`split_repeats` rewrites such a repetition into calls
 of helper rules (``c``, ``n``: numbers of copies of ``x``; ``B``: the block, the largest power
-of two whose unrolled estimate is at most ``block``):
+of two of copies estimated at most ``block``; ``N``: the literal after the repetition, folded
+into the helpers so that a token ending the repetition, ``abc"``, stays in one frame):
 
-- ``E(c)`` (``c = B * 2**j``): ``x{B}`` when ``c = B``, else ``E(c/2) E(c/2)``;
-- ``x{c}``: the calls ``E(2**j)`` for the bits of ``c`` from ``B`` up, then ``x{c % B}``;
-- ``U(n)`` (``x{0,n}``, ``n > B``): ``U(h-1) | E(h) U(n-h)``, ``h`` the largest power of two
-  ``<= n`` (``x{0,m}`` is left inline for ``m <= B``);
-- ``x{lo,hi}`` is ``x{lo} U(hi-lo)``, ``x{lo,}`` is ``x{lo} x*``.
+- ``E(c)`` (``c`` a power of two): ``x{c}`` when ``c`` is ``B`` or at most ``LEAF`` (a
+  leaf), else ``E(c/2) E(c/2)``;
+- ``x{c}``: the calls ``E(2**j)`` for the bits of ``c`` (the bits below ``SMALL``: inline);
+- ``U(n)`` = ``x{0,n} N``: ``x{0,n} N`` itself below ``SMALL`` (inline) or ``B`` (a leaf;
+  one per distinct remainder ``hi - lo`` modulo powers of two from ``B`` up), else
+  ``U(h-1) | E(h) U(n-h)``, ``h`` the largest power of two ``<= n``;
+- ``x{lo,hi} N`` is ``x{lo} U(hi-lo)``, ``x{lo,} N`` is ``x{lo} x* N``.
+
+So a text of length ``p`` inside the repetition is read by leaves of ``B`` copies aligned on
+multiples of ``B`` (the remainder below ``B`` only near ``hi``); a token crosses frames only
+at a leaf's end.
 
 Invariants
 - The same language: every helper derives exactly the copies it names, and ``U`` splits the
@@ -20,15 +27,19 @@ Invariants
   :func:`decoding.backends.automaton.compile_dfa` on the result.
 - Few stacks: only a repetition whose copies are read one way as the text comes is
   rewritten: its item is a non-nullable prefix code without Refs (its estimate says so),
-  and it sits in a ``Seq`` after a literal whose last byte cannot start a copy and before a
-  non-nullable item whose first bytes cannot (a JSON string between its quotes), so where it
-  starts, where each copy ends and where it ends are fixed by the text: a configuration holds
-  O(log hi) stacks for it (each top frame in a block, at the same offset).
-- Rule names: ``<rule><x<k>*<c>>`` (exactly ``c`` copies) and ``<rule><x<k>*0..<n>>``, where
-  ``<rule>`` is the first rule (grammar order) holding a repetition of the ``k``-th distinct
-  item; a name already taken gets ``'`` appended until it is not.  The same grammar gives the
-  same names.  Items with equal structure share their helpers.
-- Idempotent: what is left (blocks, inline parts) is below the threshold, so a rewritten
+  and it sits in a ``Seq`` after items that are prefix codes and before a non-nullable item
+  whose first bytes cannot start a copy (a JSON string between its quotes, the ``("," x)``
+  copies of an array of strings between its first item and ``]``): where it starts (given
+  where the ``Seq`` starts), where each copy ends and where it ends are then fixed by the
+  text, and a configuration holds O(log hi) stacks for it.  Where the ``Seq`` itself may
+  start at several places of the text (an ambiguous rule around it) the stacks multiply as
+  the unrolled DFA's subsets do; past ``MAX_STACKS`` the matcher raises LimitError.
+- Rule names: ``<rule><x<k>*<c>>`` (exactly ``c`` copies), ``<rule><x<k>*0..<n>>`` and
+  ``<rule><x<k>*0..<n> then <N>>``, where ``<rule>`` is the first rule (grammar order)
+  holding a repetition of the ``k``-th distinct item; a name already taken gets ``'``
+  appended until it is not.  The same grammar gives the same names; items with equal
+  structure share their helpers, across rules and bounds.
+- Idempotent: what is left (leaves, inline parts) is below the threshold, so a rewritten
   grammar is returned as it is; a grammar with nothing to rewrite is returned itself.
 """
 
@@ -47,9 +58,14 @@ __all__ = ["split_repeats", "SPLIT_ABOVE", "BLOCK_STATES"]
 #: is rewritten: a JSON string character (72) past 1,388 copies (its DFA: ~14 states a copy,
 #: ~19k states); below, the unrolled rule DFA is cheap and its masks the fastest
 SPLIT_ABOVE = 100_000
-#: the block ``x{B}`` is the largest power of two of copies estimated at most this (a JSON
-#: string character: 256 copies, a 3.6k-state DFA)
-BLOCK_STATES = 20_000
+#: the leaves ``x{B}`` and ``x{0,B-1} N`` hold ``B`` copies, the largest power of two estimated
+#: at most this (a JSON string character: 1024 copies, a 14k-state DFA each): a token crosses
+#: frames once every ``B`` copies
+BLOCK_STATES = 80_000
+#: bounds below this many copies are left inline in the helper that needs them (no frame)
+SMALL = 8
+#: ``E(c)`` of at most this many copies is a leaf too (the bits of ``lo`` below ``B``)
+LEAF = 64
 
 _lock = threading.Lock()
 #: id(grammar) -> (weak reference to it, its (above, block), the result: the grammar itself
@@ -143,12 +159,21 @@ class _Splitter:
                 stack.append((n, True))
                 stack.extend((k, False) for k in kids if id(k) not in memo)
                 continue
-            new = [memo[id(k)] for k in kids]
+            new: list = [memo[id(k)] for k in kids]
+            folded = False
             if cls is Seq:
                 for i in range(1, len(kids) - 1):
                     if new[i] is kids[i] and kids[i].__class__ is Repeat and self._qualifies(kids, i):
-                        new[i] = self._rewrite(kids[i])  # type: ignore[arg-type]
-            if all(a is b for a, b in zip(new, kids)):
+                        nxt = kids[i + 1]
+                        if nxt.__class__ is Lit:  # folded into the helpers: None in its place
+                            new[i] = self._rewrite(kids[i], nxt)  # type: ignore[arg-type]
+                            new[i + 1] = None
+                            folded = True
+                        else:
+                            new[i] = self._rewrite(kids[i], None)  # type: ignore[arg-type]
+                if folded:
+                    new = [k for k in new if k is not None]
+            if not folded and all(a is b for a, b in zip(new, kids)):
                 out = n
             elif cls is Repeat:
                 out = Repeat(new[0], n.min, n.max)  # type: ignore[union-attr]
@@ -166,8 +191,7 @@ class _Splitter:
         ex = self._est(r.item)
         if ex.refs or not ex.pf or ex.lo < 1 or ex.states * copies <= self.above:
             return False
-        prev = items[i - 1]
-        if prev.__class__ is not Lit or not prev.data or (ex.first >> prev.data[-1]) & 1:  # type: ignore[union-attr]
+        if not all(self._est(p).pf for p in items[:i]):
             return False
         nxt = self._est(items[i + 1])
         return nxt.lo >= 1 and not (nxt.first & ex.first)
@@ -199,13 +223,18 @@ class _Splitter:
         u.names[spec] = name
         return name, True
 
-    def _rewrite(self, r: Repeat) -> Node:
+    def _rewrite(self, r: Repeat, then: Node | None) -> Node:
+        """``r`` followed by the literal ``then`` (None: nothing folded; ``then`` is folded
+        only where a ``U`` follows, i.e. ``hi > lo``)."""
         u = self._unit(r.item)
         parts = self._exact(u, r.min)
         if r.max is None:
             parts.append(Repeat(u.item, 0, None))
         elif r.max > r.min:
-            parts.append(self._upto(u, r.max - r.min))
+            parts.append(self._upto(u, r.max - r.min, then))
+            then = None
+        if then is not None:
+            parts.append(then)
         return parts[0] if len(parts) == 1 else Seq(tuple(parts))
 
     def _copies(self, u: _Unit, c: int) -> Node:
@@ -213,10 +242,10 @@ class _Splitter:
         return u.item if c == 1 else Repeat(u.item, c, c)
 
     def _e(self, u: _Unit, c: int) -> Ref:
-        """A call of ``E(c)``: exactly ``c`` copies (``c`` the block times a power of two)."""
+        """A call of ``E(c)``: exactly ``c`` copies (``c`` a power of two)."""
         name, new = self._name(u, str(c))
         if new:
-            if c == u.block:
+            if c == u.block or c <= LEAF:
                 body: Node = self._copies(u, c)
             else:
                 half = self._e(u, c // 2)
@@ -225,27 +254,41 @@ class _Splitter:
         return Ref(name)
 
     def _exact(self, u: _Unit, c: int) -> list[Node]:
-        """``x{c}`` as parts of a Seq: the ``E`` calls of ``c``'s bits from the block up, then
-        the rest inline."""
+        """``x{c}`` as parts of a Seq: the ``E`` calls of ``c``'s bits from ``SMALL`` up,
+        then the rest inline."""
         parts: list[Node] = []
-        big = c - c % u.block
-        p = 1 << max(0, big.bit_length() - 1)
-        while p >= u.block:
-            if big & p:
+        p = 1 << max(0, c.bit_length() - 1)
+        while p >= SMALL:
+            if c & p:
                 parts.append(self._e(u, p))
             p >>= 1
-        if c % u.block:
-            parts.append(self._copies(u, c % u.block))
+        if c % SMALL:
+            parts.append(self._copies(u, c % SMALL))
         return parts
 
-    def _upto(self, u: _Unit, n: int) -> Node:
-        """``x{0,n}``: inline up to the block, else a call of ``U(n)``."""
-        if n <= u.block:
-            return Repeat(u.item, 0, n)
-        name, new = self._name(u, f"0..{n}")
+    def _upto(self, u: _Unit, n: int, then: Node | None) -> Node:
+        """``x{0,n} then`` (``n >= 1``): inline below ``SMALL``, else a call of ``U(n)``."""
+        tail = () if then is None else (then,)
+        if n < SMALL:
+            return Seq((Repeat(u.item, 0, n), *tail)) if tail else Repeat(u.item, 0, n)
+        spec = f"0..{n}" if then is None else f"0..{n} then {_show(then)}"
+        name, new = self._name(u, spec)
         if new:
-            h = 1 << (n.bit_length() - 1)  # (at least the block: n > block, a power of two)
-            low = self._upto(u, h - 1)
-            high: Node = self._e(u, h) if n == h else Seq((self._e(u, h), self._upto(u, n - h)))
-            self.new[name] = Choice((low, high))
+            if n < u.block:  # a leaf: x{0,n} then
+                body: Node = Seq((Repeat(u.item, 0, n), *tail)) if tail else Repeat(u.item, 0, n)
+            else:
+                h = 1 << (n.bit_length() - 1)
+                low = self._upto(u, h - 1, then)
+                high: Node = self._e(u, h)
+                if n > h:
+                    high = Seq((high, self._upto(u, n - h, then)))
+                elif tail:
+                    high = Seq((high, *tail))
+                body = Choice((low, high))
+            self.new[name] = body
         return Ref(name)
+
+
+def _show(n: Node) -> str:
+    """A folded literal as rule names show it."""
+    return repr(n.data.decode("latin-1")) if n.__class__ is Lit else "?"  # type: ignore[union-attr]
