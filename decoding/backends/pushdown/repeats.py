@@ -9,15 +9,15 @@ into the helpers so that a token ending the repetition, ``abc"``, stays in one f
 
 - ``E(c)`` (``c`` a power of two): ``x{c}`` when ``c`` is ``B`` or at most ``LEAF`` (a
   leaf), else ``E(c/2) E(c/2)``;
-- ``x{c}``: the calls ``E(2**j)`` for the bits of ``c`` (the bits below ``SMALL``: inline);
-- ``U(n)`` = ``x{0,n} N``: ``x{0,n} N`` itself below ``SMALL`` (inline) or ``B`` (a leaf;
-  one per distinct remainder ``hi - lo`` modulo powers of two from ``B`` up), else
-  ``U(h-1) | E(h) U(n-h)``, ``h`` the largest power of two ``<= n``;
-- ``x{lo,hi} N`` is ``x{lo} U(hi-lo)``, ``x{lo,} N`` is ``x{lo} x* N``.
+- ``U(lo, n)`` = ``x{lo,n} N``: itself below ``SMALL`` copies (inline) or ``B`` (a leaf;
+  one per distinct remainder), else, ``h`` the largest power of two ``<= n``,
+  ``E(h) U(lo-h, n-h)`` when ``lo >= h`` and ``U(lo, h-1) | E(h) U(0, n-h)`` when not;
+- ``x{lo,hi} N`` is ``U(lo, hi)``; ``x{lo,} N`` is ``x{lo} x* N`` with ``x{lo}`` the calls
+  ``E(2**j)`` for the bits of ``lo`` (the bits below ``SMALL``: inline).
 
-So a text of length ``p`` inside the repetition is read by leaves of ``B`` copies aligned on
-multiples of ``B`` (the remainder below ``B`` only near ``hi``); a token crosses frames only
-at a leaf's end.
+So the copies are read by leaves of ``B`` copies aligned on multiples of ``B`` (the remainder
+below ``B`` only near ``hi``, ``lo`` inside the leaves); a token crosses frames only at a
+leaf's end.
 
 Invariants
 - The same language: every helper derives exactly the copies it names, and ``U`` splits the
@@ -26,16 +26,18 @@ Invariants
   (``Grammar.max_depth``) of the other rules is unchanged, and so is the language of
   :func:`decoding.backends.automaton.compile_dfa` on the result.
 - Few stacks: only a repetition whose copies are read one way as the text comes is
-  rewritten: its item is a non-nullable prefix code without Refs (its estimate says so),
-  and it sits in a ``Seq`` after items that are prefix codes and before a non-nullable item
-  whose first bytes cannot start a copy (a JSON string between its quotes, the ``("," x)``
-  copies of an array of strings between its first item and ``]``): where it starts (given
-  where the ``Seq`` starts), where each copy ends and where it ends are then fixed by the
-  text, and a configuration holds O(log hi) stacks for it.  Where the ``Seq`` itself may
+  rewritten: its item is a non-nullable prefix code without Refs (its estimate says so, or
+  it is a ``Seq`` of such and of repetitions whose end the next item marks: :meth:`_Splitter._pf_seq`),
+  and it sits in a ``Seq`` after items that are prefix codes or a literal whose last byte
+  cannot start a copy, and before a non-nullable item whose first bytes cannot start one (a
+  JSON string between its quotes; the ``("," x)`` copies of an array of strings between its
+  first item and ``]``, also when they end an optional ``Seq``): where it starts (given where
+  the ``Seq`` starts), where each copy ends and where it ends are then fixed by the text,
+  and a configuration holds O(log hi) stacks for it.  Where the ``Seq`` itself may
   start at several places of the text (an ambiguous rule around it) the stacks multiply as
   the unrolled DFA's subsets do; past ``MAX_STACKS`` the matcher raises LimitError.
-- Rule names: ``<rule><x<k>*<c>>`` (exactly ``c`` copies), ``<rule><x<k>*0..<n>>`` and
-  ``<rule><x<k>*0..<n> then <N>>``, where ``<rule>`` is the first rule (grammar order)
+- Rule names: ``<rule><x<k>*<c>>`` (exactly ``c`` copies), ``<rule><x<k>*<lo>..<n>>`` and
+  ``<rule><x<k>*<lo>..<n> then <N>>``, where ``<rule>`` is the first rule (grammar order)
   holding a repetition of the ``k``-th distinct item; a name already taken gets ``'``
   appended until it is not.  The same grammar gives the same names; items with equal
   structure share their helpers, across rules and bounds.
@@ -52,7 +54,7 @@ from decoding.ir import Choice, Grammar, Lit, Node, Ref, Repeat, Seq
 from decoding.ir.nodes import plain_ids
 from decoding.ir.size import Estimate, _node_estimate
 
-__all__ = ["split_repeats", "SPLIT_ABOVE", "BLOCK_STATES"]
+__all__ = ["split_repeats", "helper_rules", "SPLIT_ABOVE", "BLOCK_STATES"]
 
 #: a repetition estimated above this many NFA states unrolled (item estimate times copies)
 #: is rewritten: a JSON string character (72) past 1,388 copies (its DFA: ~14 states a copy,
@@ -84,12 +86,25 @@ def split_repeats(grammar: Grammar, *, above: int | None = None, block: int | No
         hit = _DONE.get(key)
         if hit is not None and hit[0]() is grammar and hit[1] == params:
             return grammar if hit[2] is None else hit[2]  # type: ignore[return-value]
-    out = _Splitter(grammar, *params).run()
+    sp = _Splitter(grammar, *params)
+    out = sp.run()
     with _lock:
         _remember(grammar, params, None if out is grammar else out)
         if out is not grammar:
             _remember(out, params, None)
+            _HELPERS[id(out)] = (weakref.ref(out, lambda _r, key=id(out): _HELPERS.pop(key, None)),
+                                 frozenset(sp.new))
     return out
+
+
+def helper_rules(grammar: Grammar) -> frozenset[str]:
+    """The helper rules :func:`split_repeats` added to make ``grammar`` (empty for any other)."""
+    hit = _HELPERS.get(id(grammar))
+    return hit[1] if hit is not None and hit[0]() is grammar else frozenset()
+
+
+#: id(rewritten grammar) -> (weak reference to it, the names of its helper rules)
+_HELPERS: dict[int, tuple[weakref.ref, frozenset[str]]] = {}
 
 
 def _remember(g: Grammar, params: tuple[int, int], out: object) -> None:
@@ -171,6 +186,9 @@ class _Splitter:
                             folded = True
                         else:
                             new[i] = self._rewrite(kids[i], None)  # type: ignore[arg-type]
+                for i in range(len(kids) - 1):  # ``(P x{lo,hi})? N``: an array's copies before "]"
+                    if new[i] is kids[i] and new[i + 1] is not None:
+                        new[i] = self._tail(kids[i], kids[i + 1])
                 if folded:
                     new = [k for k in new if k is not None]
             if not folded and all(a is b for a, b in zip(new, kids)):
@@ -183,15 +201,51 @@ class _Splitter:
             self.keep.append(n)
         return memo[id(root)]
 
+    def _tail(self, n: Node, nxt: Node) -> Node:
+        """``n`` (followed by ``nxt``) with the repetition that ends it rewritten when ``n`` is
+        ``Seq(P, x{lo,hi})`` or that made optional and it qualifies there (nothing folded: the
+        optional's other branch is followed by ``nxt`` too); else ``n``."""
+        opt = n.__class__ is Repeat and n.min == 0 and n.max == 1  # type: ignore[union-attr]
+        s = n.item if opt else n  # type: ignore[union-attr]
+        if s.__class__ is not Seq or len(s.items) < 2 or self.memo.get(id(s)) is not s:  # type: ignore[union-attr]
+            return n
+        items = s.items  # type: ignore[union-attr]
+        r = items[-1]
+        if r.__class__ is not Repeat or self.memo.get(id(r)) is not r or \
+                not self._qualifies(items + (nxt,), len(items) - 1):
+            return n
+        out: Node = Seq(items[:-1] + (self._rewrite(r, None),))  # type: ignore[arg-type]
+        return Repeat(out, 0, 1) if opt else out
+
+    def _pf_seq(self, items: tuple[Node, ...]) -> bool:
+        """Known to be a prefix code: each item is one (its estimate says so), or a
+        repetition of a non-nullable prefix code followed by a non-nullable item whose first
+        bytes cannot start a copy (``"`` chars{0,12} ``"``: where the copies end is read)."""
+        for i, it in enumerate(items):
+            if self._est(it).pf:
+                continue
+            if it.__class__ is not Repeat or i + 1 == len(items):
+                return False
+            e, nxt = self._est(it.item), self._est(items[i + 1])  # type: ignore[union-attr]
+            if not e.pf or e.lo < 1 or nxt.lo < 1 or nxt.first & e.first:
+                return False
+        return True
+
     def _qualifies(self, items: tuple[Node, ...], i: int) -> bool:
         r: Repeat = items[i]  # type: ignore[assignment]
         copies = r.max if r.max is not None else r.min + 1
         if copies <= 2:
             return False
-        ex = self._est(r.item)
-        if ex.refs or not ex.pf or ex.lo < 1 or ex.states * copies <= self.above:
+        x = r.item
+        ex = self._est(x)
+        if ex.refs or ex.lo < 1 or ex.states * copies <= self.above or \
+                not (ex.pf or x.__class__ is Seq and self._pf_seq(x.items)):  # type: ignore[union-attr]
             return False
-        if not all(self._est(p).pf for p in items[:i]):
+        prev = items[i - 1]  # (where it starts: after a prefix code, or after a literal whose
+        # last byte cannot start a copy, as a JSON string's opening quote or the closing one of
+        # an array's first string item)
+        if not (prev.__class__ is Lit and prev.data and not (ex.first >> prev.data[-1]) & 1) and \
+                not all(self._est(p).pf for p in items[:i]):  # type: ignore[union-attr]
             return False
         nxt = self._est(items[i + 1])
         return nxt.lo >= 1 and not (nxt.first & ex.first)
@@ -224,15 +278,12 @@ class _Splitter:
         return name, True
 
     def _rewrite(self, r: Repeat, then: Node | None) -> Node:
-        """``r`` followed by the literal ``then`` (None: nothing folded; ``then`` is folded
-        only where a ``U`` follows, i.e. ``hi > lo``)."""
+        """``r`` followed by the literal ``then`` (None: nothing folded)."""
         u = self._unit(r.item)
+        if r.max is not None:
+            return self._range(u, r.min, r.max, then)
         parts = self._exact(u, r.min)
-        if r.max is None:
-            parts.append(Repeat(u.item, 0, None))
-        elif r.max > r.min:
-            parts.append(self._upto(u, r.max - r.min, then))
-            then = None
+        parts.append(Repeat(u.item, 0, None))
         if then is not None:
             parts.append(then)
         return parts[0] if len(parts) == 1 else Seq(tuple(parts))
@@ -254,8 +305,8 @@ class _Splitter:
         return Ref(name)
 
     def _exact(self, u: _Unit, c: int) -> list[Node]:
-        """``x{c}`` as parts of a Seq: the ``E`` calls of ``c``'s bits from ``SMALL`` up,
-        then the rest inline."""
+        """``x{c}`` as parts of a Seq (before ``x*``): the ``E`` calls of ``c``'s bits from
+        ``SMALL`` up, then the rest inline."""
         parts: list[Node] = []
         p = 1 << max(0, c.bit_length() - 1)
         while p >= SMALL:
@@ -266,25 +317,29 @@ class _Splitter:
             parts.append(self._copies(u, c % SMALL))
         return parts
 
-    def _upto(self, u: _Unit, n: int, then: Node | None) -> Node:
-        """``x{0,n} then`` (``n >= 1``): inline below ``SMALL``, else a call of ``U(n)``."""
+    def _range(self, u: _Unit, lo: int, n: int, then: Node | None) -> Node:
+        """``x{lo,n} then`` (``lo <= n``): inline below ``SMALL``, else a call of ``U(lo, n)``:
+        a leaf below ``B``; else, ``h`` the largest power of two ``<= n``, ``E(h) U(lo-h, n-h)``
+        when ``lo >= h``, else ``U(lo, h-1) | E(h) U(0, n-h)`` (the counts ``lo..h-1`` and
+        ``h..n``: one derivation each)."""
         tail = () if then is None else (then,)
         if n < SMALL:
-            return Seq((Repeat(u.item, 0, n), *tail)) if tail else Repeat(u.item, 0, n)
-        spec = f"0..{n}" if then is None else f"0..{n} then {_show(then)}"
+            body: Node = self._copies(u, n) if lo == n else Repeat(u.item, lo, n)
+            return Seq((body, *tail)) if tail else body
+        spec = f"{lo}..{n}" if then is None else f"{lo}..{n} then {_show(then)}"
         name, new = self._name(u, spec)
         if new:
-            if n < u.block:  # a leaf: x{0,n} then
-                body: Node = Seq((Repeat(u.item, 0, n), *tail)) if tail else Repeat(u.item, 0, n)
+            if n < u.block:  # a leaf: x{lo,n} then
+                leaf: Node = self._copies(u, n) if lo == n else Repeat(u.item, lo, n)
+                body = Seq((leaf, *tail))
             else:
                 h = 1 << (n.bit_length() - 1)
-                low = self._upto(u, h - 1, then)
                 high: Node = self._e(u, h)
                 if n > h:
-                    high = Seq((high, self._upto(u, n - h, then)))
+                    high = Seq((high, self._range(u, max(0, lo - h), n - h, then)))
                 elif tail:
                     high = Seq((high, *tail))
-                body = Choice((low, high))
+                body = high if lo >= h else Choice((self._range(u, lo, h - 1, then), high))
             self.new[name] = body
         return Ref(name)
 
