@@ -7,8 +7,8 @@ of helper rules (``c``, ``n``: numbers of copies of ``x``; ``B``: the block, the
 of two of copies estimated at most ``block``; ``N``: the literal after the repetition, folded
 into the helpers so that a token ending the repetition, ``abc"``, stays in one frame):
 
-- ``E(c)`` (``c`` a power of two): ``x{c}`` when ``c`` is ``B`` or at most ``LEAF`` (a
-  leaf), else ``E(c/2) E(c/2)``;
+- ``E(c)`` (``c`` a power of two): ``x{c}`` when ``c`` is ``B`` or below it and at most
+  ``LEAF`` (a leaf), else ``E(c/2) E(c/2)``;
 - ``U(lo, n)`` = ``x{lo,n} N``: itself below ``SMALL`` copies (inline) or ``B`` (a leaf;
   one per distinct remainder), else, ``h`` the largest power of two ``<= n``,
   ``E(h) U(lo-h, n-h)`` when ``lo >= h`` and ``U(lo, h-1) | E(h) U(0, n-h)`` when not;
@@ -137,7 +137,6 @@ class _Splitter:
         self.taken = set(g.names)
         self.new: dict[str, Node] = {}  # helper rules, in the order they were made
         self.rule = ""  # the rule being mapped (the owner of the units it makes)
-        self._same = None
 
     def run(self) -> Grammar:
         rules = []
@@ -252,11 +251,13 @@ class _Splitter:
 
     # ------------------------------------------------------------------ the helpers
     def _unit(self, x: Node) -> _Unit:
-        if self._same is None:
-            from decoding.backends.pushdown.index import _SameBody
-            self._same = _SameBody()
-        key = self._same.key(x)  # (Ref-free: a number)
-        u = self.units.get(key)
+        try:  # (the node itself: frozen, compared by structure; a deep one by identity)
+            key: object = x
+            u = self.units.get(key)
+        except RecursionError:
+            key = id(x)
+            self.keep.append(x)
+            u = self.units.get(key)
         if u is None:
             s = max(1, self._est(x).states)
             b = 1
@@ -296,7 +297,7 @@ class _Splitter:
         """A call of ``E(c)``: exactly ``c`` copies (``c`` a power of two)."""
         name, new = self._name(u, str(c))
         if new:
-            if c == u.block or c <= LEAF:
+            if c == u.block or c < u.block and c <= LEAF:
                 body: Node = self._copies(u, c)
             else:
                 half = self._e(u, c // 2)
