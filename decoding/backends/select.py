@@ -8,7 +8,9 @@ Both back-ends recognise the same language (the grammar with recursion bounded b
 Before anything is built the IR is estimated (:func:`decoding.ir.size.check_size`) against
 ``limits``: refs inlined for the DFA back-end, rule by rule for the pushdown back-end, so a
 grammar that would blow up is a :class:`~decoding.errors.LimitError` naming the rule and the
-limit in milliseconds instead of a long compile.
+limit in milliseconds instead of a long compile.  The pushdown back-end's estimate is of the
+grammar it compiles: large bounded repetitions split into helper rules
+(:func:`~decoding.backends.pushdown.repeats.split_repeats`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from decoding.backends.dfa.index import compile_dfa_grammar
 from decoding.backends.dfa.lazy import compile_lazy_grammar
 from decoding.backends.masks import DEFAULT_MAX_MASKS
 from decoding.backends.pushdown.index import compile_grammar_pushdown
+from decoding.backends.pushdown.repeats import split_repeats
 from decoding.errors import GrammarError, LimitError
 from decoding.ir import Grammar
 from decoding.ir.size import check_size, release_estimates
@@ -163,6 +166,7 @@ def _compile_rest(grammar: Grammar, vocab: Vocab, unrolled: int | None, lim: Lim
                     raise
                 lim = replace(lim, max_compile_seconds=left)
     if backend == "pushdown":
+        grammar = split_repeats(grammar)  # (what the pushdown back-end compiles: estimated so)
         check_size(grammar, lim, inline=False)
     else:
         try:
@@ -184,6 +188,7 @@ def _compile_rest(grammar: Grammar, vocab: Vocab, unrolled: int | None, lim: Lim
                         pass
         else:
             return cg.precompute() if eager else cg
+        grammar = split_repeats(grammar)
         check_size(grammar, lim, inline=False)
         left = lim.max_compile_seconds - (time.monotonic() - t0)  # one budget for both tries
         if left <= 0:

@@ -50,6 +50,7 @@ from decoding.backends import automaton as _automaton
 from decoding.backends.automaton import DFA, _bfs, _prune, compile_dfa
 from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN
 from decoding.backends.masks import DEFAULT_MAX_MASKS, SPARSE_MAX, MaskTable, mask_ids
+from decoding.backends.pushdown.repeats import helper_rules, split_repeats
 from decoding.backends.textloop import PlainLoops, char_pairs, plain_chain, walk_tokens
 from decoding.backends.tables import PROFILES, vocab_tables
 from decoding.errors import GrammarError, LimitError
@@ -163,6 +164,8 @@ class Pushdown:
     cols: tuple[tuple[tuple[str, int], ...], ...]
     specials: tuple[str, ...]
     max_depth: int
+    #: the rules :func:`~decoding.backends.pushdown.repeats.split_repeats` added (indices)
+    helpers: frozenset = frozenset()
 
     @property
     def n_states(self) -> int:
@@ -187,7 +190,10 @@ def compile_pushdown(grammar: Grammar, *, literal_specials: Iterable[str] = (),
     accepts nothing, LimitError when the rules' automata together have more than
     ``limits.max_dfa_states`` states (the memory bound of one explicit DFA: the tables built
     from them hold a few Python objects per state; Snowplow sp_137's 525,405 states took
-    1.1 GB) or past ``limits.max_compile_seconds``.  Rules without calls whose bodies are equal
+    1.1 GB) or past ``limits.max_compile_seconds``.  Large bounded repetitions are first
+    rewritten into helper rules that count on the stack (the same language, see
+    :func:`~decoding.backends.pushdown.repeats.split_repeats`); ``size_checked`` then means
+    the caller checked the rewritten grammar.  Rules without calls whose bodies are equal
     (:class:`_SameBody`) are one rule here, counted once (sp_137: 99 rules, 18 automata,
     77,847 states).  Every rule is estimated first (:func:`~decoding.ir.size.check_size`,
     as ``compile_dfa`` would) unless ``size_checked`` says the caller ran
@@ -196,6 +202,7 @@ def compile_pushdown(grammar: Grammar, *, literal_specials: Iterable[str] = (),
     specials, built from one serialised program for all the rules (:class:`_RuleBuilder`;
     ``compile_dfa`` itself where the C builder declines a rule, or under
     ``GD_PURE_PYTHON_DFA`` / ``GD_PYTHON_NFA``, or with literal specials)."""
+    grammar = split_repeats(grammar)  # (the grammar itself when nothing is large)
     lit = set(literal_specials)
     lim = DEFAULT_LIMITS if limits is None else limits
     deadline = time.monotonic() + lim.max_compile_seconds  # one budget for all rules
@@ -340,8 +347,10 @@ def compile_pushdown(grammar: Grammar, *, literal_specials: Iterable[str] = (),
                     specials.append(sp)
                 row.append(("special", specials.index(sp)))
         cols.append(tuple(row))
+    helpers = helper_rules(grammar)
     return Pushdown(tuple(order[k] for k in keep), tuple(raw[k] for k in keep),  # type: ignore[misc]
-                    tuple(cols), tuple(specials), grammar.max_depth)
+                    tuple(cols), tuple(specials), grammar.max_depth,
+                    frozenset(n for n, k in enumerate(keep) if order[k] in helpers))
 
 
 class _RuleBuilder:
@@ -916,6 +925,8 @@ class CompiledPushdown:
         self._next: dict[tuple[int, int], int] = {}
         self._mb_memo: dict[int, list[list[int]]] = {}
         self._succ_memo: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._top_cost_memo: dict[Config, np.ndarray] = {}  # (see _top_costs)
+        self._by_bytes: dict[bytes, int] | None = None  # (see _token_of_bytes)
         # (rule, state, saturated set) -> ids in _walk_masks (most walks' masks repeat or are
         # sparse: interned, like the configurations' masks, but never counted against max_masks)
         self._walks: dict[tuple[int, int, int], tuple[int, int]] = {}
@@ -1268,12 +1279,66 @@ class CompiledPushdown:
 
     def successor_costs(self, state: int) -> tuple[np.ndarray, np.ndarray]:
         """(allowed token ids, completion cost after each); end-of-generation tokens get -2.
-        For tokens that stay in a top frame the value comes from one native walk that
-        records the end state; the others are stepped.  An upper bound on the exact token
-        count, never below it (safe for budgets)."""
+        Without split repetitions (``Pushdown.helpers``): :meth:`_successor_costs_stepped`.
+        With them, a token that stays in the top frame of a stack of the configuration's closure (a
+        stack the next configuration then holds, with that frame moved on) costs what
+        :meth:`_top_costs` says; one that leaves it (a call, a return) costs that of its rest
+        when its rest is a token that stays in a top frame after its first bytes (a token
+        crossing the end of a split repetition's leaf), else it is stepped.  An upper bound
+        on the exact token count, never below it (safe for budgets)."""
         hit = self._succ_memo.get(state)
         if hit is not None:
             return hit
+        if not self.pushdown.helpers:
+            return self._successor_costs_stepped(state)
+        ids = self.allowed_ids(state)
+        with self._lock:
+            cfg = self._configs[state]
+            out = self._top_costs(cfg)[ids]
+            eog = set(self._eog) - self._special_set
+            rest = self._token_of_bytes()
+            fresh = 8  # configurations whose top costs this may compute (each: trie walks)
+            memo = self._top_cost_memo
+            for i in np.nonzero(out >= INF)[0].tolist():
+                tid = int(ids[i])
+                if tid in eog:
+                    out[i] = EOG
+                    continue
+                data = self._tb[tid]
+                best = INF
+                c = cfg
+                for j in range(1, len(data) if tid not in self._special_set else 0):
+                    c = self._step(c, data[j - 1])
+                    if not c:
+                        break
+                    w = rest.get(data[j:])
+                    if w is not None and (fresh > 0 or c in memo):
+                        fresh -= c not in memo
+                        best = int(self._top_costs(c)[w])
+                        if best < INF:
+                            break
+                if best >= INF:
+                    # stepped, not interned: a configuration here may have ~100k successors
+                    # that generation never reaches; interning them would fill max_configs
+                    nc = self._run_native(data, cfg) if self.native_check and tid not in self._special_set \
+                        else None
+                    if nc is None:
+                        ns = self.next_state(state, tid)
+                        nc = self._configs[ns] if ns >= 0 else frozenset()
+                    best = min((self._stack_bytes(x) for x in nc), default=INF)
+                out[i] = best
+            out[out >= INF] = COST_UNREACHABLE
+            out.setflags(write=False)
+            res = (ids, out)
+            if len(self._succ_memo) > 4096:
+                self._succ_memo.clear()
+            self._succ_memo[state] = res
+            return res
+
+    def _successor_costs_stepped(self, state: int) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`successor_costs` of a grammar without split repetitions: the tokens that
+        stay in a top frame of the configuration (not its closure) from one native walk per
+        stack, every other token stepped (few leave a frame there)."""
         ids = self.allowed_ids(state)
         with self._lock:
             cfg = self._configs[state]
@@ -1306,6 +1371,47 @@ class CompiledPushdown:
                 self._succ_memo.clear()
             self._succ_memo[state] = res
             return res
+
+    def _top_costs(self, cfg: Config) -> np.ndarray:
+        """Per token id: the fewest bytes that complete the stack after it, over the stacks of
+        ``cfg``'s closure whose top frame consumes it all (INF where none does): one native
+        trie walk per distinct top frame, recording where each token ends."""
+        hit = self._top_cost_memo.get(cfg)
+        if hit is not None:
+            return hit
+        out = np.full(self.n_words * 32, INF, dtype=np.int64)
+        trie = vocab_tables(self.vocab).trie
+        tops: dict[tuple[int, int, int], int] = {}  # (rule, state, saturated set) -> least cost below
+        for st in self._closure(cfg):
+            r, s, ck = st[-1]
+            key = (r, s, self._sat_of[ck])
+            below = sum(self._mb(self._sat_of[c])[q][p] for q, p, c in st[:-1])
+            if below < tops.get(key, INF + 1):
+                tops[key] = below
+        for (r, s, sid), below in tops.items():
+            if below >= INF:
+                continue
+            loc_t, _ = self._tables(r, sid)
+            nxt = np.full(self.n_words * 32, -1, dtype=np.int32)
+            scratch = np.zeros(self.n_words, dtype=np.uint32)
+            _native.trie_walk(trie, self._t.classes(r)[0], loc_t.reshape(-1), loc_t.shape[1], s, scratch, nxt)
+            mbr = np.array(self._mb(sid)[r] + [INF], dtype=np.int64)
+            np.minimum(out, np.where(nxt >= 0, below + mbr[np.where(nxt >= 0, nxt, len(mbr) - 1)], INF), out=out)
+        out.setflags(write=False)
+        if len(self._top_cost_memo) >= 64:
+            self._top_cost_memo.clear()
+        self._top_cost_memo[cfg] = out
+        return out
+
+    def _token_of_bytes(self) -> dict[bytes, int]:
+        """The text tokens by their bytes (the first id of equal ones; no specials)."""
+        if self._by_bytes is None:
+            by: dict[bytes, int] = {}
+            for tid, data in enumerate(self._tb):
+                if data and tid not in self._special_set:
+                    by.setdefault(data, tid)
+            self._by_bytes = by
+        return self._by_bytes
 
     # ------------------------------------------------------------------ masks
     def _tables(self, r: int, sid: int) -> tuple[np.ndarray, np.ndarray]:
