@@ -39,6 +39,7 @@ are complemented inside it (a nested ``not``) are built exactly again.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from fractions import Fraction
@@ -122,8 +123,14 @@ def multiple_of(m: int | float | Fraction, integer_only: bool) -> Node:
     gets the same decimal back (``repr``); integers may be longer (``json`` reads them
     exactly).  ``integer_only``: integers only (the multiples of ``p / gcd(p, 10**k)``).
     Raises ValueError where ``m`` is not a positive decimal or the automaton would have
-    more than :data:`MAX_MULTIPLE_STATES` states."""
-    m = exact_value(m)
+    more than :data:`MAX_MULTIPLE_STATES` states.  The node depends only on the exact value
+    and ``integer_only``: it is made once per process for each (at most 256 kept; errors are
+    raised again, not kept), and shared, as IR nodes are immutable."""
+    return _multiple_of(exact_value(m), integer_only)
+
+
+@functools.lru_cache(maxsize=256)
+def _multiple_of(m: Fraction, integer_only: bool) -> Node:
     if m <= 0:
         raise ValueError("multipleOf must be positive")
     p, q = m.numerator, m.denominator
