@@ -171,28 +171,28 @@ def _texts_in_order(order: "list[list[Node]]", memo: dict[int, str], plain: dict
                 put = parts.append
                 for x in n.items:  # type: ignore[union-attr]
                     t = memo.get(id(x))
-                    if t is None:
-                        t = plain.get(id(x))
-                        if t is None:
-                            t = _walk_texts(x, memo, plain, limit)
-                        else:
-                            memo[id(x)] = t
-                    put(t)
+                    put(_child_text(x, memo, plain, limit) if t is None else t)
                 text = ('["seq",[' if cls is Seq else '["choice",[') + ",".join(parts) + "]]"
             elif cls is Repeat:
                 x = n.item  # type: ignore[union-attr]
                 t = memo.get(id(x))
                 if t is None:
-                    t = plain.get(id(x))
-                    if t is None:
-                        t = _walk_texts(x, memo, plain, limit)
-                    else:
-                        memo[id(x)] = t
+                    t = _child_text(x, memo, plain, limit)
                 text = f'["repeat",{t},{_num(n.min)},{_num(n.max)}]'  # type: ignore[union-attr]  # (as _node_text)
             else:
                 _walk_texts(n, memo, plain, limit)
                 continue
             memo[i] = _fold(text) if len(text) > limit else text
+
+
+def _child_text(x: Node, memo: dict[int, str], plain: dict[int, str], limit: int) -> str:
+    """The text of a child not in ``memo`` yet: a registered plain node's (then kept in
+    ``memo``), else made by :func:`_walk_texts`."""
+    t = plain.get(id(x))
+    if t is None:
+        return _walk_texts(x, memo, plain, limit)
+    memo[id(x)] = t
+    return t
 
 
 def _num(x: object) -> str:

@@ -1327,13 +1327,7 @@ class CompiledPushdown:
                         nc = self._configs[ns] if ns >= 0 else frozenset()
                     best = min((self._stack_bytes(x) for x in nc), default=INF)
                 out[i] = best
-            out[out >= INF] = COST_UNREACHABLE
-            out.setflags(write=False)
-            res = (ids, out)
-            if len(self._succ_memo) > 4096:
-                self._succ_memo.clear()
-            self._succ_memo[state] = res
-            return res
+            return self._remember_costs(state, ids, out)
 
     def _successor_costs_stepped(self, state: int) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`successor_costs` of a grammar without split repetitions: the tokens that
@@ -1364,13 +1358,18 @@ class CompiledPushdown:
                     continue
                 ns = self.next_state(state, tid)
                 out[i] = min(self._stack_bytes(x) for x in self._configs[ns]) if ns >= 0 else INF
-            out[out >= INF] = COST_UNREACHABLE
-            out.setflags(write=False)
-            res = (ids, out)
-            if len(self._succ_memo) > 4096:
-                self._succ_memo.clear()
-            self._succ_memo[state] = res
-            return res
+            return self._remember_costs(state, ids, out)
+
+    def _remember_costs(self, state: int, ids: np.ndarray, out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(ids, out)`` with INF written as COST_UNREACHABLE, read-only, memoized for
+        ``state`` (at most 4096 states kept; the memo is cleared past that)."""
+        out[out >= INF] = COST_UNREACHABLE
+        out.setflags(write=False)
+        res = (ids, out)
+        if len(self._succ_memo) > 4096:
+            self._succ_memo.clear()
+        self._succ_memo[state] = res
+        return res
 
     def _top_costs(self, cfg: Config) -> np.ndarray:
         """Per token id: the fewest bytes that complete the stack after it, over the stacks of
