@@ -107,6 +107,9 @@ def _check_state(cg: CompiledGrammar, s: int, tokens) -> None:
     sids, costs = cg.successor_costs(s)
     assert np.array_equal(sids, ids)
     text = costs[costs != EOG]
+    # every back-end's is exact today: the DFA's read from its budget table, the others'
+    # computed from successor_costs
+    assert cg.worst_successor_cost(s) == (int(text.max()) if len(text) else 0)
     if c > 0:
         assert len(text) and int(text.min()) <= c - 1  # some token brings the end closer
     for t, cost in zip(sids.tolist()[:64], costs.tolist()[:64]):

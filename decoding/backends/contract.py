@@ -21,7 +21,10 @@ Invariants every back-end keeps (checked for each back-end by ``tests/test_contr
   ``(allowed ids, cost after each)``, with ``-2`` for end-of-generation; each cost is
   ``>= completion_cost`` of the state the token leads to, and from a state of cost ``c > 0``
   some allowed token has cost ``<= c - 1`` (so a budget of ``c`` tokens always closes).
-  The budget matcher (:mod:`decoding.runtime.budget`) relies only on these two.
+  ``worst_successor_cost(s)`` is at least the largest text-token cost of
+  ``successor_costs(s)`` (0 if there is none): exact where a back-end has it in a table
+  (the DFA's budget table), else computed from ``successor_costs`` (:func:`worst_text_cost`).
+  The budget matcher (:mod:`decoding.runtime.budget`) relies only on these three.
 - ``stats()`` is plain data (JSON-serializable), as is ``meta``; memos and tables a
   back-end keeps live on the compiled object itself, never in ``meta``.
 
@@ -41,7 +44,7 @@ import numpy as np
 
 from decoding.vocab import Vocab
 
-__all__ = ["CompiledGrammar", "COST_UNREACHABLE", "EOG", "FORBIDDEN"]
+__all__ = ["CompiledGrammar", "COST_UNREACHABLE", "EOG", "FORBIDDEN", "worst_text_cost"]
 
 #: ``next_state`` result: the token is not allowed
 FORBIDDEN = -1
@@ -90,6 +93,10 @@ class CompiledGrammar(Protocol):
 
     def successor_costs(self, state: int) -> tuple[np.ndarray, np.ndarray]: ...
 
+    def worst_successor_cost(self, state: int) -> int:
+        """At least the largest text-token cost of ``successor_costs(state)`` (0 if none)."""
+        ...
+
     def precompute(self) -> "CompiledGrammar":
         """Do now the work that would otherwise happen on first use; returns ``self``."""
         ...
@@ -100,3 +107,10 @@ class CompiledGrammar(Protocol):
         also gives ``configs``, the configurations created so far), ``distinct_masks``,
         ``mask_bytes``, ``vocab``, ``fingerprint``."""
         ...
+
+
+def worst_text_cost(costs: np.ndarray) -> int:
+    """The largest cost among the text tokens of ``successor_costs``' costs (end-of-generation,
+    ``EOG``, left out); 0 if there are none."""
+    text = costs[costs != EOG]
+    return int(text.max()) if len(text) else 0

@@ -124,7 +124,7 @@ import numpy as np
 from decoding import _native
 from decoding.backends import automaton as _automaton
 from decoding.backends.automaton import DFA, compile_dfa, regular_dfa
-from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN
+from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN, worst_text_cost
 from decoding.backends.dfa.index import DFAGrammar
 from decoding.backends.masks import DEFAULT_MAX_MASKS
 from decoding.errors import GrammarError, LimitError
@@ -1434,6 +1434,10 @@ class CountedGrammar:
                 out[i] = EOG if ns == EOG else (COST_UNREACHABLE if ns < 0 else self.completion_cost(ns))
         out.setflags(write=False)
         return ids, out
+
+    def worst_successor_cost(self, state: int) -> int:
+        """The largest cost among the text tokens allowed in ``state`` (from :meth:`successor_costs`)."""
+        return worst_text_cost(self.successor_costs(state)[1])
 
     def precompute(self) -> "CountedGrammar":
         self.inner.precompute()

@@ -49,13 +49,12 @@ class BudgetMemo:
         self._lock = threading.Lock()
 
     def worst(self, cg: CompiledGrammar, state: int) -> int:
-        """Largest cost among the text tokens allowed in ``state`` (0 if none)."""
+        """Largest cost among the text tokens allowed in ``state`` (0 if none; an upper bound
+        where the back-end gives one: then the budget is checked for fewer states, never
+        wrongly skipped)."""
         hit = self._worst.get(state)
         if hit is None:
-            _, costs = cg.successor_costs(state)
-            text = costs[costs != EOG]
-            hit = int(text.max()) if len(text) else 0
-            self._worst[state] = hit
+            hit = self._worst[state] = int(cg.worst_successor_cost(state))
         return hit
 
     def budgeted(self, cg: CompiledGrammar, state: int, r: int) -> tuple[np.ndarray, np.ndarray]:

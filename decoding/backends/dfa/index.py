@@ -248,6 +248,11 @@ class DFAGrammar:
         costs.setflags(write=False)
         return ids, costs
 
+    def worst_successor_cost(self, state: int) -> int:
+        """The largest cost among the text tokens allowed in ``state`` (exact; read from the
+        budget table, which holds it for every state)."""
+        return int(self.budget_table().worst_successor[state])
+
     def precompute(self) -> "DFAGrammar":
         """Compute the masks of every state now (build time)."""
         for s in range(self.dfa.n_states):

@@ -32,7 +32,7 @@ import numpy as np
 
 from decoding import _native
 from decoding.backends.automaton import DFA, SUBSET_STATES_FACTOR, _Deadline, grammar_nfa
-from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN
+from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN, worst_text_cost
 from decoding.backends.masks import DEFAULT_MAX_MASKS, MaskTable
 from decoding.backends.tables import PROBES, PROFILES, vocab_tables
 from decoding.backends.textloop import UNBOUNDED, char_pairs
@@ -260,6 +260,10 @@ class LazyDFAGrammar:
                 costs[i] = c
         costs.setflags(write=False)
         return ids, costs
+
+    def worst_successor_cost(self, state: int) -> int:
+        """The largest cost among the text tokens allowed in ``state`` (from :meth:`successor_costs`)."""
+        return worst_text_cost(self.successor_costs(state)[1])
 
     def precompute(self) -> "LazyDFAGrammar":
         """Make every reachable state and compute its mask now."""

@@ -48,7 +48,7 @@ import numpy as np
 from decoding import _native
 from decoding.backends import automaton as _automaton
 from decoding.backends.automaton import DFA, _bfs, _prune, compile_dfa
-from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN
+from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN, worst_text_cost
 from decoding.backends.masks import DEFAULT_MAX_MASKS, SPARSE_MAX, MaskTable, mask_ids
 from decoding.backends.pushdown.repeats import helper_rules, split_repeats
 from decoding.backends.textloop import PlainLoops, char_pairs, plain_chain, walk_tokens
@@ -1328,6 +1328,10 @@ class CompiledPushdown:
                     best = min((self._stack_bytes(x) for x in nc), default=INF)
                 out[i] = best
             return self._remember_costs(state, ids, out)
+
+    def worst_successor_cost(self, state: int) -> int:
+        """The largest cost among the text tokens allowed in ``state`` (from :meth:`successor_costs`)."""
+        return worst_text_cost(self.successor_costs(state)[1])
 
     def _successor_costs_stepped(self, state: int) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`successor_costs` of a grammar without split repetitions: the tokens that
