@@ -154,8 +154,10 @@ def test_same_errors(monkeypatch):
         compile_pushdown(big, max_rule_states=50)
 
 
-def test_fast_path_taken():
-    """The JSON Schema grammars take the one-program path (never compile_dfa)."""
+def test_fast_path_taken(monkeypatch):
+    """The JSON Schema grammars take the one-program path (never compile_dfa) on the native
+    pipeline (set here: under ``GD_PURE_PYTHON_DFA=1`` the reference pipeline is the point)."""
+    monkeypatch.delenv("GD_PURE_PYTHON_DFA", raising=False)
     calls = []
     orig = pdi.compile_dfa
     try:
