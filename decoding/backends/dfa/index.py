@@ -100,6 +100,7 @@ class DFAGrammar:
         self._lock = threading.Lock()
         self._budget_lock = threading.Lock()
         self._next = {}
+        self._forced: dict[int, bytes] = {}  # forced_bytes per state
         self._special_set = frozenset(self.special_token_ids)
         self._eog_set = self.vocab.eog_ids  # (a frozenset)
         self._token_bytes = self.vocab.token_bytes
@@ -219,6 +220,9 @@ class DFAGrammar:
     def forced_bytes(self, state: int) -> bytes:
         """The bytes every continuation from ``state`` must start with (empty if there is a
         choice or the state is accepting).  Specials are not included."""
+        hit = self._forced.get(state)
+        if hit is not None:
+            return hit
         dfa = self.dfa
         out = bytearray()
         s = state
@@ -233,7 +237,8 @@ class DFAGrammar:
                 break
             out.append(int(members[0]))
             s = int(row[c])
-        return bytes(out)
+        hit = self._forced[state] = bytes(out)  # (a pure function of the state)
+        return hit
 
     def completion_cost(self, state: int) -> int:
         """Fewest text tokens that complete the output from ``state`` (exact)."""
