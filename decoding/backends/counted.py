@@ -261,10 +261,15 @@ def rewrite_products(grammar: Grammar, k: int, *, limits: Limits | None = None, 
             old = n.items  # type: ignore[union-attr]
             items = []
             marked, same_all = False, True
-            for x in old:
-                y, m = go(x, kk, in_product)
+            for x in old:  # (go's two first answers read here: a leaf, a shared unmarked result)
+                if x.__class__ in _LEAVES:
+                    items.append(x)
+                    continue
+                y = rewritten.get((id(x), kk, in_product))
+                if y is None:
+                    y, m = go(x, kk, in_product)
+                    marked = marked or m
                 items.append(y)
-                marked = marked or m
                 same_all = same_all and y is x
             # (a rewritten node is never equal to the one it replaces: it holds a marker, a unit
             # leaf or a product's placeholder where that one holds none)

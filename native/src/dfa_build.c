@@ -14,9 +14,12 @@
  * read once from the table into sparse rows (about 5% of a JSON Schema grammar's cells are
  * set: the passes over the dense table were most of the time).
  * A missing transition (-1) is its own implicit class: two states are merged only if, on
- * every symbol, both have no transition or both go to merged states; acceptance splits the
- * initial partition.  This is the coarsest such partition, unique, so numbering the blocks
- * by their first state gives exactly what the Python refinement gives.
+ * every symbol, both have no transition or both go to merged states.  The initial partition
+ * is by acceptance, the length of the shortest accepted word and the set of symbols with a
+ * transition (equivalent states agree on all three, so it is coarser than the result; on
+ * Snowplow's counted automata the refinement then marks ~10% fewer elements).  The result is the
+ * coarsest such partition, unique, so numbering the blocks by their first state gives
+ * exactly what the Python refinement gives.
  *
  * Edge lists (gd_nfa_determinize_coo): the NFA as the Python builder emits it, flat
  * (source, lo, hi, target) byte-range edges, (source, target) epsilon edges and (source,
@@ -1121,75 +1124,96 @@ int gd_dfa_prune(const int32_t *trans, int32_t n, int32_t nsym, const uint8_t *a
 
 /* ------------------------------------------------------------------------- minimisation */
 
-/* A refinable partition of 0..n-1 (Valmari): elements of set s are E[F[s]..P[s]), L[e] is
- * the place of e in E, S[e] its set; marking moves an element to the front of its set. */
+/* A refinable partition of 0..n-1 (Valmari): elements of set s are E[F..P) (st[s]), el[e].L
+ * is the place of e in E, el[e].S its set; marking moves an element to the front of its
+ * set.  An element's place and set, and a set's bounds, sit together (one cache line per
+ * mark where they were four arrays).  X (not NULL): a value per place, moved with the
+ * elements (the cords' tails, read in order by the refinement). */
+typedef struct {
+    int32_t L, S;
+} part_el;
+
+typedef struct {
+    int32_t F, P, M, pad;
+} part_set;
+
 typedef struct {
     size_t z;                  /* number of sets */
-    int32_t *E, *L, *S, *F, *P, *M, *W;
+    int32_t *E, *W, *X;
+    part_el *el;
+    part_set *st;
     size_t w;                  /* touched sets in W */
 } partition;
 
-static int part_init(partition *p, size_t n) {
+static int part_init(partition *p, size_t n, int with_x) {
     size_t m = n ? n : 1;
     p->E = malloc(sizeof(int32_t) * m);
-    p->L = malloc(sizeof(int32_t) * m);
-    p->S = malloc(sizeof(int32_t) * m);
-    p->F = malloc(sizeof(int32_t) * m);
-    p->P = malloc(sizeof(int32_t) * m);
-    p->M = malloc(sizeof(int32_t) * m);
     p->W = malloc(sizeof(int32_t) * m);
+    p->X = with_x ? malloc(sizeof(int32_t) * m) : NULL;
+    p->el = malloc(sizeof(part_el) * m);
+    p->st = malloc(sizeof(part_set) * m);
     p->w = 0;
-    if (!p->E || !p->L || !p->S || !p->F || !p->P || !p->M || !p->W) return -1;
+    if (!p->E || !p->W || !p->el || !p->st || (with_x && !p->X)) return -1;
     for (size_t i = 0; i < n; i++) {
-        p->E[i] = p->L[i] = (int32_t)i;
-        p->S[i] = 0;
+        p->E[i] = p->el[i].L = (int32_t)i;
+        p->el[i].S = 0;
     }
     p->z = n ? 1 : 0;
-    p->F[0] = 0;
-    p->P[0] = (int32_t)n;
-    p->M[0] = 0;
+    p->st[0].F = 0;
+    p->st[0].P = (int32_t)n;
+    p->st[0].M = 0;
     return 0;
 }
 
 static void part_free(partition *p) {
     free(p->E);
-    free(p->L);
-    free(p->S);
-    free(p->F);
-    free(p->P);
-    free(p->M);
     free(p->W);
+    free(p->X);
+    free(p->el);
+    free(p->st);
 }
 
-static void part_mark(partition *p, int32_t e) {
-    int32_t s = p->S[e], i = p->L[e], j = p->F[s] + p->M[s];
+static inline void part_mark(partition *p, int32_t e) {
+    part_el *pe = p->el + e;
+    int32_t s = pe->S, i = pe->L;
+    part_set *ps = p->st + s;
+    int32_t j = ps->F + ps->M;
     if (i < j) return; /* already marked */
-    p->E[i] = p->E[j];
-    p->L[p->E[i]] = i;
+    int32_t o = p->E[j];
+    p->E[i] = o;
+    p->el[o].L = i;
     p->E[j] = e;
-    p->L[e] = j;
-    if (!p->M[s]++) p->W[p->w++] = s;
+    pe->L = j;
+    if (p->X) {
+        int32_t x = p->X[i];
+        p->X[i] = p->X[j];
+        p->X[j] = x;
+    }
+    if (!ps->M++) p->W[p->w++] = s;
 }
 
 /* Splits every touched set into its marked and unmarked parts; the smaller part becomes a
  * new set (the larger keeps the old id). */
 static void part_split(partition *p) {
     while (p->w) {
-        int32_t s = p->W[--p->w], j = p->F[s] + p->M[s];
-        if (j == p->P[s]) {
-            p->M[s] = 0;
+        int32_t s = p->W[--p->w];
+        part_set *ps = p->st + s;
+        int32_t j = ps->F + ps->M;
+        if (j == ps->P) {
+            ps->M = 0;
             continue;
         }
         int32_t z = (int32_t)p->z;
-        if (p->M[s] <= p->P[s] - j) {
-            p->F[z] = p->F[s];
-            p->P[z] = p->F[s] = j;
+        part_set *pz = p->st + z;
+        if (ps->M <= ps->P - j) {
+            pz->F = ps->F;
+            pz->P = ps->F = j;
         } else {
-            p->P[z] = p->P[s];
-            p->F[z] = p->P[s] = j;
+            pz->P = ps->P;
+            pz->F = ps->P = j;
         }
-        for (int32_t i = p->F[z]; i < p->P[z]; i++) p->S[p->E[i]] = z;
-        p->M[s] = p->M[z] = 0;
+        for (int32_t i = pz->F; i < pz->P; i++) p->el[p->E[i]].S = z;
+        ps->M = pz->M = 0;
         p->z++;
     }
 }
@@ -1375,6 +1399,96 @@ done:
     return rc;
 }
 
+/* The initial blocks of minimize_rows (see there) in B (from part_init: one set), block 0
+ * the largest; *all_live (when not NULL): whether every class reaches an accepting one.
+ * dist and queue: nn entries of scratch.  0, or -1 (no memory). */
+static int initial_blocks(partition *B, const sparse_rows *R, const int32_t *reps, size_t nn,
+                          const uint8_t *accepting, const int32_t *T, const int32_t *Fh, int32_t *dist,
+                          int32_t *queue, int *all_live) {
+    size_t head = 0, tail = 0;
+    for (size_t q = 0; q < nn; q++) {
+        dist[q] = -1;
+        if (accepting[reps[q]]) {
+            dist[q] = 0;
+            queue[tail++] = (int32_t)q;
+        }
+    }
+    while (head < tail) {
+        int32_t q = queue[head++];
+        for (int32_t j = Fh[q]; j < Fh[q + 1]; j++) {
+            int32_t p = T[j];
+            if (dist[p] < 0) {
+                dist[p] = dist[q] + 1;
+                queue[tail++] = p;
+            }
+        }
+    }
+    if (all_live) *all_live = tail == nn;
+    if (nn < 2) return 0;
+    /* the key of each class (a hash: classes with equal keys share it; two keys sharing a
+     * hash only make a coarser start), then the blocks by key, numbered in order of their
+     * first class, their sizes in P */
+    size_t cap = 1024;
+    while (cap < 2 * nn) cap *= 2;
+    uint64_t *kh = malloc(sizeof(uint64_t) * cap);
+    int32_t *ks = malloc(sizeof(int32_t) * cap);
+    if (!kh || !ks) {
+        free(kh);
+        free(ks);
+        return -1;
+    }
+    for (size_t i = 0; i < cap; i++) ks[i] = -1;
+    int32_t nb = 0, *blk = queue; /* (the queue is done with) */
+    for (size_t q = 0; q < nn; q++) {
+        int32_t s = reps[q];
+        uint64_t h = 0x9E3779B97F4A7C15ull ^ ((uint64_t)(accepting[s] != 0) << 40) ^ (uint64_t)(uint32_t)dist[q];
+        for (int32_t j = R->off[s]; j < R->off[s + 1]; j++) {
+            h ^= (uint64_t)(uint32_t)R->sym[j] + 0x632BE59BD9B4E019ull;
+            h *= 0xBF58476D1CE4E5B9ull;
+            h ^= h >> 31;
+        }
+        h ^= h >> 29;
+        h *= 0x94D049BB133111EBull;
+        h ^= h >> 32;
+        size_t slot = (size_t)h & (cap - 1);
+        while (ks[slot] >= 0 && kh[slot] != h) slot = (slot + 1) & (cap - 1);
+        if (ks[slot] < 0) {
+            ks[slot] = nb;
+            kh[slot] = h;
+            B->st[nb++].P = 0;
+        }
+        blk[q] = ks[slot];
+        B->st[blk[q]].P++;
+    }
+    free(kh);
+    free(ks);
+    /* block 0 (never a splitter) the largest: swap its number with the largest's */
+    int32_t big = 0;
+    for (int32_t b = 1; b < nb; b++)
+        if (B->st[b].P > B->st[big].P) big = b;
+    if (big) {
+        int32_t x = B->st[0].P;
+        B->st[0].P = B->st[big].P;
+        B->st[big].P = x;
+        for (size_t q = 0; q < nn; q++) blk[q] = blk[q] == 0 ? big : blk[q] == big ? 0 : blk[q];
+    }
+    int32_t at = 0;
+    for (int32_t b = 0; b < nb; b++) {
+        B->st[b].F = at;
+        at += B->st[b].P;
+        B->st[b].P = B->st[b].F; /* (the fill position, then the end) */
+        B->st[b].M = 0;
+    }
+    for (size_t q = 0; q < nn; q++) {
+        int32_t b = blk[q], i = B->st[b].P++;
+        B->E[i] = (int32_t)q;
+        B->el[q].L = i;
+        B->el[q].S = b;
+    }
+    B->z = (size_t)nb;
+    return 0;
+}
+
 /* gd_dfa_minimize of the DFA given as its sparse rows R (m0 transitions); with all_live (not
  * NULL): whether every state can reach an accepting state (then the DFA is trimmed, its
  * states being reachable), found on the classes left after the merging over their incoming
@@ -1390,7 +1504,7 @@ static int minimize_rows(const sparse_rows *Rp, size_t m0, int32_t n, int32_t ns
     partition B, C;
     memset(&B, 0, sizeof B);
     memset(&C, 0, sizeof C);
-    int32_t *T = NULL, *H = NULL, *A = NULL, *Fh = NULL, *lab = NULL;
+    int32_t *T = NULL, *Y = NULL, *Fh = NULL, *lab = NULL;
     /* first merge the states with identical rows (premerge); the partition refinement then
      * works on the classes: qid[s] is the class of state s, reps[q] the first state of class q */
     int32_t *f = malloc(sizeof(int32_t) * n0), *qid = malloc(sizeof(int32_t) * n0);
@@ -1412,80 +1526,67 @@ static int minimize_rows(const sparse_rows *Rp, size_t m0, int32_t n, int32_t ns
     for (size_t s = 0; s < n0; s++) qid[s] = qid[uf_find(f, (int32_t)s)];
     for (size_t q = 0; q < nn; q++) m += (size_t)(R.off[reps[q] + 1] - R.off[reps[q]]);
     T = malloc(sizeof(int32_t) * (m ? m : 1));      /* tail of transition t */
-    H = malloc(sizeof(int32_t) * (m ? m : 1));      /* head */
-    A = malloc(sizeof(int32_t) * (m ? m : 1));      /* transitions by head */
-    Fh = calloc(nn + 1, sizeof(int32_t));           /* A[Fh[q]..Fh[q+1]): into q */
-    lab = calloc((size_t)nsym + 1, sizeof(int32_t)); /* start of each symbol */
-    if (!T || !H || !A || !Fh || !lab) goto done;
-    if (part_init(&B, nn) < 0 || part_init(&C, m) < 0) goto done;
-    /* transitions (of the classes) numbered by symbol, then by tail (counting sort) */
+    Y = malloc(sizeof(int32_t) * (m ? m : 1));      /* symbol of transition t */
+    Fh = calloc(nn + 1, sizeof(int32_t));           /* transitions Fh[q]..Fh[q+1]: into q */
+    lab = calloc((size_t)nsym + 1, sizeof(int32_t)); /* start of each symbol's cord */
+    if (!T || !Y || !Fh || !lab) goto done;
+    if (part_init(&B, nn, 0) < 0 || part_init(&C, m, 1) < 0) goto done;
+    /* transitions (of the classes) numbered by head, then by tail (counting sort): a
+     * block's incoming transitions are runs of numbers */
     for (size_t q = 0; q < nn; q++)
-        for (int32_t j = R.off[reps[q]]; j < R.off[reps[q] + 1]; j++) lab[R.sym[j] + 1]++;
+        for (int32_t j = R.off[reps[q]]; j < R.off[reps[q] + 1]; j++) {
+            Fh[qid[R.tgt[j]] + 1]++;
+            lab[R.sym[j] + 1]++;
+        }
+    for (size_t q = 0; q < nn; q++) Fh[q + 1] += Fh[q];
     for (int32_t c = 0; c < nsym; c++) lab[c + 1] += lab[c];
     {
-        int32_t *pos = malloc(sizeof(int32_t) * (size_t)nsym);
+        int32_t *pos = malloc(sizeof(int32_t) * (nn > (size_t)nsym ? nn : (size_t)nsym));
         if (!pos) goto done;
-        memcpy(pos, lab, sizeof(int32_t) * (size_t)nsym);
+        memcpy(pos, Fh, sizeof(int32_t) * nn);
         for (size_t q = 0; q < nn; q++)
             for (int32_t j = R.off[reps[q]]; j < R.off[reps[q] + 1]; j++) {
-                int32_t e = pos[R.sym[j]]++;
+                int32_t e = pos[qid[R.tgt[j]]]++;
                 T[e] = (int32_t)q;
-                H[e] = qid[R.tgt[j]];
+                Y[e] = R.sym[j];
             }
+        /* initial cords: one per symbol that has transitions, its transitions in order;
+         * C.X[i] the tail of the transition at place i */
+        memcpy(pos, lab, sizeof(int32_t) * (size_t)nsym);
+        for (size_t t = 0; t < m; t++) {
+            int32_t i = pos[Y[t]]++;
+            C.E[i] = (int32_t)t;
+            C.el[t].L = i;
+            C.X[i] = T[t];
+        }
         free(pos);
     }
-    /* initial blocks: accepting / not accepting */
-    for (size_t q = 0; q < nn; q++)
-        if (accepting[reps[q]]) part_mark(&B, (int32_t)q);
-    part_split(&B);
-    /* initial cords: one per symbol that has transitions (C.E is the identity) */
     if (m) {
         C.z = 0;
         for (int32_t c = 0; c < nsym; c++) {
             if (lab[c + 1] == lab[c]) continue;
             int32_t z = (int32_t)C.z++;
-            C.F[z] = lab[c];
-            C.P[z] = lab[c + 1];
-            C.M[z] = 0;
-            for (int32_t t = lab[c]; t < lab[c + 1]; t++) C.S[t] = z;
+            C.st[z].F = lab[c];
+            C.st[z].P = lab[c + 1];
+            C.st[z].M = 0;
+            for (int32_t i = lab[c]; i < lab[c + 1]; i++) C.el[C.E[i]].S = z;
         }
     }
-    /* incoming transitions of each state */
-    for (size_t t = 0; t < m; t++) Fh[H[t] + 1]++;
-    for (size_t q = 0; q < nn; q++) Fh[q + 1] += Fh[q];
+    /* initial blocks (the Valmari refinement's start, coarser than the result): classes
+     * by acceptance, the length of their shortest accepted word (-1: none; a breadth-first
+     * search backwards from the accepting classes over the incoming transitions) and the
+     * set of symbols they have transitions on; equivalent classes agree on all three, so
+     * the refinement ends in the same (unique, coarsest) partition and spends fewer
+     * passes getting there */
     {
-        int32_t *pos = malloc(sizeof(int32_t) * nn);
-        if (!pos) goto done;
-        memcpy(pos, Fh, sizeof(int32_t) * nn);
-        for (size_t t = 0; t < m; t++) A[pos[H[t]]++] = (int32_t)t;
-        free(pos);
-    }
-    if (all_live) { /* backwards from the accepting classes over the incoming transitions */
-        uint8_t *live = calloc(nn ? nn : 1, 1);
+        int32_t *dist = malloc(sizeof(int32_t) * (nn ? nn : 1));
         int32_t *queue = malloc(sizeof(int32_t) * (nn ? nn : 1));
-        if (!live || !queue) {
-            free(live);
+        if (!dist || !queue || initial_blocks(&B, &R, reps, nn, accepting, T, Fh, dist, queue, all_live) < 0) {
+            free(dist);
             free(queue);
             goto done;
         }
-        size_t head = 0, tail = 0;
-        for (size_t q = 0; q < nn; q++)
-            if (accepting[reps[q]]) {
-                live[q] = 1;
-                queue[tail++] = (int32_t)q;
-            }
-        while (head < tail) {
-            int32_t q = queue[head++];
-            for (int32_t j = Fh[q]; j < Fh[q + 1]; j++) {
-                int32_t p = T[A[j]];
-                if (!live[p]) {
-                    live[p] = 1;
-                    queue[tail++] = p;
-                }
-            }
-        }
-        *all_live = tail == nn;
-        free(live);
+        free(dist);
         free(queue);
     }
     /* refine: each cord splits blocks by its tails, each new block splits cords by the
@@ -1493,18 +1594,19 @@ static int minimize_rows(const sparse_rows *Rp, size_t m0, int32_t n, int32_t ns
     {
         size_t b = 1, c = 0;
         while (c < C.z) {
-            for (int32_t i = C.F[c]; i < C.P[c]; i++) part_mark(&B, T[C.E[i]]);
+            int32_t c0 = C.st[c].F, c1 = C.st[c].P;
+            for (int32_t i = c0; i < c1; i++) part_mark(&B, C.X[i]);
             part_split(&B);
-            if (deadline_passed(&dl, (size_t)(C.P[c] - C.F[c]) + 1)) {
+            if (deadline_passed(&dl, (size_t)(c1 - c0) + 1)) {
                 rc = GD_DFA_TIMEOUT;
                 goto done;
             }
             c++;
             while (b < B.z) {
                 size_t work = 1;
-                for (int32_t i = B.F[b]; i < B.P[b]; i++) {
+                for (int32_t i = B.st[b].F; i < B.st[b].P; i++) {
                     int32_t q = B.E[i];
-                    for (int32_t j = Fh[q]; j < Fh[q + 1]; j++) part_mark(&C, A[j]);
+                    for (int32_t t = Fh[q]; t < Fh[q + 1]; t++) part_mark(&C, t);
                     work += (size_t)(Fh[q + 1] - Fh[q]) + 1;
                 }
                 part_split(&C);
@@ -1522,7 +1624,7 @@ static int minimize_rows(const sparse_rows *Rp, size_t m0, int32_t n, int32_t ns
         for (size_t i = 0; i < B.z; i++) id[i] = -1;
         int32_t nb = 0;
         for (size_t s = 0; s < n0; s++) {
-            int32_t x = B.S[qid[s]];
+            int32_t x = B.el[qid[s]].S;
             if (id[x] < 0) id[x] = nb++;
             block[s] = id[x];
         }
@@ -1533,8 +1635,7 @@ done:
     free(qid);
     free(reps);
     free(T);
-    free(H);
-    free(A);
+    free(Y);
     free(Fh);
     free(lab);
     part_free(&B);
