@@ -55,7 +55,8 @@ def _estimate(node: Node, counted: bool, memo: dict | None = None) -> Estimate:
     shared = memo.get(counted)
     if shared is None:  # subtrees estimated once per compile
         shared = memo[counted] = _seeded_fold(counted)
-    return _node_fold(node, counted, shared[0], shared[1])
+    hit = shared[0].get(id(node))  # (most calls: a node estimated already, read without a fold)
+    return hit if hit is not None else _node_fold(node, counted, shared[0], shared[1])
 
 
 def _nothing(n: Node) -> bool:
