@@ -843,15 +843,15 @@ class _Compiler:
         """``node`` if its estimated automaton (states, determinising work) is within the
         limits; else a :class:`LimitError` at ``ptr/kw`` (the keyword whose repetition or
         list made it large).  Checked where the node is built, before any automaton."""
-        where = pointer_join(ptr, kw) if kw else ptr
         est = _estimate(node, True, self._estimates)
         states = est.states
         if states > self.max_nfa:
-            raise _limit(where, f"'{kw or 'schema'}' expands to about {states} automaton states",
-                         "max_nfa", self.max_nfa, states)
+            raise _limit(pointer_join(ptr, kw) if kw else ptr, f"'{kw or 'schema'}' expands to about {states} "
+                         "automaton states", "max_nfa", self.max_nfa, states)
         work = est.work
         if work > self.limits.max_compile_work:
-            raise _limit(where, f"'{kw or 'schema'}' costs about {work} steps to determinise (a counted "
+            raise _limit(pointer_join(ptr, kw) if kw else ptr, f"'{kw or 'schema'}' costs about {work} steps "
+                         "to determinise (a counted "
                          "repetition of variable-length items)", "max_compile_work",
                          self.limits.max_compile_work, work)
         return node
