@@ -143,14 +143,20 @@ def _byte_mask(ranges: tuple[tuple[int, int], ...]) -> int:
 
 def _lead(n: Node) -> bytes:
     """The literal bytes every string of ``n`` starts with, as far as leading Lits say."""
-    if isinstance(n, Lit):
-        return n.data
-    if isinstance(n, Seq):
+    cls = n.__class__
+    if cls is Lit:
+        return n.data  # type: ignore[union-attr]
+    if cls is Seq:
+        items = n.items  # type: ignore[union-attr]
+        if not items or items[0].__class__ is not Lit:
+            return b""
+        if len(items) == 1 or items[1].__class__ is not Lit:  # (seq() merges adjacent literals)
+            return items[0].data  # type: ignore[union-attr]
         out = b""
-        for x in n.items:
-            if not isinstance(x, Lit):
+        for x in items:
+            if x.__class__ is not Lit:
                 break
-            out += x.data
+            out += x.data  # type: ignore[union-attr]
         return out
     return b""
 
@@ -326,25 +332,46 @@ def _choice(n: Choice, kids: list[Estimate]) -> Estimate:
         first |= e.first
     heads_differ = True
     if dup:
-        alike = [(x, e) for x, e in zip(n.items, kids) if e.first & dup]
         # branches starting alike are told apart by their literal heads when none of those is
         # a prefix of another (``"\\b" | "\\u00" ...``), or when they are short finite
         # sequences of byte sets none of which can match a prefix of another's string (a
         # character class over UTF-8: ``\\S`` as JSON characters); else they are ambiguous
+        # (plain loops: the same tests as comprehensions, made per choice by the thousand)
+        alike: list[Node] = []
+        known = short = True  # every alike branch of known first symbols and never empty; ...
+        for x, e in zip(n.items, kids):  # ... and a short finite sequence of byte sets, maybe
+            if e.first & dup:
+                alike.append(x)
+                if e.first == _ALL or e.lo <= 0:
+                    known = False
+                    break
+                h = e.hi
+                if h is None or h > SET_STRING_LEN_MAX or e.refs:
+                    short = False
         heads_differ = False
-        if all(e.first != _ALL and e.lo > 0 for _, e in alike):
-            leads = sorted(_lead(x) for x, _ in alike)
-            heads_differ = all(leads) and not any(b.startswith(a) for a, b in zip(leads, leads[1:]))
+        if known:
+            leads = sorted([_lead(x) for x in alike])
+            heads_differ = True
+            prev = b""
+            for b in leads:  # (sorted: a head that is a prefix of another is just before it)
+                if not b or (prev and b.startswith(prev)):
+                    heads_differ = False
+                    break
+                prev = b
             # (a branch of unbounded or over SET_STRING_LEN_MAX bytes, or holding a Ref, is no
             # short finite sequence of byte sets: :func:`_set_strings_differ` says False)
-            if not heads_differ and not (SET_STRINGS_SHORTCUT and any(
-                    e.hi is None or e.hi > SET_STRING_LEN_MAX or e.refs for _, e in alike)):
-                heads_differ = _set_strings_differ([x for x, _ in alike])
+            if not heads_differ and (short or not SET_STRINGS_SHORTCUT):
+                heads_differ = _set_strings_differ(alike)
             amb = amb or not heads_differ
     # a prefix code when every branch is one and no string of a branch can be a prefix of
     # another branch's (first symbols disjoint, or literal heads that differ)
     if pf and len(kids) > 1:
-        pf = heads_differ and all(e.lo > 0 and e.first != _ALL for e in kids)
+        pf = heads_differ
+        if pf:
+            for e in kids:
+                if e.lo <= 0 or e.first == _ALL:
+                    pf = False
+                    break
     return _est(states, lo, hi, work, amb, first, refs, pf, cut)
 
 

@@ -55,7 +55,8 @@ def _estimate(node: Node, counted: bool, memo: dict | None = None) -> Estimate:
     shared = memo.get(counted)
     if shared is None:  # subtrees estimated once per compile
         shared = memo[counted] = _seeded_fold(counted)
-    return _node_fold(node, counted, shared[0], shared[1])
+    hit = shared[0].get(id(node))  # (most calls: a node estimated already, read without a fold)
+    return hit if hit is not None else _node_fold(node, counted, shared[0], shared[1])
 
 
 def _nothing(n: Node) -> bool:
@@ -842,15 +843,15 @@ class _Compiler:
         """``node`` if its estimated automaton (states, determinising work) is within the
         limits; else a :class:`LimitError` at ``ptr/kw`` (the keyword whose repetition or
         list made it large).  Checked where the node is built, before any automaton."""
-        where = pointer_join(ptr, kw) if kw else ptr
         est = _estimate(node, True, self._estimates)
         states = est.states
         if states > self.max_nfa:
-            raise _limit(where, f"'{kw or 'schema'}' expands to about {states} automaton states",
-                         "max_nfa", self.max_nfa, states)
+            raise _limit(pointer_join(ptr, kw) if kw else ptr, f"'{kw or 'schema'}' expands to about {states} "
+                         "automaton states", "max_nfa", self.max_nfa, states)
         work = est.work
         if work > self.limits.max_compile_work:
-            raise _limit(where, f"'{kw or 'schema'}' costs about {work} steps to determinise (a counted "
+            raise _limit(pointer_join(ptr, kw) if kw else ptr, f"'{kw or 'schema'}' costs about {work} steps "
+                         "to determinise (a counted "
                          "repetition of variable-length items)", "max_compile_work",
                          self.limits.max_compile_work, work)
         return node
@@ -2148,8 +2149,10 @@ def compile_schema(schema: dict | bool | str, *, whitespace: Literal["compact", 
                 raise UnsatisfiableSchemaError(ptr, kw, f"no instance is valid against the schema: {why}")
             raise SchemaError("", None, "schema accepts no instance the grammar can generate")
         facts: dict[str, bool] = {}
-        rules = _reachable(root, c.rules, c._shared_parts, facts)
-        dead = _unproductive(root, rules, c._shared_parts)
+        # (one walk: the rules reached and, when it can tell, that the root derives a string;
+        # else the least fixpoint over those rules says which rule derives none)
+        rules, derives = _reach_and_derive(root, c.rules, c._shared_parts, facts)
+        dead = None if derives else _unproductive(root, rules, c._shared_parts)
         if dead is not None:
             raise SchemaError(_rule_pointer(dead), "$ref", "the references here form a cycle that "
                               "never reaches a schema with a finite instance")
@@ -2371,6 +2374,105 @@ def _productive(node: Node, good: set[str], true: set[int]) -> bool:
                 ok = True  # Lit, Special, Inter, Diff, Dfa
         (true if ok else false).add(id(n))
     return id(node) in true
+
+
+def _reach_and_derive(root: Node, rules: dict[str, Node], shared: dict[int, Node] | None = None,
+                      facts: dict[str, bool] | None = None) -> tuple[dict[str, Node], bool]:
+    """``(_reachable(root, rules, shared, facts), derives)`` in one walk: ``derives`` True
+    says ``root`` derives some string (then :func:`_unproductive` is None), False that this
+    walk cannot tell (ask :func:`_unproductive`).  Post-order, each rule's body walked when
+    its first Ref is, by :func:`_productive`'s rules; a Ref to a rule whose body is being
+    walked (a cycle), or a node met again while it is being walked, counts as deriving
+    nothing, so a value found True is true whatever the fixpoint (values only grow with
+    the rules known productive) and False may be too low.  Walks the nodes
+    :func:`_reachable` does (the constant nodes and ``shared`` parts are not walked: known
+    productive or not once per process, :func:`_unproductive`'s ``true``).  Without rules
+    (nothing to reach) it is :func:`_unproductive`'s walk alone."""
+    if not rules:
+        return {}, _unproductive(root, rules, shared) is None
+    ids = _constants().ids
+    ref_free = ids.union(shared) if shared else ids
+    true = set(_constants().productive)
+    for i, n in (shared or {}).items():
+        if _shared_productive(n):
+            true.add(i)
+    # the walked nodes' values, None while a node is walked (read as False: met again inside
+    # itself through a rule); a ``ref_free`` node's is ``id in true``
+    val: dict[int, bool | None] = {}
+    rule_val: dict[str, bool | None] = {}  # the rules reached: None while their body is walked
+    irregular = False
+    # a node to enter, or ``(node,)`` to leave once its children (a Ref: its rule's body) are
+    stack: list = [root]
+    pop = stack.pop
+    push = stack.append
+    while stack:
+        n = pop()
+        cls = n.__class__
+        if cls is tuple:
+            n = n[0]
+            cls = n.__class__
+            if cls is Seq:
+                ok = True
+                for x in n.items:
+                    i = id(x)
+                    if not (val[i] if i in val else i in true):
+                        ok = False
+                        break
+            elif cls is Choice:
+                ok = False
+                for x in n.items:
+                    i = id(x)
+                    if val[i] if i in val else i in true:
+                        ok = True
+                        break
+            elif cls is Repeat:
+                i = id(n.item)
+                ok = bool(val[i] if i in val else i in true)
+            else:  # a Ref whose rule's body is walked
+                i = id(rules[n.name])
+                ok = rule_val[n.name] = bool(val[i] if i in val else i in true)
+            val[id(n)] = ok
+            continue
+        i = id(n)
+        if i in val or i in ref_free:
+            continue  # (known, or being walked: read as False; or not walked)
+        if cls is Seq or cls is Choice:
+            val[i] = None
+            push((n,))
+            stack.extend(reversed(n.items))
+        elif cls is Repeat:
+            if n.min == 0 or (n.max is not None and n.max < n.min):
+                val[i] = n.min == 0
+                push(n.item)  # (walked for the rules it reaches)
+            else:
+                val[i] = None
+                push((n,))
+                push(n.item)
+        elif cls is Ref:
+            name = n.name
+            if name in rule_val:
+                val[i] = bool(rule_val[name])  # (None: a cycle, read as False)
+            else:
+                rule_val[name] = val[i] = None
+                push((n,))
+                push(rules[name])
+        elif cls is ByteSet:
+            val[i] = bool(n.ranges)
+        else:  # Lit, Special, Inter, Diff, Dfa
+            val[i] = True
+            if cls is Inter:
+                stack.extend(reversed(n.items))  # (walked for what they hold, as _reachable)
+                irregular = True
+            elif cls is Diff:
+                push(n.minus)
+                push(n.base)
+                irregular = True
+            elif cls is Special:
+                irregular = True
+    if facts is not None:
+        facts["regular"] = not irregular
+    i = id(root)
+    return {k: v for k, v in rules.items() if k in rule_val}, bool(val[i] if i in val else i in true)
 
 
 def _unproductive(root: Node, rules: dict[str, Node], shared: dict[int, Node] | None = None) -> str | None:
