@@ -830,6 +830,15 @@ class _Cross:
     dist: np.ndarray
 
 
+def _moves_into(trans: np.ndarray, targets: Sequence[np.ndarray]) -> np.ndarray:
+    """``np.isin(trans, union of targets)`` for a table whose missing moves are -1 (one
+    gather: a flag per state and one more, never set, that -1 reads)."""
+    flag = np.zeros(len(trans) + 1, dtype=bool)
+    for t in targets:
+        flag[t] = True
+    return flag[trans]
+
+
 def _marker_moves(d: DFA) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """Per marker column ``j`` of ``d`` (a special starting with :data:`MARK`) that has a move:
     (sources, targets) as int32, sources increasing.  One read of the special columns (a
@@ -913,10 +922,11 @@ class CountedGrammar:
         self._loop_of_tp = [-1] * n
         self._mid = [-1] * n  # loop whose middle holds the state
         self._en_src: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # loop -> its <en> moves (sources, targets)
-        self._first = [[False] * 256 for _ in self.loops]
+        self._first_arr = [np.zeros(256, dtype=bool) for _ in self.loops]  # bytes a unit starts with
         for lp in self.loops:
-            for b in lp.first:
-                self._first[lp.index][b] = True
+            self._first_arr[lp.index][np.fromiter(lp.first, dtype=np.intp, count=len(lp.first))] = True
+        self._first = [f.tolist() for f in self._first_arr]
+        for lp in self.loops:
             if lp.en in col:
                 src, tgt = self._marks[col[lp.en]]
                 self._en_src[lp.index] = (src.astype(np.int64), tgt.astype(np.int64))
@@ -932,9 +942,13 @@ class CountedGrammar:
         self._own: dict[int, list[int]] = {}
         self._own_acc: dict[int, bool] = {}
         en_states = {s for lp in self.loops if lp.en in col for s in self._marks[col[lp.en]][0].tolist()}
-        for s in sorted(en_states):
-            self._own[s] = d.trans[s, cols].tolist()
-            self._own_acc[s] = bool(d.accepting[s])
+        if en_states:  # (one gather of their rows)
+            order = sorted(en_states)
+            rows = d.trans[np.array(order, dtype=np.intp)][:, cols].tolist()
+            accs = d.accepting[order].tolist()
+            for s, row, a in zip(order, rows, accs):
+                self._own[s] = row
+                self._own_acc[s] = bool(a)
         self._lock = threading.RLock()  # _costs holds it while _successors takes it
         self._states: list[tuple[int, int]] = [(0, 0)]
         self._ids: dict[tuple[int, int], int] = {(0, 0): 0}
@@ -946,7 +960,6 @@ class CountedGrammar:
         self._lin: list[int] = [1] * len(self.loops)
         self._succ: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._unit_count: dict[int, np.ndarray] = {}
-        self._first_arr = [np.array(f, dtype=bool) for f in self._first]
         self._mid_arr = np.full(n, -1, dtype=np.int64)  # (as self._mid: no middle yet)
         self._special_set = frozenset(self.special_token_ids)
         self._special_col = {tid: ncls + k for k, tid in enumerate(self.special_token_ids)}
@@ -1267,10 +1280,7 @@ class CountedGrammar:
                             todo.append(p)
                 src[k] = np.array(sorted(seen), dtype=np.int64)
         # the byte classes that lead to an <en> state of each loop (one read of the table)
-        is_e = np.zeros(n, dtype=bool)
-        for ss in src.values():
-            is_e[ss] = True
-        cls_in = np.isin(m.trans[:, :ncls], np.flatnonzero(is_e), kind="table")
+        cls_in = _moves_into(m.trans[:, :ncls], list(src.values()))
         hit_c = np.flatnonzero(cls_in.any(axis=0))  # (few columns: read those again)
         hit_t = np.zeros(0, dtype=np.int64)
         if len(hit_c):
