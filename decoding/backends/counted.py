@@ -830,13 +830,25 @@ class _Cross:
     dist: np.ndarray
 
 
+#: :func:`_moves_into` compares the table with each target up to this many targets, else
+#: gathers (a gather converts the whole table to indices first: ~10x one compare)
+MOVES_INTO_COMPARE = 8
+
+
 def _moves_into(trans: np.ndarray, targets: Sequence[np.ndarray]) -> np.ndarray:
-    """``np.isin(trans, union of targets)`` for a table whose missing moves are -1 (one
-    gather: a flag per state and one more, never set, that -1 reads)."""
+    """``np.isin(trans, union of targets)`` for a table whose missing moves are -1 (targets
+    are states, never -1): a compare per target when there are few, else one gather of a
+    flag per state (and one more, never set, that -1 reads)."""
     flag = np.zeros(len(trans) + 1, dtype=bool)
     for t in targets:
         flag[t] = True
-    return flag[trans]
+    which = np.flatnonzero(flag)
+    if len(which) > MOVES_INTO_COMPARE:
+        return flag[trans]
+    out = np.zeros(trans.shape, dtype=bool)
+    for t in which.tolist():
+        out |= trans == t
+    return out
 
 
 def _marker_moves(d: DFA) -> dict[int, tuple[np.ndarray, np.ndarray]]:
