@@ -435,17 +435,16 @@ def _unit(item: Node, grammar: Grammar, limits: Limits | None) -> tuple[frozense
     (:data:`_UNITS`): the same item is the same unit in every grammar."""
     from decoding.ir import walk
 
+    key = _Key(item)
+    hit = _UNITS.get(key, _MISS)
+    if hit is not _MISS:
+        return hit  # type: ignore[return-value]  # (equal to a remembered item: Ref- and special-free too)
     free = True
     for x in walk(item):
         if isinstance(x, (Special, Inter, Diff)):
             return None  # (a Dfa leaf is regular and holds no special: built like any byte node)
         if isinstance(x, Ref):
             free = False
-    if free:
-        key = _Key(item)
-        hit = _UNITS.get(key, _MISS)
-        if hit is not _MISS:
-            return hit  # type: ignore[return-value]
     try:
         out = _unit_of(item, grammar, limits)
     except LimitError:
@@ -454,7 +453,7 @@ def _unit(item: Node, grammar: Grammar, limits: Limits | None) -> tuple[frozense
         with _UNITS_LOCK:
             if len(_UNITS) >= _UNITS_MAX:
                 _UNITS.clear()
-            _UNITS[key] = out  # type: ignore[index]
+            _UNITS[key] = out
     return out
 
 
