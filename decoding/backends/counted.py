@@ -216,19 +216,28 @@ def rewrite_products(grammar: Grammar, k: int, *, limits: Limits | None = None, 
         return grammar, (), {}  # nothing to count: the walk below would find no loop
     loops: list[Loop] = []
     products: dict[str, DFA] = {}
-    units: dict[Node, tuple[frozenset, Dfa] | None] = {}
+    units: dict[_Key, tuple[frozenset, Dfa] | None] = {}
     sizes: tuple[dict, list] = ({}, [])  # _small_item's estimates, one per subtree
 
     by_id: dict[tuple[int, int], tuple[Node, object]] = {}  # (what, id) -> (node, result): no hash
+    keys: dict[int, _Key] = {}  # id -> the node's key (the node kept alive by it): one hash per node
+
+    def key_of(x: Node) -> _Key:
+        hit = keys.get(id(x))
+        if hit is None or hit.node is not x:
+            hit = keys[id(x)] = _Key(x)
+        return hit
 
     def unit_first(item: Node) -> tuple[frozenset, Dfa] | None:
         hit = by_id.get((0, id(item)))
         if hit is not None and hit[0] is item:
             return hit[1]  # type: ignore[return-value]
-        if item not in units:
-            units[item] = _unit(item, grammar, limits)
-        by_id[(0, id(item))] = (item, units[item])
-        return units[item]
+        ik = key_of(item)
+        out = units.get(ik, _MISS)
+        if out is _MISS:
+            out = units[ik] = _unit(item, grammar, limits)
+        by_id[(0, id(item))] = (item, out)
+        return out  # type: ignore[return-value]
 
     rewritten: dict[tuple[int, int, bool], Node] = {}  # unmarked results by subtree (grammar nodes stay alive)
     # counted results by repetition (equal, not only identical: the same string schema in two
@@ -237,7 +246,7 @@ def rewrite_products(grammar: Grammar, k: int, *, limits: Limits | None = None, 
     # in one DFA state all took the loop's last ``<en>`` together and have counted the same
     # units (two loops entered from one state would be refused by _assemble instead).  Not
     # inside a product, whose loops are numbered and discarded per try
-    same: dict[tuple[Node, int], Node] = {}
+    same: dict[_Key, Node] = {}  # by the key of (repetition, window)
 
     def go(n: Node, kk: int, in_product: bool) -> tuple[Node, bool]:
         """(``n`` rewritten with window ``kk``, whether it now holds a marker).  A subtree
@@ -293,8 +302,10 @@ def rewrite_products(grammar: Grammar, k: int, *, limits: Limits | None = None, 
             hit = by_id.get((kk, id(n)))
             if hit is not None and hit[0] is n:
                 return hit[1], True  # type: ignore[return-value]
-            if (n, kk) in same:
-                return same[(n, kk)], True
+            rk = _Key((n, kk), hash((key_of(n.item).h, n.min, n.max, kk)))
+            hit2 = same.get(rk)
+            if hit2 is not None:
+                return hit2, True
         found = unit_first(item)
         if found is None:
             return (n if item is n.item else Repeat(item, lo, hi)), False
@@ -316,7 +327,7 @@ def rewrite_products(grammar: Grammar, k: int, *, limits: Limits | None = None, 
             parts.append(Repeat(item, 0, hi - lo))
         out = Seq(tuple(parts))
         if not in_product:
-            same[(n, kk)] = out
+            same[rk] = out
             by_id[(kk, id(n))] = (n, out)
         return out, True
 
@@ -345,6 +356,25 @@ def rewrite_products(grammar: Grammar, k: int, *, limits: Limits | None = None, 
     if not loops:
         return grammar, (), {}
     return Grammar(grammar.start, rules, grammar.max_depth), tuple(loops), products
+
+
+class _Key:
+    """A node (or a tuple of nodes and numbers) as a dict key: structural equality, the hash
+    computed once (a node's hash walks its whole subtree on every call).  ``h``: any hash
+    that equal values share (given: built from the keys of the parts)."""
+
+    __slots__ = ("node", "h")
+
+    def __init__(self, node: object, h: int | None = None) -> None:
+        self.node = node
+        self.h = hash(node) if h is None else h
+
+    def __hash__(self) -> int:
+        return self.h
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (isinstance(other, _Key) and self.h == other.h and
+                                 (self.node is other.node or self.node == other.node))
 
 
 #: IR leaves: :func:`rewrite_products` returns them as they are
@@ -392,7 +422,7 @@ def _small_item(item: Node, memo: tuple[dict, list] | None = None) -> bool:
 #: :func:`_unit` of Ref-free items, by item (structural equality: the same language whatever
 #: grammar holds it); only outcomes that do not depend on the limits or the clock are kept
 #: (a LimitError is not).  Bounded: cleared when full.
-_UNITS: dict[Node, tuple[frozenset, Dfa] | None] = {}
+_UNITS: dict[_Key, tuple[frozenset, Dfa] | None] = {}
 _UNITS_MAX = 512
 _UNITS_LOCK = threading.Lock()
 _MISS = object()
@@ -405,16 +435,16 @@ def _unit(item: Node, grammar: Grammar, limits: Limits | None) -> tuple[frozense
     (:data:`_UNITS`): the same item is the same unit in every grammar."""
     from decoding.ir import walk
 
+    key = _Key(item)
+    hit = _UNITS.get(key, _MISS)
+    if hit is not _MISS:
+        return hit  # type: ignore[return-value]  # (equal to a remembered item: Ref- and special-free too)
     free = True
     for x in walk(item):
         if isinstance(x, (Special, Inter, Diff)):
             return None  # (a Dfa leaf is regular and holds no special: built like any byte node)
         if isinstance(x, Ref):
             free = False
-    if free:
-        hit = _UNITS.get(item, _MISS)
-        if hit is not _MISS:
-            return hit  # type: ignore[return-value]
     try:
         out = _unit_of(item, grammar, limits)
     except LimitError:
@@ -423,7 +453,7 @@ def _unit(item: Node, grammar: Grammar, limits: Limits | None) -> tuple[frozense
         with _UNITS_LOCK:
             if len(_UNITS) >= _UNITS_MAX:
                 _UNITS.clear()
-            _UNITS[item] = out
+            _UNITS[key] = out
     return out
 
 
@@ -799,6 +829,27 @@ class _Cross:
     dist: np.ndarray
 
 
+#: :func:`_moves_into` compares the table with each target up to this many targets, else
+#: gathers (a gather converts the whole table to indices first: ~10x one compare)
+MOVES_INTO_COMPARE = 8
+
+
+def _moves_into(trans: np.ndarray, targets: Sequence[np.ndarray]) -> np.ndarray:
+    """``np.isin(trans, union of targets)`` for a table whose missing moves are -1 (targets
+    are states, never -1): a compare per target when there are few, else one gather of a
+    flag per state (and one more, never set, that -1 reads)."""
+    flag = np.zeros(len(trans) + 1, dtype=bool)
+    for t in targets:
+        flag[t] = True
+    which = np.flatnonzero(flag)
+    if len(which) > MOVES_INTO_COMPARE:
+        return flag[trans]
+    out = np.zeros(trans.shape, dtype=bool)
+    for t in which.tolist():
+        out |= trans == t
+    return out
+
+
 def _marker_moves(d: DFA) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """Per marker column ``j`` of ``d`` (a special starting with :data:`MARK`) that has a move:
     (sources, targets) as int32, sources increasing.  One read of the special columns (a
@@ -882,10 +933,11 @@ class CountedGrammar:
         self._loop_of_tp = [-1] * n
         self._mid = [-1] * n  # loop whose middle holds the state
         self._en_src: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # loop -> its <en> moves (sources, targets)
-        self._first = [[False] * 256 for _ in self.loops]
+        self._first_arr = [np.zeros(256, dtype=bool) for _ in self.loops]  # bytes a unit starts with
         for lp in self.loops:
-            for b in lp.first:
-                self._first[lp.index][b] = True
+            self._first_arr[lp.index][np.fromiter(lp.first, dtype=np.intp, count=len(lp.first))] = True
+        self._first = [f.tolist() for f in self._first_arr]
+        for lp in self.loops:
             if lp.en in col:
                 src, tgt = self._marks[col[lp.en]]
                 self._en_src[lp.index] = (src.astype(np.int64), tgt.astype(np.int64))
@@ -901,9 +953,13 @@ class CountedGrammar:
         self._own: dict[int, list[int]] = {}
         self._own_acc: dict[int, bool] = {}
         en_states = {s for lp in self.loops if lp.en in col for s in self._marks[col[lp.en]][0].tolist()}
-        for s in sorted(en_states):
-            self._own[s] = d.trans[s, cols].tolist()
-            self._own_acc[s] = bool(d.accepting[s])
+        if en_states:  # (one gather of their rows)
+            order = sorted(en_states)
+            rows = d.trans[np.array(order, dtype=np.intp)][:, cols].tolist()
+            accs = d.accepting[order].tolist()
+            for s, row, a in zip(order, rows, accs):
+                self._own[s] = row
+                self._own_acc[s] = bool(a)
         self._lock = threading.RLock()  # _costs holds it while _successors takes it
         self._states: list[tuple[int, int]] = [(0, 0)]
         self._ids: dict[tuple[int, int], int] = {(0, 0): 0}
@@ -915,7 +971,6 @@ class CountedGrammar:
         self._lin: list[int] = [1] * len(self.loops)
         self._succ: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._unit_count: dict[int, np.ndarray] = {}
-        self._first_arr = [np.array(f, dtype=bool) for f in self._first]
         self._mid_arr = np.full(n, -1, dtype=np.int64)  # (as self._mid: no middle yet)
         self._special_set = frozenset(self.special_token_ids)
         self._special_col = {tid: ncls + k for k, tid in enumerate(self.special_token_ids)}
@@ -1236,10 +1291,7 @@ class CountedGrammar:
                             todo.append(p)
                 src[k] = np.array(sorted(seen), dtype=np.int64)
         # the byte classes that lead to an <en> state of each loop (one read of the table)
-        is_e = np.zeros(n, dtype=bool)
-        for ss in src.values():
-            is_e[ss] = True
-        cls_in = np.isin(m.trans[:, :ncls], np.flatnonzero(is_e), kind="table")
+        cls_in = _moves_into(m.trans[:, :ncls], list(src.values()))
         hit_c = np.flatnonzero(cls_in.any(axis=0))  # (few columns: read those again)
         hit_t = np.zeros(0, dtype=np.int64)
         if len(hit_c):
@@ -1745,12 +1797,21 @@ def compile_counted(grammar: Grammar, vocab: Vocab, *, limits: Limits | None = N
 WALK_MIDDLES = True
 #: :func:`_unit_step` by unit (bounded: cleared when full)
 _STEPS: dict[Dfa, np.ndarray] = {}
+#: :data:`_STEPS` by ``id`` of the unit (unit, walk): units come from the :data:`_UNITS` memo,
+#: the same objects in every compile, and a unit's hash walks all its edges
+_STEPS_ID: dict[int, tuple[Dfa, np.ndarray]] = {}
+#: :func:`_walked_region` marks the pairs it has seen in a bool array when there are at most
+#: this many (states x walk states), else in a set
+WALK_MARK_MAX = 1 << 22
 
 
 def _unit_step(unit: Dfa) -> np.ndarray:
     """The walk of ``U*`` over bytes (``(states, 256)``, -1: dead): at a unit's boundary (its
     start or a complete unit) a first byte starts a unit, otherwise the unit's move (no first
     byte extends a complete unit: one walk)."""
+    by_id = _STEPS_ID.get(id(unit))
+    if by_id is not None and by_id[0] is unit:
+        return by_id[1]
     hit = _STEPS.get(unit)
     if hit is None:
         table = _unit_table(unit)
@@ -1763,6 +1824,9 @@ def _unit_step(unit: Dfa) -> np.ndarray:
         if len(_STEPS) >= 256:
             _STEPS.clear()
         _STEPS[unit] = hit
+    if len(_STEPS_ID) >= 256:
+        _STEPS_ID.clear()
+    _STEPS_ID[id(unit)] = (unit, hit)  # (the unit kept alive with it: its id is not reused)
     return hit
 
 
@@ -1789,37 +1853,57 @@ def _walked_region(d: DFA, loops: Sequence[Loop], col: dict[str, int],
     heads: list[np.ndarray] = []
     firsts: list[np.ndarray] = []
     nq = 0
+    by_unit: dict[int, tuple[Dfa, np.ndarray | None]] = {}  # id(unit) -> (unit, by_class or None: refused)
     for lp in loops:
         has_en, has_tp = lp.en in col and col[lp.en] in moves, lp.tp in col and col[lp.tp] in moves
         if not has_tp and not has_en:
             continue
         if has_tp != has_en or lp.unit is None:
             return None
-        step = _unit_step(lp.unit)
-        by_class = step[:, rep]
-        if not (by_class[:, bc] == step).all():
+        known = by_unit.get(id(lp.unit))
+        if known is None or known[0] is not lp.unit:
+            step = _unit_step(lp.unit)
+            by_class = step[:, rep]
+            known = by_unit[id(lp.unit)] = (lp.unit, by_class if (by_class[:, bc] == step).all() else None)
+        by_class = known[1]
+        if by_class is None:
             return None
         tabs.append(np.where(by_class >= 0, by_class + nq, -1))
         tgt = moves[col[lp.en]][1].astype(np.int64)
         heads.append(tgt)
         firsts.append(np.full(len(tgt), nq, dtype=np.int64))
-        nq += len(step)
+        nq += len(by_class)
     if not tabs:
         return None
     walk = np.concatenate(tabs)
     byte_t = d.trans[:, :ncls]
     keys = np.unique(np.concatenate(heads) * nq + np.concatenate(firsts))
-    seen = set(keys.tolist())
     found = [keys]
-    while len(keys):
-        s_, q_ = keys // nq, keys % nq
-        ts = byte_t[s_].astype(np.int64)
-        tq = walk[q_]
-        ok = (ts >= 0) & (tq >= 0)
-        nxt = np.unique(ts[ok] * nq + tq[ok])
-        keys = np.array([x for x in nxt.tolist() if x not in seen], dtype=np.int64)
-        seen.update(keys.tolist())
-        found.append(keys)
+    if d.n_states * nq <= WALK_MARK_MAX:  # the pairs seen in an array: no Python per pair
+        mark = np.zeros(d.n_states * nq, dtype=bool)
+        mark[keys] = True
+        while len(keys):
+            ts = byte_t[keys // nq]
+            tq = walk[keys % nq]
+            ok = (ts >= 0) & (tq >= 0)
+            nxt = ts[ok].astype(np.int64) * nq + tq[ok]
+            nxt = nxt[~mark[nxt]]
+            if len(nxt) > 1:
+                nxt = np.unique(nxt)
+            mark[nxt] = True
+            keys = nxt
+            found.append(keys)
+    else:
+        seen = set(keys.tolist())
+        while len(keys):
+            s_, q_ = keys // nq, keys % nq
+            ts = byte_t[s_].astype(np.int64)
+            tq = walk[q_]
+            ok = (ts >= 0) & (tq >= 0)
+            nxt = np.unique(ts[ok] * nq + tq[ok])
+            keys = np.array([x for x in nxt.tolist() if x not in seen], dtype=np.int64)
+            seen.update(keys.tolist())
+            found.append(keys)
     region = np.unique(np.concatenate(found) // nq)
     inside = np.zeros(d.n_states, dtype=bool)
     inside[region] = True
