@@ -70,6 +70,23 @@ def bench_schemas(per_split: int, offset: int = 0,
     return out
 
 
+def frontend_outcome(schema: object, *, digest: bool = False, **kw) -> tuple:
+    """What the JSON Schema front-end gives for ``schema`` (options ``kw``), for comparing two
+    ways of compiling: the IR's canonical text (and, with ``digest``, its grammar digest) with
+    what was dropped and ignored, or the error's type, pointer, keyword, limit and message."""
+    from decoding.frontends.jsonschema import compile_schema
+    from decoding.ir.key import canonical_ir_text, grammar_digest
+
+    try:
+        g = compile_schema(schema, **kw)
+    except Exception as e:  # noqa: BLE001 - the error is the outcome compared
+        return ("error", type(e).__name__, getattr(e, "pointer", None), getattr(e, "keyword", None),
+                getattr(e, "limit", None), str(e))
+    text = canonical_ir_text(g.grammar)
+    return ("ok", text, grammar_digest(g.grammar), g.dropped, g.ignored) if digest else \
+        ("ok", text, g.dropped, g.ignored)
+
+
 #: HAND_SCHEMAS and a JSONSchemaBench sample that have one explicit DFA (unsat / bad_pattern /
 #: self / no_exit_cycle have no grammar; the counted-size, long-string, big-array and Snowplow
 #: ones exceed the explicit DFA's limits)

@@ -14,10 +14,9 @@ import decoding.frontends.jsonschema.compile as C
 from decoding.frontends.jsonschema import compile_schema
 from decoding.ir import Ref, choice, lit, opt, seq, star
 from decoding.frontends.jsonschema.numbers import NUMBER
-from decoding.ir.key import canonical_ir_text, grammar_digest
 from decoding.limits import DEFAULT_LIMITS
 
-from conftest import bench_schemas
+from conftest import bench_schemas, frontend_outcome
 
 FREE = {
     "true": True,
@@ -57,12 +56,7 @@ def _free_per_compile(self, depth: int):
 
 
 def _outcome(schema: object, **kw) -> tuple:
-    try:
-        g = compile_schema(schema, **kw)
-    except Exception as e:  # noqa: BLE001 - the error is the outcome compared
-        return ("error", type(e).__name__, getattr(e, "pointer", None), getattr(e, "keyword", None),
-                getattr(e, "limit", None), str(e))
-    return ("ok", canonical_ir_text(g.grammar), grammar_digest(g.grammar), g.dropped, g.ignored)
+    return frontend_outcome(schema, digest=True, **kw)
 
 
 @pytest.mark.parametrize("i", range(len(OPTIONS)))

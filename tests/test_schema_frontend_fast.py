@@ -24,10 +24,9 @@ import pytest
 import decoding.frontends.jsonschema.compile as C
 from decoding.frontends.jsonschema import compile_schema
 from decoding.ir import Choice, Grammar, Node, Ref, Repeat, Seq, reachable_rules
-from decoding.ir.key import canonical_ir_text
 from decoding.limits import DEFAULT_LIMITS
 
-from conftest import HAND_SCHEMAS, bench_schemas
+from conftest import HAND_SCHEMAS, bench_schemas, frontend_outcome
 
 HAND = {k: HAND_SCHEMAS[k] for k in ("string", "long_string", "numbers", "big_array", "free", "extras", "same_definitions",
                                      "recursive", "no_exit_cycle", "self", "enum_big", "pattern", "unsat", "bad_pattern")}
@@ -37,12 +36,7 @@ SCHEMAS = {**HAND, **bench_schemas(8)}
 
 
 def _outcome(schema: object, **kw) -> tuple:
-    try:
-        g = compile_schema(schema, **kw)
-    except Exception as e:  # noqa: BLE001 - the error is the outcome compared
-        return ("error", type(e).__name__, getattr(e, "pointer", None), getattr(e, "keyword", None),
-                getattr(e, "limit", None), str(e))
-    return ("ok", canonical_ir_text(g.grammar), g.dropped, g.ignored)
+    return frontend_outcome(schema, **kw)
 
 
 # ------------------------------------------------------------------ the slow paths
