@@ -286,8 +286,9 @@ def _best_of(k: int, fn) -> float:
 
 
 def test_empty_language_check_is_linear_on_a_rule_chain():
-    """Linear, not quadratic: 4x the chain costs well under 16x (relative, so a loaded machine
-    does not fail it; an absolute 2 s budget did, CI 2026-12-01)."""
+    """Linear, not quadratic: 8x the chain costs well under 64x (relative, so a loaded machine
+    does not fail it; an absolute 2 s budget did, CI 2026-12-01; 4x against a bound of 10x did
+    under the parallel suite, 2026-12-02: quietly it is ~6x, ~14x for 8x)."""
     from decoding.ir.productive import find_empty
     ok, _ = _timed(lambda: find_empty(parse_gbnf(_chain(5000, '"a"'))), budget=10.0)
     assert ok is None
@@ -300,8 +301,8 @@ def test_empty_language_check_is_linear_on_a_rule_chain():
         except GBNFError:
             return
         raise AssertionError("not reported")
-    small, big = _best_of(3, lambda: empty(1250)), _best_of(3, lambda: empty(5000))
-    assert big < 10 * small, (small, big)
+    small, big = _best_of(3, lambda: empty(1250)), _best_of(3, lambda: empty(10000))
+    assert big < 32 * small, (small, big)
 
 
 @pytest.mark.parametrize("text, msg", [
