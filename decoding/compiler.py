@@ -109,10 +109,12 @@ class Compiler:
         # fingerprint (part of every key; hashing 262k tokens takes ~0.25 s), its single-byte
         # tokens (the DFA prune; ~60 ms), the metaschema validator's import (~0.2 s) and the
         # JSON Schema front-end's shared nodes (any string, numbers, the formats; ~35 ms once
-        # per process)
+        # per process), and numpy.ma, which numpy 2.4's np.unique imports on its first call
+        # (the counted back-end calls it: ~11 ms in the first counted compile otherwise)
         _ = self.vocab.fingerprint
         self.vocab.single_byte_tokens()
         import jsonschema  # noqa: F401
+        import numpy.ma  # noqa: F401
 
         from decoding.backends.automaton import compile_dfa
         from decoding.frontends.jsonschema.compile import warm
