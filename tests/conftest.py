@@ -110,6 +110,25 @@ def assert_same_dfa(a, b, *, read_only: bool = False) -> None:
             assert not x.flags.writeable
 
 
+def assert_same_masks_in_lockstep(a, b, *, max_pairs: int = 5000) -> None:
+    """Two compiled grammars of one vocabulary give the same masks and the same verdicts on
+    every token, from their starts on, whatever their state numbering: a breadth-first walk
+    over the pairs of states the allowed tokens lead to (at most ``max_pairs`` pairs)."""
+    todo, seen = [(0, 0)], set()
+    while todo and len(seen) < max_pairs:
+        pair = todo.pop()
+        if pair in seen:
+            continue
+        seen.add(pair)
+        sa, sb = pair
+        assert np.array_equal(a.mask(sa), b.mask(sb)), pair
+        for t in a.allowed_ids(sa).tolist():
+            na, nb = a.next_state(sa, t), b.next_state(sb, t)
+            assert (na >= 0) == (nb >= 0), (pair, t)
+            if na >= 0:
+                todo.append((na, nb))
+
+
 _vocabs: dict = {}
 _models: dict = {}
 

@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from conftest import assert_same_masks_in_lockstep
 from decoding import CompiledGrammar, Compiler, compile_json_schema
 from decoding.artifacts.cache import GrammarCache
 from decoding.artifacts.format import load_artifact, read_artifact, write_artifact
@@ -182,8 +183,9 @@ def test_disk_hit_in_a_new_process(tmp_path, kind):
     cg = compiled_with(kind, Compiler(VOCAB, cache=again))
     assert again.stats["disk_hits"] == 1 and again.stats["compiles"] == 0
     assert cg.grammar_key == first.grammar_key
-    for s in range(first.stats()["states"]):
-        assert np.array_equal(cg.mask(s), first.mask(s))
+    # (a lazy grammar's artifact holds its automaton made explicit and minimal: numbered apart)
+    assert cg.backend == "dfa" and first.backend in ("dfa", "lazy")
+    assert_same_masks_in_lockstep(first, cg)
 
 
 def test_cached_entry_of_another_backend_is_not_returned():

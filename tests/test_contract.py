@@ -205,12 +205,23 @@ def test_budgeted_walks_finish_within_max_tokens(name, backend, extra):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_exact_costs_on_the_dfa_bounds_on_pushdown(backend):
-    """The DFA's cost is the fewest tokens ("<d>" "</d>"); pushdown counts bytes (an upper
-    bound: every byte is a token of its own)."""
+    """The DFA's cost is the fewest tokens ("<d>" "</d>"), and the lazy DFA's (its automaton
+    made explicit on the first budget query); pushdown counts bytes (an upper bound: every
+    byte is a token of its own)."""
     cg = _tiny("prefixes", backend)
     exact = _tiny("prefixes", "dfa").completion_cost(0)
     assert exact == 2  # "<d>" "</d>"
-    assert cg.completion_cost(0) == (2 if backend == "dfa" else len(b"<d></d>"))
+    assert cg.completion_cost(0) == (2 if backend in ("dfa", "lazy") else len(b"<d></d>"))
+
+
+def test_lazy_costs_are_the_move_bound_above_the_exact_cap(monkeypatch):
+    """Past ``EXACT_BUDGET_STATES`` the lazy DFA's budgets stay its fewest moves (bytes)."""
+    from decoding.backends.dfa import lazy as lazy_mod
+    monkeypatch.setattr(lazy_mod, "EXACT_BUDGET_STATES", 1)
+    cg = _tiny("prefixes", "lazy")
+    assert cg.completion_cost(0) == len(b"<d></d>")
+    ids, costs = cg.successor_costs(0)
+    assert len(ids) and (costs >= 0).all()
 
 
 # ----------------------------------------------------------------------------- real vocabulary

@@ -394,7 +394,8 @@ def test_one_of_type_specific_branch_still_discriminated_among_objects():
 ], ids=lambda s: json.dumps(s)[:60])
 def test_compile_deadline_is_located_in_the_schema(schema, monkeypatch):
     # a zero deadline fails at the first check whatever the machine's speed (0.01 s stopped
-    # failing once the automaton work moved to C: CI, 2026-12-01)
+    # failing once the automaton work moved to C: CI, 2026-12-01); the explicit DFA back-end,
+    # whose determinisation at compile time is what the deadline bounds
     import dataclasses
 
     import decoding.backends.select as select
@@ -402,7 +403,7 @@ def test_compile_deadline_is_located_in_the_schema(schema, monkeypatch):
     monkeypatch.setattr(select, "DEFAULT_LIMITS",
                         dataclasses.replace(DEFAULT_LIMITS, max_compile_seconds=0.0))
     with pytest.raises(LimitError) as ei:
-        Compiler(VOCAB, cache=None).compile_json_schema(schema)
+        Compiler(VOCAB, cache=None, backend="dfa").compile_json_schema(schema)
     assert ei.value.pointer is not None and _resolves(schema, ei.value.pointer)
     assert ei.value.limit == "max_compile_seconds" and "max_compile_seconds" in str(ei.value)
 

@@ -39,7 +39,7 @@ OBJ = Grammar.single(seq(lit('{"'), plus(byteset([(ord("a"), ord("b"))])), lit('
     (b'{"ab"}', {"EOS"}),
 ])
 def test_exact_masks(prefix, expected):
-    cg = compile_grammar(OBJ, V)
+    cg = compile_grammar(OBJ, V, backend="dfa")
     m = Matcher(cg)
     for t in V.greedy(prefix) if prefix else []:
         assert m.advance(t)
@@ -50,14 +50,14 @@ def test_exact_masks(prefix, expected):
     (b'{"a"}', True), (b'{"abba"}', True), (b'{""}', False), (b'{"a"', False), (b'{"ab}', False),
 ])
 def test_accept_reject_token_sequences(text, ok):
-    cg = compile_grammar(OBJ, V)
+    cg = compile_grammar(OBJ, V, backend="dfa")
     m = Matcher(cg)
     accepted = all(m.advance(t) for t in V.greedy(text)) and m.advance(EOS)
     assert accepted == ok
 
 
 def test_disallowed_token_leaves_matcher_unchanged_and_rollback():
-    cg = compile_grammar(OBJ, V)
+    cg = compile_grammar(OBJ, V, backend="dfa")
     m = Matcher(cg)
     assert not m.advance(IDS[b"}"])
     assert m.state == 0
@@ -74,7 +74,7 @@ def test_disallowed_token_leaves_matcher_unchanged_and_rollback():
 def test_utf8_split_across_tokens():
     # 北 = e5 8c 97 can be spelled as one token or as three byte tokens
     g = Grammar.single(seq(lit("{"), char_class([(0x4E00, 0x9FFF)]), lit("}")))
-    cg = compile_grammar(g, V)
+    cg = compile_grammar(g, V, backend="dfa")
     for spelling in ([IDS[b"{"], IDS["北".encode()], IDS[b"}"]],
                      [IDS[b"{"], IDS[b"\xe5"], IDS[b"\x8c"], IDS[b"\x97"], IDS[b"}"]]):
         m = Matcher(cg)
@@ -87,7 +87,7 @@ def test_utf8_split_across_tokens():
 
 def test_special_token_anchor():
     g = Grammar.single(seq(Special("<|xml_start|>"), lit("a")))
-    cg = compile_grammar(g, V)
+    cg = compile_grammar(g, V, backend="dfa")
     m = Matcher(cg)
     assert allowed(m) == {"SPECIAL"}
     assert m.advance(15) and allowed(m) == {b"a"}
@@ -95,14 +95,14 @@ def test_special_token_anchor():
 
 def test_special_missing_from_vocab_is_matched_as_text():
     g = Grammar.single(seq(Special("a"), lit("b")))
-    cg = compile_grammar(g, V)
+    cg = compile_grammar(g, V, backend="dfa")
     m = Matcher(cg)
     assert allowed(m) == {b"a", b"ab"}
 
 
 def test_eos_only_in_accepting_states():
     g = Grammar.single(seq(lit("1"), opt(lit("2"))))
-    cg = compile_grammar(g, V)
+    cg = compile_grammar(g, V, backend="dfa")
     m = Matcher(cg)
     assert allowed(m) == {b"1", b"12"}
     m.advance(IDS[b"1"])
@@ -112,11 +112,11 @@ def test_eos_only_in_accepting_states():
 def test_vocab_that_cannot_spell_the_grammar_is_an_error():
     g = Grammar.single(lit("zzz"))
     with pytest.raises(GrammarError, match="vocabulary can spell"):
-        compile_grammar(g, V)
+        compile_grammar(g, V, backend="dfa")
 
 
 def test_fill_mask_into_caller_buffer_checks_shape():
-    cg = compile_grammar(OBJ, V)
+    cg = compile_grammar(OBJ, V, backend="dfa")
     m = Matcher(cg)
     out = np.zeros(cg.n_words, dtype=np.uint32)
     m.fill_mask(out)
@@ -139,7 +139,7 @@ def test_plain_text_shortcut_gives_the_full_walk_masks(schema, shortcut, vocab_n
     from decoding import compile_json_schema
 
     v = get_vocab(vocab_name)
-    fast, full = compile_json_schema(schema, v), compile_json_schema(schema, v)
+    fast, full = compile_json_schema(schema, v, backend="dfa"), compile_json_schema(schema, v, backend="dfa")
     full._loop_profiles = ()
     used = 0
     for s in range(fast.dfa.n_states):
@@ -157,7 +157,7 @@ def test_plain_text_shortcut_on_xml_text():
 
     v = get_vocab("gpt-2")
     g = dtd_grammar(parse_dtd("<!ELEMENT note (to, body)><!ELEMENT to (#PCDATA)><!ELEMENT body (#PCDATA)>"), "note")
-    fast, full = compile_grammar(g, v), compile_grammar(g, v)
+    fast, full = compile_grammar(g, v, backend="dfa"), compile_grammar(g, v, backend="dfa")
     full._loop_profiles = ()
     for s in range(fast.dfa.n_states):
         assert np.array_equal(fast.mask(s), full.mask(s)), f"state {s}"

@@ -37,7 +37,9 @@ BENCH = bench_schemas(3, offset=7, splits=("Glaiveai2K", "Github_easy", "Kuberne
 
 def _lockstep(schema: object, vocab: Vocab, walks: int, seed: int) -> None:
     """Random walks over the eager grammar's masks, the lazy grammar in lockstep: equal masks,
-    next states both live or both not, equal acceptance, the lazy cost >= the exact one."""
+    next states both live or both not, equal acceptance, equal budgets (the lazy grammar's
+    exact ones: its automaton made explicit on the first query; past ``EXACT_BUDGET_STATES``
+    an upper bound)."""
     g = compile_schema(schema).grammar
     try:
         eager = compile_grammar(g, vocab, backend="dfa")
@@ -52,7 +54,11 @@ def _lockstep(schema: object, vocab: Vocab, walks: int, seed: int) -> None:
             assert np.array_equal(eager.mask(se), lazy.mask(sl))
             assert eager.is_accepting(se) == lazy.is_accepting(sl)
             assert eager.forced_bytes(se) == lazy.forced_bytes(sl)
-            assert lazy.completion_cost(sl) >= eager.completion_cost(se)
+            if lazy._exact() is not None:
+                assert lazy.completion_cost(sl) == eager.completion_cost(se)
+                assert lazy.worst_successor_cost(sl) == eager.worst_successor_cost(se)
+            else:
+                assert lazy.completion_cost(sl) >= eager.completion_cost(se)
             ids = eager.allowed_ids(se)
             t = int(rng.choice(ids))
             ne, nl = eager.next_state(se, t), lazy.next_state(sl, t)
@@ -223,3 +229,50 @@ def test_the_pure_python_reference_mode_builds_the_same_lazy_automaton(monkeypat
     ref = compile_lazy_dfa(g)
     for s in CASES[0][0] + CASES[0][1]:
         assert ref.accepts(s) == native.accepts(s), s
+
+
+@pytest.mark.parametrize("name", ["closed", "recursive", "cjk"])
+def test_budgets_are_exact_up_to_the_cap_and_bounds_above(name, monkeypatch):
+    """The first budget query makes the automaton explicit (every reachable state, the same
+    numbering): the costs are then the eager DFA's, state for state along a walk; with the cap
+    below the automaton's size they are the fewest moves (bytes), never below the exact ones."""
+    from decoding.backends.dfa import lazy as lazy_mod
+    v = get_vocab("llama-bpe")
+    g = compile_schema(SCHEMAS[name]).grammar
+    eager = compile_grammar(g, v, backend="dfa")
+    exact = compile_grammar(g, v, backend="lazy")
+    monkeypatch.setattr(lazy_mod, "EXACT_BUDGET_STATES", 1)
+    bound = compile_grammar(g, v, backend="lazy")
+    assert bound._exact() is None  # (decided on the first budget query, then kept)
+    monkeypatch.undo()
+    assert exact._exact() is not None and bound._exact() is None
+    rng = np.random.default_rng(5)
+    se = sx = sb = 0
+    for _ in range(40):
+        assert exact.completion_cost(sx) == eager.completion_cost(se) <= bound.completion_cost(sb)
+        assert exact.worst_successor_cost(sx) == eager.worst_successor_cost(se)
+        ids, costs = exact.successor_costs(sx)
+        ids_e, costs_e = eager.successor_costs(se)
+        assert np.array_equal(ids, ids_e) and np.array_equal(costs, costs_e)
+        t = int(rng.choice(eager.allowed_ids(se)))
+        se, sx, sb = eager.next_state(se, t), exact.next_state(sx, t), bound.next_state(sb, t)
+        if se < 0:
+            assert sx == sb == se
+            break
+
+
+def test_a_lazy_grammar_writes_an_artifact_of_its_minimal_dfa(tmp_path):
+    """An artifact holds an explicit DFA: a lazy grammar's automaton is made explicit and
+    minimised (the eager DFA's size), and the loaded grammar gives the same masks in lockstep."""
+    from conftest import assert_same_masks_in_lockstep
+    from decoding.artifacts.format import FORMAT_VERSION, load_artifact, write_artifact
+    from decoding.ir.key import grammar_key
+    v = get_vocab("llama-bpe")
+    g = compile_schema(SCHEMAS["closed"]).grammar
+    key = grammar_key(g, v.fingerprint, version=FORMAT_VERSION)
+    lazy = compile_grammar(g, v, backend="lazy", grammar_key=key)
+    eager = compile_grammar(g, v, backend="dfa")
+    write_artifact(lazy, tmp_path / "x.gdc")
+    loaded = load_artifact(tmp_path / "x.gdc", v, expect_key=key)
+    assert loaded.backend == "dfa" and loaded.dfa.n_states == eager.dfa.n_states
+    assert_same_masks_in_lockstep(lazy, loaded, max_pairs=400)

@@ -60,7 +60,7 @@ def _same_masks(fast, ref, limit: int = 400) -> None:
 @pytest.mark.parametrize("vocab_name", ["gpt-2", "llama-bpe", "gemma-4"])
 def test_native_masks_equal_the_python_composition(schema, vocab_name):
     v = get_vocab(vocab_name)
-    _same_masks(*_pair(lambda: compile_json_schema(schema, v)))
+    _same_masks(*_pair(lambda: compile_json_schema(schema, v, backend="dfa")))
 
 
 def test_native_masks_on_an_xml_dtd():
@@ -69,14 +69,14 @@ def test_native_masks_on_an_xml_dtd():
 
     v = get_vocab("gpt-2")
     g = dtd_grammar(parse_dtd("<!ELEMENT note (to, body)><!ELEMENT to (#PCDATA)><!ELEMENT body (#PCDATA)>"), "note")
-    fast, ref = _pair(lambda: compile_grammar(g, v))
+    fast, ref = _pair(lambda: compile_grammar(g, v, backend="dfa"))
     _same_masks(fast, ref)
     assert any(fast._plain_chain("xml-text", s) is not None for s in range(fast.dfa.n_states))
 
 
 def test_native_masks_without_plain_profiles():
     v = get_vocab("gpt-2")
-    fast, ref = _pair(lambda: compile_json_schema({"type": "object", "properties": {"a": {"type": "string"}}}, v))
+    fast, ref = _pair(lambda: compile_json_schema({"type": "object", "properties": {"a": {"type": "string"}}}, v, backend="dfa"))
     fast._loop_profiles = ref._loop_profiles = ()
     _same_masks(fast, ref)
 
@@ -94,7 +94,7 @@ def test_native_masks_on_xml_text_and_special_tokens():
 
 def test_state_mask_digest_matches_mask_digest():
     v = get_vocab("llama-bpe")
-    cg = compile_json_schema({"type": "object", "properties": {"s": {"type": "string"}}}, v)
+    cg = compile_json_schema({"type": "object", "properties": {"s": {"type": "string"}}}, v, backend="dfa")
     cg.mask(0)
     for s in range(cg.dfa.n_states):
         m, buf = np.empty(v.n_words, dtype=np.uint32), np.empty(SPARSE_MAX, dtype=np.uint32)
@@ -134,7 +134,7 @@ def test_native_interning_keeps_the_mask_limit(max_masks):
 
 def test_state_masker_rejects_bad_arguments():
     v = get_vocab("gpt-2")
-    cg = compile_json_schema({"type": "string"}, v)
+    cg = compile_json_schema({"type": "string"}, v, backend="dfa")
     cg.mask(0)
     with pytest.raises(ValueError, match="out of range"):
         _native.state_mask(cg._masker, cg.dfa.n_states, np.empty(v.n_words, dtype=np.uint32),
@@ -193,7 +193,7 @@ def test_a_grammar_loaded_with_its_masks_steps_without_a_masker():
 
     v = get_vocab("gpt-2")
     cg = compile_json_schema({"type": "object", "properties": {"a": {"type": "string", "maxLength": 6},
-                                                              "b": {"type": "integer"}}}, v).precompute()
+                                                              "b": {"type": "integer"}}}, v, backend="dfa").precompute()
     masks = [cg.masks[i] for i in range(len(cg.masks))]
     pre = DFAGrammar.from_precomputed(cg.dfa, v, cg.special_token_ids, cg.state_masks(), masks)
     for seed in range(5):
@@ -215,9 +215,9 @@ def test_masks_from_many_threads_equal_one_thread(vocab_name):
     v = get_vocab(vocab_name)
     schema = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"},
                                                "c": {"type": "array", "items": {"enum": ["x", "yy", "zzz"]}}}}
-    ref = compile_json_schema(schema, v)
+    ref = compile_json_schema(schema, v, backend="dfa")
     want = [ref.mask(s).copy() for s in range(ref.dfa.n_states)]
-    g = compile_json_schema(schema, v)
+    g = compile_json_schema(schema, v, backend="dfa")
     errors: list = []
 
     def run(seed: int) -> None:

@@ -56,7 +56,7 @@ import numpy as np
 from decoding.backends.automaton import DFA, state_dtype
 from decoding.backends.contract import CompiledGrammar
 from decoding.backends.dfa.index import BudgetTable, DFAGrammar
-from decoding.errors import ArtifactError
+from decoding.errors import ArtifactError, LimitError
 from decoding.limits import DEFAULT_LIMITS, Limits
 from decoding.vocab import Vocab
 
@@ -151,6 +151,11 @@ def artifact_bytes(cg: CompiledGrammar, *, name: str = "", kind: str = "", optio
                    source: dict | None = None, budget: bool = True) -> bytes:
     """Serialize ``cg`` (its masks are computed first if needed).  ``source`` (name, kind,
     text, options) is stored for ``gbnf``/validation; ``budget`` stores the budget tables."""
+    if cg.backend == "lazy":  # (its automaton made explicit and minimal: a DFA back-end grammar)
+        try:
+            cg = cast(Any, cg).to_dfa_grammar()
+        except LimitError as e:
+            raise ArtifactError(f"cannot write an artifact for this lazy grammar: {e}") from None
     if cg.backend != "dfa":
         raise ArtifactError(f"cannot write an artifact for a {cg.backend} grammar: only the DFA back-end "
                             "has a finite set of states to precompute (pushdown grammars, too large for "

@@ -205,8 +205,8 @@ def check_schema(schema: Any, tests: Iterable[dict], timeout: float, options: di
     if hasattr(cg, "pushdown"):
         rec["backend"] = "pushdown"
         rec["states"] = cg.pushdown.n_states
-    else:
-        rec["backend"] = "dfa"
+    else:  # (dfa, counted, or lazy: the states made so far)
+        rec["backend"] = cg.backend
         rec["states"] = cg.dfa.n_states
     va = vt = ia = it = 0
     rejected: list[str] = []

@@ -241,7 +241,8 @@ class Runner:
         at least one byte)."""
         if fam.name not in self._bound:
             cg, _ = self.automaton(fam)
-            self._bound[fam.name] = _longest_path(cg.dfa)
+            # (a lazy grammar's automaton made explicit: its longest path is the language's)
+            self._bound[fam.name] = _longest_path(cg.to_dfa_grammar().dfa if cg.backend == "lazy" else cg.dfa)
         return self._bound[fam.name]
 
     # ------------------------------------------------------------------ one generation

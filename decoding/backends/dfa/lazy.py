@@ -14,12 +14,18 @@ Invariants
 - Same language and same masks as :class:`~decoding.backends.dfa.index.DFAGrammar` over the
   eager DFA of the same grammar (every byte of a byte-level vocabulary is a token on its own);
   states are numbered in the order they are made, not minimised (equal masks are interned).
-- ``completion_cost(s)`` is an upper bound: the fewest *moves* (bytes or specials) from
-  ``s`` to acceptance, each of which one token can make (the pushdown back-end's bound).
+- Budgets are exact (the fewest text tokens, as the eager back-end's) once a budget query
+  (``completion_cost``, ``successor_costs``, ``worst_successor_cost``) has made the automaton
+  explicit: every reachable state, the same numbering, and a
+  :class:`~decoding.backends.dfa.index.DFAGrammar` over it for the
+  :class:`~decoding.backends.dfa.index.BudgetTable`; only when it has more than
+  :data:`EXACT_BUDGET_STATES` states is ``completion_cost(s)`` the upper bound of the fewest
+  *moves* (bytes or specials) from ``s`` to acceptance, each of which one token can make.
 - The automaton object is not thread-safe; every native call on it holds the GIL and the
   grammar's lock.  Its size is bounded by ``Limits.max_subset_bytes`` (a memory bound): past
   it a mask or a step raises :class:`~decoding.errors.LimitError`.
-- Artifacts hold explicit DFAs: :meth:`LazyDFAGrammar.explicit` makes every reachable state.
+- Artifacts hold explicit DFAs: :meth:`LazyDFAGrammar.to_dfa_grammar` makes every reachable
+  state and minimises (the artifact writer calls it).
 """
 
 from __future__ import annotations
@@ -31,8 +37,9 @@ from typing import Iterable
 import numpy as np
 
 from decoding import _native
-from decoding.backends.automaton import DFA, SUBSET_STATES_FACTOR, _Deadline, grammar_nfa
+from decoding.backends.automaton import DFA, SUBSET_STATES_FACTOR, _Deadline, _trimmed_minimal, grammar_nfa
 from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN, worst_text_cost
+from decoding.backends.dfa.index import DFAGrammar
 from decoding.backends.masks import DEFAULT_MAX_MASKS, MaskTable
 from decoding.backends.tables import PROBES, PROFILES, vocab_tables
 from decoding.backends.textloop import UNBOUNDED, char_pairs
@@ -44,6 +51,10 @@ from decoding.vocab import Vocab
 __all__ = ["LazyDFA", "LazyDFAGrammar", "compile_lazy_dfa", "compile_lazy_grammar"]
 
 _SLOTS = {name: k for k, name in enumerate(PROFILES)}  # the native plain-loop memo of each profile
+#: a budget query makes the automaton explicit for exact budgets when it has at most this many
+#: states (the budget table then walks the trie once per state: about 1-2 s at this size on
+#: llama-bpe, once per grammar, as the eager back-end's table); above, the move-count bound
+EXACT_BUDGET_STATES = 20_000
 
 
 class LazyDFA:
@@ -100,12 +111,14 @@ class LazyDFA:
         self._call(_native.lazy_row, state, out)
         return out
 
-    def explicit(self) -> DFA:
+    def explicit(self, max_states: int | None = None) -> DFA | None:
         """Every state reachable from the start, made now, as an explicit :class:`DFA` (same
-        numbering; not minimised)."""
+        numbering; not minimised); None once more than ``max_states`` (None: no bound) exist."""
         rows = []
         s = 0
         while s < self.n_states:
+            if max_states is not None and self.n_states > max_states:
+                return None
             rows.append(self.row(s))
             s += 1
         trans = np.stack(rows) if rows else np.zeros((0, self.nsym), dtype=np.int32)
@@ -168,6 +181,7 @@ class LazyDFAGrammar:
         self._eog_mask = vocab_tables(self.vocab).eog_mask if self._eog else None
         self._pairs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._bulk = next(iter(PROFILES))  # the profile of the whole-subtree shortcut (see textloop.PlainLoops)
+        self._exact_cg: DFAGrammar | bool | None = None  # (see _exact; False: too many states)
 
     # ------------------------------------------------------------------ contract
     @property
@@ -230,12 +244,19 @@ class LazyDFAGrammar:
         return bytes(out)
 
     def completion_cost(self, state: int) -> int:
-        """Enough text tokens to complete from ``state``: its fewest moves to acceptance (an
-        upper bound: one token per byte)."""
+        """The fewest text tokens that complete from ``state`` (exact: see :meth:`_exact`);
+        above :data:`EXACT_BUDGET_STATES` states, its fewest moves to acceptance (an upper
+        bound: one token per byte)."""
+        ex = self._exact()
+        if ex is not None:
+            return ex.completion_cost(state)
         c = self.dfa.min_moves(state)
         return COST_UNREACHABLE if c < 0 else c
 
     def successor_costs(self, state: int) -> tuple[np.ndarray, np.ndarray]:
+        ex = self._exact()
+        if ex is not None:
+            return ex.successor_costs(state)
         ids = self.allowed_ids(state)
         nxt_all = np.full(self.n_words * 32, FORBIDDEN, dtype=np.int32)
         scratch = np.zeros(self.n_words, dtype=np.uint32)
@@ -263,7 +284,39 @@ class LazyDFAGrammar:
 
     def worst_successor_cost(self, state: int) -> int:
         """The largest cost among the text tokens allowed in ``state`` (from :meth:`successor_costs`)."""
+        ex = self._exact()
+        if ex is not None:
+            return ex.worst_successor_cost(state)
         return worst_text_cost(self.successor_costs(state)[1])
+
+    def _exact(self) -> DFAGrammar | None:
+        """The grammar over the explicit automaton (every reachable state made, the same
+        numbering: a state of this grammar is the same state there) whose exact budget table
+        the budget queries read; made on the first of them.  None when the automaton has more
+        than :data:`EXACT_BUDGET_STATES` states."""
+        ex = self._exact_cg
+        if ex is None:
+            with self._lock:
+                ex = self._exact_cg
+                if ex is None:
+                    d = self.dfa.explicit(EXACT_BUDGET_STATES)
+                    ex = self._exact_cg = False if d is None else DFAGrammar(
+                        d, self.vocab, self.special_token_ids, max_masks=self.max_masks)
+        return ex or None
+
+    def to_dfa_grammar(self, max_states: int | None = None) -> DFAGrammar:
+        """This grammar on the DFA back-end: every reachable state made, then minimised
+        (what an artifact holds; same language and masks).  LimitError above ``max_states``
+        (default ``Limits.max_dfa_states``) states before minimising."""
+        cap = DEFAULT_LIMITS.max_dfa_states if max_states is None else max_states
+        with self._lock:
+            d = self.dfa.explicit(cap)
+        if d is None:
+            raise LimitError(f"{self.dfa.what}: more than {cap} states to make explicit (limit max_dfa_states)",
+                             limit="max_dfa_states", value=cap)
+        m = _automaton_minimal(d)
+        return DFAGrammar(m, self.vocab, self.special_token_ids, grammar_key=self.grammar_key,
+                          meta=dict(self.meta, backend="dfa"), max_masks=self.max_masks).prepare()
 
     def precompute(self) -> "LazyDFAGrammar":
         """Make every reachable state and compute its mask now."""
@@ -344,6 +397,12 @@ class LazyDFAGrammar:
         p = self._pairs_of(self._bulk)
         self.dfa._call(lambda c, *x: _native.lazy_walk(tabs.trie, cls, c, *x), state, m, None,
                        (prof.node_plain, p[0], p[1], p[2], _SLOTS[self._bulk]))
+
+
+def _automaton_minimal(d: DFA) -> DFA:
+    """The minimal DFA of an explicit lazy automaton (trimmed: every state reachable and live)."""
+    m = _trimmed_minimal(d, None)
+    return m if m.trimmed else DFA(m.byte_class, m.trans, m.accepting, m.specials, m.n_classes, trimmed=True)
 
 
 def compile_lazy_grammar(grammar: Grammar, vocab: Vocab, *, grammar_key: str = "", meta: dict | None = None,
