@@ -52,9 +52,11 @@ __all__ = ["LazyDFA", "LazyDFAGrammar", "compile_lazy_dfa", "compile_lazy_gramma
 
 _SLOTS = {name: k for k, name in enumerate(PROFILES)}  # the native plain-loop memo of each profile
 #: a budget query makes the automaton explicit for exact budgets when it has at most this many
-#: states (the budget table then walks the trie once per state: about 1-2 s at this size on
-#: llama-bpe, once per grammar, as the eager back-end's table); above, the move-count bound
-EXACT_BUDGET_STATES = 20_000
+#: states: the budget table walks the trie once per state, about 0.1-0.25 ms a state on
+#: llama-bpe (kb_1110's 7,505 states: 0.9 s; sp_124's 12,829: 2.9 s), paid by the first budget
+#: query, so at most ~0.5 s here; above, the move-count bound (what auto's lazy grammars, the
+#: largest, keep)
+EXACT_BUDGET_STATES = 2_000
 
 
 class LazyDFA:
