@@ -184,6 +184,7 @@ class LazyDFAGrammar:
         self._pairs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._bulk = next(iter(PROFILES))  # the profile of the whole-subtree shortcut (see textloop.PlainLoops)
         self._exact_cg: DFAGrammar | bool | None = None  # (see _exact; False: too many states)
+        self._forced: dict[int, bytes] = {}  # forced_bytes per state
 
     # ------------------------------------------------------------------ contract
     @property
@@ -229,7 +230,11 @@ class LazyDFAGrammar:
             return self.dfa.accepts(data)
 
     def forced_bytes(self, state: int) -> bytes:
-        """The bytes every continuation from ``state`` must start with (specials excluded)."""
+        """The bytes every continuation from ``state`` must start with (specials excluded;
+        memoized per state: a pure function of the automaton)."""
+        hit = self._forced.get(state)
+        if hit is not None:
+            return hit
         out = bytearray()
         s = state
         with self._lock:
@@ -243,7 +248,8 @@ class LazyDFAGrammar:
                     break
                 out.append(int(members[0]))
                 s = int(row[live[0]])
-        return bytes(out)
+        forced = self._forced[state] = bytes(out)
+        return forced
 
     def completion_cost(self, state: int) -> int:
         """The fewest text tokens that complete from ``state`` (exact: see :meth:`_exact`);
