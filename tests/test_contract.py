@@ -214,6 +214,43 @@ def test_exact_costs_on_the_dfa_bounds_on_pushdown(backend):
     assert cg.completion_cost(0) == (2 if backend in ("dfa", "lazy") else len(b"<d></d>"))
 
 
+def _reference_budget(cg) -> tuple[np.ndarray, np.ndarray]:
+    """(min_tokens, worst_successor) as shortest paths over ``successors()``, state by state."""
+    n = cg.dfa.n_states
+    succ = {}
+    todo, seen = [0], {0}
+    while todo:
+        s = todo.pop()
+        _, nxt = cg.successors(s)
+        succ[s] = sorted(set(int(t) for t in nxt if t >= 0))
+        for t in succ[s]:
+            if t not in seen:
+                seen.add(t)
+                todo.append(t)
+    dist = np.full(n, COST_UNREACHABLE, dtype=np.int64)
+    dist[np.nonzero(cg.dfa.accepting)[0]] = 0
+    changed = True
+    while changed:
+        changed = False
+        for s, ts in succ.items():
+            best = min((dist[t] + 1 for t in ts if dist[t] != COST_UNREACHABLE), default=None)
+            if best is not None and (dist[s] == COST_UNREACHABLE or best < dist[s]):
+                dist[s], changed = best, True
+    worst = np.zeros(n, dtype=np.int64)
+    for s, ts in succ.items():
+        if ts:
+            worst[s] = max(int(dist[t]) for t in ts)
+    return dist.astype(np.int32), worst.astype(np.int32)
+
+
+@pytest.mark.parametrize("name", [*sorted(GRAMMARS), "llama-bpe"])
+def test_the_dfa_budget_table_is_shortest_paths_over_successors(name):
+    cg = _llama("dfa") if name == "llama-bpe" else _tiny(name, "dfa")
+    mt, worst = _reference_budget(cg)
+    bt = cg.budget_table()
+    assert np.array_equal(bt.min_tokens, mt) and np.array_equal(bt.worst_successor, worst)
+
+
 def test_lazy_costs_are_the_move_bound_above_the_exact_cap(monkeypatch):
     """Past ``EXACT_BUDGET_STATES`` the lazy DFA's budgets stay its fewest moves (bytes)."""
     from decoding.backends.dfa import lazy as lazy_mod

@@ -322,10 +322,27 @@ class DFAGrammar:
         seen = np.zeros(n, dtype=bool)
         seen[0] = True
         todo = deque([0])
+        # each state's distinct successors (:meth:`successors`, without a fresh vocabulary-wide
+        # array and a sort per state: one next-state buffer, whose entries are read only at the
+        # state's allowed ids, which the walk has just written; a mark per state)
+        nxt_all = np.full(self.n_words * 32, FORBIDDEN, dtype=np.int32)
+        scratch = np.zeros(self.n_words, dtype=np.uint32)
+        mark = np.zeros(n, dtype=bool)
+        trie, table, ncols = vocab_tables(self.vocab).trie, self._table.reshape(-1), self._table.shape[1]
+        specials = [(tid, self.dfa.n_classes + k) for k, tid in enumerate(self.special_token_ids)]
         while todo:
             s = todo.popleft()
-            _, nxt = self.successors(s)
-            nxt = np.unique(nxt[nxt >= 0])
+            ids = self.allowed_ids(s)
+            _native.trie_walk(trie, self._classes, table, ncols, s, scratch, nxt_all)
+            for tid, col in specials:
+                nxt_all[tid] = self._table[s, col]
+            for tid in self._eog:
+                if int(tid) not in self._special_set:
+                    nxt_all[int(tid)] = EOG
+            nxt = nxt_all[ids]
+            mark[nxt[nxt >= 0]] = True
+            nxt = np.flatnonzero(mark).astype(np.int32)
+            mark[nxt] = False
             succ[s] = nxt
             for t in nxt.tolist():
                 if not seen[t]:
