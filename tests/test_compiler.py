@@ -188,6 +188,18 @@ def test_disk_hit_in_a_new_process(tmp_path, kind):
     assert_same_masks_in_lockstep(first, cg)
 
 
+def test_a_lazy_grammar_stays_in_memory_only(tmp_path):
+    """The disk cache writes no artifact for a lazy grammar (that would make its whole
+    automaton and every mask inside the compile); a memory hit still returns it."""
+    cache = GrammarCache(tmp_path)
+    c = Compiler(VOCAB, cache=cache, backend="lazy")
+    first = c.compile_json_schema(SCHEMA)
+    assert first.backend == "lazy" and not list(tmp_path.iterdir())
+    assert c.compile_json_schema(SCHEMA) is first and cache.stats["memory_hits"] == 1
+    assert Compiler(VOCAB, cache=cache, backend="dfa").compile_json_schema(SCHEMA).backend == "dfa"
+    assert len(list(tmp_path.iterdir())) == 1  # (the DFA grammar's artifact)
+
+
 def test_cached_entry_of_another_backend_is_not_returned():
     cache = GrammarCache(False)
     dfa = Compiler(VOCAB, cache=cache, backend="dfa").compile_gbnf(GBNF)

@@ -152,11 +152,13 @@ class GrammarCache:
         """Keep a freshly compiled ``cg`` in memory and write its artifact to the directory
         (``artifact``: header fields for :func:`~decoding.artifacts.format.write_artifact`:
         ``name``, ``kind``, ``options``, ``source``).  A back-end that cannot be written as
-        an artifact (:class:`~decoding.errors.ArtifactError`) stays in memory only."""
+        an artifact (:class:`~decoding.errors.ArtifactError`) stays in memory only, and so
+        does a lazy grammar: writing one makes its whole automaton and every mask (auto's
+        lazy grammars are the largest: seconds), which a compile does not wait for."""
         self._count("compiles")
         self.put(cg)
         path = self.path_for(cg.grammar_key)
-        if path is None:
+        if path is None or cg.backend == "lazy":
             return
         try:
             write_artifact(cg, path, **artifact)
