@@ -730,6 +730,83 @@ fail:
     return NULL;
 }
 
+/* lazy_masker(profiles, classes_u8[256], lazy, special_ids_u32, eog_mask_or_None) -> capsule: a
+ * gd_lazy_masker over a lazy automaton (see gd_lazy_state_mask), keeping its arguments alive;
+ * state_mask_intern takes it as it takes a state masker (with the GIL held: the automaton is
+ * not thread-safe).  The profiles' memo slots are their indices. */
+#define LAZY_MASKER_CAPSULE "decoding._native.lazy_masker"
+#define LAZY_MASKER_BUFS 3
+
+typedef struct {
+    gd_lazy_masker lm;
+    size_t n_tokens;
+    PyObject *keep;
+    Py_buffer bufs[LAZY_MASKER_BUFS];
+    int n_bufs;
+} lazy_masker_box;
+
+static void lazy_masker_free(lazy_masker_box *b) {
+    gd_lazy_masker_release(&b->lm);
+    release_bufs(b->bufs, b->n_bufs, b->keep);
+    PyMem_Free(b);
+}
+
+static void lazy_masker_destroy(PyObject *cap) { lazy_masker_free(PyCapsule_GetPointer(cap, LAZY_MASKER_CAPSULE)); }
+
+static gd_lazy *lazy_of(PyObject *cap);
+static PyObject *lazy_failed(gd_lazy *L, const char *what);
+
+static PyObject *py_lazy_masker(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *pcap, *ocls, *lcap, *ospec, *oeog;
+    if (!PyArg_ParseTuple(args, "OOOOO", &pcap, &ocls, &lcap, &ospec, &oeog)) return NULL;
+    profiles_box *pb = PyCapsule_GetPointer(pcap, PROFILES_CAPSULE);
+    if (!pb) return NULL;
+    gd_lazy *L = lazy_of(lcap);
+    if (!L) return NULL;
+    if (pb->n > 8) return PyErr_Format(PyExc_ValueError, "lazy_masker: at most 8 profiles (memo slots)");
+    lazy_masker_box *b = PyMem_Calloc(1, sizeof(lazy_masker_box));
+    if (!b) return PyErr_NoMemory();
+    b->keep = Py_NewRef(args);
+    gd_lazy_masker *lm = &b->lm;
+    Py_buffer *bb = b->bufs, *vc, *vs;
+    int *n = &b->n_bufs;
+    const char *bad = NULL;
+    lm->trie = pb->trie;
+    lm->L = L;
+    b->n_tokens = pb->n_tokens;
+    lm->nwords = (b->n_tokens + 31) / 32;
+    lm->prof = pb->prof;
+    lm->n_profiles = pb->n;
+    lm->n_classes = (size_t)gd_lazy_n_classes(L);
+    if (!(vc = next_buf(bb, n, ocls, "classes", 'B', 1, 0)) || !(vs = next_buf(bb, n, ospec, "special_ids", 'I', 4, 0)))
+        goto fail;
+    if (vc->shape[0] != 256) bad = "classes: 256 entries";
+    else if ((int32_t)(lm->n_classes + (size_t)vs->shape[0]) != gd_lazy_nsym(L))
+        bad = "special_ids: not one per special symbol of the automaton";
+    for (int x = 0; x < 256 && !bad; x++)
+        if (((const uint8_t *)vc->buf)[x] != gd_lazy_byte_class(L)[x]) bad = "classes: not the automaton's byte classes";
+    for (Py_ssize_t k = 0; k < vs->shape[0] && !bad; k++)
+        if (((const uint32_t *)vs->buf)[k] >= b->n_tokens) bad = "special_ids: an id past the vocabulary";
+    if (bad) goto fail;
+    lm->classes = vc->buf;
+    lm->special_ids = vs->buf;
+    lm->n_special = (size_t)vs->shape[0];
+    if (oeog != Py_None) {
+        Py_buffer *ve = next_buf(bb, n, oeog, "eog_mask", 'I', 4, 0);
+        if (!ve) goto fail;
+        if (ve->shape[0] != (Py_ssize_t)lm->nwords) { bad = "eog_mask: not nwords words"; goto fail; }
+        lm->eog_mask = ve->buf;
+    }
+    PyObject *ret = PyCapsule_New(b, LAZY_MASKER_CAPSULE, lazy_masker_destroy);
+    if (!ret) lazy_masker_free(b);
+    return ret;
+fail:
+    if (bad) PyErr_Format(PyExc_ValueError, "lazy_masker: %s", bad);
+    lazy_masker_free(b);
+    return NULL;
+}
+
 /* state_mask(masker, state, mask_out, ids_out) -> (hash, n, inverted): the state's mask into
  * mask_out, then its digest (mask_digest): n set bits with their ids in ids_out when at most
  * len(ids_out); else, when the clear bits are that few, inverted and their ids and count. */
@@ -871,15 +948,19 @@ static PyObject *py_state_mask_intern(PyObject *module, PyObject *args) {
     PyObject *cap, *om, *oi, *oix;
     int state, new_mid;
     if (!PyArg_ParseTuple(args, "OiOOOi", &cap, &state, &om, &oi, &oix, &new_mid)) return NULL;
-    masker_box *b = PyCapsule_GetPointer(cap, MASKER_CAPSULE);
-    if (!b) return NULL;
+    /* a state masker, or a lazy masker (its automaton is not thread-safe: the GIL stays held) */
+    int lazy = PyCapsule_IsValid(cap, LAZY_MASKER_CAPSULE);
+    masker_box *b = lazy ? NULL : PyCapsule_GetPointer(cap, MASKER_CAPSULE);
+    lazy_masker_box *lb = lazy ? PyCapsule_GetPointer(cap, LAZY_MASKER_CAPSULE) : NULL;
+    if (!b && !lb) return NULL;
+    size_t nwords = lazy ? lb->lm.nwords : b->sm.nwords, n_tokens = lazy ? lb->n_tokens : b->n_tokens;
     gd_mask_index *ix = PyCapsule_GetPointer(oix, MASK_INDEX_CAPSULE);
     if (!ix) return NULL;
     Py_buffer m, ids;
     if (get_words(om, &m, 1, "mask") < 0) return NULL;
     if (get_words(oi, &ids, 1, "ids") < 0) { PyBuffer_Release(&m); return NULL; }
     PyObject *ret = NULL;
-    if (m.shape[0] != (Py_ssize_t)b->sm.nwords) {
+    if (m.shape[0] != (Py_ssize_t)nwords) {
         PyErr_SetString(PyExc_ValueError, "state_mask_intern: mask is not nwords words");
     } else {
         const gd_kernels *k = state_of(module)->kernels;
@@ -887,20 +968,21 @@ static PyObject *py_state_mask_intern(PyObject *module, PyObject *args) {
         uint64_t h = 0;
         int rc, inverted = 0;
         int32_t mid = -1;
-        Py_BEGIN_ALLOW_THREADS
-        rc = gd_state_mask(k, &b->sm, state, m.buf);
+        PyThreadState *ts = lazy ? NULL : PyEval_SaveThread();
+        rc = lazy ? gd_lazy_state_mask(k, &lb->lm, state, m.buf) : gd_state_mask(k, &b->sm, state, m.buf);
         if (rc == 0) {
-            c = gd_mask_digest(m.buf, b->n_tokens, &h, ids.buf, cap_ids);
-            if (c > cap_ids && b->n_tokens - c <= cap_ids) {
-                c = gd_mask_clear_ids(m.buf, b->n_tokens, ids.buf, cap_ids);
+            c = gd_mask_digest(m.buf, n_tokens, &h, ids.buf, cap_ids);
+            if (c > cap_ids && n_tokens - c <= cap_ids) {
+                c = gd_mask_clear_ids(m.buf, n_tokens, ids.buf, cap_ids);
                 inverted = 1;
             }
         }
-        Py_END_ALLOW_THREADS
+        if (ts) PyEval_RestoreThread(ts);
         /* (with the GIL: every call on an index holds it, so reads such as mask_index_expand
          * never meet a write that moves the arena) */
         if (rc == 0 && c <= cap_ids) mid = gd_mask_index_intern(ix, h, ids.buf, c, inverted, (int32_t)new_mid);
         if (rc == -1) PyErr_Format(PyExc_ValueError, "state_mask_intern: state %d out of range", state);
+        else if (rc == -3) lazy_failed(lb->lm.L, "state_mask_intern");
         else if (rc) PyErr_NoMemory();
         else {
             PyObject *o = intern_result(mid);
@@ -2206,6 +2288,9 @@ static PyMethodDef methods[] = {
     {"state_mask_intern", py_state_mask_intern, METH_VARARGS,
      "state_mask_intern(masker, state, mask_out, ids_out, index, new_mid) -> (mid, hash, n, inverted): state_mask, "
      "then a sparse mask's id in the index (see mask_index_intern; -1 for a dense mask). Releases the GIL."},
+    {"lazy_masker", py_lazy_masker, METH_VARARGS,
+     "lazy_masker(profiles, classes_u8, lazy, special_ids_u32, eog_mask_or_None) -> capsule: the state masker of "
+     "a lazy automaton (see gd_lazy_state_mask); state_mask_intern takes it, holding the GIL"},
     {"state_run", py_state_run, METH_VARARGS,
      "state_run(masker, state, data) -> the state after the bytes over the masker's table, -1 if rejected"},
     {"pd_new", py_pd_new, METH_VARARGS,

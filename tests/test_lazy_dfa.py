@@ -276,3 +276,43 @@ def test_a_lazy_grammar_writes_an_artifact_of_its_minimal_dfa(tmp_path):
     loaded = load_artifact(tmp_path / "x.gdc", v, expect_key=key)
     assert loaded.backend == "dfa" and loaded.dfa.n_states == eager.dfa.n_states
     assert_same_masks_in_lockstep(lazy, loaded, max_pairs=400)
+
+
+@pytest.mark.parametrize("name", ["closed", "string", "enum_big", "cjk", "free"])
+@pytest.mark.parametrize("vocab_name", ["llama-bpe", "gemma-4"])
+def test_the_native_lazy_masker_equals_the_python_composition(name, vocab_name):
+    """``_native.lazy_masker`` (one call per first visit) against :meth:`LazyDFAGrammar._walk`
+    plus the special and end-of-generation bits in Python, on the same states (walked in
+    lockstep: the two automata make their states in the same order)."""
+    v = get_vocab(vocab_name)
+    g = compile_schema(SCHEMAS[name]).grammar
+    fast, ref = compile_grammar(g, v, backend="lazy"), compile_grammar(g, v, backend="lazy")
+    ref.native_masker = False
+    rng = np.random.default_rng(11)
+    for _ in range(6):
+        s = 0
+        for _step in range(50):
+            assert np.array_equal(fast.mask(s), ref.mask(s)), s
+            ids = fast.allowed_ids(s)
+            assert np.array_equal(ids, ref.allowed_ids(s))
+            t = int(rng.choice(ids))
+            s2, r2 = fast.next_state(s, t), ref.next_state(s, t)
+            assert s2 == r2
+            if s2 < 0:
+                break
+            s = s2
+    assert fast._masker and ref._masker is False
+    assert len(fast._masks) == len(ref._masks)  # (the same interning)
+
+
+def test_the_lazy_masker_rejects_bad_arguments():
+    v = get_vocab("llama-bpe")
+    cg = compile_grammar(compile_schema(SCHEMAS["closed"]).grammar, v, backend="lazy")
+    prof = __import__("decoding.backends.tables", fromlist=["vocab_tables"]).vocab_tables(v).masker_profiles(("json-string",))
+    with pytest.raises(ValueError, match="byte classes"):
+        _native.lazy_masker(prof, np.zeros(256, dtype=np.uint8), cg.dfa._cap, np.zeros(0, dtype=np.uint32), None)
+    with pytest.raises(ValueError, match="special"):
+        _native.lazy_masker(prof, cg.dfa.classes_u8, cg.dfa._cap, np.zeros(2, dtype=np.uint32), None)
+    with pytest.raises(ValueError, match="eog_mask"):
+        _native.lazy_masker(prof, cg.dfa.classes_u8, cg.dfa._cap, np.zeros(0, dtype=np.uint32),
+                            np.zeros(3, dtype=np.uint32))

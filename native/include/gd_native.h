@@ -223,6 +223,27 @@ typedef struct {
 } gd_state_masker;
 int gd_state_mask(const gd_kernels *kern, gd_state_masker *sm, int32_t state, uint32_t *mask);
 void gd_state_masker_release(gd_state_masker *sm);
+/* The same mask as gd_state_mask, of a state of a lazy automaton (gd_lazy, below): rows are
+ * made as the composition reads them, the plain-loop memo lives in the automaton (slot = the
+ * profile's index), and no rest-trie shortcut is taken (the composition of
+ * decoding/backends/dfa/lazy.py `LazyDFAGrammar._walk`, which stays the reference).
+ * classes: byte -> class of the automaton; loop[p].loop_memo is unused.  Returns 0, -1 (state
+ * out of range), -2 (no memory) or -3 (a row could not be made: see gd_lazy_stats.err). */
+struct gd_lazy;
+typedef struct {
+    const gd_trie *trie;
+    const uint8_t *classes; /* [256] */
+    struct gd_lazy *L;
+    size_t n_classes, nwords;
+    const uint32_t *special_ids;
+    size_t n_special;
+    const uint32_t *eog_mask; /* NULL: none */
+    int32_t n_profiles, bulk;
+    const gd_masker_profile *prof; /* [n_profiles], slot p of the automaton's memo each */
+    gd_masker_loop loop[GD_MASKER_PROFILES];
+} gd_lazy_masker;
+int gd_lazy_state_mask(const gd_kernels *kern, gd_lazy_masker *lm, int32_t state, uint32_t *mask);
+void gd_lazy_masker_release(gd_lazy_masker *lm);
 /* The state after the bytes data[0..n) from `state` over the masker's table; -1 if one has no
  * transition (or `state` is out of range). */
 int32_t gd_state_run(const gd_state_masker *sm, int32_t state, const uint8_t *data, size_t n);

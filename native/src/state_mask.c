@@ -141,6 +141,98 @@ int gd_state_mask(const gd_kernels *kern, gd_state_masker *sm, int32_t state, ui
     return 0;
 }
 
+/* the pairs of profile p for the lazy automaton's byte classes, made on first use: 0 or -2 */
+static int lazy_pairs(gd_lazy_masker *lm, int32_t p) {
+    gd_masker_loop *l = &lm->loop[p];
+    if (l->row_off) return 0;
+    const gd_masker_profile *pr = &lm->prof[p];
+    int32_t *ro = malloc((pr->n_char + 1) * sizeof *ro);
+    uint8_t *cls = malloc(pr->n_char * 256);
+    int16_t *nx = malloc(pr->n_char * 256 * sizeof *nx);
+    int32_t n = (ro && cls && nx) ? gd_char_pairs(pr->char_dfa, pr->n_char, gd_lazy_byte_class(lm->L), ro, cls, nx)
+                                  : -1;
+    if (n < 0) {
+        free(ro);
+        free(cls);
+        free(nx);
+        return -2;
+    }
+    l->row_off = ro;
+    l->pair_cls = cls;
+    l->pair_next = nx;
+    return 0;
+}
+
+void gd_lazy_masker_release(gd_lazy_masker *lm) {
+    for (int32_t p = 0; p < lm->n_profiles && p < GD_MASKER_PROFILES; p++) {
+        gd_masker_loop *l = &lm->loop[p];
+        free(l->row_off);
+        free(l->pair_cls);
+        free(l->pair_next);
+        l->row_off = NULL;
+        l->pair_cls = NULL;
+        l->pair_next = NULL;
+    }
+}
+
+static void lazy_bulk_opts(const gd_lazy_masker *lm, int32_t p, const uint8_t *node_plain, gd_walk_opts *o) {
+    o->node_plain = node_plain;
+    o->row_off = lm->loop[p].row_off;
+    o->pair_cls = lm->loop[p].pair_cls;
+    o->pair_next = lm->loop[p].pair_next;
+    o->memo_slot = p;
+}
+
+int gd_lazy_state_mask(const gd_kernels *kern, gd_lazy_masker *lm, int32_t state, uint32_t *mask) {
+    gd_lazy *L = lm->L;
+    if (state < 0 || (size_t)state >= gd_lazy_n_states(L)) return -1;
+    const int32_t *row = gd_lazy_row(L, state);
+    if (!row) return -3;
+    int32_t a = row[lm->classes['a']];
+    gd_walk_opts o = {-1, NULL, NULL, NULL, NULL, NULL, -1};
+    int done = 0;
+    for (int32_t p = 0; a >= 0 && p < lm->n_profiles && !done; p++) {
+        const gd_masker_profile *pr = &lm->prof[p];
+        row = gd_lazy_row(L, state); /* (valid until the next call on L) */
+        if (!row) return -3;
+        size_t i = 0;
+        while (i < pr->n_probes && row[lm->classes[pr->probes[i]]] == a) i++;
+        if (i < pr->n_probes) continue; /* not a uniform first step */
+        if (lazy_pairs(lm, p)) return -2;
+        const gd_masker_loop *l = &lm->loop[p];
+        int64_t k = gd_plain_chain_lazy(l->row_off, l->pair_cls, l->pair_next, L, state,
+                                        pr->max_chars ? pr->max_chars : 1);
+        if (k == GD_PLAIN_NOMEM) return -2;
+        if (k < 0 && k != GD_PLAIN_UNBOUNDED) continue;
+        if (k == GD_PLAIN_UNBOUNDED) {
+            lm->bulk = p;
+            k = INT64_MAX;
+        }
+        if (lm->bulk == p) lazy_bulk_opts(lm, p, pr->other_node_plain, &o);
+        if (gd_trie_walk_lazy(pr->other_trie, lm->classes, L, state, mask, lm->nwords, NULL, &o) == SIZE_MAX)
+            return -3;
+        or_plain(kern, pr, k, mask, lm->nwords);
+        done = 1;
+    }
+    if (!done) {
+        if (lm->n_profiles > 0) {
+            if (lazy_pairs(lm, lm->bulk)) return -2;
+            lazy_bulk_opts(lm, lm->bulk, lm->prof[lm->bulk].node_plain, &o);
+        }
+        if (gd_trie_walk_lazy(lm->trie, lm->classes, L, state, mask, lm->nwords, NULL, &o) == SIZE_MAX) return -3;
+    }
+    for (size_t k = 0; k < lm->n_special; k++) {
+        uint32_t id = lm->special_ids[k];
+        if ((size_t)(id >> 5) >= lm->nwords) continue;
+        mask[id >> 5] &= ~(1u << (id & 31));
+        int32_t t = gd_lazy_step(L, state, (int32_t)(lm->n_classes + k));
+        if (t == GD_LAZY_FAIL) return -3;
+        if (t >= 0) mask[id >> 5] |= 1u << (id & 31);
+    }
+    if (lm->eog_mask && gd_lazy_accepting(L, state)) gd_mask_or(kern, mask, mask, lm->eog_mask, lm->nwords);
+    return 0;
+}
+
 int32_t gd_state_run(const gd_state_masker *sm, int32_t state, const uint8_t *data, size_t n) {
     if (state < 0 || (size_t)state >= sm->n_states) return -1;
     for (size_t i = 0; i < n && state >= 0; i++) state = cell(sm, state, sm->classes[data[i]]);

@@ -11,6 +11,9 @@ Invariants
   *usable* symbols (a byte some token spells on its own, or a special) is dropped, so every
   DFA state made is live: it reaches acceptance over usable symbols, and the mask is never
   empty before acceptance (the eager back-end's prune, done on the NFA).
+- A state's mask is one native call (``_native.lazy_masker``, ``gd_lazy_state_mask``); the
+  composition of :meth:`LazyDFAGrammar._walk` plus the special and end-of-generation bits in
+  Python is its reference (``native_masker = False``, or ``GD_PURE_PYTHON_DFA=1``).
 - Same language and same masks as :class:`~decoding.backends.dfa.index.DFAGrammar` over the
   eager DFA of the same grammar (every byte of a byte-level vocabulary is a token on its own);
   states are numbered in the order they are made, not minimised (equal masks are interned).
@@ -37,10 +40,11 @@ from typing import Iterable
 import numpy as np
 
 from decoding import _native
-from decoding.backends.automaton import DFA, SUBSET_STATES_FACTOR, _Deadline, _trimmed_minimal, grammar_nfa
+from decoding.backends.automaton import (DFA, SUBSET_STATES_FACTOR, _Deadline, _pure_python_dfa, _trimmed_minimal,
+                                         grammar_nfa)
 from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN, worst_text_cost
 from decoding.backends.dfa.index import DFAGrammar
-from decoding.backends.masks import DEFAULT_MAX_MASKS, MaskTable
+from decoding.backends.masks import DEFAULT_MAX_MASKS, SPARSE_MAX, MaskTable
 from decoding.backends.tables import PROBES, PROFILES, vocab_tables
 from decoding.backends.textloop import UNBOUNDED, char_pairs
 from decoding.errors import GrammarError, LimitError
@@ -185,6 +189,13 @@ class LazyDFAGrammar:
         self._bulk = next(iter(PROFILES))  # the profile of the whole-subtree shortcut (see textloop.PlainLoops)
         self._exact_cg: DFAGrammar | bool | None = None  # (see _exact; False: too many states)
         self._forced: dict[int, bytes] = {}  # forced_bytes per state
+        #: the native masker (``_native.lazy_masker``: the composition of :meth:`_walk` plus the
+        #: special and end-of-generation bits and the digest in one call), made on the first
+        #: mask; False: the Python composition (``GD_PURE_PYTHON_DFA=1``, or ``native_masker``
+        #: off: the tests' reference)
+        self._masker = None
+        self.native_masker = True
+        self._ids_buf = np.empty(SPARSE_MAX, dtype=np.uint32)
 
     # ------------------------------------------------------------------ contract
     @property
@@ -356,6 +367,16 @@ class LazyDFAGrammar:
             if mid is not None:
                 return mid
             m = np.empty(self.vocab.n_words, dtype=np.uint32)
+            masker = self._masker
+            if masker is None:
+                masker = self._masker = False if (_pure_python_dfa() or not self.native_masker) else \
+                    _native.lazy_masker(vocab_tables(self.vocab).masker_profiles(tuple(PROFILES)), self.dfa.classes_u8,
+                                        self.dfa._cap, np.array(self.special_token_ids, dtype=np.uint32),
+                                        self._eog_mask)
+            if masker:
+                mid = self._state_mask[state] = self.dfa._call(
+                    lambda _cap: self._masks.intern_state(masker, int(state), m, self._ids_buf))
+                return mid
             self._walk(state, m)
             if self.special_token_ids:
                 row = self.dfa.row(state)
