@@ -19,11 +19,9 @@ static size_t walk(const gd_state_masker *sm, const gd_trie *t, int32_t state, u
     return gd_trie_walk_ex(t, sm->classes, sm->table, sm->ncols, state, mask, sm->nwords, NULL, o);
 }
 
-/* the profile's pairs for this table, made on first use: 0, or -2 when out of memory */
-static int pairs(const gd_state_masker *sm, const gd_masker_profile *p, gd_masker_loop *l) {
+/* profile p's pairs for the byte classes bc into l, made on first use: 0, or -2 when out of memory */
+static int make_pairs(const gd_masker_profile *p, const uint16_t *bc, gd_masker_loop *l) {
     if (l->row_off) return 0;
-    uint16_t bc[256];
-    for (int b = 0; b < 256; b++) bc[b] = sm->classes[b];
     int32_t *ro = malloc((p->n_char + 1) * sizeof *ro);
     uint8_t *cls = malloc(p->n_char * 256);
     int16_t *nx = malloc(p->n_char * 256 * sizeof *nx);
@@ -40,9 +38,18 @@ static int pairs(const gd_state_masker *sm, const gd_masker_profile *p, gd_maske
     return 0;
 }
 
-void gd_state_masker_release(gd_state_masker *sm) {
-    for (int32_t p = 0; p < sm->n_profiles && p < GD_MASKER_PROFILES; p++) {
-        gd_masker_loop *l = &sm->loop[p];
+/* the profile's pairs for this table (see make_pairs) */
+static int pairs(const gd_state_masker *sm, const gd_masker_profile *p, gd_masker_loop *l) {
+    if (l->row_off) return 0;
+    uint16_t bc[256];
+    for (int b = 0; b < 256; b++) bc[b] = sm->classes[b];
+    return make_pairs(p, bc, l);
+}
+
+/* free the pairs of loop[0..n) */
+static void release_loops(gd_masker_loop *loop, int32_t n) {
+    for (int32_t p = 0; p < n && p < GD_MASKER_PROFILES; p++) {
+        gd_masker_loop *l = &loop[p];
         free(l->row_off);
         free(l->pair_cls);
         free(l->pair_next);
@@ -51,6 +58,8 @@ void gd_state_masker_release(gd_state_masker *sm) {
         l->pair_next = NULL;
     }
 }
+
+void gd_state_masker_release(gd_state_masker *sm) { release_loops(sm->loop, sm->n_profiles); }
 
 static void bulk_opts(const gd_masker_loop *l, const uint8_t *node_plain, gd_walk_opts *o) {
     o->node_plain = node_plain;
@@ -141,39 +150,12 @@ int gd_state_mask(const gd_kernels *kern, gd_state_masker *sm, int32_t state, ui
     return 0;
 }
 
-/* the pairs of profile p for the lazy automaton's byte classes, made on first use: 0 or -2 */
+/* the pairs of profile p for the lazy automaton's byte classes (see make_pairs) */
 static int lazy_pairs(gd_lazy_masker *lm, int32_t p) {
-    gd_masker_loop *l = &lm->loop[p];
-    if (l->row_off) return 0;
-    const gd_masker_profile *pr = &lm->prof[p];
-    int32_t *ro = malloc((pr->n_char + 1) * sizeof *ro);
-    uint8_t *cls = malloc(pr->n_char * 256);
-    int16_t *nx = malloc(pr->n_char * 256 * sizeof *nx);
-    int32_t n = (ro && cls && nx) ? gd_char_pairs(pr->char_dfa, pr->n_char, gd_lazy_byte_class(lm->L), ro, cls, nx)
-                                  : -1;
-    if (n < 0) {
-        free(ro);
-        free(cls);
-        free(nx);
-        return -2;
-    }
-    l->row_off = ro;
-    l->pair_cls = cls;
-    l->pair_next = nx;
-    return 0;
+    return make_pairs(&lm->prof[p], gd_lazy_byte_class(lm->L), &lm->loop[p]);
 }
 
-void gd_lazy_masker_release(gd_lazy_masker *lm) {
-    for (int32_t p = 0; p < lm->n_profiles && p < GD_MASKER_PROFILES; p++) {
-        gd_masker_loop *l = &lm->loop[p];
-        free(l->row_off);
-        free(l->pair_cls);
-        free(l->pair_next);
-        l->row_off = NULL;
-        l->pair_cls = NULL;
-        l->pair_next = NULL;
-    }
-}
+void gd_lazy_masker_release(gd_lazy_masker *lm) { release_loops(lm->loop, lm->n_profiles); }
 
 static void lazy_bulk_opts(const gd_lazy_masker *lm, int32_t p, const uint8_t *node_plain, gd_walk_opts *o) {
     o->node_plain = node_plain;

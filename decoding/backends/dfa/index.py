@@ -291,12 +291,16 @@ class DFAGrammar:
         """Whether the mask of ``state`` is already computed (benchmarks: cold vs warm)."""
         return self._state_mask[state] >= 0
 
-    def successors(self, state: int) -> tuple[np.ndarray, np.ndarray]:
+    def successors(self, state: int, bufs: tuple[np.ndarray, np.ndarray] | None = None
+                   ) -> tuple[np.ndarray, np.ndarray]:
         """(allowed token ids, state after each) for ``state``; end-of-generation tokens map to
-        -2.  Computed by one native trie walk (not memoized: used at build time and by budgets)."""
+        -2.  Computed by one native trie walk (not memoized: used at build time and by budgets).
+        ``bufs``: a (next-state int32[32 * n_words], scratch uint32[n_words]) pair to reuse
+        across calls (only the entries at the allowed ids, written here, are read)."""
         ids = self.allowed_ids(state)
-        nxt_all = np.full(self.n_words * 32, FORBIDDEN, dtype=np.int32)
-        scratch = np.zeros(self.n_words, dtype=np.uint32)
+        if bufs is None:
+            bufs = (np.full(self.n_words * 32, FORBIDDEN, dtype=np.int32), np.zeros(self.n_words, dtype=np.uint32))
+        nxt_all, scratch = bufs
         _native.trie_walk(vocab_tables(self.vocab).trie, self._classes, self._table.reshape(-1),
                           self._table.shape[1], int(state), scratch, nxt_all)
         for k, tid in enumerate(self.special_token_ids):
@@ -322,24 +326,13 @@ class DFAGrammar:
         seen = np.zeros(n, dtype=bool)
         seen[0] = True
         todo = deque([0])
-        # each state's distinct successors (:meth:`successors`, without a fresh vocabulary-wide
-        # array and a sort per state: one next-state buffer, whose entries are read only at the
-        # state's allowed ids, which the walk has just written; a mark per state)
-        nxt_all = np.full(self.n_words * 32, FORBIDDEN, dtype=np.int32)
-        scratch = np.zeros(self.n_words, dtype=np.uint32)
+        # each state's distinct successors (:meth:`successors` with one reused pair of buffers
+        # instead of a fresh vocabulary-wide array per state, and a mark per state instead of a sort)
+        bufs = (np.full(self.n_words * 32, FORBIDDEN, dtype=np.int32), np.zeros(self.n_words, dtype=np.uint32))
         mark = np.zeros(n, dtype=bool)
-        trie, table, ncols = vocab_tables(self.vocab).trie, self._table.reshape(-1), self._table.shape[1]
-        specials = [(tid, self.dfa.n_classes + k) for k, tid in enumerate(self.special_token_ids)]
         while todo:
             s = todo.popleft()
-            ids = self.allowed_ids(s)
-            _native.trie_walk(trie, self._classes, table, ncols, s, scratch, nxt_all)
-            for tid, col in specials:
-                nxt_all[tid] = self._table[s, col]
-            for tid in self._eog:
-                if int(tid) not in self._special_set:
-                    nxt_all[int(tid)] = EOG
-            nxt = nxt_all[ids]
+            _, nxt = self.successors(s, bufs)
             mark[nxt[nxt >= 0]] = True
             nxt = np.flatnonzero(mark).astype(np.int32)
             mark[nxt] = False
