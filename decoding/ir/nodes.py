@@ -27,7 +27,7 @@ Invariants
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Union
+from typing import Any, Callable, Iterable, Union
 
 from decoding.errors import GrammarError
 
@@ -580,6 +580,32 @@ def seq(*items: Node) -> Node:
     return merged[0] if len(merged) == 1 else _seq(tuple(merged))
 
 
+def _surface(x: Node) -> Any:
+    """A cheap key of ``x`` that equal nodes share: a literal's bytes, a byte set's ranges,
+    a repetition's bounds, else the class."""
+    cls = x.__class__
+    if cls is Lit:
+        return x.data  # type: ignore[union-attr]
+    if cls is ByteSet:
+        return x.ranges  # type: ignore[union-attr]
+    if cls is Repeat:
+        return (x.min, x.max)  # type: ignore[union-attr]
+    return cls
+
+
+def _shallow(x: Node) -> tuple:
+    """A composite's key for :func:`choice`'s dedup: equal composites have equal keys."""
+    cls = x.__class__
+    if cls is Repeat:
+        return (cls, x.min, x.max, _surface(x.item))  # type: ignore[union-attr]
+    if cls is Diff:
+        return (cls, _surface(x.base), _surface(x.minus))  # type: ignore[union-attr]
+    its = x.items  # type: ignore[union-attr]
+    if not its:
+        return (cls, 0)
+    return (cls, len(its), _surface(its[0]), _surface(its[-1]))
+
+
 def choice(*items: Node) -> Node:
     """Alternation: nested choices flattened (one level), repeated alternatives dropped; the
     alternative itself when one is left."""
@@ -588,7 +614,10 @@ def choice(*items: Node) -> Node:
     flat: list[Node] = []
     datas: set[bytes] = set()  # the literals' bytes (equal literals: equal bytes)
     leaves: set[Node] = set()  # other leaves hash cheaply: many alternatives stay linear
-    nested: list[Node] = []  # composites are compared (hashing one walks it whole)
+    # composites are compared (hashing one walks it whole), only within a bucket of equal
+    # shallow keys (equal nodes have equal keys): alternatives that differ at the surface,
+    # like a digit range's, are never compared
+    nested: dict[tuple, list[Node]] = {}
     for it in items:
         for x in (it.items if it.__class__ is Choice else (it,)):  # type: ignore[union-attr]
             cls = x.__class__
@@ -597,9 +626,14 @@ def choice(*items: Node) -> Node:
                     continue
                 datas.add(x.data)  # type: ignore[union-attr]
             elif cls is Seq or cls is Choice or cls is Repeat or cls is Inter or cls is Diff:
-                if x in nested:
+                key = _shallow(x)
+                bucket = nested.get(key)
+                if bucket is None:
+                    nested[key] = [x]
+                elif x in bucket:
                     continue
-                nested.append(x)
+                else:
+                    bucket.append(x)
             elif x in leaves:
                 continue
             else:
