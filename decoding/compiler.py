@@ -24,7 +24,7 @@ import json
 import os
 import re
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ from decoding.frontends.sources import (KINDS, build_grammar, kind_of, normalize
 from decoding.ir import Grammar
 from decoding.ir.key import grammar_digest, grammar_key, source_key
 from decoding.vocab import Vocab, as_vocab
+from decoding.limits import with_compile_seconds
 
 __all__ = ["Compiler", "Prepared", "COMPILE_OPTIONS", "compile_json_schema", "as_vocab"]
 
@@ -246,8 +247,8 @@ class Compiler:
             if prepared.seconds > 0:  # the front-end's time counts against the compile deadline
                 lim = _select.DEFAULT_LIMITS
                 # (floor 1 ms so the back-end gets a first step; never above the limit itself)
-                opts["limits"] = replace(lim, max_compile_seconds=max(lim.max_compile_seconds - prepared.seconds,
-                                                                       min(1e-3, lim.max_compile_seconds)))
+                opts["limits"] = with_compile_seconds(lim, max(lim.max_compile_seconds - prepared.seconds,
+                                                               min(1e-3, lim.max_compile_seconds)))
             cg = compile_grammar(prepared.grammar, self.vocab, eager=eager, grammar_key=prepared.key,
                                  meta=dict(prepared.meta), backend=backend, **opts)
         except LimitError as e:

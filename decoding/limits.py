@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Limits", "DEFAULT_LIMITS"]
+__all__ = ["Limits", "DEFAULT_LIMITS", "with_compile_seconds"]
 
 
 @dataclass(frozen=True)
@@ -63,3 +63,13 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
+
+
+def with_compile_seconds(limits: Limits, seconds: float) -> Limits:
+    """``dataclasses.replace(limits, max_compile_seconds=seconds)``, without its generic
+    field walk (the compiler makes one per compile: a few µs saved on a sub-millisecond
+    compile)."""
+    out = object.__new__(Limits)
+    out.__dict__.update(limits.__dict__)
+    out.__dict__["max_compile_seconds"] = seconds
+    return out

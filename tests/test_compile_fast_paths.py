@@ -453,3 +453,77 @@ def _set_strings_differ_before(branches) -> bool:
             if all(p & q for p, q in zip(a, b)):
                 return False
     return True
+
+
+def _choice_before(*items):
+    """``choice`` as it was: each composite alternative compared with every earlier one."""
+    if len(items) == 1 and not isinstance(items[0], Choice):
+        return items[0]
+    flat: list = []
+    for it in items:
+        for x in (it.items if isinstance(it, Choice) else (it,)):
+            if x not in flat:
+                flat.append(x)
+    return flat[0] if len(flat) == 1 else Choice(tuple(flat))
+
+
+def test_choice_dedup_as_before() -> None:
+    """``choice`` comparing composites only within buckets of equal shallow keys
+    (``nodes._shallow``) drops exactly the alternatives the full comparison drops, in the
+    same order: random alternatives built twice (equal, not the same objects), repetitions
+    of one item with other bounds, sequences that differ only inside, differences, and a
+    19-digit integer range built afresh."""
+    import random
+
+    from decoding.frontends.jsonschema.numbers import _integer_range
+
+    rnd = random.Random(5)
+
+    def node(r, depth):
+        k = r.randrange(8 if depth else 3)
+        if k == 0:
+            return lit(r.choice(["a", "b", "ab", ""]))
+        if k == 1:
+            return byteset([(48, 48 + r.randrange(3))])
+        if k == 2:
+            return Ref(r.choice("xy"))
+        if k == 3:
+            return Seq(tuple(node(r, depth - 1) for _ in range(r.randrange(2, 4))))
+        if k == 4:
+            return Choice(tuple(node(r, depth - 1) for _ in range(r.randrange(2, 4))))
+        if k == 5:
+            lo = r.randrange(3)
+            return Repeat(node(r, depth - 1), lo, r.choice([None, lo + r.randrange(3)]))
+        if k == 6:
+            return Diff(node(r, depth - 1), node(r, depth - 1))
+        return Inter((node(r, depth - 1), node(r, depth - 1)))
+
+    for i in range(3000):
+        seed = rnd.randrange(1 << 30)
+        items = [node(random.Random(seed + j % 4), 3) for j in range(rnd.randrange(1, 9))]  # repeats: equal copies
+        got, want = choice(*items), _choice_before(*items)
+        assert got == want, items
+        assert (got.items if isinstance(got, Choice) else (got,)) == (want.items if isinstance(want, Choice) else (want,))
+    a, b = _integer_range(0, 9223372036854776000), _integer_range(0, 9223372036854776000)
+    assert a is not b and choice(a, b) == _choice_before(a, b) == a
+
+
+def test_grammar_key_text_as_canonical_text() -> None:
+    """``grammar_key``'s formatted text is ``canonical_text`` of the same object, so every key
+    stays what it was (hex digests and fingerprints, other versions, index options)."""
+    from decoding.ir.key import _sha, grammar_key
+
+    for version, digest, fp, index in [(3, "ab" * 32, "cd" * 32, None), (17, "0" * 64, "f1" * 8, {}),
+                                       (3, "ab" * 32, "cd" * 32, {"x": 1}), (3, "a-b", "c\"d", None)]:
+        want = _sha(canonical_text({"format": version, "grammar": digest, "vocab": fp, "index": index or {}}))[:40]
+        assert grammar_key(digest, fp, version=version, index_options=index) == want
+
+
+def test_with_compile_seconds_is_replace() -> None:
+    from decoding.limits import Limits, with_compile_seconds
+
+    lim = Limits(max_nfa_states=7, max_compile_seconds=3.0)
+    got = with_compile_seconds(lim, 1.5)
+    assert got == dataclasses.replace(lim, max_compile_seconds=1.5) and lim.max_compile_seconds == 3.0
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        got.max_compile_seconds = 2.0  # type: ignore[misc]

@@ -241,6 +241,9 @@ def grammar_key(grammar: Grammar | str, fingerprint: str, *, version: int,
     """Key of the artifact (format ``version``) of ``grammar`` (or of its digest) for the
     tokenizer ``fingerprint``."""
     digest = grammar if isinstance(grammar, str) else grammar_digest(grammar)
+    if not index_options and type(version) is int and digest.isalnum() and fingerprint.isalnum():
+        # (the same text canonical_text writes: keys sorted, no escape in a hex string)
+        return _sha(f'{{"format":{version},"grammar":"{digest}","index":{{}},"vocab":"{fingerprint}"}}')[:40]
     return _sha(canonical_text({"format": version, "grammar": digest, "vocab": fingerprint,
                                 "index": index_options or {}}))[:40]
 
