@@ -22,7 +22,7 @@ import sys
 from fractions import Fraction
 
 from decoding.errors import LimitError
-from decoding.ir import EMPTY, NOTHING, Node, byteset, choice, lit, opt, plus, rep, seq, star
+from decoding.ir import EMPTY, NOTHING, Dfa, Node, byteset, choice, lit, opt, plus, rep, seq, star
 
 __all__ = ["integer_range", "number_range", "INTEGER", "NUMBER"]
 
@@ -127,8 +127,22 @@ def integer_range(lo: int | None, hi: int | None) -> Node:
     return hit
 
 
+#: a range whose finite bound has at least this many digits is one automaton leaf
+#: (:func:`_range_dfa`, the same language): int32/int64 bounds made a choice of up to 57
+#: digit sequences that every pass then walked (Snowplow's sp_151: 1.6 of its 2.7 ms)
+RANGE_DFA_DIGITS = 6
+
+
 def _integer_range(lo: int | None, hi: int | None) -> Node:
     lo, hi = _inward(lo, hi)
+    bounds = [abs(x) for x in (lo, hi) if x is not None]
+    if bounds and len(str(max(bounds))) >= RANGE_DFA_DIGITS:
+        return _range_dfa(lo, hi)
+    return _range_ir(lo, hi)
+
+
+def _range_ir(lo: int | None, hi: int | None) -> Node:
+    """The canonical spellings of the integers in [lo, hi] as a choice of digit sequences."""
     alts: list[Node] = []
     if hi is None or hi >= 0:
         alts.append(_nonneg(max(lo, 0) if lo is not None else 0, hi))
@@ -140,6 +154,139 @@ def _integer_range(lo: int | None, hi: int | None) -> Node:
             alts.append(seq(lit("-"), _nonneg(a, b)))
     alts = [x for x in alts if x != NOTHING]
     return choice(*alts) if alts else NOTHING
+
+
+def _range_dfa(lo: int | None, hi: int | None) -> Node:
+    """The canonical spellings of the integers in [lo, hi] (None: unbounded side) as one
+    minimal automaton leaf (:class:`~decoding.ir.Dfa`), NOTHING when there is none.
+
+    A magnitude's prefix ``p`` of ``i`` digits (the first non-zero) has the same
+    continuations as every prefix of ``i`` digits that compares the same way with the first
+    ``i`` digits of the bounds' magnitudes (``-1``/``0``/``1``; None past a bound's length):
+    a number of the lower bound's length is at least it when its prefix is greater, or equal
+    and the rest is at least the rest; longer numbers always are (and the same for the upper
+    bound).  So the states are ``(side, i, cmp lower, cmp upper)``, plus a zero and, with no
+    upper bound, one looping state past the lower bound's length; dead states are dropped
+    and the rest minimised (Moore)."""
+    sides = []  # (sign tag, magnitude low, magnitude high or None, zero allowed)
+    if hi is None or hi >= 0:
+        sides.append(("+", max(lo, 0) if lo is not None else 0, hi))
+    if lo is None or lo < 0:
+        a = max(1, -hi) if hi is not None else 1
+        b = None if lo is None else -lo
+        if b is None or a <= b:
+            sides.append(("-", a, b))
+    if not sides:
+        return NOTHING
+    keys: dict = {"start": 0}
+    order: list = ["start"]
+    edges: list[dict[int, int]] = [{}]
+    accept: list[bool] = [False]
+
+    def sid(key, acc: bool) -> int:
+        i = keys.get(key)
+        if i is None:
+            i = keys[key] = len(order)
+            order.append(key)
+            edges.append({})
+            accept.append(acc)
+        return i
+
+    def cmp(x: int, y: int) -> int:
+        return (x > y) - (x < y)
+
+    for sign, a, b in sides:
+        sa = str(max(a, 1))
+        sb = None if b is None else str(b)
+        la, lb = len(sa), None if sb is None else len(sb)
+        pre = 0 if sign == "+" else sid((sign, "pre"), False)
+        if sign == "-":
+            edges[0][45] = pre
+        if a == 0:
+            edges[pre][48] = sid((sign, "zero"), True)
+        if b is not None and b < 1:
+            continue
+        todo = [(pre, 0, 0, 0)]
+        while todo:
+            s, i, ca, cb = todo.pop()
+            if lb is not None and i + 1 > lb:
+                continue
+            for d in range(1 if i == 0 else 0, 10):
+                ca2 = None if i + 1 > la else (ca if ca != 0 else cmp(d, int(sa[i])))
+                cb2 = None if sb is None or i + 1 > lb else (cb if cb != 0 else cmp(d, int(sb[i])))
+                if sb is None and i + 1 > la:
+                    key = (sign, "big")  # past the lower bound's length, no upper bound: any digits
+                    t = sid(key, True)
+                    edges[s][48 + d] = t
+                    for e in range(10):
+                        edges[t][48 + e] = t
+                    continue
+                n = i + 1
+                acc = n >= la and (lb is None or n <= lb) and (n != la or ca2 >= 0) and (n != lb or cb2 <= 0)
+                key = (sign, n, ca2, cb2)
+                fresh = key not in keys
+                t = sid(key, acc)
+                edges[s][48 + d] = t
+                if fresh:
+                    todo.append((t, n, ca2, cb2))
+    # live states: those that reach an accepting one
+    n = len(order)
+    back: list[list[int]] = [[] for _ in range(n)]
+    for s in range(n):
+        for t in edges[s].values():
+            back[t].append(s)
+    live = [False] * n
+    stack = [s for s in range(n) if accept[s]]
+    for s in stack:
+        live[s] = True
+    while stack:
+        for u in back[stack.pop()]:
+            if not live[u]:
+                live[u] = True
+                stack.append(u)
+    if not live[0]:
+        return NOTHING
+    syms = sorted({c for es in edges for c in es})
+    # Moore refinement over the live states (a move into a dead state is no move)
+    block = [int(accept[s]) if live[s] else -1 for s in range(n)]
+    while True:
+        sig: dict[tuple, int] = {}
+        new = [-1] * n
+        for s in range(n):
+            if live[s]:
+                es = edges[s]
+                k = (block[s],) + tuple(block[es[c]] if c in es and live[es[c]] else -1 for c in syms)
+                new[s] = sig.setdefault(k, len(sig))
+        if len(sig) == len(set(b for b in block if b >= 0)):
+            break
+        block = new
+    # renumber the blocks in breadth-first order from the start (state 0)
+    num = {block[0]: 0}
+    rep_of = {block[0]: 0}
+    queue = [0]
+    out: list[tuple[tuple[int, int, int], ...]] = []
+    acc_out: list[int] = []
+    while queue:
+        s = queue.pop(0)
+        row: list[tuple[int, int, int]] = []
+        for c in syms:
+            t = edges[s].get(c)
+            if t is None or not live[t]:
+                continue
+            bt = block[t]
+            if bt not in num:
+                num[bt] = len(num)
+                rep_of[bt] = t
+                queue.append(t)
+            j = num[bt]
+            if row and row[-1][1] == c - 1 and row[-1][2] == j:
+                row[-1] = (row[-1][0], c, j)
+            else:
+                row.append((c, c, j))
+        out.append(tuple(row))
+        if accept[s]:
+            acc_out.append(len(out) - 1)
+    return Dfa(tuple(out), tuple(acc_out))
 
 
 INTEGER: Node = choice(lit("0"), seq(opt(lit("-")), _D19, star(_D)))
