@@ -251,6 +251,74 @@ def test_the_dfa_budget_table_is_shortest_paths_over_successors(name):
     assert np.array_equal(bt.min_tokens, mt) and np.array_equal(bt.worst_successor, worst)
 
 
+SUCCESSOR_SCHEMAS = {
+    "free": FREE_SCHEMA,
+    "strings": {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string", "maxLength": 40},
+                                                 "c": {"type": "string", "minLength": 3, "maxLength": 9},
+                                                 "d": {"type": "string", "pattern": "^[a-z]+$"},
+                                                 "e": {"enum": ["x\u00e9y", "z"]}}, "required": ["a"]},
+    "nested": {"type": "array", "items": {"type": "object", "properties": {"k": {"type": "string"}, "n": {"type": "integer"}},
+                                           "required": ["k"]}, "maxItems": 3},
+}
+
+
+@pytest.mark.parametrize("vocab", ["llama-bpe", "gemma-4"])
+@pytest.mark.parametrize("schema", sorted(SUCCESSOR_SCHEMAS))
+def test_successor_states_are_the_successors_states(schema, vocab):
+    """``DFAGrammar.successor_states`` (the chain of a string body read for the plain tokens,
+    only the other tokens walked) gives, in every state, exactly the distinct states of
+    ``successors`` (one walk of every token)."""
+    cg = compile_grammar(compile_schema(SUCCESSOR_SCHEMAS[schema]).grammar, get_vocab(vocab), backend="dfa")
+    chained = 0
+    for s in range(cg.dfa.n_states):
+        _, nxt = cg.successors(s)
+        assert np.array_equal(cg.successor_states(s), np.unique(nxt[nxt >= 0])), s
+        chained += cg._loop_profiles and cg._plain_chain(cg._loop_profiles[0], s) not in (None, 0)
+    assert chained  # (the shortcut was taken somewhere)
+
+
+def test_successor_states_on_a_chain_of_period_two():
+    """A string body of an even number of characters: plain characters cycle through two
+    states, so a plain token of ``m`` characters ends in the one ``m`` is even or odd for."""
+    from decoding.frontends.jsonschema.jsonstr import any_json_char
+    c = any_json_char()
+    g = Grammar("s", (("s", seq(lit('"'), star(seq(c, c)), lit('"'))),))
+    cg = compile_grammar(g, get_vocab("llama-bpe"), backend="dfa")
+    periodic = 0
+    for s in range(cg.dfa.n_states):
+        _, nxt = cg.successors(s)
+        got = cg.successor_states(s)
+        assert np.array_equal(got, np.unique(nxt[nxt >= 0])), s
+        periodic += cg._plain_chain("json-string", s) not in (None, 0) and len(got) >= 2
+    assert periodic
+
+
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+def test_successor_states_on_hand_grammars(name):
+    """The same on the hand-built vocabulary's grammars (a special token among them)."""
+    cg = _tiny(name, "dfa")
+    for s in range(cg.dfa.n_states):
+        _, nxt = cg.successors(s)
+        assert np.array_equal(cg.successor_states(s), np.unique(nxt[nxt >= 0])), s
+
+
+@pytest.mark.parametrize("schema", ["long_string", "counted_strings"])
+def test_counted_costs_with_successor_states(schema, monkeypatch):
+    """The counted back-end's costs read ``successor_states`` where no token is filtered; the
+    same costs as with the distinct states of ``successors`` everywhere."""
+    from conftest import HAND_SCHEMAS
+    v = get_vocab("llama-bpe")
+    g = compile_schema(HAND_SCHEMAS[schema]).grammar
+    new = compile_grammar(g, v, backend="counted")
+    old = compile_grammar(g, v, backend="counted")
+
+    def reference(s, bufs=None):
+        _, nxt = old.inner.successors(s)
+        return np.unique(nxt[nxt >= 0]).astype(np.int32)
+    monkeypatch.setattr(old.inner, "successor_states", reference)
+    assert np.array_equal(new._compute_costs(), old._compute_costs())
+
+
 def test_lazy_costs_are_the_move_bound_above_the_exact_cap(monkeypatch):
     """Past ``EXACT_BUDGET_STATES`` the lazy DFA's budgets stay its fewest moves (bytes)."""
     from decoding.backends.dfa import lazy as lazy_mod

@@ -1597,12 +1597,25 @@ class CountedGrammar:
         seen = np.zeros(n, dtype=bool)
         todo = [0]
         seen[0] = True
+        bufs = (np.full(self.inner.n_words * 32, FORBIDDEN, dtype=np.int32),
+                np.zeros(self.inner.n_words, dtype=np.uint32))
         while todo:
             s = todo.pop()
-            ids, nxt = self._successors(s)
             k = self._mid[s]
+            near = k >= 0 and self._near[k] is not None
+            if not near and not (self._any_short and len(self._cross_bad(s))):
+                # every allowed token counts: the distinct successors alone (no per-token walk
+                # of a string body's plain tokens, DFAGrammar.successor_states)
+                ts = self.inner.successor_states(s, bufs)
+                succ[s] = ts
+                for t in ts.tolist() + [t for t in (self._en[s], self._tp[s]) if t >= 0]:
+                    if not seen[t]:
+                        seen[t] = True
+                        todo.append(t)
+                continue
+            ids, nxt = self._successors(s)
             keep = None
-            if k >= 0 and self._near[k] is not None:  # long tokens may overrun the tail: not counted
+            if near:  # long tokens may overrun the tail: not counted
                 keep = ~self._long(self.loops[k].tail)[ids]
             if self._any_short:  # nor those that overrun a medium loop after its <en>
                 bad = self._cross_bad(s, ids)

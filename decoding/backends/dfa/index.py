@@ -31,7 +31,7 @@ from decoding.backends.automaton import DFA, DEFAULT_MAX_STATES, _pure_python_df
 from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN
 from decoding.backends.textloop import PlainLoops, char_pairs, plain_chain, plain_chain_py, walk_tokens
 from decoding.backends.masks import DEFAULT_MAX_MASKS, SPARSE_MAX, MaskTable
-from decoding.backends.tables import PROFILES, vocab_tables
+from decoding.backends.tables import PROBES, PROFILES, vocab_tables
 from decoding.errors import LimitError, VocabError
 from decoding.limits import Limits
 from decoding.ir import Grammar
@@ -118,6 +118,7 @@ class DFAGrammar:
         self._plain_steps: dict[str, dict[int, int | None]] = {}  # (the Python reference's memo)
         self._char_pairs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._loops: PlainLoops | None = None  # whole plain subtrees in full walks (native only)
+        self._plain_counts: dict[str, np.ndarray] = {}  # per profile: the plain tokens' character counts
 
     @classmethod
     def from_precomputed(cls, dfa: DFA, vocab: Vocab, special_token_ids: Sequence[int],
@@ -310,6 +311,74 @@ class DFAGrammar:
                 nxt_all[int(tid)] = EOG
         return ids, nxt_all[ids]
 
+    def successor_states(self, state: int, bufs: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+        """The distinct states one text token or special leads to from ``state`` (sorted
+        int32; end of generation left out): ``successors``' states, without its mask and,
+        for a state on a uniform chain of plain characters (a string body: the states whose
+        full trie walk is 90% of the walks' time), without walking the plain tokens: a plain
+        token of ``m`` characters leads to the ``m``-th state of the chain (each plain
+        character takes every chain state to the next one, as "a" does; see
+        :mod:`decoding.backends.textloop`), so those are the chain's states at the plain
+        tokens' character counts, and only the profile's small trie of other tokens is
+        walked.  ``bufs``: as :meth:`successors`'."""
+        if bufs is None:
+            bufs = (np.full(self.n_words * 32, FORBIDDEN, dtype=np.int32), np.zeros(self.n_words, dtype=np.uint32))
+        nxt_all, scratch = bufs
+        tabs = self._tabs or vocab_tables(self.vocab)
+        trie, chain_states = tabs.trie, None
+        if self._loop_profiles and not self._pure:
+            row = self._table[state]
+            cls = self._classes
+            a = row[cls[0x61]]
+            if a >= 0:
+                for name in self._loop_profiles:
+                    if any(row[cls[b]] != a for b in PROBES[name]):
+                        continue
+                    k = self._plain_chain(name, state)
+                    if k is not None:
+                        prof = tabs.profile(name)
+                        chain_states = self._chain_states(state, min(k, prof.max_chars), prof)
+                        trie = prof.other_trie
+                        break
+        n = _native.trie_walk(trie, self._classes, self._table.reshape(-1), self._table.shape[1], int(state),
+                              scratch, nxt_all)
+        ids = np.empty(n, dtype=np.int64)
+        _native.mask_to_ids(scratch, self.vocab.n_tokens, ids)
+        mark = np.zeros(self.dfa.n_states, dtype=bool)  # (a sort of ~100k next states costs more)
+        mark[nxt_all[ids]] = True
+        if chain_states is not None:
+            mark[chain_states] = True
+        if self.special_token_ids:
+            sp = self._table[state, self.dfa.n_classes:]
+            mark[sp[sp >= 0]] = True
+        return np.flatnonzero(mark).astype(np.int32)
+
+    def _chain_states(self, state: int, upto: int, prof) -> np.ndarray:
+        """The states after ``m`` plain characters from ``state``, for every character count
+        ``m <= upto`` that some plain token of ``prof`` has (the chain of uniform steps, read
+        along "a"; a cycle is followed once round)."""
+        counts = self._plain_counts.get(prof.name)
+        if counts is None:
+            counts = self._plain_counts[prof.name] = np.unique(prof.n_chars[prof.n_chars > 0])
+        col = int(self._classes[0x61])
+        chain = [int(state)]
+        seen = {int(state): 0}
+        s = int(state)
+        for _ in range(upto):
+            s = int(self._table[s, col])
+            if s < 0:
+                break
+            if s in seen:  # a cycle: the states repeat from seen[s] on
+                start = seen[s]
+                period = len(chain) - start
+                idx = counts[counts <= upto]
+                idx = np.where(idx < len(chain), idx, start + (idx - start) % period)
+                return np.asarray(chain, dtype=np.int32)[idx]
+            seen[s] = len(chain)
+            chain.append(s)
+        idx = counts[counts < len(chain)]
+        return np.asarray(chain, dtype=np.int32)[idx]
+
     def budget_table(self) -> BudgetTable:
         """The exact :class:`BudgetTable` (computed on first use over every state reachable
         from the start, or loaded from an artifact)."""
@@ -326,16 +395,12 @@ class DFAGrammar:
         seen = np.zeros(n, dtype=bool)
         seen[0] = True
         todo = deque([0])
-        # each state's distinct successors (:meth:`successors` with one reused pair of buffers
-        # instead of a fresh vocabulary-wide array per state, and a mark per state instead of a sort)
+        # each state's distinct successors (:meth:`successor_states`, with one reused pair of
+        # buffers instead of a fresh vocabulary-wide array per state)
         bufs = (np.full(self.n_words * 32, FORBIDDEN, dtype=np.int32), np.zeros(self.n_words, dtype=np.uint32))
-        mark = np.zeros(n, dtype=bool)
         while todo:
             s = todo.popleft()
-            _, nxt = self.successors(s, bufs)
-            mark[nxt[nxt >= 0]] = True
-            nxt = np.flatnonzero(mark).astype(np.int32)
-            mark[nxt] = False
+            nxt = self.successor_states(s, bufs)
             succ[s] = nxt
             for t in nxt.tolist():
                 if not seen[t]:
