@@ -11,6 +11,7 @@ import pytest
 from conftest import get_vocab
 from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN, CompiledGrammar
 from decoding.backends.select import compile_grammar
+from decoding.backends.tables import vocab_tables
 from decoding.errors import DecodingError, ProcessorError
 from decoding.frontends.jsonschema import compile_schema
 from decoding.ir import Grammar, Ref, Special, choice, lit, opt, seq, star
@@ -259,6 +260,9 @@ SUCCESSOR_SCHEMAS = {
                                                  "e": {"enum": ["x\u00e9y", "z"]}}, "required": ["a"]},
     "nested": {"type": "array", "items": {"type": "object", "properties": {"k": {"type": "string"}, "n": {"type": "integer"}},
                                            "required": ["k"]}, "maxItems": 3},
+    # keys of a map: any name but the declared ones (a state per declared prefix: "near" a chain)
+    "map": {"type": "object", "properties": {"alpha": {"type": "integer"}, "beta_x": {"type": "string"}},
+            "additionalProperties": {"type": "string"}},
 }
 
 
@@ -269,12 +273,16 @@ def test_successor_states_are_the_successors_states(schema, vocab):
     only the other tokens walked) gives, in every state, exactly the distinct states of
     ``successors`` (one walk of every token)."""
     cg = compile_grammar(compile_schema(SUCCESSOR_SCHEMAS[schema]).grammar, get_vocab(vocab), backend="dfa")
-    chained = 0
+    chained = near = 0
+    tabs = vocab_tables(cg.vocab)
     for s in range(cg.dfa.n_states):
         _, nxt = cg.successors(s)
         assert np.array_equal(cg.successor_states(s), np.unique(nxt[nxt >= 0])), s
         chained += cg._loop_profiles and cg._plain_chain(cg._loop_profiles[0], s) not in (None, 0)
+        a = int(cg._table[s, cg._classes[0x61]])
+        near += a >= 0 and a != s and cg._near_chain(s, a, tabs, np.zeros(cg.dfa.n_states, dtype=bool)) is not None
     assert chained  # (the shortcut was taken somewhere)
+    assert near or schema != "map"  # (and the near-chain one on the map's keys)
 
 
 def test_successor_states_on_a_chain_of_period_two():

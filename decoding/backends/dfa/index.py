@@ -20,6 +20,7 @@ Invariants
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -29,7 +30,7 @@ import numpy as np
 from decoding import _native
 from decoding.backends.automaton import DFA, DEFAULT_MAX_STATES, _pure_python_dfa, compile_dfa
 from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN
-from decoding.backends.textloop import PlainLoops, char_pairs, plain_chain, plain_chain_py, walk_tokens
+from decoding.backends.textloop import UNBOUNDED, PlainLoops, char_pairs, plain_chain, plain_chain_py, walk_tokens
 from decoding.backends.masks import DEFAULT_MAX_MASKS, SPARSE_MAX, MaskTable
 from decoding.backends.tables import PROBES, PROFILES, vocab_tables
 from decoding.errors import LimitError, VocabError
@@ -38,6 +39,27 @@ from decoding.ir import Grammar
 from decoding.vocab import Vocab
 
 __all__ = ["DFAGrammar", "BudgetTable", "compile_dfa_grammar"]
+
+#: :meth:`DFAGrammar.successor_states` reads a state through the plain chain of the state "a"
+#: leads to when their rows differ on at most this many byte classes (a declared key name's
+#: next character, see ``_near_chain``)
+NEAR_CHAIN_CLASSES = 4
+
+#: per plain-text profile: the first bytes of its plain tokens (bool[256])
+_FIRST_BYTES: "weakref.WeakKeyDictionary[object, np.ndarray]" = weakref.WeakKeyDictionary()
+
+
+def _plain_first_bytes(prof, vocab: Vocab) -> np.ndarray:
+    """:data:`_FIRST_BYTES` of ``prof`` (a profile of ``vocab``'s tables)."""
+    hit = _FIRST_BYTES.get(prof)
+    if hit is None:
+        ids = np.flatnonzero(prof.n_chars > 0)
+        blob, off = vocab.blob()
+        hit = np.zeros(256, dtype=bool)
+        hit[np.frombuffer(blob, dtype=np.uint8)[off[ids].astype(np.int64)]] = True
+        hit.setflags(write=False)
+        _FIRST_BYTES[prof] = hit
+    return hit
 
 
 @dataclass(frozen=True, eq=False)
@@ -119,6 +141,7 @@ class DFAGrammar:
         self._char_pairs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._loops: PlainLoops | None = None  # whole plain subtrees in full walks (native only)
         self._plain_counts: dict[str, np.ndarray] = {}  # per profile: the plain tokens' character counts
+        self._wide_table: np.ndarray | None = None  # the table and two scratch rows (_near_chain)
 
     @classmethod
     def from_precomputed(cls, dfa: DFA, vocab: Vocab, special_token_ids: Sequence[int],
@@ -325,11 +348,12 @@ class DFAGrammar:
             bufs = (np.full(self.n_words * 32, FORBIDDEN, dtype=np.int32), np.zeros(self.n_words, dtype=np.uint32))
         nxt_all, scratch = bufs
         tabs = self._tabs or vocab_tables(self.vocab)
-        trie, chain_states = tabs.trie, None
+        mark = np.zeros(self.dfa.n_states, dtype=bool)  # (a sort of ~100k next states costs more)
+        walks: list[tuple] = [(tabs.trie, self._table, int(state))]  # (trie, table, row) to walk
         if self._loop_profiles and not self._pure:
             row = self._table[state]
             cls = self._classes
-            a = row[cls[0x61]]
+            a = int(row[cls[0x61]])
             if a >= 0:
                 for name in self._loop_profiles:
                     if any(row[cls[b]] != a for b in PROBES[name]):
@@ -337,21 +361,65 @@ class DFAGrammar:
                     k = self._plain_chain(name, state)
                     if k is not None:
                         prof = tabs.profile(name)
-                        chain_states = self._chain_states(state, min(k, prof.max_chars), prof)
-                        trie = prof.other_trie
+                        mark[self._chain_states(state, min(k, prof.max_chars), prof)] = True
+                        walks = [(prof.other_trie, self._table, int(state))]
                         break
-        n = _native.trie_walk(trie, self._classes, self._table.reshape(-1), self._table.shape[1], int(state),
-                              scratch, nxt_all)
-        ids = np.empty(n, dtype=np.int64)
-        _native.mask_to_ids(scratch, self.vocab.n_tokens, ids)
-        mark = np.zeros(self.dfa.n_states, dtype=bool)  # (a sort of ~100k next states costs more)
-        mark[nxt_all[ids]] = True
-        if chain_states is not None:
-            mark[chain_states] = True
+                else:
+                    if a != state:
+                        walks = self._near_chain(state, a, tabs, mark) or walks
+        flat_of: dict[int, np.ndarray] = {}
+        for trie, table, r in walks:
+            flat = flat_of.get(id(table))
+            if flat is None:
+                flat = flat_of[id(table)] = table.reshape(-1)
+            n = _native.trie_walk(trie, self._classes, flat, table.shape[1], r, scratch, nxt_all)
+            ids = np.empty(n, dtype=np.int64)
+            _native.mask_to_ids(scratch, self.vocab.n_tokens, ids)
+            mark[nxt_all[ids]] = True
         if self.special_token_ids:
             sp = self._table[state, self.dfa.n_classes:]
             mark[sp[sp >= 0]] = True
         return np.flatnonzero(mark).astype(np.int32)
+
+    def _near_chain(self, state: int, t: int, tabs, mark: np.ndarray) -> list[tuple] | None:
+        """The walks left for ``state`` when it moves like ``t``, a state that every plain
+        character leads back to itself (where "a" leads: a map key's state inside a declared
+        name's prefix, where every character but the name's next one goes on as any key),
+        except on at most ``NEAR_CHAIN_CLASSES`` byte classes ``E``.  A token whose first
+        byte is not in ``E`` goes where it goes from ``t``: the plain ones to ``t`` itself (set
+        in ``mark`` when some plain token starts outside ``E``), the others by the profile's
+        trie from ``state``'s row without ``E``; the tokens starting in ``E`` by the whole trie
+        from ``state``'s row with ``E`` only (both rows added below the table, :meth:`_wide`).
+        None: not such a state."""
+        nb = self.dfa.n_classes
+        row, rowt = self._table[state, :nb], self._table[t, :nb]
+        diff = np.flatnonzero(row != rowt)
+        cls = self._classes
+        if not 0 < len(diff) <= NEAR_CHAIN_CLASSES or rowt[cls[0x61]] != t:  # (t loops on "a")
+            return None
+        for name in self._loop_profiles:
+            if any(rowt[cls[b]] != t for b in PROBES[name]) or self._plain_chain(name, t) != UNBOUNDED:
+                continue
+            prof = tabs.profile(name)
+            in_e = np.isin(cls, diff)
+            if _plain_first_bytes(prof, self.vocab)[~in_e].any():
+                mark[t] = True
+            wide = self._wide()
+            r1, r2 = self.dfa.n_states, self.dfa.n_states + 1
+            wide[r1, :nb] = row
+            wide[r1, diff] = -1
+            wide[r2, :nb] = -1
+            wide[r2, diff] = row[diff]
+            return [(prof.other_trie, wide, r1), (tabs.trie, wide, r2)]
+        return None
+
+    def _wide(self) -> np.ndarray:
+        """The table with two scratch rows below it (:meth:`_near_chain`; made once, dropped
+        when the budget table is done)."""
+        if self._wide_table is None:
+            t = self._table
+            self._wide_table = np.concatenate([t, np.full((2, t.shape[1]), -1, dtype=t.dtype)])
+        return self._wide_table
 
     def _chain_states(self, state: int, upto: int, prof) -> np.ndarray:
         """The states after ``m`` plain characters from ``state``, for every character count
@@ -406,6 +474,7 @@ class DFAGrammar:
                 if not seen[t]:
                     seen[t] = True
                     todo.append(t)
+        self._wide_table = None
         rev: dict[int, list[int]] = {}
         for s, nxt in succ.items():
             for t in nxt.tolist():
