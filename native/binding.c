@@ -183,6 +183,39 @@ static PyObject *py_mask_to_ids(PyObject *self, PyObject *args) {
     return PyLong_FromSize_t(k);
 }
 
+static PyObject *py_mask_mark_next(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *om, *on, *ok;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "OnOO", &om, &n, &on, &ok)) return NULL;
+    Py_buffer m, nx, mk;
+    if (get_words(om, &m, 0, "mask") < 0) return NULL;
+    if (get_buf(on, &nx, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, "next_state", 'i', 4) < 0) {
+        PyBuffer_Release(&m);
+        return NULL;
+    }
+    if (get_buf(ok, &mk, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE, "mark", 'B', 1) < 0) {
+        PyBuffer_Release(&m);
+        PyBuffer_Release(&nx);
+        return NULL;
+    }
+    PyObject *ret = NULL;
+    if (n < 0 || n > m.shape[0] * 32 || n > nx.shape[0]) {
+        PyErr_Format(PyExc_ValueError, "n=%zd outside the mask's %zd bits or next_state's %zd entries", n,
+                     m.shape[0] * 32, nx.shape[0]);
+    } else {
+        size_t k;
+        Py_BEGIN_ALLOW_THREADS
+        k = gd_mask_mark_next(m.buf, (size_t)n, nx.buf, mk.buf, (size_t)mk.shape[0]);
+        Py_END_ALLOW_THREADS
+        ret = PyLong_FromSize_t(k);
+    }
+    PyBuffer_Release(&m);
+    PyBuffer_Release(&nx);
+    PyBuffer_Release(&mk);
+    return ret;
+}
+
 static PyObject *py_apply_mask(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"logits", "mask", "fill", NULL};
     PyObject *ol, *om;
@@ -2205,6 +2238,9 @@ static PyMethodDef methods[] = {
     {"mask_index_bytes", py_mask_index_bytes, METH_VARARGS, "mask_index_bytes(index) -> bytes of the stored ids."},
     {"mask_hash", py_mask_hash, METH_VARARGS, "mask_hash(mask) -> 64-bit hash of the uint32 words (interning)."},
     {"mask_equal", py_mask_equal, METH_VARARGS, "mask_equal(a, b) -> True if the uint32 word arrays are equal."},
+    {"mask_mark_next", py_mask_mark_next, METH_VARARGS,
+     "mask_mark_next(mask_u32, n, next_state_i32, mark_u8) -> count: mark[next_state[i]] = 1 for each set bit i "
+     "among the first n (entries outside the mark skipped)."},
     {"mask_to_ids", py_mask_to_ids, METH_VARARGS,
      "mask_to_ids(mask_u32, n, ids_out_i64) -> count: the set bits among the first n, ascending (at most len(ids_out))."},
     {"mask_from_ids", py_mask_from_ids, METH_VARARGS,

@@ -83,7 +83,31 @@ def test_and_or_count(impl):
     assert _native.mask_count(a, 5000) == int(_bits(a, 5000).sum())
 
 
+def test_mask_mark_next():
+    """The distinct states of a mask's set bits, as numpy reads them (entries outside the mark
+    skipped), below and at the full length."""
+    rng = np.random.default_rng(3)
+    for n in (5000, 4999, 33):
+        m = _mask(rng, 5000)
+        nxt = rng.integers(-2, 60, 5024).astype(np.int32)
+        mark = np.zeros(50, np.uint8)
+        got = _native.mask_mark_next(m, n, nxt, mark)
+        ids = np.flatnonzero(_bits(m, n))
+        want = np.zeros(50, np.uint8)
+        st = nxt[ids]
+        want[st[(st >= 0) & (st < 50)]] = 1
+        assert got == len(ids) and np.array_equal(mark, want)
+
+
 @pytest.mark.parametrize("bad, msg", [
+    (lambda: _native.mask_mark_next(np.zeros(4, np.uint32), 129, np.zeros(128, np.int32), np.zeros(4, np.uint8)),
+     "outside"),
+    (lambda: _native.mask_mark_next(np.zeros(4, np.uint32), 64, np.zeros(40, np.int32), np.zeros(4, np.uint8)),
+     "outside"),
+    (lambda: _native.mask_mark_next(np.zeros(4, np.uint32), 64, np.zeros(128, np.int64), np.zeros(4, np.uint8)),
+     "format 'i'"),
+    (lambda: _native.mask_mark_next(np.zeros(4, np.uint32), 64, np.zeros(128, np.int32), np.zeros(4, bool)),
+     "format 'B'|expected"),
     (lambda: _native.apply_mask(np.zeros(100, np.float64), np.zeros(4, np.uint32)), "format 'f'"),
     (lambda: _native.apply_mask(np.zeros(200, np.float32), np.zeros(4, np.uint32)), "smaller vocabulary"),
     (lambda: _native.apply_mask(np.zeros(10, np.float32), np.zeros(4, np.int64)), "format 'I'"),

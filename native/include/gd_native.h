@@ -51,6 +51,11 @@ int gd_mask_equal(const uint32_t *a, const uint32_t *b, size_t nwords);
 void gd_mask_from_ids(uint32_t *mask, size_t nwords, const uint32_t *ids, size_t n_ids);
 /* The ids of the bits set among the first n bits, ascending, into ids (at most cap); the count. */
 size_t gd_mask_to_ids(const uint32_t *mask, size_t n, int64_t *ids, size_t cap);
+/* mark[next_state[i]] = 1 for every bit i set among the first n (next_state: n entries; an
+ * entry outside 0..n_states-1 is skipped); the number of set bits.  The distinct states a
+ * trie walk's allowed tokens lead to, without collecting the tokens. */
+size_t gd_mask_mark_next(const uint32_t *mask, size_t n, const int32_t *next_state, uint8_t *mark,
+                         size_t n_states);
 /* For interning a mask of n bits (whole words: (n + 31) / 32): *hash = gd_mask_hash of them,
  * returns the number of set bits among the first n, and when that is at most cap also writes
  * their ids, ascending, as uint32 into ids (else the first cap entries of ids are scratch). */

@@ -165,6 +165,22 @@ size_t gd_mask_to_ids(const uint32_t *mask, size_t n, int64_t *ids, size_t cap) 
     return k;
 }
 
+size_t gd_mask_mark_next(const uint32_t *mask, size_t n, const int32_t *next_state, uint8_t *mark,
+                         size_t n_states) {
+    size_t k = 0, nw = (n + 31) / 32;
+    for (size_t w = 0; w < nw; w++) {
+        uint32_t x = mask[w];
+        if (w == nw - 1 && (n & 31)) x &= (1u << (n & 31)) - 1u;
+        while (x) {
+            int32_t s = next_state[w * 32 + (size_t)__builtin_ctz(x)];
+            if (s >= 0 && (size_t)s < n_states) mark[s] = 1;
+            k++;
+            x &= x - 1;
+        }
+    }
+    return k;
+}
+
 /* One pass: the hash (gd_mask_hash), the count, and the ids while the count fits in cap.  Only
  * groups that are not all zero do any work, so a sparse mask costs one scan for zeros; once the
  * count is past cap, the rest is hashed and counted without collecting. */

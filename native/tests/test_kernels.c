@@ -154,6 +154,18 @@ static void test_hash_equal(void) {
     for (size_t k = 0; k < nb; k++) CHECK(back[k] == (int64_t)ids[k], "to_ids[%zu] = %lld", k, (long long)back[k]);
     CHECK(gd_mask_to_ids(b, 128000, back, 8) == 6, "to_ids below n=128000");
     CHECK(gd_mask_to_ids(b, 4001 * 32, back, 3) == 3, "to_ids stops at cap");
+    /* mark_next: the states of the set bits, entries outside the mark skipped */
+    static int32_t nxt[4001 * 32];
+    for (size_t i = 0; i < 4001 * 32; i++) nxt[i] = (int32_t)(i % 5) - 1; /* -1, 0, 1, 2, 3 */
+    nxt[127999] = 9; /* past the mark */
+    uint8_t mark[5] = {0, 0, 0, 0, 0};
+    CHECK(gd_mask_mark_next(b, 4001 * 32, nxt, mark, 4) == 7, "mark_next counts the set bits");
+    /* ids 0, 31, 32, 33, 64, 127999, 128031 -> states -1, 0, 1, 2, 3, 9 (skipped), 0 */
+    CHECK(mark[0] && mark[1] && mark[2] && mark[3] && !mark[4], "mark_next marks %d%d%d%d%d", mark[0], mark[1],
+          mark[2], mark[3], mark[4]);
+    memset(mark, 0, sizeof mark);
+    CHECK(gd_mask_mark_next(b, 33, nxt, mark, 5) == 3, "mark_next below n=33");
+    CHECK(mark[0] && mark[1] && !mark[2] && !mark[3], "mark_next below n=33 marks");
 }
 
 /* gd_mask_digest = gd_mask_hash + gd_mask_count + the ids while they fit, for sparse and

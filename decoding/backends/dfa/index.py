@@ -348,7 +348,7 @@ class DFAGrammar:
             bufs = (np.full(self.n_words * 32, FORBIDDEN, dtype=np.int32), np.zeros(self.n_words, dtype=np.uint32))
         nxt_all, scratch = bufs
         tabs = self._tabs or vocab_tables(self.vocab)
-        mark = np.zeros(self.dfa.n_states, dtype=bool)  # (a sort of ~100k next states costs more)
+        mark = np.zeros(self.dfa.n_states, dtype=np.uint8)  # (a sort of ~100k next states costs more)
         walks: list[tuple] = [(tabs.trie, self._table, int(state))]  # (trie, table, row) to walk
         if self._loop_profiles and not self._pure:
             row = self._table[state]
@@ -372,14 +372,12 @@ class DFAGrammar:
             flat = flat_of.get(id(table))
             if flat is None:
                 flat = flat_of[id(table)] = table.reshape(-1)
-            n = _native.trie_walk(trie, self._classes, flat, table.shape[1], r, scratch, nxt_all)
-            ids = np.empty(n, dtype=np.int64)
-            _native.mask_to_ids(scratch, self.vocab.n_tokens, ids)
-            mark[nxt_all[ids]] = True
+            _native.trie_walk(trie, self._classes, flat, table.shape[1], r, scratch, nxt_all)
+            _native.mask_mark_next(scratch, self.vocab.n_tokens, nxt_all, mark)  # (the allowed tokens' states)
         if self.special_token_ids:
             sp = self._table[state, self.dfa.n_classes:]
             mark[sp[sp >= 0]] = True
-        return np.flatnonzero(mark).astype(np.int32)
+        return np.flatnonzero(mark.view(bool)).astype(np.int32)  # (bool: numpy's fast nonzero)
 
     def _near_chain(self, state: int, t: int, tabs, mark: np.ndarray) -> list[tuple] | None:
         """The walks left for ``state`` when it moves like ``t``, a state that every plain
