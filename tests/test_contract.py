@@ -285,6 +285,31 @@ def test_successor_states_are_the_successors_states(schema, vocab):
     assert near or schema != "map"  # (and the near-chain one on the map's keys)
 
 
+def test_successor_states_from_threads():
+    """Threads reading a map's near-chain states at once (each writes the scratch rows of its
+    own widened table) get every state's successors right."""
+    import threading
+    cg = compile_grammar(compile_schema(SUCCESSOR_SCHEMAS["map"]).grammar, get_vocab("llama-bpe"), backend="dfa")
+    want = {}
+    for s in range(cg.dfa.n_states):
+        _, nxt = cg.successors(s)
+        want[s] = np.unique(nxt[nxt >= 0])
+    bad: list = []
+
+    def run(order):
+        for s in order:
+            if not np.array_equal(cg.successor_states(s), want[s]):
+                bad.append(s)
+        cg._drop_wide()
+    states = list(range(cg.dfa.n_states)) * 3
+    ts = [threading.Thread(target=run, args=(states[k::4],)) for k in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not bad and not cg._wide_tables
+
+
 def test_successor_states_on_a_chain_of_period_two():
     """A string body of an even number of characters: plain characters cycle through two
     states, so a plain token of ``m`` characters ends in the one ``m`` is even or odd for."""

@@ -1637,7 +1637,7 @@ class CountedGrammar:
                 if not seen[t]:
                     seen[t] = True
                     todo.append(t)
-        self.inner._wide_table = None
+        self.inner._drop_wide()
         for lp in self.loops:
             if lp.need:
                 self._unit_figures(lp, succ)

@@ -141,7 +141,7 @@ class DFAGrammar:
         self._char_pairs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._loops: PlainLoops | None = None  # whole plain subtrees in full walks (native only)
         self._plain_counts: dict[str, np.ndarray] = {}  # per profile: the plain tokens' character counts
-        self._wide_table: np.ndarray | None = None  # the table and two scratch rows (_near_chain)
+        self._wide_tables: dict[int, np.ndarray] = {}  # per thread: the table and two scratch rows (_near_chain)
 
     @classmethod
     def from_precomputed(cls, dfa: DFA, vocab: Vocab, special_token_ids: Sequence[int],
@@ -343,7 +343,10 @@ class DFAGrammar:
         character takes every chain state to the next one, as "a" does; see
         :mod:`decoding.backends.textloop`), so those are the chain's states at the plain
         tokens' character counts, and only the profile's small trie of other tokens is
-        walked.  ``bufs``: as :meth:`successors`'."""
+        walked; a state that moves like a plain self-loop state except on a few byte classes
+        is read through that state (:meth:`_near_chain`).  The walks' allowed tokens mark their
+        states natively (``mask_mark_next``).  ``bufs``: as :meth:`successors`' (one pair per
+        thread)."""
         if bufs is None:
             bufs = (np.full(self.n_words * 32, FORBIDDEN, dtype=np.int32), np.zeros(self.n_words, dtype=np.uint32))
         nxt_all, scratch = bufs
@@ -402,8 +405,10 @@ class DFAGrammar:
             in_e = np.isin(cls, diff)
             if _plain_first_bytes(prof, self.vocab)[~in_e].any():
                 mark[t] = True
+            # (a table of its own per call: the scratch rows are written here and read by the
+            # walks, and another thread may be reading its own)
             wide = self._wide()
-            r1, r2 = self.dfa.n_states, self.dfa.n_states + 1
+            r1, r2 = len(wide) - 2, len(wide) - 1
             wide[r1, :nb] = row
             wide[r1, diff] = -1
             wide[r2, :nb] = -1
@@ -412,12 +417,20 @@ class DFAGrammar:
         return None
 
     def _wide(self) -> np.ndarray:
-        """The table with two scratch rows below it (:meth:`_near_chain`; made once, dropped
-        when the budget table is done)."""
-        if self._wide_table is None:
+        """The table with two scratch rows below it (:meth:`_near_chain`), one per thread: made
+        once by the thread's first call, dropped with :meth:`_drop_wide` (the budget table
+        done)."""
+        tables = self._wide_tables
+        key = threading.get_ident()
+        w = tables.get(key)
+        if w is None:
             t = self._table
-            self._wide_table = np.concatenate([t, np.full((2, t.shape[1]), -1, dtype=t.dtype)])
-        return self._wide_table
+            w = tables[key] = np.concatenate([t, np.full((2, t.shape[1]), -1, dtype=t.dtype)])
+        return w
+
+    def _drop_wide(self) -> None:
+        """Free this thread's table of :meth:`_wide`."""
+        self._wide_tables.pop(threading.get_ident(), None)
 
     def _chain_states(self, state: int, upto: int, prof) -> np.ndarray:
         """The states after ``m`` plain characters from ``state``, for every character count
@@ -472,7 +485,7 @@ class DFAGrammar:
                 if not seen[t]:
                     seen[t] = True
                     todo.append(t)
-        self._wide_table = None
+        self._drop_wide()
         rev: dict[int, list[int]] = {}
         for s, nxt in succ.items():
             for t in nxt.tolist():
