@@ -168,7 +168,7 @@ def _range_dfa(lo: int | None, hi: int | None) -> Node:
     bound).  So the states are ``(side, i, cmp lower, cmp upper)``, plus a zero and, with no
     upper bound, one looping state past the lower bound's length; dead states are dropped
     and the rest minimised (Moore)."""
-    sides = []  # (sign tag, magnitude low, magnitude high or None, zero allowed)
+    sides = []  # (sign, lowest magnitude, highest or None); zero is in when the lowest is 0
     if hi is None or hi >= 0:
         sides.append(("+", max(lo, 0) if lo is not None else 0, hi))
     if lo is None or lo < 0:
