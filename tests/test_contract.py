@@ -267,6 +267,16 @@ SUCCESSOR_SCHEMAS = {
 
 
 @pytest.mark.parametrize("vocab", ["llama-bpe", "gemma-4"])
+def test_profile_first_bytes_and_char_counts(vocab):
+    """A profile's plain tokens' first bytes and distinct character counts, as their bytes say."""
+    v = get_vocab(vocab)
+    prof = vocab_tables(v).profile("json-string")
+    ids = np.flatnonzero(prof.n_chars > 0)
+    assert np.array_equal(np.flatnonzero(prof.first_bytes), sorted({v.token_bytes[i][0] for i in ids}))
+    assert np.array_equal(prof.char_counts, np.unique(prof.n_chars[ids]))
+
+
+@pytest.mark.parametrize("vocab", ["llama-bpe", "gemma-4"])
 @pytest.mark.parametrize("schema", sorted(SUCCESSOR_SCHEMAS))
 def test_successor_states_are_the_successors_states(schema, vocab):
     """``DFAGrammar.successor_states`` (the chain of a string body read for the plain tokens,

@@ -79,9 +79,12 @@ class PlainProfile:
     #: plain character leads back to, a token is allowed iff its rest is, so its walk replaces
     #: that of the other tokens (many share a rest: ``abc"``, ``x"``, ``"``)
     rest_trie: Any = None
+    #: bool[256]: the bytes some plain token starts with
+    first_bytes: np.ndarray | None = None
     _upto: dict = field(default_factory=dict, repr=False)
     _by_chars: tuple = field(default=(), repr=False)  # (plain ids sorted by characters, their counts)
     _max_chars: int = field(default=0, repr=False)
+    _counts: Any = field(default=None, repr=False)  # the distinct character counts (char_counts)
     _masker_args: tuple = field(default=(), repr=False)
 
     #: masks of at most this many characters are made with the profile (most tokens are that
@@ -96,8 +99,16 @@ class PlainProfile:
             a.setflags(write=False)
         object.__setattr__(self, "_by_chars", (srt, nc))
         object.__setattr__(self, "_max_chars", int(nc[-1]) if len(nc) else 0)
+        counts = np.unique(nc)  # (sorted: cheap)
+        counts.setflags(write=False)
+        object.__setattr__(self, "_counts", counts)
         for k in range(1, min(self.EAGER_UPTO, self._max_chars - 1) + 1):
             self.plain_upto(k)
+
+    @property
+    def char_counts(self) -> np.ndarray:
+        """The distinct character counts of the plain tokens (sorted, read-only)."""
+        return self._counts
 
     @property
     def max_chars(self) -> int:
@@ -176,14 +187,16 @@ def _build_profile(vocab: Vocab, name: str, trie: Any) -> PlainProfile:
     keep = ~plain
     starts = off[:-1][keep]
     blob2 = b"".join(blob[int(a):int(a) + int(n)] for a, n in zip(starts, lens[keep]))
-    for a in (t, mask, n_chars):
+    first = np.zeros(256, dtype=bool)
+    first[np.frombuffer(blob, dtype=np.uint8)[off[:-1][plain].astype(np.int64)]] = True
+    for a in (t, mask, n_chars, first):
         a.setflags(write=False)
     other = _native.trie_build(blob2, off2)
     off3 = np.zeros_like(off)
     np.cumsum(np.fromiter(map(len, rest), dtype=off.dtype, count=len(rest)), out=off3[1:])
     rest_trie = _native.trie_build(b"".join(rest), off3)
     return PlainProfile(name, t, mask, other, int(plain.sum()), n_chars, _node_plain(trie, t), _node_plain(other, t),
-                        rest_trie=rest_trie)
+                        rest_trie=rest_trie, first_bytes=first)
 
 
 class VocabTables:

@@ -20,7 +20,6 @@ Invariants
 from __future__ import annotations
 
 import threading
-import weakref
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -44,23 +43,6 @@ __all__ = ["DFAGrammar", "BudgetTable", "compile_dfa_grammar"]
 #: leads to when their rows differ on at most this many byte classes (a declared key name's
 #: next character, see ``_near_chain``)
 NEAR_CHAIN_CLASSES = 4
-
-#: per plain-text profile: the first bytes of its plain tokens (bool[256])
-_FIRST_BYTES: "weakref.WeakKeyDictionary[object, np.ndarray]" = weakref.WeakKeyDictionary()
-
-
-def _plain_first_bytes(prof, vocab: Vocab) -> np.ndarray:
-    """:data:`_FIRST_BYTES` of ``prof`` (a profile of ``vocab``'s tables)."""
-    hit = _FIRST_BYTES.get(prof)
-    if hit is None:
-        ids = np.flatnonzero(prof.n_chars > 0)
-        blob, off = vocab.blob()
-        hit = np.zeros(256, dtype=bool)
-        hit[np.frombuffer(blob, dtype=np.uint8)[off[ids].astype(np.int64)]] = True
-        hit.setflags(write=False)
-        _FIRST_BYTES[prof] = hit
-    return hit
-
 
 @dataclass(frozen=True, eq=False)
 class BudgetTable:
@@ -140,7 +122,6 @@ class DFAGrammar:
         self._plain_steps: dict[str, dict[int, int | None]] = {}  # (the Python reference's memo)
         self._char_pairs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._loops: PlainLoops | None = None  # whole plain subtrees in full walks (native only)
-        self._plain_counts: dict[str, np.ndarray] = {}  # per profile: the plain tokens' character counts
         self._wide_tables: dict[int, np.ndarray] = {}  # per thread: the table and two scratch rows (_near_chain)
 
     @classmethod
@@ -338,7 +319,7 @@ class DFAGrammar:
         """The distinct states one text token or special leads to from ``state`` (sorted
         int32; end of generation left out): ``successors``' states, without its mask and,
         for a state on a uniform chain of plain characters (a string body: the states whose
-        full trie walk is 90% of the walks' time), without walking the plain tokens: a plain
+        full trie walk is most of the walks' time), without walking the plain tokens: a plain
         token of ``m`` characters leads to the ``m``-th state of the chain (each plain
         character takes every chain state to the next one, as "a" does; see
         :mod:`decoding.backends.textloop`), so those are the chain's states at the plain
@@ -403,7 +384,7 @@ class DFAGrammar:
                 continue
             prof = tabs.profile(name)
             in_e = np.isin(cls, diff)
-            if _plain_first_bytes(prof, self.vocab)[~in_e].any():
+            if prof.first_bytes[~in_e].any():
                 mark[t] = True
             # (a table of its own per call: the scratch rows are written here and read by the
             # walks, and another thread may be reading its own)
@@ -436,9 +417,7 @@ class DFAGrammar:
         """The states after ``m`` plain characters from ``state``, for every character count
         ``m <= upto`` that some plain token of ``prof`` has (the chain of uniform steps, read
         along "a"; a cycle is followed once round)."""
-        counts = self._plain_counts.get(prof.name)
-        if counts is None:
-            counts = self._plain_counts[prof.name] = np.unique(prof.n_chars[prof.n_chars > 0])
+        counts = prof.char_counts
         col = int(self._classes[0x61])
         chain = [int(state)]
         seen = {int(state): 0}
