@@ -340,6 +340,15 @@ size_t gd_lazy_n_states(const gd_lazy *L);
 int32_t gd_lazy_nsym(const gd_lazy *L);
 int32_t gd_lazy_n_classes(const gd_lazy *L);
 const uint16_t *gd_lazy_byte_class(const gd_lazy *L); /* [256] */
+/* The rows made so far, for a caller's inlined step (gd_trie_walk_lazy): row s is
+ * trans[s * nsym ..] when s < n_done and done[s]; any other call on L may move them (read
+ * them again after it). */
+typedef struct {
+    const int32_t *trans;
+    const uint8_t *done;
+    size_t n_done, nsym;
+} gd_lazy_rows;
+void gd_lazy_rows_get(const gd_lazy *L, gd_lazy_rows *out);
 /* The plain-loop memo of a lazy automaton (see gd_walk_opts), per slot 0..7: 0 = unknown. */
 uint8_t gd_lazy_memo_get(const gd_lazy *L, int32_t slot, int32_t s);
 void gd_lazy_memo_set(gd_lazy *L, int32_t slot, int32_t s, uint8_t v);

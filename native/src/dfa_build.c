@@ -942,6 +942,13 @@ const int32_t *gd_lazy_row(gd_lazy *L, int32_t s) {
     return L->d.trans + (size_t)s * (size_t)L->d.nsym;
 }
 
+void gd_lazy_rows_get(const gd_lazy *L, gd_lazy_rows *out) {
+    out->trans = L->d.trans;
+    out->done = L->done;
+    out->n_done = L->done_cap < L->d.states.n ? L->done_cap : L->d.states.n;
+    out->nsym = (size_t)L->d.nsym;
+}
+
 size_t gd_lazy_n_states(const gd_lazy *L) { return L->d.states.n; }
 
 int32_t gd_lazy_nsym(const gd_lazy *L) { return L->d.nsym; }

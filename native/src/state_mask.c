@@ -186,13 +186,25 @@ int gd_lazy_state_mask(const gd_kernels *kern, gd_lazy_masker *lm, int32_t state
                                         pr->max_chars ? pr->max_chars : 1);
         if (k == GD_PLAIN_NOMEM) return -2;
         if (k < 0 && k != GD_PLAIN_UNBOUNDED) continue;
+        int self_loop = 0;
         if (k == GD_PLAIN_UNBOUNDED) {
             lm->bulk = p;
             k = INT64_MAX;
+            /* every plain character leads back here: a token is allowed iff its rest is */
+            if (pr->rest_trie) {
+                /* (a row that cannot be made reads as mixed: no self-loop, the walk below fails) */
+                self_loop = gd_plain_step_lazy(l->row_off, l->pair_cls, l->pair_next, L, state) == state;
+            }
         }
-        if (lm->bulk == p) lazy_bulk_opts(lm, p, pr->other_node_plain, &o);
-        if (gd_trie_walk_lazy(pr->other_trie, lm->classes, L, state, mask, lm->nwords, NULL, &o) == SIZE_MAX)
-            return -3;
+        if (self_loop) {
+            gd_walk_opts r = {-1, NULL, NULL, NULL, NULL, NULL, -1};
+            if (gd_trie_walk_lazy(pr->rest_trie, lm->classes, L, state, mask, lm->nwords, NULL, &r) == SIZE_MAX)
+                return -3;
+        } else {
+            if (lm->bulk == p) lazy_bulk_opts(lm, p, pr->other_node_plain, &o);
+            if (gd_trie_walk_lazy(pr->other_trie, lm->classes, L, state, mask, lm->nwords, NULL, &o) == SIZE_MAX)
+                return -3;
+        }
         or_plain(kern, pr, k, mask, lm->nwords);
         done = 1;
     }

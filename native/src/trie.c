@@ -199,9 +199,10 @@ int gd_trie_plain_flags(const gd_trie *t, const int16_t *char_dfa, size_t n_char
  * below -1: could not be made, the walk stops and returns SIZE_MAX); PSTEP(s): the plain
  * step of the loop memo (see gd_plain_step); PLAIN_ON(o): the plain-loop bulk is on; MGET(s) /
  * MSET(s, v): read / write the loop memo of state s. */
-#define GD_DEFINE_WALK(NAME, TP, AT, PSTEP, PLAIN_ON, MGET, MSET)                                   \
+#define GD_DEFINE_WALK(NAME, TP, AT, PSTEP, PLAIN_ON, MGET, MSET, INIT)                             \
     size_t NAME(const gd_trie *t, const uint8_t *classes, TP, int32_t state, uint32_t *mask,       \
                 size_t nwords, int32_t *next_state, const gd_walk_opts *o) {                       \
+        INIT                                                                                       \
         memset(mask, 0, nwords * sizeof(uint32_t));                                                \
         int32_t stack_small[256];                                                                  \
         int32_t *stack = t->max_depth < 255 ? stack_small                                          \
@@ -261,17 +262,33 @@ int gd_trie_plain_flags(const gd_trie *t, const int16_t *char_dfa, size_t n_char
 #define GD_PLAIN_ON(o) ((o) && (o)->loop_memo)
 #define GD_MGET(s) o->loop_memo[s]
 #define GD_MSET(s, v) o->loop_memo[s] = (v)
-GD_DEFINE_WALK(gd_trie_walk_ex, GD_TP32, GD_TABLE_AT, GD_STEP32, GD_PLAIN_ON, GD_MGET, GD_MSET)
-GD_DEFINE_WALK(gd_trie_walk_ex16, GD_TP16, GD_TABLE_AT, GD_STEP16, GD_PLAIN_ON, GD_MGET, GD_MSET)
-/* over a lazy automaton: rows are made as the walk reads them */
+GD_DEFINE_WALK(gd_trie_walk_ex, GD_TP32, GD_TABLE_AT, GD_STEP32, GD_PLAIN_ON, GD_MGET, GD_MSET, )
+GD_DEFINE_WALK(gd_trie_walk_ex16, GD_TP16, GD_TABLE_AT, GD_STEP16, GD_PLAIN_ON, GD_MGET, GD_MSET, )
+/* over a lazy automaton: rows are made as the walk reads them.  A made row is read inline
+ * (rows: gd_lazy_rows); only a row not made yet goes through gd_lazy_step, after which (as
+ * after the plain step, which may make rows) the rows are read again. */
+static inline int32_t lazy_at(gd_lazy *L, gd_lazy_rows *r, int32_t s, int32_t c) {
+    if (s >= 0 && (size_t)s < r->n_done && r->done[s]) return r->trans[(size_t)s * r->nsym + (size_t)c];
+    int32_t t = gd_lazy_step(L, s, c);
+    gd_lazy_rows_get(L, r);
+    return t;
+}
+
+static inline int32_t lazy_pstep(gd_lazy *L, gd_lazy_rows *r, const gd_walk_opts *o, int32_t s) {
+    int32_t t = gd_plain_step_lazy(o->row_off, o->pair_cls, o->pair_next, L, s);
+    gd_lazy_rows_get(L, r);
+    return t;
+}
+
 #define GD_TPL gd_lazy *L
-#define GD_LAZY_AT(x, c) gd_lazy_step(L, (x), (c))
-#define GD_STEPL(s) gd_plain_step_lazy(o->row_off, o->pair_cls, o->pair_next, L, (s))
+#define GD_LAZY_AT(x, c) lazy_at(L, &rows_, (x), (c))
+#define GD_STEPL(s) lazy_pstep(L, &rows_, o, (s))
+#define GD_LAZY_INIT gd_lazy_rows rows_; gd_lazy_rows_get(L, &rows_);
 /* the loop memo lives in the automaton (slot o->memo_slot: one per plain-text profile) */
 #define GD_PLAIN_ON_L(o) ((o) && (o)->node_plain && (o)->memo_slot >= 0)
 #define GD_MGET_L(s) gd_lazy_memo_get(L, o->memo_slot, (s))
 #define GD_MSET_L(s, v) gd_lazy_memo_set(L, o->memo_slot, (s), (v))
-GD_DEFINE_WALK(gd_trie_walk_lazy, GD_TPL, GD_LAZY_AT, GD_STEPL, GD_PLAIN_ON_L, GD_MGET_L, GD_MSET_L)
+GD_DEFINE_WALK(gd_trie_walk_lazy, GD_TPL, GD_LAZY_AT, GD_STEPL, GD_PLAIN_ON_L, GD_MGET_L, GD_MSET_L, GD_LAZY_INIT)
 
 size_t gd_trie_walk(const gd_trie *t, const uint8_t *classes, const int32_t *table, size_t ncols, int32_t state,
                     uint32_t *mask, size_t nwords, int32_t *next_state) {

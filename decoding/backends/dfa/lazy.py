@@ -184,6 +184,8 @@ class LazyDFAGrammar:
         self._special_set = frozenset(self.special_token_ids)
         self._special_col = {tid: self.dfa.n_classes + k for k, tid in enumerate(self.special_token_ids)}
         self._eog = sorted(self.vocab.eog_ids)
+        self._eog_set = frozenset(self._eog)
+        self._token_bytes = self.vocab.token_bytes
         self._eog_mask = vocab_tables(self.vocab).eog_mask if self._eog else None
         self._pairs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._bulk = next(iter(PROFILES))  # the profile of the whole-subtree shortcut (see textloop.PlainLoops)
@@ -209,7 +211,10 @@ class LazyDFAGrammar:
     def mask(self, state: int) -> np.ndarray:
         """Read-only uint32 bitmask of the tokens allowed in ``state`` (memoized)."""
         mid = self._state_mask.get(state)
-        return self._masks[self._compute(state) if mid is None else mid]
+        if mid is not None:
+            return self._masks[mid]
+        mid, m = self._compute_mask(state)
+        return self._masks[mid] if m is None else m
 
     def allowed_ids(self, state: int) -> np.ndarray:
         mid = self._state_mask.get(state)
@@ -220,13 +225,14 @@ class LazyDFAGrammar:
         hit = self._next.get(key)
         if hit is not None:
             return hit
+        tb = self._token_bytes
         with self._lock:
             if token in self._special_set:
                 ns = self.dfa._call(_native.lazy_step, state, self._special_col[token])
-            elif token in self.vocab.eog_ids:
+            elif token in self._eog_set:
                 ns = EOG if self.dfa.accepting(state) else FORBIDDEN
-            elif 0 <= token < self.vocab.n_tokens and self.vocab.token_bytes[token]:
-                ns = self.dfa.run(self.vocab.token_bytes[token], state)
+            elif 0 <= token < len(tb) and tb[token]:
+                ns = self.dfa._call(_native.lazy_run, state, tb[token])
             else:
                 ns = FORBIDDEN
         ns = int(ns)
@@ -362,10 +368,16 @@ class LazyDFAGrammar:
 
     # ------------------------------------------------------------------ internals
     def _compute(self, state: int) -> int:
+        return self._compute_mask(state)[0]
+
+    def _compute_mask(self, state: int) -> tuple[int, np.ndarray | None]:
+        """(mask id of ``state``, the read-only mask when this call made it natively, else
+        None), computing and interning the mask if needed (a sparse mask is kept as its ids:
+        returning the one just made saves expanding them again)."""
         with self._lock:
             mid = self._state_mask.get(state)
             if mid is not None:
-                return mid
+                return mid, None
             m = np.empty(self.vocab.n_words, dtype=np.uint32)
             masker = self._masker
             if masker is None:
@@ -376,7 +388,7 @@ class LazyDFAGrammar:
             if masker:
                 mid = self._state_mask[state] = self.dfa._call(
                     lambda _cap: self._masks.intern_state(masker, int(state), m, self._ids_buf))
-                return mid
+                return mid, m
             self._walk(state, m)
             if self.special_token_ids:
                 row = self.dfa.row(state)
@@ -387,7 +399,7 @@ class LazyDFAGrammar:
             if self._eog_mask is not None and self.dfa.accepting(state):
                 _native.mask_or(m, m, self._eog_mask)
             mid = self._state_mask[state] = self._masks.intern(m)
-            return mid
+            return mid, None
 
     def _pairs_of(self, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         p = self._pairs.get(name)
