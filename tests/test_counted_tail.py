@@ -147,7 +147,7 @@ REAL = [
 
 @pytest.mark.parametrize("schema", REAL, ids=["string300", "two_strings", "array_of_128"])
 def test_real_vocabulary_masks_match_the_unrolled_dfa_to_the_bound(schema):
-    """llama-bpe (``M`` = 128, ``T`` = 33): walks that favour long tokens inside the strings
+    """llama-bpe (``M`` = 128, ``T`` = ``tail_for``: 16): walks that favour long tokens inside the strings
     reach the last ``M - T`` units, where long tokens are masked off one by one; every mask on
     the way equals the unrolled DFA's."""
     from conftest import get_vocab
@@ -156,7 +156,7 @@ def test_real_vocabulary_masks_match_the_unrolled_dfa_to_the_bound(schema):
     v = get_vocab("llama-bpe")
     g = compile_schema(schema).grammar
     cg, oracle = compile_grammar(g, v, backend="counted"), compile_grammar(g, v, backend="dfa")
-    assert cg.backend == "counted" and all(lp.tail == counted.TAIL for lp in cg.loops)
+    assert cg.backend == "counted" and all(lp.tail == counted.tail_for(v) for lp in cg.loops)
     lens = np.array([len(b) for b in v.token_bytes])
     rng = np.random.default_rng(5)
     removed = 0
@@ -176,3 +176,43 @@ def test_real_vocabulary_masks_match_the_unrolled_dfa_to_the_bound(schema):
             if a.finished:
                 break
     assert removed, "no long token was masked off near the end"
+
+
+# ----------------------------------------------------------------------------- the tail per vocabulary
+
+def _lengths_vocab(counts: dict[int, int]) -> Vocab:
+    """A vocabulary of ``counts[n]`` distinct tokens of ``n`` bytes each (plus every byte)."""
+    toks = [bytes([b]) for b in range(256)]
+    for n, c in counts.items():
+        toks += [i.to_bytes(4, "big") + b"x" * (n - 4) for i in range(c)]
+    return Vocab.from_bytes(toks)
+
+
+@pytest.mark.parametrize("counts, most, expect", [
+    ({10: 5, 20: 5, 30: 5}, 10, 11),   # >= 11 bytes: 10 tokens (20, 30): the first within 10
+    ({10: 5, 20: 5, 30: 5}, 15, 9),    # every token fits under 15: the smallest tail
+    ({10: 5, 20: 5, 30: 5}, 4, 31),    # 5 tokens of 30 bytes stay long below 31: the window
+    ({12: 3, 13: 3}, 3, 13),
+    ({12: 3, 13: 3}, 2, 14),           # the window (longest 13 + 1)
+])
+def test_tail_for_is_the_shortest_tail_with_at_most_the_bound_of_long_tokens(counts, most, expect, monkeypatch):
+    monkeypatch.setattr(counted, "LONG_TOKENS_MAX", most)
+    v = _lengths_vocab(counts)
+    assert counted.tail_for(v) == expect == min(expect, window(v))
+
+
+@pytest.mark.parametrize("name", ["llama-bpe", "gemma-4", "qwen35", "phi-3"])
+def test_tail_for_real_vocabularies(name):
+    from conftest import get_vocab
+
+    v = get_vocab(name)
+    t = counted.tail_for(v)
+    lens = np.array([len(b) for b in v.token_bytes])
+    assert counted.MIN_TAIL <= t <= window(v)
+    assert int((lens >= t).sum()) <= counted.LONG_TOKENS_MAX
+    assert t == counted.MIN_TAIL or int((lens >= t - 1).sum()) > counted.LONG_TOKENS_MAX
+
+
+def test_tail_setting_overrides_the_vocabulary(monkeypatch):
+    monkeypatch.setattr(counted, "TAIL", 7)
+    assert counted.tail_for(MED) == 7

@@ -9,7 +9,7 @@ has done its number of units ``X``:
   ``X = m - K`` units and has no exit;
 - room part ``U{0,r}`` (``r > K+1``): ``<en> U* (<tp> U{0,K})?``, the middle does at most
   ``X = r - K`` units and may exit after any of them.  Outside ``Inter``/``Diff`` products
-  the tail is shorter: ``T = min(K, TAIL)`` units (``<en> U* (<tp> U{0,T})?``, ``X = r - T``),
+  the tail is shorter: ``T = min(K, tail_for(vocab))`` units (``<en> U* (<tp> U{0,T})?``, ``X = r - T``),
   counted when ``r > T+1`` (see "Short tails" and "Medium loops" below).
 
 ``<en>`` and ``<tp>`` are marker symbols no token spells.  ``K`` is one more than the most
@@ -40,8 +40,8 @@ state's place in the unit is known).  A long token that enters the middle throug
 starts at most ``M`` units there, so with ``r >= M`` it always fits.  Need loops and product
 loops keep ``T = K``.
 
-Medium loops (room loops outside products with ``T + 1 < r < M``: ``maxLength`` 35..127 on
-llama-bpe, where ``M`` = 128).  With ``r < M`` a long token can also overrun the loop after
+Medium loops (room loops outside products with ``T + 1 < r < M``: ``maxLength`` 18..127 on
+llama-bpe, where ``M`` = 128 and ``T`` = 16).  With ``r < M`` a long token can also overrun the loop after
 it *crosses* ``<en>`` (``c`` = 0 there), at its first byte or anywhere inside it (after
 ``", "`` or a few units of a ``minLength``).  The invariant that keeps the masks exact: the
 mask automaton reads ``U*`` where the real loop allows ``r`` units, and a token it allows is
@@ -64,8 +64,8 @@ resets the counter), and they are removed from that state's mask:
   compile time) and the suffix from ``i`` to start more than ``r_k`` units: the tokens with
   such a suffix (``yids``, with their largest such ``i``) are stepped exactly (``_run``) in
   the states at most that many bytes before an ``<en>`` (``dist``, a reverse search, made
-  only when there is such a token).  On llama-bpe no long token holds a ``"`` before 35
-  string characters, so for JSON strings this set is empty and only ``zero`` is used.
+  only when there is such a token).  On llama-bpe (``T`` = 16) a JSON string's set holds one
+  token for ``maxLength`` 18..33 and none above: ``zero`` does most of the work.
 
 Costs: the cost graph leaves out, in each state, the tokens :meth:`CountedGrammar._cross_bad`
 removes there (really forbidden), so the costs stay as exact as they were.
@@ -162,10 +162,18 @@ MAX_PRODUCT_PAIRS = 400_000
 #: units of the middle (``M``: the longest token's bytes), so there its mask bit is checked
 #: (:meth:`CountedGrammar.mask`); a room part of fewer than ``M`` units (a medium loop) is
 #: counted too, the long tokens that overrun it after its ``<en>`` masked off (module
-#: docstring, "Medium loops").  llama-bpe: ``M`` = 128,
-#: 231 tokens of more than 32 bytes; the tails are 33 units instead of 129 (Snowplow sp_338:
-#: 121,916 -> 49,775 states)
-TAIL = 33
+#: docstring, "Medium loops").  None: per vocabulary, :func:`tail_for` (the shortest tail
+#: that leaves at most :data:`LONG_TOKENS_MAX` long tokens); an int: that tail (tests).
+#: The explicit tails are most of a counted automaton's states (T copies of the unit per
+#: loop and per place: a JSON string character is ~14 states), while what a short tail costs
+#: is the long tokens' checks near the end of a middle (vectorised over the long tokens).
+#: llama-bpe: ``M`` = 128; 17 units (1,312 long tokens) instead of a fixed 33 (231):
+#: Snowplow sp_338 40,569 -> 23,896 states
+TAIL: int | None = None
+#: :func:`tail_for`'s bound on the long tokens (more than ``T - 1`` bytes) of a vocabulary
+LONG_TOKENS_MAX = 2_000
+#: the shortest tail :func:`tail_for` picks (below it almost every token is long)
+MIN_TAIL = 9
 _NO_IDS = np.zeros(0, dtype=np.int64)
 _NO_IDS.setflags(write=False)
 
@@ -173,6 +181,26 @@ _NO_IDS.setflags(write=False)
 def window(vocab: Vocab) -> int:
     """``K``: one more than the most bytes (hence units) of one token."""
     return vocab.max_token_bytes + 1
+
+
+def _tail_of(vocab: Vocab) -> int:
+    _, off = vocab.blob()
+    lens = np.sort((off[1:] - off[:-1]).astype(np.int64))
+    t, k = MIN_TAIL, window(vocab)
+    # the tokens of at least t bytes: len(lens) - (the index of the first length >= t)
+    while t < k and len(lens) - int(np.searchsorted(lens, t, side="left")) > LONG_TOKENS_MAX:
+        t += 1
+    return min(t, k)
+
+
+_TAILS: WeakMemo = WeakMemo(_tail_of)
+
+
+def tail_for(vocab: Vocab) -> int:
+    """The explicit units after a room middle for ``vocab`` (:data:`TAIL` when set): the
+    smallest ``T >= MIN_TAIL`` such that at most :data:`LONG_TOKENS_MAX` tokens have more than
+    ``T - 1`` bytes, and at most ``K`` (the window; memoized per vocabulary)."""
+    return TAIL if TAIL is not None else _TAILS(vocab)
 
 
 @dataclass(frozen=True)
@@ -1772,9 +1800,10 @@ def compile_counted(grammar: Grammar, vocab: Vocab, *, limits: Limits | None = N
     lim = limits or DEFAULT_LIMITS
     why = [] if why is None else why
     k = window(vocab)
-    g2, loops, products = rewrite_products(grammar, k, limits=lim, tail=TAIL)
+    tail = tail_for(vocab)
+    g2, loops, products = rewrite_products(grammar, k, limits=lim, tail=tail)
     if not loops:
-        why.append(f"no repetition above {min(k, TAIL) + 1} units with unambiguous units")
+        why.append(f"no repetition above {min(k, tail) + 1} units with unambiguous units")
         return None
     if find_empty(grammar) is None:
         # every node of g2 derives a string exactly when the node it replaces does (markers and

@@ -84,7 +84,7 @@ def breakdown(vocab: Vocab, split: str, limit: int | None, repeat: int) -> None:
         return out
 
     comp = Compiler(vocab, cache=False)
-    print(f"split {split}, vocabulary {vocab.name} (K = {counted.window(vocab)}, TAIL = {counted.TAIL}), "
+    print(f"split {split}, vocabulary {vocab.name} (K = {counted.window(vocab)}, TAIL = {counted.tail_for(vocab)}), "
           f"best of {repeat}\n")
     print("| schema | compile ms | estimate unrolled | estimate counted | subset states | states | "
           "loops: r (T) x states entering it |")
@@ -107,7 +107,7 @@ def breakdown(vocab: Vocab, split: str, limit: int | None, repeat: int) -> None:
             unrolled = str(check_size(g, DEFAULT_LIMITS).states)
         except Exception as e:  # noqa: BLE001 - past the limits: say so
             unrolled = type(e).__name__
-        g2, loops, products = counted.rewrite_products(g, counted.window(vocab), tail=counted.TAIL)
+        g2, loops, products = counted.rewrite_products(g, counted.window(vocab), tail=counted.tail_for(vocab))
         est = check_size(g2, DEFAULT_LIMITS).states + sum(p.n_states for p in products.values())
         sizes.clear()
         automaton._minimize = spy
