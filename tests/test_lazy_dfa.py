@@ -231,10 +231,45 @@ def test_the_pure_python_reference_mode_builds_the_same_lazy_automaton(monkeypat
         assert ref.accepts(s) == native.accepts(s), s
 
 
+@pytest.mark.parametrize("schema", [
+    {"enum": ["alpha-one", "beta-one", "gamma-one", "delta-two"]},  # equal suffixes: states the lazy numbering splits
+    {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "additionalProperties": False},
+    SCHEMAS["closed"],
+])
+def test_exact_budgets_read_the_minimal_automaton_state_by_state(schema):
+    """The budget table is made over the minimal DFA of the explicit automaton, each state read
+    through its block: every reachable state's costs, successor costs and worst successor cost
+    are the eager (minimal) DFA's at the state the same bytes reach."""
+    v = get_vocab("llama-bpe")
+    g = compile_schema(schema).grammar
+    eager = compile_grammar(g, v, backend="dfa")
+    lazy = compile_grammar(g, v, backend="lazy")
+    m, block = lazy._exact()
+    n = lazy.dfa.n_states  # (every reachable state is made now)
+    assert m.dfa.n_states == eager.dfa.n_states and len(block) == n
+    if schema is not SCHEMAS["closed"]:
+        assert n > m.dfa.n_states  # (the case the blocks are for)
+    # each lazy state against the eager state reached by the same bytes (breadth-first)
+    todo, seen = [(0, 0)], {0}
+    while todo:
+        sl, se = todo.pop()
+        assert lazy.completion_cost(sl) == eager.completion_cost(se)
+        assert lazy.worst_successor_cost(sl) == eager.worst_successor_cost(se)
+        ids, costs = lazy.successor_costs(sl)
+        ids_e, costs_e = eager.successor_costs(se)
+        assert np.array_equal(ids, ids_e) and np.array_equal(costs, costs_e)
+        for b in range(256):
+            tl = lazy.dfa.step(sl, b)
+            if tl >= 0 and tl not in seen:
+                seen.add(tl)
+                todo.append((tl, eager.dfa.step(se, b)))
+    assert len(seen) == n
+
+
 @pytest.mark.parametrize("name", ["closed", "recursive", "cjk"])
 def test_budgets_are_exact_up_to_the_cap_and_bounds_above(name, monkeypatch):
-    """The first budget query makes the automaton explicit (every reachable state, the same
-    numbering): the costs are then the eager DFA's, state for state along a walk; with the cap
+    """The first budget query makes the automaton explicit (every reachable state, then
+    minimised): the costs are then the eager DFA's, state for state along a walk; with the cap
     below the automaton's size they are the fewest moves (bytes), never below the exact ones."""
     from decoding.backends.dfa import lazy as lazy_mod
     v = get_vocab("llama-bpe")

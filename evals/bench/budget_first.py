@@ -11,13 +11,15 @@ That is latency before the first token.  This compiles each schema of the split
 (maskbench's selection, back-end "auto"), then times that first call; prints p50, p90 and
 max over the schemas with the three slowest.  ``--baseline COMMIT`` times that commit's
 tree too, in a worktree with its own native build, the two alternating schema by schema
-(run from the repository root).
+(run from the repository root).  ``BUDGET_FIRST_ROWS=1`` also prints every schema's row
+(file, back-end, states, ms).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -71,6 +73,9 @@ def _report(name: str, rows: list[tuple[float, str, int, str]]) -> None:
     slow = ", ".join(f"{f} ({b}, {n} states) {t:.0f} ms" for t, b, n, f in sorted(rows)[-3:][::-1])
     print(f"  {name:5} p50 {statistics.median(xs):8.1f} ms  p90 {xs[int(0.9 * (len(xs) - 1))]:8.1f} ms  "
           f"max {xs[-1]:8.1f} ms  slowest: {slow}")
+    if os.environ.get("BUDGET_FIRST_ROWS"):  # every schema (investigation)
+        for t, b, n, f in sorted(rows, key=lambda r: r[3]):
+            print(f"    {f} {b} {n} {t:.1f}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,10 +19,10 @@ Invariants
   states are numbered in the order they are made, not minimised (equal masks are interned).
 - Budgets are exact (the fewest text tokens, as the eager back-end's) once a budget query
   (``completion_cost``, ``successor_costs``, ``worst_successor_cost``) has made the automaton
-  explicit: every reachable state, the same numbering, and a
-  :class:`~decoding.backends.dfa.index.DFAGrammar` over it for the
-  :class:`~decoding.backends.dfa.index.BudgetTable`; only when it has more than
-  :data:`EXACT_BUDGET_STATES` states is ``completion_cost(s)`` the upper bound of the fewest
+  explicit: every reachable state, minimised, and a
+  :class:`~decoding.backends.dfa.index.DFAGrammar` over the minimal DFA for the
+  :class:`~decoding.backends.dfa.index.BudgetTable`, read through each state's block; only
+  when it has more than :data:`EXACT_BUDGET_STATES` states is ``completion_cost(s)`` the upper bound of the fewest
   *moves* (bytes or specials) from ``s`` to acceptance, each of which one token can make.
 - The automaton object is not thread-safe; every native call on it holds the GIL and the
   grammar's lock.  Its size is bounded by ``Limits.max_subset_bytes`` (a memory bound): past
@@ -56,11 +56,11 @@ __all__ = ["LazyDFA", "LazyDFAGrammar", "compile_lazy_dfa", "compile_lazy_gramma
 
 _SLOTS = {name: k for k, name in enumerate(PROFILES)}  # the native plain-loop memo of each profile
 #: a budget query makes the automaton explicit for exact budgets when it has at most this many
-#: states: the budget table walks the trie once per state, about 0.1-0.25 ms a state on
-#: llama-bpe (kb_1110's 7,505 states: 0.9 s; sp_124's 12,829: 2.9 s), paid by the first budget
-#: query, so at most ~0.5 s here; above, the move-count bound (what auto's lazy grammars, the
-#: largest, keep)
-EXACT_BUDGET_STATES = 2_000
+#: states, then minimises it (paid by the first budget query; the budget table reads each
+#: minimal state's successor states, with the plain-chain shortcuts of
+#: :meth:`DFAGrammar.successor_states`: kb_1110, 7,505 states made, ~0.2-0.3 s); above, the
+#: move-count bound (an upper bound: one token per byte)
+EXACT_BUDGET_STATES = 10_000
 
 
 class LazyDFA:
@@ -274,14 +274,14 @@ class LazyDFAGrammar:
         bound: one token per byte)."""
         ex = self._exact()
         if ex is not None:
-            return ex.completion_cost(state)
+            return ex[0].completion_cost(int(ex[1][state]))
         c = self.dfa.min_moves(state)
         return COST_UNREACHABLE if c < 0 else c
 
     def successor_costs(self, state: int) -> tuple[np.ndarray, np.ndarray]:
         ex = self._exact()
         if ex is not None:
-            return ex.successor_costs(state)
+            return ex[0].successor_costs(int(ex[1][state]))
         ids = self.allowed_ids(state)
         nxt_all = np.full(self.n_words * 32, FORBIDDEN, dtype=np.int32)
         scratch = np.zeros(self.n_words, dtype=np.uint32)
@@ -311,22 +311,29 @@ class LazyDFAGrammar:
         """The largest cost among the text tokens allowed in ``state`` (from :meth:`successor_costs`)."""
         ex = self._exact()
         if ex is not None:
-            return ex.worst_successor_cost(state)
+            return ex[0].worst_successor_cost(int(ex[1][state]))
         return worst_text_cost(self.successor_costs(state)[1])
 
-    def _exact(self) -> DFAGrammar | None:
-        """The grammar over the explicit automaton (every reachable state made, the same
-        numbering: a state of this grammar is the same state there) whose exact budget table
-        the budget queries read; made on the first of them.  None when the automaton has more
-        than :data:`EXACT_BUDGET_STATES` states."""
+    def _exact(self) -> tuple[DFAGrammar, np.ndarray] | None:
+        """(the grammar over the minimal DFA of the explicit automaton, the minimal state of
+        each state of this grammar) whose exact budget table the budget queries read; made on
+        the first of them: every reachable state made (none is made later), then minimised
+        (the states the lazy numbering keeps apart, often several times the minimal ones,
+        would each cost the table a walk).  Equivalent states have the same tokens, the same
+        successors' classes and the same costs.  None when the automaton has more than
+        :data:`EXACT_BUDGET_STATES` states."""
         ex = self._exact_cg
         if ex is None:
             with self._lock:
                 ex = self._exact_cg
                 if ex is None:
                     d = self.dfa.explicit(EXACT_BUDGET_STATES)
-                    ex = self._exact_cg = False if d is None else DFAGrammar(
-                        d, self.vocab, self.special_token_ids, max_masks=self.max_masks)
+                    if d is None:
+                        ex = self._exact_cg = False
+                    else:
+                        m, block = _minimal_with_blocks(d)
+                        ex = self._exact_cg = (DFAGrammar(m, self.vocab, self.special_token_ids,
+                                                          max_masks=self.max_masks), block)
         return ex or None
 
     def to_dfa_grammar(self, max_states: int | None = None) -> DFAGrammar:
@@ -438,6 +445,26 @@ class LazyDFAGrammar:
         p = self._pairs_of(self._bulk)
         self.dfa._call(lambda c, *x: _native.lazy_walk(tabs.trie, cls, c, *x), state, m, None,
                        (prof.node_plain, p[0], p[1], p[2], _SLOTS[self._bulk]))
+
+
+def _minimal_with_blocks(d: DFA) -> tuple[DFA, np.ndarray]:
+    """(the minimal DFA of an explicit lazy automaton ``d``, the block of each state of ``d``:
+    its state there).  Blocks are numbered by their first state (block 0 holds the start), and
+    a block's row is its first state's with the targets mapped; every state of ``d`` is
+    reachable and live, so the quotient is trimmed."""
+    n, nsym = d.trans.shape
+    table = np.ascontiguousarray(d.trans, dtype=np.int32)
+    block = np.empty(n, dtype=np.int32)
+    nb = _native.dfa_minimize(table.reshape(-1), nsym, np.ascontiguousarray(d.accepting, dtype=np.uint8), block,
+                              1e9)
+    first = np.empty(nb, dtype=np.int64)
+    first[block[::-1]] = np.arange(n - 1, -1, -1)
+    rows = table[first]
+    q = np.where(rows >= 0, block[np.maximum(rows, 0)], -1).astype(np.int32)
+    acc = np.asarray(d.accepting, dtype=bool)[first]
+    for a in (q, acc, block):
+        a.setflags(write=False)
+    return DFA(d.byte_class, q, acc, d.specials, d.n_classes, trimmed=True), block
 
 
 def _automaton_minimal(d: DFA) -> DFA:
