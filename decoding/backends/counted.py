@@ -9,8 +9,8 @@ has done its number of units ``X``:
   ``X = m - K`` units and has no exit;
 - room part ``U{0,r}`` (``r > K+1``): ``<en> U* (<tp> U{0,K})?``, the middle does at most
   ``X = r - K`` units and may exit after any of them.  Outside ``Inter``/``Diff`` products
-  the tail is shorter: ``T = min(K, tail_for(vocab))`` units (``<en> U* (<tp> U{0,T})?``, ``X = r - T``),
-  counted when ``r > T+1`` (see "Short tails" and "Medium loops" below).
+  the tail is shorter: ``T = min(K, tail_for(vocab))`` units (``<en> U* (<tp> U{0,T})?``,
+  ``X = r - T``), counted when ``r > T+1`` (see "Short tails" and "Medium loops" below).
 
 ``<en>`` and ``<tp>`` are marker symbols no token spells.  ``K`` is one more than the most
 units one token can hold (units are at least one byte: the longest token's length + 1).
@@ -41,9 +41,9 @@ starts at most ``M`` units there, so with ``r >= M`` it always fits.  Need loops
 loops keep ``T = K``.
 
 Medium loops (room loops outside products with ``T + 1 < r < M``: ``maxLength`` 18..127 on
-llama-bpe, where ``M`` = 128 and ``T`` = 16).  With ``r < M`` a long token can also overrun the loop after
-it *crosses* ``<en>`` (``c`` = 0 there), at its first byte or anywhere inside it (after
-``", "`` or a few units of a ``minLength``).  The invariant that keeps the masks exact: the
+llama-bpe, where ``M`` = 128 and ``T`` = 16).  With ``r < M`` a long token can also overrun
+the loop after it *crosses* ``<en>`` (``c`` = 0 there), at its first byte or anywhere inside
+it (after ``", "`` or a few units of a ``minLength``).  The invariant that keeps the masks exact: the
 mask automaton reads ``U*`` where the real loop allows ``r`` units, and a token it allows is
 really allowed exactly when, in each stretch of the token inside the loop (from the state it
 starts in, with ``c`` units done, or from an ``<en>`` it crosses, with 0), it starts at most
@@ -167,8 +167,8 @@ MAX_PRODUCT_PAIRS = 400_000
 #: The explicit tails are most of a counted automaton's states (T copies of the unit per
 #: loop and per place: a JSON string character is ~14 states), while what a short tail costs
 #: is the long tokens' checks near the end of a middle (vectorised over the long tokens).
-#: llama-bpe: ``M`` = 128; 17 units (1,312 long tokens) instead of a fixed 33 (231):
-#: Snowplow sp_338 40,569 -> 23,896 states
+#: llama-bpe: ``M`` = 128; 16 units (1,591 long tokens) instead of a fixed 33 (231):
+#: Snowplow sp_338 40,569 -> 22,846 states
 TAIL: int | None = None
 #: :func:`tail_for`'s bound on the long tokens (more than ``T - 1`` bytes) of a vocabulary
 LONG_TOKENS_MAX = 2_000

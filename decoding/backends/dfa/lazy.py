@@ -22,8 +22,9 @@ Invariants
   explicit: every reachable state, minimised, and a
   :class:`~decoding.backends.dfa.index.DFAGrammar` over the minimal DFA for the
   :class:`~decoding.backends.dfa.index.BudgetTable`, read through each state's block; only
-  when it has more than :data:`EXACT_BUDGET_STATES` states is ``completion_cost(s)`` the upper bound of the fewest
-  *moves* (bytes or specials) from ``s`` to acceptance, each of which one token can make.
+  when it has more than :data:`EXACT_BUDGET_STATES` states is ``completion_cost(s)`` the
+  upper bound of the fewest *moves* (bytes or specials) from ``s`` to acceptance, each of
+  which one token can make.
 - The automaton object is not thread-safe; every native call on it holds the GIL and the
   grammar's lock.  Its size is bounded by ``Limits.max_subset_bytes`` (a memory bound): past
   it a mask or a step raises :class:`~decoding.errors.LimitError`.
