@@ -27,6 +27,9 @@ All forms are tokenized once by llama.cpp's own tokenizer for the vocabulary.
 Compile timeout: ``--timeout`` seconds; ours is interrupted (SIGALRM), peers run native
 code that cannot be interrupted, so a slower compile is counted as a timeout afterwards.
 ``--budget`` seconds per engine: schemas not started within it are reported as skipped.
+``--interleave``: afterwards, a second pass times compiles and walks again with the engines
+interleaved schema by schema (:func:`run_interleaved`; the order rotated per schema), so that
+the ratios do not depend on which engine ran while the shared machine was slower.
 Writes evals/results/maskbench/<vocab>-<split>.json and .md and prints the table.
 """
 
@@ -50,7 +53,7 @@ from decoding.vocab import Vocab
 
 from evals.bench.engines import ENGINES, Engine, Samples, Unavailable, make_engine
 
-__all__ = ["main", "run", "select_schemas", "stats_us", "render_markdown"]
+__all__ = ["main", "run", "run_interleaved", "select_schemas", "stats_us", "render_markdown"]
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT / ".." / "shared" / "corpora"
@@ -218,6 +221,7 @@ def run_engine(eng: Engine, vocab: Vocab, eos: int, cases: list[dict], timeout: 
                         r["invalid_accepted"] += 1
                     continue
                 kind, b, toks = chosen if chosen is not None else forms[0]
+                r.setdefault("walked", []).append(next(j for j, f in enumerate(forms) if f[0] == kind))
                 lens = [len(x) for x in (rec.mask, rec.adv, rec.apply, rec.first)]
                 try:
                     ok = eng.walk(h, toks, logits, eos, rec)
@@ -287,6 +291,81 @@ def run_engine(eng: Engine, vocab: Vocab, eos: int, cases: list[dict], timeout: 
         out["mask_only_memoized_us"] = stats_us(np.asarray(rec.mask)[~first])
     del handles
     gc.collect()
+    return out
+
+
+def run_interleaved(engs: list[tuple[str, Engine]], vocab: Vocab, eos: int, cases: list[dict],
+                    walked: dict[str, dict[str, list[int]]], timeout: float) -> dict:
+    """Compile and mask timing with the engines interleaved schema by schema (``--interleave``):
+    for each schema every engine (set up already) compiles it afresh and walks its valid
+    instances in the forms the sequential run walked (``walked``: engine -> file -> the form
+    index of each valid instance), the engines' order rotated by one per schema, so that a
+    machine whose speed drifts over minutes weighs on every engine alike.  Only schemas the
+    engine compiled in the sequential run are walked.  Per engine: compile and mask (+
+    advance) stats over its schemas, and over the schemas every engine compiled here
+    (``common``); nothing else (acceptance and memory are the sequential run's)."""
+    logits = np.zeros(vocab.n_tokens, dtype=np.float32)
+    comp: dict[str, dict[str, float]] = {n: {} for n, _ in engs}
+    samples: dict[str, dict[str, np.ndarray]] = {n: {} for n, _ in engs}
+    old = signal.signal(signal.SIGALRM, _alarm)
+    try:
+        for i, case in enumerate(cases):
+            k = i % len(engs)
+            for name, eng in engs[k:] + engs[:k]:
+                gc.collect()
+                t0 = time.perf_counter()
+                try:
+                    signal.setitimer(signal.ITIMER_REAL, timeout)
+                    try:
+                        h = eng.compile(case["schema"])
+                    finally:
+                        signal.setitimer(signal.ITIMER_REAL, 0)
+                except Exception:  # noqa: BLE001 - (_Timeout too) the sequential run reports why
+                    continue
+                ms = (time.perf_counter() - t0) * 1000
+                forms = walked.get(name, {}).get(case["file"])
+                if forms is None or ms > timeout * 1000:
+                    continue
+                comp[name][case["file"]] = ms
+                rec = Samples()
+                valid = [fs for v, fs in case["tests"] if v and fs]
+                for fs, j in zip(valid, forms):
+                    lens = [len(x) for x in (rec.mask, rec.adv, rec.apply, rec.first)]
+                    try:
+                        eng.walk(h, fs[j][2], logits, eos, rec)
+                    except Exception:  # noqa: BLE001 - as the sequential run: the partial walk dropped
+                        for x, n in zip((rec.mask, rec.adv, rec.apply, rec.first), lens):
+                            del x[n:]
+                eng.done_checking(h)
+                samples[name][case["file"]] = np.asarray(rec.mask, dtype=np.int64) + np.asarray(rec.adv, dtype=np.int64)
+                del h
+    finally:
+        signal.signal(signal.SIGALRM, old)
+    common = set.intersection(*(set(c) for c in comp.values())) if comp else set()
+    out: dict = {"order": "rotated by one engine per schema", "schemas_common": len(common), "engines": {}}
+    for name, _ in engs:
+        own = sorted(comp[name])
+        cat = [samples[name][f] for f in own]
+        com = [samples[name][f] for f in sorted(common)]
+        out["engines"][name] = {
+            "schemas": len(own),
+            "compile_ms": stats_ms([comp[name][f] for f in own]),
+            "mask_us": stats_us(np.concatenate(cat) if cat else np.zeros(0)),
+            "common_compile_ms": stats_ms([comp[name][f] for f in sorted(common)]),
+            "common_mask_us": stats_us(np.concatenate(com) if com else np.zeros(0)),
+        }
+    e = out["engines"]
+    if "ours" in e and len(e) > 1:
+        ratios = {}
+        for label, key, stat in (("compile_p50", "compile_ms", "p50"), ("mask_mean", "mask_us", "mean"),
+                                 ("mask_p99", "mask_us", "p99"), ("common_compile_p50", "common_compile_ms", "p50"),
+                                 ("common_mask_mean", "common_mask_us", "mean")):
+            vals = {n: v[key][stat] for n, v in e.items() if n != "ours" and v[key][stat] is not None}
+            if vals and e["ours"][key][stat] is not None:
+                best = min(vals, key=vals.get)
+                ratios[label] = {"ours": e["ours"][key][stat], "best_peer": best, "best": vals[best],
+                                 "ratio": e["ours"][key][stat] / vals[best]}
+        out["ratios"] = ratios
     return out
 
 
@@ -411,6 +490,21 @@ def render_markdown(res: dict) -> str:
               "| metric | ours | best peer | ratio |", "|---|---|---|---|"]
         for k, v in res["ratios"].items():
             L.append(f"| {k} | {_f(v['ours'], 2)} | {v['best_peer']} {_f(v['best'], 2)} | {_f(v['ratio'], 2)} |")
+    il = res.get("interleaved")
+    if il:
+        L += ["", f"Interleaved pass (`--interleave`): every engine compiles each schema afresh and walks its "
+              f"valid instances, the engines' order {il['order']}; common = the {il['schemas_common']} "
+              "schemas every engine compiled in this pass:", "",
+              "| engine | schemas | compile p50 ms | compile p99 ms | mask mean µs | mask p99 µs "
+              "| common compile p50 ms | common mask mean µs |", "|---|---|---|---|---|---|---|---|"]
+        for n, v in il["engines"].items():
+            L.append(f"| {n} | {v['schemas']} | {_f(v['compile_ms']['p50'], 2)} | {_f(v['compile_ms']['p99'], 1)} "
+                     f"| {_f(v['mask_us']['mean'], 2)} | {_f(v['mask_us']['p99'], 1)} "
+                     f"| {_f(v['common_compile_ms']['p50'], 2)} | {_f(v['common_mask_us']['mean'], 2)} |")
+        if il.get("ratios"):
+            L += ["", "| interleaved metric | ours | best peer | ratio |", "|---|---|---|---|"]
+            for k, v in il["ratios"].items():
+                L.append(f"| {k} | {_f(v['ours'], 2)} | {v['best_peer']} {_f(v['best'], 2)} | {_f(v['ratio'], 2)} |")
     raised = [(n, r["file"], k, m) for n, e in res["engines"].items() if e.get("status") == "ok"
               for r in e["per_schema"] for k in ("check_errors", "walk_errors") for m in r.get(k, ())]
     if raised:
@@ -443,7 +537,7 @@ def _cpu() -> str:
 
 
 def run(vocab_name: str, split: str, limit: int | None, engines: list[str], timeout: float,
-        budget: float | None, xgr_threads: int, log: Any = sys.stderr) -> dict:
+        budget: float | None, xgr_threads: int, log: Any = sys.stderr, interleave: bool = False) -> dict:
     path = Path(vocab_name) if vocab_name.endswith(".gguf") else SHARED / "vocab" / VOCABS[vocab_name]
     vocab = Vocab.from_gguf(path)
     import llama_cpp
@@ -468,6 +562,20 @@ def run(vocab_name: str, split: str, limit: int | None, engines: list[str], time
         else:
             print(f"{name}: {r['status']}", file=log, flush=True)
         res["engines"][name] = r
+    if interleave:
+        engs = []
+        for name in engines:
+            if res["engines"][name].get("status") != "ok":
+                continue
+            eng = make_engine(name, **({"threads": xgr_threads} if name == "xgrammar" else {}))
+            eng.setup(vocab)
+            engs.append((name, eng))
+        walked = {n: {r["file"]: r.get("walked", []) for r in res["engines"][n]["per_schema"]
+                      if r.get("status") == "ok"} for n, _ in engs}
+        print("interleaved pass: running", file=log, flush=True)
+        res["interleaved"] = run_interleaved(engs, vocab, eos, cases, walked, timeout)
+        del engs
+        gc.collect()
     res["machine"]["load_end"] = " ".join(f"{x:.1f}" for x in os.getloadavg())
     res["common"] = _intersection(res["engines"])
     res["ratios"] = _ratios(res["engines"], res["common"])
@@ -488,6 +596,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--xgr-threads", type=int, default=1, help="xgrammar compiler threads (default 1)")
     ap.add_argument("--out", type=Path, default=RESULTS, help="results folder")
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--interleave", action="store_true",
+                    help="after the sequential runs, time compiles and walks again with the engines "
+                         "interleaved schema by schema (ratios robust to a machine whose speed drifts)")
     args = ap.parse_args(argv)
     names = [e.strip() for e in args.engines.split(",") if e.strip()]
     for n in names:
@@ -495,7 +606,8 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"unknown engine {n!r}; choose from {', '.join(ENGINES)}")
     if not args.vocab.endswith(".gguf") and args.vocab not in VOCABS:
         ap.error(f"unknown vocabulary {args.vocab!r}; choose from {', '.join(VOCABS)} or give a .gguf path")
-    res = run(args.vocab, args.split, args.limit, names, args.timeout, args.budget, args.xgr_threads)
+    res = run(args.vocab, args.split, args.limit, names, args.timeout, args.budget, args.xgr_threads,
+              interleave=args.interleave)
     res["command"] = "python -m evals.bench.maskbench " + " ".join(argv if argv is not None else sys.argv[1:])
     md = render_markdown(res)
     print(md)
