@@ -138,6 +138,42 @@ def _note(r: dict, key: str, e: Exception) -> None:
     r.setdefault(key, []).append(f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}")
 
 
+def _compile_timed(eng: Engine, schema: Any, timeout: float) -> tuple[Any, float, str | None]:
+    """(handle or None, milliseconds, None or why it failed) of one timed compile: interrupted
+    after ``timeout`` seconds where it can be (SIGALRM, installed by the caller), counted as a
+    timeout afterwards where it cannot (native code)."""
+    gc.collect()
+    t0 = time.perf_counter()
+    h, err = None, None
+    try:
+        signal.setitimer(signal.ITIMER_REAL, timeout)
+        try:
+            h = eng.compile(schema)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    except _Timeout:
+        err = "timeout"
+    except Exception as e:  # noqa: BLE001 - every failure is counted by reason
+        err = f"{type(e).__name__}: {str(e).splitlines()[0][:90] if str(e) else ''}"
+    ms = (time.perf_counter() - t0) * 1000
+    if err is None and ms > timeout * 1000:
+        err = "timeout"
+    return (None if err else h), ms, err
+
+
+def _walk_kept(eng: Engine, h: Any, toks: list[int], logits: np.ndarray, eos: int,
+               rec: Samples) -> tuple[bool, Exception | None]:
+    """(accepted, the exception raised or None) of one timed walk; a walk that raises has its
+    partial samples dropped from ``rec``."""
+    lens = [len(x) for x in (rec.mask, rec.adv, rec.apply, rec.first)]
+    try:
+        return bool(eng.walk(h, toks, logits, eos, rec)), None
+    except Exception as e:  # noqa: BLE001 - counted as a rejection by the caller
+        for x, n in zip((rec.mask, rec.adv, rec.apply, rec.first), lens):
+            del x[n:]
+        return False, e
+
+
 def run_engine(eng: Engine, vocab: Vocab, eos: int, cases: list[dict], timeout: float,
                budget: float | None, log: Any) -> dict:
     """Run one engine over all cases; returns its summary plus per-schema records."""
@@ -172,22 +208,7 @@ def run_engine(eng: Engine, vocab: Vocab, eos: int, cases: list[dict], timeout: 
                 skipped += 1
                 per_schema.append({"file": case["file"], "status": "skipped (budget)"})
                 continue
-            gc.collect()
-            t0 = time.perf_counter()
-            err = None
-            try:
-                signal.setitimer(signal.ITIMER_REAL, timeout)
-                try:
-                    h = eng.compile(case["schema"])
-                finally:
-                    signal.setitimer(signal.ITIMER_REAL, 0)
-            except _Timeout:
-                err = "timeout"
-            except Exception as e:  # noqa: BLE001 - every failure is counted by reason
-                err = f"{type(e).__name__}: {str(e).splitlines()[0][:90] if str(e) else ''}"
-            ms = (time.perf_counter() - t0) * 1000
-            if err is None and ms > timeout * 1000:
-                err = "timeout"
+            h, ms, err = _compile_timed(eng, case["schema"], timeout)
             if err is not None:
                 key = " ".join(err.split())[:80]
                 errors[key] = errors.get(key, 0) + 1
@@ -222,14 +243,9 @@ def run_engine(eng: Engine, vocab: Vocab, eos: int, cases: list[dict], timeout: 
                     continue
                 kind, b, toks = chosen if chosen is not None else forms[0]
                 r.setdefault("walked", []).append(next(j for j, f in enumerate(forms) if f[0] == kind))
-                lens = [len(x) for x in (rec.mask, rec.adv, rec.apply, rec.first)]
-                try:
-                    ok = eng.walk(h, toks, logits, eos, rec)
-                except Exception as e:  # noqa: BLE001 - counted as a rejection, reason kept
-                    for x, n in zip((rec.mask, rec.adv, rec.apply, rec.first), lens):
-                        del x[n:]  # the partial walk's samples are dropped
-                    ok = False
-                    _note(r, "walk_errors", e)
+                ok, exc = _walk_kept(eng, h, toks, logits, eos, rec)
+                if exc is not None:  # counted as a rejection, reason kept
+                    _note(r, "walk_errors", exc)
                 ok = ok and chosen is not None
                 valid_ok += ok
                 forms_used[kind if ok else "rejected"] = forms_used.get(kind if ok else "rejected", 0) + 1
@@ -312,30 +328,15 @@ def run_interleaved(engs: list[tuple[str, Engine]], vocab: Vocab, eos: int, case
         for i, case in enumerate(cases):
             k = i % len(engs)
             for name, eng in engs[k:] + engs[:k]:
-                gc.collect()
-                t0 = time.perf_counter()
-                try:
-                    signal.setitimer(signal.ITIMER_REAL, timeout)
-                    try:
-                        h = eng.compile(case["schema"])
-                    finally:
-                        signal.setitimer(signal.ITIMER_REAL, 0)
-                except Exception:  # noqa: BLE001 - (_Timeout too) the sequential run reports why
-                    continue
-                ms = (time.perf_counter() - t0) * 1000
+                h, ms, err = _compile_timed(eng, case["schema"], timeout)
                 forms = walked.get(name, {}).get(case["file"])
-                if forms is None or ms > timeout * 1000:
+                if err is not None or forms is None:  # (the sequential run reports why)
                     continue
                 comp[name][case["file"]] = ms
                 rec = Samples()
                 valid = [fs for v, fs in case["tests"] if v and fs]
                 for fs, j in zip(valid, forms):
-                    lens = [len(x) for x in (rec.mask, rec.adv, rec.apply, rec.first)]
-                    try:
-                        eng.walk(h, fs[j][2], logits, eos, rec)
-                    except Exception:  # noqa: BLE001 - as the sequential run: the partial walk dropped
-                        for x, n in zip((rec.mask, rec.adv, rec.apply, rec.first), lens):
-                            del x[n:]
+                    _walk_kept(eng, h, fs[j][2], logits, eos, rec)  # (errors: the sequential run's)
                 eng.done_checking(h)
                 samples[name][case["file"]] = np.asarray(rec.mask, dtype=np.int64) + np.asarray(rec.adv, dtype=np.int64)
                 del h
