@@ -50,6 +50,18 @@ DEFAULT_MAX_DEPTH = 3
 MAX_CP = 0x10FFFF
 
 
+def _hashed(node: Any, key: tuple) -> int:
+    """Store and return the hash of a composite node: ``hash(key)`` of its compared fields
+    (what the generated ``__hash__`` returned), never 0.  The slot is unset until then, and
+    ``__eq__`` reads an unset one as 0: "not made yet".  Made once per node: the generated
+    hash hashed the whole subtree on every call, and the per-process memos keyed by nodes
+    (:func:`decoding.backends.automaton.regular_dfa`'s, the counted back-end's) ask for the
+    hashes of deep trees many times (Snowplow sp_209's first compile: 57k calls)."""
+    h = hash(key) or 1
+    object.__setattr__(node, "_h", h)
+    return h
+
+
 @dataclass(frozen=True, slots=True)
 class Lit:
     """The exact byte string ``data``."""
@@ -66,12 +78,42 @@ class ByteSet:
 class Seq:
     """Concatenation; ``Seq(())`` is the empty string."""
     items: tuple["Node", ...]
+    _h: int = field(init=False, repr=False, compare=False, hash=False)  # (the hash, once made; unset before)
+
+    def __hash__(self) -> int:
+        try:
+            return self._h
+        except AttributeError:
+            return _hashed(self, (self.items,))
+
+    def __eq__(self, other: object) -> bool:
+        if other is self:
+            return True
+        if other.__class__ is not Seq:
+            return NotImplemented
+        a, b = getattr(self, "_h", 0), getattr(other, "_h", 0)
+        return (a == b or not (a and b)) and self.items == other.items  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True, slots=True)
 class Choice:
     """Alternation; ``Choice(())`` is the empty language."""
     items: tuple["Node", ...]
+    _h: int = field(init=False, repr=False, compare=False, hash=False)  # (the hash, once made; unset before)
+
+    def __hash__(self) -> int:
+        try:
+            return self._h
+        except AttributeError:
+            return _hashed(self, (self.items,))
+
+    def __eq__(self, other: object) -> bool:
+        if other is self:
+            return True
+        if other.__class__ is not Choice:
+            return NotImplemented
+        a, b = getattr(self, "_h", 0), getattr(other, "_h", 0)
+        return (a == b or not (a and b)) and self.items == other.items  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +122,21 @@ class Repeat:
     item: "Node"
     min: int = 0
     max: int | None = None
+    _h: int = field(init=False, repr=False, compare=False, hash=False)  # (the hash, once made; unset before)
+
+    def __hash__(self) -> int:
+        try:
+            return self._h
+        except AttributeError:
+            return _hashed(self, (self.item, self.min, self.max))
+
+    def __eq__(self, other: object) -> bool:
+        if other is self:
+            return True
+        if other.__class__ is not Repeat:
+            return NotImplemented
+        a, b = getattr(self, "_h", 0), getattr(other, "_h", 0)
+        return (a == b or not (a and b)) and self.min == other.min and self.max == other.max and self.item == other.item  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +156,21 @@ class Inter:
     """Intersection: the strings every one of ``items`` accepts (regular operands only:
     no Ref, no Special).  ``Inter(())`` is not allowed (no universe is implied)."""
     items: tuple["Node", ...]
+    _h: int = field(init=False, repr=False, compare=False, hash=False)  # (the hash, once made; unset before)
+
+    def __hash__(self) -> int:
+        try:
+            return self._h
+        except AttributeError:
+            return _hashed(self, (self.items,))
+
+    def __eq__(self, other: object) -> bool:
+        if other is self:
+            return True
+        if other.__class__ is not Inter:
+            return NotImplemented
+        a, b = getattr(self, "_h", 0), getattr(other, "_h", 0)
+        return (a == b or not (a and b)) and self.items == other.items  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +179,21 @@ class Diff:
     only).  Complement relative to a universe ``U`` is ``Diff(U, x)``."""
     base: "Node"
     minus: "Node"
+    _h: int = field(init=False, repr=False, compare=False, hash=False)  # (the hash, once made; unset before)
+
+    def __hash__(self) -> int:
+        try:
+            return self._h
+        except AttributeError:
+            return _hashed(self, (self.base, self.minus))
+
+    def __eq__(self, other: object) -> bool:
+        if other is self:
+            return True
+        if other.__class__ is not Diff:
+            return NotImplemented
+        a, b = getattr(self, "_h", 0), getattr(other, "_h", 0)
+        return (a == b or not (a and b)) and self.base == other.base and self.minus == other.minus  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +203,21 @@ class Dfa:
     ranges), ``accept`` the accepting states (sorted)."""
     edges: tuple[tuple[tuple[int, int, int], ...], ...]
     accept: tuple[int, ...]
+    _h: int = field(init=False, repr=False, compare=False, hash=False)  # (the hash, once made; unset before)
+
+    def __hash__(self) -> int:
+        try:
+            return self._h
+        except AttributeError:
+            return _hashed(self, (self.edges, self.accept))
+
+    def __eq__(self, other: object) -> bool:
+        if other is self:
+            return True
+        if other.__class__ is not Dfa:
+            return NotImplemented
+        a, b = getattr(self, "_h", 0), getattr(other, "_h", 0)
+        return (a == b or not (a and b)) and self.accept == other.accept and self.edges == other.edges  # type: ignore[attr-defined]
 
     def __post_init__(self) -> None:
         n = len(self.edges)
