@@ -1,6 +1,7 @@
 """automaton.regular_dfa's per-process memo of Inter/Diff products: a hit is the DFA a fresh
 product gives, keyed by structure and both bounds; failures are not kept; arrays read-only."""
 
+import dataclasses
 import numpy as np
 import pytest
 
@@ -37,7 +38,7 @@ def test_hit_is_the_same_language(name):
     node = CASES[name]
     first = _fresh(node)
     # an equal node built anew (another schema's pattern) hits the memo
-    rebuilt = type(node)(*[getattr(node, f) for f in node.__slots__])
+    rebuilt = type(node)(*[getattr(node, f.name) for f in dataclasses.fields(node) if f.init])
     assert rebuilt is not node and rebuilt == node
     hit = regular_dfa(rebuilt)
     assert hit is first
