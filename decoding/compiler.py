@@ -122,6 +122,30 @@ class Compiler:
         # (its byte DFA: the NFA program's records of the shared nodes and their leaves, their
         # minimal DFAs, are made once per process, here; no token mask is involved)
         compile_dfa(warm())
+        self._warm_counted()
+
+    #: the string that :meth:`_warm_counted` compiles counted: ``maxLength`` a few units above
+    #: the vocabulary's counted tail (a medium loop: :mod:`decoding.backends.counted`)
+    WARM_STRING_ABOVE_TAIL = 8
+
+    def _warm_counted(self) -> None:
+        """Once per vocabulary and process: the counted back-end's walk of the long tokens
+        through a JSON string character (the unit of nearly every counted loop: a string's
+        ``maxLength``), from the unit's start and after an opening quote, which every medium
+        string loop reads on its first compile (~7-20 ms on llama-bpe, paid by whichever
+        schema came first).  Compiles ``{"type":"string","maxLength":tail+8}`` with the
+        counted back-end; nothing is cached or kept but the walk.  (A vocabulary whose longest
+        token is shorter than the string counts none: nothing to warm.)"""
+        from decoding.backends import counted
+
+        if counted.walks_made(self.vocab):
+            return
+        schema = {"type": "string", "maxLength": counted.tail_for(self.vocab) + self.WARM_STRING_ABOVE_TAIL}
+        p = self._prepare_source(schema, "json-schema", "<warm-up>", None, {}, "")
+        try:  # (the walk is made by the compile: its loop is a medium one)
+            compile_grammar(p.grammar, self.vocab, grammar_key=p.key, meta=dict(p.meta), backend="counted")
+        except (GrammarError, LimitError):
+            pass  # a vocabulary too small for a counted loop (a test's): none of its grammars is counted either
 
     # ------------------------------------------------------------------ one call per source kind
     def compile_json_schema(self, schema: dict | bool | str, **options: Any) -> CompiledGrammar:

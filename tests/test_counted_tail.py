@@ -216,3 +216,47 @@ def test_tail_for_real_vocabularies(name):
 def test_tail_setting_overrides_the_vocabulary(monkeypatch):
     monkeypatch.setattr(counted, "TAIL", 7)
     assert counted.tail_for(MED) == 7
+
+
+# ----------------------------------------------------------------------------- the Compiler's warm-up
+
+@pytest.mark.parametrize("name", ["llama-bpe", "gemma-4", "phi-3", "gpt-2"])
+def test_compiler_warms_the_json_string_walk(name):
+    """``Compiler(vocab)`` makes the counted back-end's walk of the long tokens through a JSON
+    string character (from the unit's start, and after an opening quote): a schema's first
+    counted compile with a medium string loop reads both, and must find them made (the same
+    objects as the warm-up's, not made again)."""
+    from conftest import get_vocab
+    from decoding.compiler import Compiler
+
+    vocab = get_vocab(name)
+    c = Compiler(vocab, cache=False)
+    walks = list(counted._WALKS(vocab).values())
+    assert walks, "the warm-up made no unit walk"
+    quote = np.zeros(256, dtype=bool)
+    quote[ord('"')] = True
+    key = np.packbits(quote).tobytes()
+    warm = [w for w in walks if 0 in w._rows and key in w._suf]
+    assert warm, "no walk with the unit's start and the opening quote read"
+    before = {id(w): (dict(w._rows), dict(w._suf)) for w in warm}
+    n = counted.tail_for(vocab) + Compiler.WARM_STRING_ABOVE_TAIL + 1  # another medium string, in an object
+    cg = c.compile_json_schema({"type": "object", "properties": {"s": {"type": "string", "maxLength": n}},
+                                "required": ["s"]}, backend="counted")
+    assert isinstance(cg, CountedGrammar)
+    used = [w for w in cg._walks.values()]
+    assert used and all(id(w) in before for w in used), "the compile made a unit walk of its own"
+    for w in used:
+        rows, suf = before[id(w)]
+        assert all(w._rows[q] is rows[q] for q in rows) and all(w._suf[k] is suf[k] for k in suf)
+
+
+def test_compiler_on_a_vocabulary_too_small_to_count():
+    """The warm-up on a hand-built vocabulary of single bytes: the Compiler is made, and
+    compiles as usual."""
+    from decoding.compiler import Compiler
+
+    tiny = Vocab.from_bytes([b"", *[bytes([c]) for c in b'"abc{}:,'], b"<|end|>"], eog_ids=[0],
+                            special={"<|end|>": 9})
+    c = Compiler(tiny, cache=False)
+    cg = c.compile_json_schema({"type": "string", "maxLength": 3})
+    assert cg.accepts(b'"ab"') and not cg.accepts(b'"abca"')
