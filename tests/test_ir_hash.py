@@ -83,3 +83,47 @@ def test_node_compares_with_other_types():
     s = seq(lit("a"), star(lit("b")))
     assert s != (s.items,) and s != "ab" and s != None  # noqa: E711
     assert s == s
+
+
+# ----------------------------------------------------------------------------- shared UTF-8 pieces
+
+_CLASSES = [  # (ranges, negate): classes whose multi-byte parts recur
+    ([(ord("a"), ord("a"))], True), ([(ord("a"), ord("b")), (ord("x"), ord("x"))], True),
+    ([(0x80, 0x10FFFF)], False), ([(0x41, 0x5A), (0xE9, 0xE9), (0x4E2D, 0x4E2D)], False),
+    ([(0x7F0, 0x820), (0xD7F0, 0xE010), (0xFFF0, 0x10010)], False), ([(0, 0x10FFFF)], False),
+]
+
+
+@pytest.mark.parametrize("ranges,negate", _CLASSES)
+def test_char_class_is_what_the_split_gives(ranges, negate):
+    """``char_class`` reads its multi-byte alternatives from a memo of ``_utf8_split``: the
+    same IR (as data) as a fresh split, and the same objects when asked again."""
+    from decoding.ir import Grammar, char_class, to_data
+    from decoding.ir import nodes
+
+    a = char_class(ranges, negate=negate)
+    b = char_class(ranges, negate=negate)
+    fresh = nodes._UTF8_PIECES.copy()
+    nodes._UTF8_PIECES.clear()
+    try:
+        # (the memo emptied: every piece split anew)
+        c = char_class(ranges, negate=negate)
+    finally:
+        nodes._UTF8_PIECES.clear()
+        nodes._UTF8_PIECES.update(fresh)
+    assert to_data(Grammar.single(a)) == to_data(Grammar.single(c))
+    assert a == c and hash(a) == hash(c)
+    multi = [x for x in (a.items if isinstance(a, Choice) else (a,)) if not isinstance(x, ByteSet)]
+    again = [x for x in (b.items if isinstance(b, Choice) else (b,)) if not isinstance(x, ByteSet)]
+    assert len(multi) == len(again) and all(x is y for x, y in zip(multi, again))
+
+
+def test_two_complements_share_their_multibyte_pieces():
+    from decoding.ir import char_class
+
+    a = char_class([(ord("a"), ord("a"))], negate=True)
+    b = char_class([(ord("q"), ord("r"))], negate=True)
+    assert a != b
+    ma = [x for x in a.items if not isinstance(x, ByteSet)]
+    mb = [x for x in b.items if not isinstance(x, ByteSet)]
+    assert ma and all(x is y for x, y in zip(ma, mb))

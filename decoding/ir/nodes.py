@@ -844,6 +844,26 @@ def _utf8_split(lo: int, hi: int) -> list[Node]:
     return [Seq(tuple(ByteSet(((blo[i], bhi[i]),)) for i in range(n)))]
 
 
+#: :func:`_utf8_pieces` by ``(lo, hi)`` (at most :data:`UTF8_PIECES_MEMO` entries)
+_UTF8_PIECES: dict[tuple[int, int], tuple[Node, ...]] = {}
+UTF8_PIECES_MEMO = 4096
+
+
+def _utf8_pieces(lo: int, hi: int) -> tuple[Node, ...]:
+    """``_utf8_split(lo, hi)``, the same node objects for the same range: a class that leaves
+    out a few ASCII characters (a JSON key not among the declared names, one per node of
+    their trie) splits the same multi-byte ranges as every other such class, and their
+    nodes are then also shared by what the back-ends learn of nodes (estimates, NFA program
+    records, by identity).  Nodes are immutable, so sharing them changes no language."""
+    key = (lo, hi)
+    hit = _UTF8_PIECES.get(key)
+    if hit is None:
+        hit = tuple(_utf8_split(lo, hi))
+        if len(_UTF8_PIECES) < UTF8_PIECES_MEMO:
+            _UTF8_PIECES[key] = hit
+    return hit
+
+
 def char_class(ranges: Iterable[tuple[int, int]], *, negate: bool = False) -> Node:
     """One Unicode scalar value in ``ranges`` (inclusive code-point pairs), as UTF-8 bytes.
 
@@ -864,7 +884,7 @@ def char_class(ranges: Iterable[tuple[int, int]], *, negate: bool = False) -> No
         if hi <= 0x7F:
             ascii_ranges.append((lo, hi))
         else:
-            alts.extend(_utf8_split(lo, hi))
+            alts.extend(_utf8_pieces(lo, hi))
     if ascii_ranges:
         alts.insert(0, ByteSet(normalize_ranges(ascii_ranges)))
     if not alts:
