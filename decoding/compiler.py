@@ -24,7 +24,7 @@ import json
 import os
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,8 @@ from decoding.frontends.sources import (KINDS, build_grammar, kind_of, normalize
 from decoding.ir import Grammar
 from decoding.ir.key import grammar_digest, grammar_key, source_key
 from decoding.vocab import Vocab, as_vocab
-from decoding.limits import with_compile_seconds
+from decoding.weakmemo import WeakMemo
+from decoding.limits import Limits, with_compile_seconds
 
 __all__ = ["Compiler", "Prepared", "COMPILE_OPTIONS", "compile_json_schema", "as_vocab"]
 
@@ -122,30 +123,7 @@ class Compiler:
         # (its byte DFA: the NFA program's records of the shared nodes and their leaves, their
         # minimal DFAs, are made once per process, here; no token mask is involved)
         compile_dfa(warm())
-        self._warm_counted()
-
-    #: the string that :meth:`_warm_counted` compiles counted: ``maxLength`` a few units above
-    #: the vocabulary's counted tail (a medium loop: :mod:`decoding.backends.counted`)
-    WARM_STRING_ABOVE_TAIL = 8
-
-    def _warm_counted(self) -> None:
-        """Once per vocabulary and process: the counted back-end's walk of the long tokens
-        through a JSON string character (the unit of nearly every counted loop: a string's
-        ``maxLength``), from the unit's start and after an opening quote, which every medium
-        string loop reads on its first compile (~7-20 ms on llama-bpe, paid by whichever
-        schema came first).  Compiles ``{"type":"string","maxLength":tail+8}`` with the
-        counted back-end; nothing is cached or kept but the walk.  (A vocabulary whose longest
-        token is shorter than the string counts none: nothing to warm.)"""
-        from decoding.backends import counted
-
-        if counted.walks_made(self.vocab):
-            return
-        schema = {"type": "string", "maxLength": counted.tail_for(self.vocab) + self.WARM_STRING_ABOVE_TAIL}
-        p = self._prepare_source(schema, "json-schema", "<warm-up>", None, {}, "")
-        try:  # (the walk is made by the compile: its loop is a medium one)
-            compile_grammar(p.grammar, self.vocab, grammar_key=p.key, meta=dict(p.meta), backend="counted")
-        except (GrammarError, LimitError):
-            pass  # a vocabulary too small for a counted loop (a test's): none of its grammars is counted either
+        _COUNTED_WARM(self.vocab)
 
     # ------------------------------------------------------------------ one call per source kind
     def compile_json_schema(self, schema: dict | bool | str, **options: Any) -> CompiledGrammar:
@@ -201,10 +179,40 @@ class Compiler:
                 return hit.precompute() if opts["eager"] else hit
         if self.cache is None and kind == "json-schema":
             text = ""  # nothing stores the source; the front-end checks it is Unicode text itself
-        p = self._prepare_source(source, kind, name, base_dir, options, text)
-        if alias is not None and self.cache is not None:
-            self.cache.alias(alias, p.key)
-        return self.compile_prepared(p, **opts)
+        t0 = time.perf_counter()
+        try:
+            p = self._prepare_source(source, kind, name, base_dir, options, text)
+            if alias is not None and self.cache is not None:
+                self.cache.alias(alias, p.key)
+            return self._compile_prepared(p, dict(opts), None)
+        except LimitError as e:
+            if not (e.estimated and opts["backend"] == "auto"):
+                raise
+            first = e
+        return self._past_estimates(first, source, kind, name, base_dir, options, text, opts, t0)
+
+    def _past_estimates(self, first: LimitError, source: Any, kind: str, name: str | None, base_dir: Any,
+                        options: dict, text: str | None, opts: dict, t0: float) -> CompiledGrammar:
+        """Compile a source that ``auto`` refused on an estimate (``first``) again with
+        ``refuse_on_estimates=False`` (:class:`~decoding.limits.Limits`), in what is left of
+        ``max_compile_seconds``: the estimates are upper bounds, and only the bounds met while
+        building (NFA states made, DFA states, subset bytes, the deadline) refuse it then.
+        Raises a LimitError naming the bound it met and the estimate refused first."""
+        fe_limits = "limits" in option_names(kind)
+        lim0 = options.get("limits") or self._frontend_defaults.get("limits") if fe_limits else None
+        lim0 = lim0 or _select.DEFAULT_LIMITS
+        left = lim0.max_compile_seconds - (time.perf_counter() - t0)
+        if left <= 0:
+            raise first
+        lim = replace(lim0, refuse_on_estimates=False, max_compile_seconds=left)
+        try:
+            p = self._prepare_source(source, kind, name, base_dir, dict(options, limits=lim) if fe_limits else options,
+                                     text)
+            return self._compile_prepared(p, dict(opts), lim)
+        except LimitError as e:
+            raise LimitError(f"{e} (tried past the estimate that refused it first: {first})",
+                             pointer=e.pointer if e.pointer is not None else first.pointer, limit=e.limit,
+                             value=e.value) from e
 
     # ------------------------------------------------------------------ the pipeline
     def prepare_source(self, source: str | dict | bool, kind: str, *, name: str | None = None,
@@ -257,6 +265,10 @@ class Compiler:
         """The compiled grammar of ``prepared``: from the cache, else compiled by the back-end
         selection with the compile ``options`` (defaults: the compiler's) and stored in the
         cache."""
+        return self._compile_prepared(prepared, options, None)
+
+    def _compile_prepared(self, prepared: Prepared, options: dict, limits: Limits | None) -> CompiledGrammar:
+        """:meth:`compile_prepared`; ``limits``: the back-end's (None: the defaults)."""
         opts = self._compile_options(options)
         if options:
             raise GrammarError(f"unknown compile option {next(iter(options))!r}; known: {', '.join(COMPILE_OPTIONS)}")
@@ -268,8 +280,10 @@ class Compiler:
                 return cg.precompute() if eager else cg
         t0 = time.perf_counter()
         try:
+            lim = _select.DEFAULT_LIMITS if limits is None else limits
+            if limits is not None:
+                opts["limits"] = lim
             if prepared.seconds > 0:  # the front-end's time counts against the compile deadline
-                lim = _select.DEFAULT_LIMITS
                 # (floor 1 ms so the back-end gets a first step; never above the limit itself)
                 opts["limits"] = with_compile_seconds(lim, max(lim.max_compile_seconds - prepared.seconds,
                                                                min(1e-3, lim.max_compile_seconds)))
@@ -281,7 +295,7 @@ class Compiler:
             if prepared.kind == "dtd" and prepared.meta.get("root") and "element '" not in str(e):
                 src = (prepared.source or {}).get("name") or "<dtd>"
                 raise LimitError(f"{e} ({src}: while compiling root element '{prepared.meta['root']}')",
-                                 limit=e.limit, value=e.value) from e
+                                 limit=e.limit, value=e.value, estimated=e.estimated) from e
             raise
         except GrammarError as e:
             if prepared.kind == "json-schema" and getattr(e, "pointer", None) is None:
@@ -344,7 +358,37 @@ def _schema_located(e: LimitError, prepared: Prepared) -> LimitError:
         except (ValueError, KeyError, IndexError, TypeError):
             ptr = ""
     limit = e.limit or next((n for n in ("max_compile_seconds", "max_states", "max_masks") if n in str(e)), None)
-    return LimitError(f"{e} (JSON Schema at {ptr or '/'})", pointer=ptr, limit=limit, value=e.value)
+    return LimitError(f"{e} (JSON Schema at {ptr or '/'})", pointer=ptr, limit=limit, value=e.value,
+                      estimated=e.estimated)
+
+
+#: the string that :func:`_warm_counted` compiles counted: ``maxLength`` a few units above the
+#: vocabulary's counted tail (a medium loop: :mod:`decoding.backends.counted`)
+WARM_STRING_ABOVE_TAIL = 8
+
+
+def _warm_counted(vocab: Vocab) -> bool:
+    """The counted back-end's walk of the long tokens through a JSON string character (the
+    unit of nearly every counted loop: a string's ``maxLength``), from the unit's start and
+    after an opening quote, which every medium string loop reads on its first compile
+    (~7-20 ms on llama-bpe, paid by whichever schema came first).  Compiles
+    ``{"type":"string","maxLength":tail+8}`` with the counted back-end; nothing is cached or
+    kept but the walk.  A vocabulary whose tokens are too short for a counted loop (a test's)
+    has nothing to warm.  Run once per vocabulary and process (:data:`_COUNTED_WARM`)."""
+    from decoding.backends import counted
+    from decoding.frontends import sources
+
+    schema = {"type": "string", "maxLength": counted.tail_for(vocab) + WARM_STRING_ABOVE_TAIL}
+    g, _ = sources.build_grammar(schema, "json-schema")
+    try:  # (the walk is made by the compile: its loop is a medium one)
+        compile_grammar(g, vocab, backend="counted")
+    except (GrammarError, LimitError):
+        pass  # a vocabulary too small to count: none of its grammars is counted either
+    return True
+
+
+#: :func:`_warm_counted`, once per vocabulary (its value: True once done)
+_COUNTED_WARM: "WeakMemo[Vocab, bool]" = WeakMemo(_warm_counted)
 
 
 def compile_json_schema(schema: dict | bool | str, tokenizer: Any, **options: Any) -> CompiledGrammar:

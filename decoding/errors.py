@@ -107,13 +107,16 @@ class LimitError(GrammarError):
 
     The message names the place and the limit.  Optional attributes for callers: ``pointer``
     (JSON pointer into a schema, or None), ``limit`` (the :class:`~decoding.limits.Limits`
-    field name, or None) and ``value`` (what was measured or asked for, or None)."""
+    field name, or None), ``value`` (what was measured or asked for, or None) and
+    ``estimated`` (True: refused on an estimate made before any automaton was built, not on
+    a bound met while building; see :attr:`~decoding.limits.Limits.refuse_on_estimates`)."""
 
     def __init__(self, message: str, *, pointer: str | None = None, limit: str | None = None,
-                 value: object = None) -> None:
+                 value: object = None, estimated: bool = False) -> None:
         self.pointer = pointer
         self.limit = limit
         self.value = value
+        self.estimated = estimated
         super().__init__(message)
 
 

@@ -50,6 +50,16 @@ class Limits:
     #: a repetition of a variable-length item costs the square of its NFA states), checked
     #: before any automaton is built so blow-ups such as ``("a"{0,100}){0,100}`` fail fast
     max_compile_work: int = 100_000_000
+    #: whether the estimates made before any automaton is built may refuse a grammar: True,
+    #: a grammar (or, in the JSON Schema front-end, a keyword or rule: its ``max_nfa``)
+    #: estimated above ``max_nfa_states`` or ``max_compile_work`` is a LimitError at once
+    #: (``estimated=True``); False, the build is tried and only the bounds met while building
+    #: hold: NFA states as they are made (``max_nfa_states``), ``max_dfa_states``,
+    #: ``max_subset_bytes``, ``max_compile_seconds``.  The estimates are upper bounds: a
+    #: ``oneOf`` over a recursive definition is estimated at millions of states and compiles
+    #: to about a thousand.  :class:`~decoding.compiler.Compiler` (back-end ``"auto"``)
+    #: compiles again with False, in the time left, a grammar refused on an estimate.
+    refuse_on_estimates: bool = True
 
     # -- DTDs
     #: characters of entity replacement text in total (parameter AND general entities)

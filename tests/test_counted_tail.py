@@ -227,7 +227,7 @@ def test_compiler_warms_the_json_string_walk(name):
     counted compile with a medium string loop reads both, and must find them made (the same
     objects as the warm-up's, not made again)."""
     from conftest import get_vocab
-    from decoding.compiler import Compiler
+    from decoding.compiler import WARM_STRING_ABOVE_TAIL, Compiler
 
     vocab = get_vocab(name)
     c = Compiler(vocab, cache=False)
@@ -239,7 +239,7 @@ def test_compiler_warms_the_json_string_walk(name):
     warm = [w for w in walks if 0 in w._rows and key in w._suf]
     assert warm, "no walk with the unit's start and the opening quote read"
     before = {id(w): (dict(w._rows), dict(w._suf)) for w in warm}
-    n = counted.tail_for(vocab) + Compiler.WARM_STRING_ABOVE_TAIL + 1  # another medium string, in an object
+    n = counted.tail_for(vocab) + WARM_STRING_ABOVE_TAIL + 1  # another medium string, in an object
     cg = c.compile_json_schema({"type": "object", "properties": {"s": {"type": "string", "maxLength": n}},
                                 "required": ["s"]}, backend="counted")
     assert isinstance(cg, CountedGrammar)

@@ -230,7 +230,8 @@ class _NFA:
     def _too_many(self) -> LimitError:
         return LimitError(f"rule '{self.rules[-1]}': grammar expands to more than "
                           f"{self.max_states} NFA states (limit max_nfa_states); lower the "
-                          "recursion depth or bounded repetitions")
+                          "recursion depth or bounded repetitions", limit="max_nfa_states",
+                          value=self.max_states)
 
     def new(self) -> int:
         n = self.n + 1
@@ -919,7 +920,8 @@ def _build_native(nfa: "_NFA", node: Node, s: int) -> "int | None | object":
         return nfa.rules[-1] if r < 0 else names[r]
     if rc == _NFA_STATES:
         raise LimitError(f"rule '{name(r1)}': grammar expands to more than {nfa.max_states} NFA states (limit "
-                         "max_nfa_states); lower the recursion depth or bounded repetitions")
+                         "max_nfa_states); lower the recursion depth or bounded repetitions", limit="max_nfa_states",
+                         value=nfa.max_states)
     if rc == _NFA_NESTING:
         raise LimitError(f"rule '{name(r1)}': rules nested more than max_nesting={nfa.max_nesting} deep when "
                          f"inlined (referenced from '{name(r2)}')")
@@ -1094,7 +1096,8 @@ class _NFARef:
         if n > self.max_states:
             raise LimitError(f"rule '{self.rules[-1]}': grammar expands to more than "
                              f"{self.max_states} NFA states (limit max_nfa_states); lower the "
-                             "recursion depth or bounded repetitions")
+                             "recursion depth or bounded repetitions", limit="max_nfa_states",
+                             value=self.max_states)
         if not n & 0xFFF and self.deadline is not None:
             self.deadline.check(f"the NFA of rule '{self.rules[-1]}'")
         return n - 1

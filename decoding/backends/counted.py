@@ -829,12 +829,6 @@ _WALKS: "WeakMemo[Vocab, dict]" = WeakMemo(lambda v: {})
 _WALKS_LOCK = threading.Lock()
 
 
-def walks_made(vocab: Vocab) -> int:
-    """How many unit walks (:class:`_UnitWalk`) of ``vocab`` this process holds (a warm-up's
-    check: :class:`decoding.compiler.Compiler` makes the JSON string character's once)."""
-    return len(_WALKS(vocab))
-
-
 def _unit_walk(unit: Dfa, vocab: Vocab, tail: int) -> _UnitWalk:
     memo = _WALKS(vocab)
     key = (unit, tail)

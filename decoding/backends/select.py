@@ -136,7 +136,7 @@ def _with_counted(e: LimitError, counted: LimitError | None) -> LimitError:
     if counted is None:
         return e
     return LimitError(f"{e} (the counted form was tried first: {counted})", pointer=e.pointer, limit=e.limit,
-                      value=e.value)
+                      value=e.value, estimated=e.estimated)
 
 
 def _name_budget(e: LimitError, left: float, total: float) -> LimitError:

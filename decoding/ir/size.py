@@ -952,15 +952,19 @@ def check_size(g: Grammar, limits: Limits = DEFAULT_LIMITS, *, inline: bool = Tr
         rules = [(name, _node_estimate(node, counted)) for name, node in g.rules]
     if not inline:
         total = max((e for _, e in rules), key=lambda e: e.states)
+    if not limits.refuse_on_estimates:
+        return total  # (the build is tried: only the bounds met while building hold)
     for name, e in rules:
         if e.states > limits.max_nfa_states:
             raise LimitError(f"{prefix}rule '{name}': expands to about {e.states} automaton states "
                              f"(limit max_nfa_states={limits.max_nfa_states}); bound fewer "
-                             "repetitions or lower the recursion depth")
+                             "repetitions or lower the recursion depth", limit="max_nfa_states",
+                             value=e.states, estimated=True)
         if e.work > limits.max_compile_work:
             raise LimitError(f"{prefix}rule '{name}': a repetition of a variable-length item costs "
                              f"about {e.work} steps to determinise (limit max_compile_work="
-                             f"{limits.max_compile_work}); bound fewer repetitions")
+                             f"{limits.max_compile_work}); bound fewer repetitions", limit="max_compile_work",
+                             value=e.work, estimated=True)
     return total
 
 

@@ -16,6 +16,9 @@ pushdown back-end (decoding.backends.pushdown.index; same language, one small DF
 ``max_states`` default (``Limits.max_dfa_states``), not MAX_STATES, which is the spec-faithful
 baseline's choice between the DFA and the pushdown back-end and limits the counted back-end too.
 Token masks are lazy (computed on first visit) in both, so they are not included.
+A schema refused on a size estimate (``LimitError.estimated``) is compiled again with
+``Limits(refuse_on_estimates=False)``, as :class:`decoding.compiler.Compiler` does with
+back-end "auto": then only the bounds met while building refuse it.
 
 Mode: the runner measures the spec-faithful policy (``COMPILE_OPTIONS``:
 ``extra_properties="allow"``, i.e. undeclared properties are generated when
@@ -32,6 +35,7 @@ Schemas the compiler proves unsatisfiable (UnsatisfiableSchemaError) get the sta
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import signal
@@ -46,6 +50,7 @@ from decoding.errors import DecodingError, LimitError, UnsatisfiableSchemaError
 from decoding.backends.automaton import DEFAULT_MAX_STATES
 from decoding.backends.select import compile_grammar
 from decoding.frontends.jsonschema import canonicalize, compile_schema
+from decoding.limits import DEFAULT_LIMITS
 from decoding.vocab import Vocab
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -182,9 +187,18 @@ def check_schema(schema: Any, tests: Iterable[dict], timeout: float, options: di
     t0 = time.perf_counter()
     try:
         try:
-            g = compile_schema(schema, registry=registry if registry is not None else remotes() or None,
-                               **(options or COMPILE_OPTIONS))
-            cg = compile_grammar(g.grammar, v, max_states=max_states_for(options), backend="auto")
+            opts = dict(options or COMPILE_OPTIONS)
+            reg = registry if registry is not None else remotes() or None
+            try:
+                g = compile_schema(schema, registry=reg, **opts)
+                cg = compile_grammar(g.grammar, v, max_states=max_states_for(options), backend="auto")
+            except LimitError as e:  # refused on an estimate: tried past it, as Compiler does
+                if not e.estimated:
+                    raise
+                lim = dataclasses.replace(opts.get("limits", DEFAULT_LIMITS), refuse_on_estimates=False)
+                g = compile_schema(schema, registry=reg, **dict(opts, limits=lim))
+                cg = compile_grammar(g.grammar, v, max_states=max_states_for(options), backend="auto",
+                                     limits=lim)
         finally:  # the alarm may still fire in here: the outer handler catches it
             signal.setitimer(signal.ITIMER_REAL, 0)
     except _Timeout:

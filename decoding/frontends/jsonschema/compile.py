@@ -844,16 +844,18 @@ class _Compiler:
         limits; else a :class:`LimitError` at ``ptr/kw`` (the keyword whose repetition or
         list made it large).  Checked where the node is built, before any automaton."""
         est = _estimate(node, True, self._estimates)
+        if not self.limits.refuse_on_estimates:
+            return node  # (estimated all the same: hoisting and the back-ends read the estimates)
         states = est.states
         if states > self.max_nfa:
             raise _limit(pointer_join(ptr, kw) if kw else ptr, f"'{kw or 'schema'}' expands to about {states} "
-                         "automaton states", "max_nfa", self.max_nfa, states)
+                         "automaton states", "max_nfa", self.max_nfa, states, estimated=True)
         work = est.work
         if work > self.limits.max_compile_work:
             raise _limit(pointer_join(ptr, kw) if kw else ptr, f"'{kw or 'schema'}' costs about {work} steps "
                          "to determinise (a counted "
                          "repetition of variable-length items)", "max_compile_work",
-                         self.limits.max_compile_work, work)
+                         self.limits.max_compile_work, work, estimated=True)
         return node
 
     def _deref(self, s: Any, ptr: str, depth: int = 0) -> Any:
@@ -2499,10 +2501,11 @@ def _unproductive(root: Node, rules: dict[str, Node], shared: dict[int, Node] | 
     return bad[0] if bad else ""
 
 
-def _limit(where: str, what: str, name: str, limit: int, value: Any) -> LimitError:
-    """A LimitError naming the place (a pointer), the limit (name and value) and the measure."""
+def _limit(where: str, what: str, name: str, limit: int, value: Any, *, estimated: bool = False) -> LimitError:
+    """A LimitError naming the place (a pointer), the limit (name and value) and the measure
+    (``estimated``: an estimate's, see :attr:`~decoding.limits.Limits.refuse_on_estimates`)."""
     return LimitError(f"{where or '/'}: {what} (limit {name}={limit})", pointer=where, limit=name,
-                      value=value)
+                      value=value, estimated=estimated)
 
 
 def _rule_pointer(name: str) -> str:
@@ -2514,7 +2517,9 @@ def _rule_pointer(name: str) -> str:
 def _check_rules(g: Grammar, c: _Compiler) -> None:
     """Each rule within ``max_nfa`` states and ``max_compile_work``; all distinct rules
     together (the pushdown back-end builds each) within ``max_nfa_states`` and
-    ``max_compile_work``.  Located at the rule's (or the largest rule's) subschema."""
+    ``max_compile_work``.  Located at the rule's (or the largest rule's) subschema.  Nothing
+    is checked when ``limits.refuse_on_estimates`` is off (the rules are estimated all the
+    same: the back-end selection reads the estimates)."""
     seen: list[tuple[int, int, str]] = []  # (states, work, name) of each distinct body
     alike: dict[tuple[int, int], list[Node]] = {}  # distinct bodies by (states, work)
     for name, node in g.rules:
@@ -2527,23 +2532,25 @@ def _check_rules(g: Grammar, c: _Compiler) -> None:
             continue
         bodies.append(node)
         seen.append((states, work, name))
-        if states > c.max_nfa:
+        if states > c.max_nfa and c.limits.refuse_on_estimates:
             raise _limit(_rule_pointer(name), f"rule '{name}' expands to about {states} automaton states",
-                         "max_nfa", c.max_nfa, states)
-        if work > c.limits.max_compile_work:
+                         "max_nfa", c.max_nfa, states, estimated=True)
+        if work > c.limits.max_compile_work and c.limits.refuse_on_estimates:
             raise _limit(_rule_pointer(name), f"rule '{name}' costs about {work} steps to determinise",
-                         "max_compile_work", c.limits.max_compile_work, work)
+                         "max_compile_work", c.limits.max_compile_work, work, estimated=True)
+    if not c.limits.refuse_on_estimates:
+        return
     total_states = sum(v[0] for v in seen)
     total_work = sum(v[1] for v in seen)
     biggest = _rule_pointer(max(seen, key=lambda v: (v[1], v[0]))[2])
     if total_states > c.limits.max_nfa_states:
         raise _limit(biggest, f"the schema's {len(seen)} rules expand to about {total_states} automaton "
                      "states in total (the largest is here)", "max_nfa_states", c.limits.max_nfa_states,
-                     total_states)
+                     total_states, estimated=True)
     if total_work > c.limits.max_compile_work:
         raise _limit(biggest, f"the schema's {len(seen)} rules cost about {total_work} steps to "
                      "determinise in total (the largest is here)", "max_compile_work",
-                     c.limits.max_compile_work, total_work)
+                     c.limits.max_compile_work, total_work, estimated=True)
 
 
 def _attach_estimates(g: Grammar, c: _Compiler) -> None:
@@ -2578,7 +2585,7 @@ def _located(e: SchemaError | LimitError, schema: Any) -> SchemaError | LimitErr
         msg = str(e)
         old = f"{e.pointer or '/'}: "
         msg = (good or "/") + ": " + (msg[len(old):] if e.pointer is not None and msg.startswith(old) else msg)
-        out = LimitError(msg, pointer=good, limit=e.limit, value=e.value)
+        out = LimitError(msg, pointer=good, limit=e.limit, value=e.value, estimated=e.estimated)
     return out
 
 
