@@ -27,6 +27,7 @@ Invariants
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, Callable, Iterable, Union
 
 from decoding.errors import GrammarError
@@ -50,16 +51,41 @@ DEFAULT_MAX_DEPTH = 3
 MAX_CP = 0x10FFFF
 
 
-def _hashed(node: Any, key: tuple) -> int:
-    """Store and return the hash of a composite node: ``hash(key)`` of its compared fields
-    (what the generated ``__hash__`` returned), never 0.  The slot is unset until then, and
-    ``__eq__`` reads an unset one as 0: "not made yet".  Made once per node: the generated
-    hash hashed the whole subtree on every call, and the per-process memos keyed by nodes
+def _hash_once(*fields: str) -> Callable[[type], type]:
+    """Give a composite node class (under its ``@dataclass``, which then keeps them) a hash
+    made once per node and an equality that reads it: ``hash`` of the compared ``fields``
+    (what the generated ``__hash__`` hashed), never 0, stored in the ``_h`` slot, which is
+    unset until then (``__eq__`` reads an unset one as 0: "not made yet"; two made hashes
+    that differ tell different nodes without walking their subtrees).  The generated hash
+    walked the whole subtree on every call, and the per-process memos keyed by nodes
     (:func:`decoding.backends.automaton.regular_dfa`'s, the counted back-end's) ask for the
     hashes of deep trees many times (Snowplow sp_209's first compile: 57k calls)."""
-    h = hash(key) or 1
-    object.__setattr__(node, "_h", h)
-    return h
+
+    get = attrgetter(*fields)  # (one field: its value; more: their tuple)
+    one = len(fields) == 1
+
+    def decorate(cls: type) -> type:
+        def __hash__(self: Any) -> int:
+            try:
+                return self._h
+            except AttributeError:
+                h = hash((get(self),) if one else get(self)) or 1
+                object.__setattr__(self, "_h", h)
+                return h
+
+        def __eq__(self: Any, other: object) -> bool:
+            if other is self:
+                return True
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            a, b = getattr(self, "_h", 0), getattr(other, "_h", 0)
+            return (a == b or not (a and b)) and get(self) == get(other)
+
+        cls.__hash__ = __hash__  # type: ignore[method-assign]
+        cls.__eq__ = __eq__  # type: ignore[method-assign]
+        return cls
+
+    return decorate
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,68 +101,29 @@ class ByteSet:
 
 
 @dataclass(frozen=True, slots=True)
+@_hash_once("items")
 class Seq:
     """Concatenation; ``Seq(())`` is the empty string."""
     items: tuple["Node", ...]
     _h: int = field(init=False, repr=False, compare=False, hash=False)  # (the hash, once made; unset before)
 
-    def __hash__(self) -> int:
-        try:
-            return self._h
-        except AttributeError:
-            return _hashed(self, (self.items,))
-
-    def __eq__(self, other: object) -> bool:
-        if other is self:
-            return True
-        if other.__class__ is not Seq:
-            return NotImplemented
-        a, b = getattr(self, "_h", 0), getattr(other, "_h", 0)
-        return (a == b or not (a and b)) and self.items == other.items  # type: ignore[attr-defined]
-
 
 @dataclass(frozen=True, slots=True)
+@_hash_once("items")
 class Choice:
     """Alternation; ``Choice(())`` is the empty language."""
     items: tuple["Node", ...]
     _h: int = field(init=False, repr=False, compare=False, hash=False)  # (the hash, once made; unset before)
 
-    def __hash__(self) -> int:
-        try:
-            return self._h
-        except AttributeError:
-            return _hashed(self, (self.items,))
-
-    def __eq__(self, other: object) -> bool:
-        if other is self:
-            return True
-        if other.__class__ is not Choice:
-            return NotImplemented
-        a, b = getattr(self, "_h", 0), getattr(other, "_h", 0)
-        return (a == b or not (a and b)) and self.items == other.items  # type: ignore[attr-defined]
-
 
 @dataclass(frozen=True, slots=True)
+@_hash_once("item", "min", "max")
 class Repeat:
     """``item{min,max}``; ``max=None`` means unbounded."""
     item: "Node"
     min: int = 0
     max: int | None = None
     _h: int = field(init=False, repr=False, compare=False, hash=False)  # (the hash, once made; unset before)
-
-    def __hash__(self) -> int:
-        try:
-            return self._h
-        except AttributeError:
-            return _hashed(self, (self.item, self.min, self.max))
-
-    def __eq__(self, other: object) -> bool:
-        if other is self:
-            return True
-        if other.__class__ is not Repeat:
-            return NotImplemented
-        a, b = getattr(self, "_h", 0), getattr(other, "_h", 0)
-        return (a == b or not (a and b)) and self.min == other.min and self.max == other.max and self.item == other.item  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,28 +139,16 @@ class Special:
 
 
 @dataclass(frozen=True, slots=True)
+@_hash_once("items")
 class Inter:
     """Intersection: the strings every one of ``items`` accepts (regular operands only:
     no Ref, no Special).  ``Inter(())`` is not allowed (no universe is implied)."""
     items: tuple["Node", ...]
     _h: int = field(init=False, repr=False, compare=False, hash=False)  # (the hash, once made; unset before)
 
-    def __hash__(self) -> int:
-        try:
-            return self._h
-        except AttributeError:
-            return _hashed(self, (self.items,))
-
-    def __eq__(self, other: object) -> bool:
-        if other is self:
-            return True
-        if other.__class__ is not Inter:
-            return NotImplemented
-        a, b = getattr(self, "_h", 0), getattr(other, "_h", 0)
-        return (a == b or not (a and b)) and self.items == other.items  # type: ignore[attr-defined]
-
 
 @dataclass(frozen=True, slots=True)
+@_hash_once("base", "minus")
 class Diff:
     """Difference: the strings of ``base`` that ``minus`` does not accept (regular operands
     only).  Complement relative to a universe ``U`` is ``Diff(U, x)``."""
@@ -181,22 +156,9 @@ class Diff:
     minus: "Node"
     _h: int = field(init=False, repr=False, compare=False, hash=False)  # (the hash, once made; unset before)
 
-    def __hash__(self) -> int:
-        try:
-            return self._h
-        except AttributeError:
-            return _hashed(self, (self.base, self.minus))
-
-    def __eq__(self, other: object) -> bool:
-        if other is self:
-            return True
-        if other.__class__ is not Diff:
-            return NotImplemented
-        a, b = getattr(self, "_h", 0), getattr(other, "_h", 0)
-        return (a == b or not (a and b)) and self.base == other.base and self.minus == other.minus  # type: ignore[attr-defined]
-
 
 @dataclass(frozen=True, slots=True)
+@_hash_once("edges", "accept")
 class Dfa:
     """A regular leaf given as a deterministic or not automaton over bytes: state 0 is the
     start, ``edges[i]`` the ``(lo, hi, target)`` edges of state ``i`` (inclusive byte
@@ -204,20 +166,6 @@ class Dfa:
     edges: tuple[tuple[tuple[int, int, int], ...], ...]
     accept: tuple[int, ...]
     _h: int = field(init=False, repr=False, compare=False, hash=False)  # (the hash, once made; unset before)
-
-    def __hash__(self) -> int:
-        try:
-            return self._h
-        except AttributeError:
-            return _hashed(self, (self.edges, self.accept))
-
-    def __eq__(self, other: object) -> bool:
-        if other is self:
-            return True
-        if other.__class__ is not Dfa:
-            return NotImplemented
-        a, b = getattr(self, "_h", 0), getattr(other, "_h", 0)
-        return (a == b or not (a and b)) and self.accept == other.accept and self.edges == other.edges  # type: ignore[attr-defined]
 
     def __post_init__(self) -> None:
         n = len(self.edges)
