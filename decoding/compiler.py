@@ -195,13 +195,14 @@ class Compiler:
                         options: dict, text: str | None, opts: dict, t0: float) -> CompiledGrammar:
         """Compile a source that ``auto`` refused on an estimate (``first``) again with
         ``refuse_on_estimates=False`` (:class:`~decoding.limits.Limits`), in what is left of
-        ``max_compile_seconds``: the estimates are upper bounds, and only the bounds met while
+        ``max_compile_seconds`` (at most ``past_estimates_seconds``): the estimates are upper
+        bounds, and only the bounds met while
         building (NFA states made, DFA states, subset bytes, the deadline) refuse it then.
         Raises a LimitError naming the bound it met and the estimate refused first."""
         fe_limits = "limits" in option_names(kind)
         lim0 = options.get("limits") or self._frontend_defaults.get("limits") if fe_limits else None
         lim0 = lim0 or _select.DEFAULT_LIMITS
-        left = lim0.max_compile_seconds - (time.perf_counter() - t0)
+        left = min(lim0.max_compile_seconds - (time.perf_counter() - t0), lim0.past_estimates_seconds)
         if left <= 0:
             raise first
         lim = replace(lim0, refuse_on_estimates=False, max_compile_seconds=left)
@@ -210,7 +211,8 @@ class Compiler:
                                      text)
             return self._compile_prepared(p, dict(opts), lim)
         except LimitError as e:
-            raise LimitError(f"{e} (tried past the estimate that refused it first: {first})",
+            raise LimitError(f"{e} (tried past the estimate that refused it first, for at most "
+                             f"past_estimates_seconds={lim0.past_estimates_seconds:g}: {first})",
                              pointer=e.pointer if e.pointer is not None else first.pointer, limit=e.limit,
                              value=e.value) from e
 

@@ -98,3 +98,24 @@ def test_a_backend_chosen_by_the_caller_is_not_retried():
     with pytest.raises(LimitError) as ei:
         Compiler(get_vocab("gpt-2"), cache=False, backend="dfa").compile_json_schema(schema)
     assert ei.value.estimated
+
+
+def test_the_second_compile_is_bounded_by_past_estimates_seconds():
+    """A repetition estimated at ~10^8 determinising steps: refused at once by the front-end;
+    past the estimate, the build stops at ``past_estimates_seconds`` (here 0.3 s), and the
+    error names the deadline, that budget and the estimate."""
+    import time
+
+    schema = {"type": "string", "pattern": "^(a{0,100}){0,100}$"}
+    with pytest.raises(LimitError) as ei:
+        compile_schema(schema)
+    assert ei.value.estimated and ei.value.limit == "max_compile_work"
+    lim = dataclasses.replace(DEFAULT_LIMITS, past_estimates_seconds=0.3)
+    t0 = time.monotonic()
+    with pytest.raises(LimitError) as ei:
+        Compiler(get_vocab("gpt-2"), cache=False, limits=lim).compile_json_schema(schema)
+    took = time.monotonic() - t0
+    e = ei.value
+    assert not e.estimated and e.limit == "max_compile_seconds"
+    assert "past_estimates_seconds=0.3" in str(e) and "max_compile_work" in str(e)
+    assert took < 0.3 + 3.0  # (a bound, not a speed: the deadline is checked between construction steps)

@@ -195,7 +195,9 @@ def check_schema(schema: Any, tests: Iterable[dict], timeout: float, options: di
             except LimitError as e:  # refused on an estimate: tried past it, as Compiler does
                 if not e.estimated:
                     raise
-                lim = dataclasses.replace(opts.get("limits", DEFAULT_LIMITS), refuse_on_estimates=False)
+                lim0 = opts.get("limits", DEFAULT_LIMITS)
+                lim = dataclasses.replace(lim0, refuse_on_estimates=False, max_compile_seconds=min(
+                    lim0.max_compile_seconds, lim0.past_estimates_seconds))
                 g = compile_schema(schema, registry=reg, **dict(opts, limits=lim))
                 cg = compile_grammar(g.grammar, v, max_states=max_states_for(options), backend="auto",
                                      limits=lim)
