@@ -62,7 +62,7 @@ class Limits:
     refuse_on_estimates: bool = True
     #: wall-clock seconds that second compile may take (within what is left of
     #: ``max_compile_seconds``): refused estimates that were only pessimistic compile in
-    #: 0.2-0.5 s (Github_easy's), and a grammar that is really as large as estimated costs
+    #: 0.2-0.6 s (Github_easy's), and a grammar that is really as large as estimated costs
     #: at most this much more than the refusal did
     past_estimates_seconds: float = 2.0
 

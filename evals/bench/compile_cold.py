@@ -14,8 +14,9 @@ the split's schemas (maskbench's selection), each compile once, after each of:
 - ``sweep``: a 32 MB array read and written, no collection (cold caches alone).
 
 The four passes over the schemas are interleaved per schema, so machine noise hits all alike.
-Also prints the warm phases of one compile: front-end (``build_grammar``), digest
-(``grammar_digest``) and back-end (``compile_grammar``), medians over the schemas.
+Also prints the phases of one compile: front-end (``build_grammar``), digest
+(``grammar_digest``) and back-end (``compile_grammar``), warm (medians) and, means over the
+schemas, warm against cold (each phase run right after ``gc.collect()`` and the sweep).
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     before = {"nothing": lambda: None, "gc.collect()": gc.collect, "gc.collect(0)": lambda: gc.collect(0),
               "sweep": sweep}
     times: dict[str, list[float]] = {k: [] for k in before}
-    phases: dict[str, list[float]] = {"front-end": [], "digest": [], "back-end": []}
+    names = ("front-end", "digest", "back-end")
+    phases: dict[str, dict[str, list[float]]] = {c: {k: [] for k in names} for c in ("warm", "cold")}
     opts = comp._frontend_options({}, "json-schema")
     for s in schemas:
         for name, fn in before.items():
@@ -70,21 +72,29 @@ def main(argv: list[str] | None = None) -> int:
             t = time.perf_counter()
             comp.compile_json_schema(s)
             times[name].append((time.perf_counter() - t) * 1e3)
-        t0 = time.perf_counter()
-        g, _ = build_grammar(s, "json-schema", **opts)
-        t1 = time.perf_counter()
-        grammar_digest(g)
-        t2 = time.perf_counter()
-        compile_grammar(g, vocab, backend="auto")
-        t3 = time.perf_counter()
-        for k, v in zip(phases, (t1 - t0, t2 - t1, t3 - t2)):
-            phases[k].append(v * 1e3)
+        for cond in ("warm", "cold"):  # (cold: the phases after gc.collect() and a sweep, as maskbench's peers leave them)
+            if cond == "cold":
+                gc.collect()
+                sweep()
+            t0 = time.perf_counter()
+            g, _ = build_grammar(s, "json-schema", **opts)
+            t1 = time.perf_counter()
+            grammar_digest(g)
+            t2 = time.perf_counter()
+            compile_grammar(g, vocab, backend="auto")
+            t3 = time.perf_counter()
+            for k, v in zip(names, (t1 - t0, t2 - t1, t3 - t2)):
+                phases[cond][k].append(v * 1e3)
     print(f"{a.split}, {len(schemas)} schemas compiled, vocabulary {a.vocab}; ours' compile, ms")
     print("| before each compile | p50 | p90 |\n|---|---|---|")
     for name, v in times.items():
         q = statistics.quantiles(v, n=10)
         print(f"| {name} | {statistics.median(v):.2f} | {q[8]:.2f} |")
-    print("warm phases (medians, ms): " + ", ".join(f"{k} {statistics.median(v):.2f}" for k, v in phases.items()))
+    print("warm phases (medians, ms): " + ", ".join(f"{k} {statistics.median(v):.2f}" for k, v in phases["warm"].items()))
+    print("phases, mean ms warm -> cold (after gc.collect() and the sweep), and the ratio: " + ", ".join(
+        f"{k} {statistics.fmean(phases['warm'][k]):.3f} -> {statistics.fmean(phases['cold'][k]):.3f} "
+        f"({statistics.fmean(phases['cold'][k]) / max(statistics.fmean(phases['warm'][k]), 1e-9):.2f}x)"
+        for k in names))
     return 0
 
 
