@@ -88,6 +88,11 @@ class Compiler:
     ``defaults`` are compile options (:data:`COMPILE_OPTIONS`) or front-end options (for
     example ``whitespace="flexible"``, ``max_depth=4``); a front-end default applies to the
     grammar kinds whose front-end has that option.
+
+    With back-end ``"auto"``, a source refused on a size estimate (``LimitError.estimated``)
+    is compiled again past it (:meth:`_past_estimates`; ``Limits.refuse_on_estimates``,
+    ``Limits.past_estimates_seconds``).  Building one makes the per-vocabulary tables its
+    compiles share (:func:`_warm_counted`, once per vocabulary).
     """
 
     def __init__(self, tokenizer: Any, *, cache: GrammarCache | str | os.PathLike | bool | None = None,
