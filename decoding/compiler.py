@@ -24,7 +24,7 @@ import json
 import os
 import re
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,7 @@ from decoding.ir import Grammar
 from decoding.ir.key import grammar_digest, grammar_key, source_key
 from decoding.vocab import Vocab, as_vocab
 from decoding.weakmemo import WeakMemo
-from decoding.limits import Limits, with_compile_seconds
+from decoding.limits import Limits, past_estimates, with_compile_seconds
 
 __all__ = ["Compiler", "Prepared", "COMPILE_OPTIONS", "compile_json_schema", "as_vocab"]
 
@@ -205,12 +205,11 @@ class Compiler:
         building (NFA states made, DFA states, subset bytes, the deadline) refuse it then.
         Raises a LimitError naming the bound it met and the estimate refused first."""
         fe_limits = "limits" in option_names(kind)
-        lim0 = options.get("limits") or self._frontend_defaults.get("limits") if fe_limits else None
+        lim0 = (options.get("limits") or self._frontend_defaults.get("limits")) if fe_limits else None
         lim0 = lim0 or _select.DEFAULT_LIMITS
-        left = min(lim0.max_compile_seconds - (time.perf_counter() - t0), lim0.past_estimates_seconds)
-        if left <= 0:
+        lim = past_estimates(lim0, lim0.max_compile_seconds - (time.perf_counter() - t0))
+        if lim.max_compile_seconds <= 0:
             raise first
-        lim = replace(lim0, refuse_on_estimates=False, max_compile_seconds=left)
         try:
             p = self._prepare_source(source, kind, name, base_dir, dict(options, limits=lim) if fe_limits else options,
                                      text)

@@ -15,9 +15,9 @@ This module imports nothing from the package: every layer may use it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-__all__ = ["Limits", "DEFAULT_LIMITS", "with_compile_seconds"]
+__all__ = ["Limits", "DEFAULT_LIMITS", "with_compile_seconds", "past_estimates"]
 
 
 @dataclass(frozen=True)
@@ -88,3 +88,14 @@ def with_compile_seconds(limits: Limits, seconds: float) -> Limits:
     out.__dict__.update(limits.__dict__)
     out.__dict__["max_compile_seconds"] = seconds
     return out
+
+
+def past_estimates(limits: Limits, seconds_left: float | None = None) -> Limits:
+    """``limits`` for compiling past a refusing estimate: ``refuse_on_estimates`` off and
+    ``max_compile_seconds`` at most ``past_estimates_seconds`` (and ``seconds_left``, what
+    the compile has left, when given).  What :class:`~decoding.compiler.Compiler` and the
+    conformance runner compile with after an estimate refused a grammar."""
+    seconds = min(limits.max_compile_seconds, limits.past_estimates_seconds)
+    if seconds_left is not None:
+        seconds = min(seconds, seconds_left)
+    return replace(limits, refuse_on_estimates=False, max_compile_seconds=seconds)

@@ -35,7 +35,6 @@ Schemas the compiler proves unsatisfiable (UnsatisfiableSchemaError) get the sta
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import re
 import signal
@@ -50,7 +49,7 @@ from decoding.errors import DecodingError, LimitError, UnsatisfiableSchemaError
 from decoding.backends.automaton import DEFAULT_MAX_STATES
 from decoding.backends.select import compile_grammar
 from decoding.frontends.jsonschema import canonicalize, compile_schema
-from decoding.limits import DEFAULT_LIMITS
+from decoding.limits import DEFAULT_LIMITS, past_estimates
 from decoding.vocab import Vocab
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -195,9 +194,7 @@ def check_schema(schema: Any, tests: Iterable[dict], timeout: float, options: di
             except LimitError as e:  # refused on an estimate: tried past it, as Compiler does
                 if not e.estimated:
                     raise
-                lim0 = opts.get("limits", DEFAULT_LIMITS)
-                lim = dataclasses.replace(lim0, refuse_on_estimates=False, max_compile_seconds=min(
-                    lim0.max_compile_seconds, lim0.past_estimates_seconds))
+                lim = past_estimates(opts.get("limits", DEFAULT_LIMITS))
                 g = compile_schema(schema, registry=reg, **dict(opts, limits=lim))
                 cg = compile_grammar(g.grammar, v, max_states=max_states_for(options), backend="auto",
                                      limits=lim)
