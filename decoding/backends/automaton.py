@@ -56,6 +56,7 @@ Invariants of a :class:`DFA`
 
 from __future__ import annotations
 
+import hashlib
 import math
 import sys
 import time
@@ -68,8 +69,12 @@ import numpy as np
 from decoding import _native
 from decoding.envflags import flag
 from decoding.errors import GrammarError, LimitError
-from decoding.ir import ByteSet, Choice, Dfa, Diff, Grammar, Inter, Lit, Node, Ref, Repeat, Seq, Special, map_leaves, walk
+from decoding.ir import EMPTY, ByteSet, Choice, Dfa, Diff, Grammar, Inter, Lit, Node, Ref, Repeat, Seq, Special, map_leaves, walk
 from decoding.ir.nodes import _PLAIN_IDS, plain_nodes
+from decoding.ir.program import (NK_CHOICE as _NK_CHOICE, NK_FALLBACK as _NK_FALLBACK, NK_LEAF as _NK_LEAF,
+                                 NK_LIT as _NK_LIT, NK_NONE as _NK_NONE, NK_REF as _NK_REF, NK_REPEAT as _NK_REPEAT,
+                                 NK_SEPLOOP as _NK_SEPLOOP, NK_SEQ as _NK_SEQ, NK_SET as _NK_SET,
+                                 NK_SPECIAL as _NK_SPECIAL)
 from decoding.ir.nodes import children as _children
 from decoding.ir import literals as _literals
 from decoding.ir.productive import check_productive
@@ -538,9 +543,7 @@ class _NativeNFA(_NFA):
 
 
 _FALLBACK = object()
-# node records of the serialised IR (GD_NK_* in native/include/gd_native.h)
-_NK_LIT, _NK_SET, _NK_SEQ, _NK_CHOICE, _NK_REPEAT, _NK_REF, _NK_SPECIAL, _NK_LEAF, _NK_NONE, _NK_FALLBACK, \
-    _NK_SEPLOOP = range(11)
+# (the node records of the serialised IR: decoding.ir.program, GD_NK_* in native/include/gd_native.h)
 # gd_nfa_build's failures (GD_NFA_*, GD_DFA_TIMEOUT)
 _NFA_STATES, _NFA_NESTING, _NFA_FALLBACK, _NFA_TIMEOUT = -10, -11, -12, -3
 _I32 = 2**31 - 1
@@ -888,7 +891,12 @@ def _build_native(nfa: "_NFA", node: Node, s: int) -> "int | None | object":
     added to ``nfa`` then)."""
     if any(nfa.depth.values()):
         return _FALLBACK
-    code, root, lit, names, bodies, leaves = _nfa_program(nfa, node)
+    return _build_program(nfa, _nfa_program(nfa, node), s)
+
+
+def _build_program(nfa: "_NFA", program: tuple, s: int) -> "int | None | object":
+    """:func:`_build_native` of a program made already (:func:`_nfa_program`'s tuple)."""
+    code, root, lit, names, bodies, leaves = program
     frames = min(sys.getrecursionlimit() - _stack_depth() - _FRAME_MARGIN, _MAX_C_FRAMES)
     if frames < 1:
         return _FALLBACK
@@ -1342,6 +1350,64 @@ def compile_dfa(grammar: Grammar, *, max_states: int | None = None,
                        lim.max_subset_bytes)
     assert dfa is not None
     return dfa
+
+
+def plain_program_offsets() -> tuple[dict[int, int], int, int, bytes]:
+    """``(offset of each registered plain node's record by id, code entries, literal bytes,
+    a digest of the prefix)`` of the prefix every program starts with (:func:`_plain_program`;
+    its leafy variant has the same offsets and lengths): a program written directly
+    (:class:`decoding.ir.program.ProgramWriter`) names the shared nodes by these offsets, and
+    the prefix's digest with the program's records names its language."""
+    n, code, at, lit = _plain_program()
+    if _PLAIN_DIGEST[0] != n:
+        h = hashlib.blake2b(code.tobytes(), digest_size=16)
+        h.update(lit)
+        _PLAIN_DIGEST[:] = [n, h.digest()]
+    return at, len(code), len(lit), _PLAIN_DIGEST[1]
+
+
+#: (plain nodes registered, the digest of their program) of :func:`plain_program_offsets`
+_PLAIN_DIGEST: list = [-1, b""]
+
+
+#: the grammar a program's NFA builder names in its errors (a program has no rule of its own)
+_PROGRAM_GRAMMAR = Grammar.single(EMPTY)
+
+
+def program_dfa(code: array, lits: bytes, root: int, *, limits: Limits | None = None, max_nfa: int | None = None,
+                max_states: int | None = None) -> DFA | None:
+    """The minimal, pruned DFA of a program written after the plain prefix
+    (:func:`plain_program_offsets`): records ``code``, literal bytes ``lits``, the root record
+    at offset ``root``; no rule, special or leaf of its own.  The same NFA builder, subset
+    construction and minimisation as :func:`compile_dfa`, the same limits and errors.  None
+    where the caller must compile the IR instead: the native builder is off
+    (``GD_PURE_PYTHON_DFA`` / ``GD_PYTHON_NFA``), or the NFA needs more than ``max_nfa`` states."""
+    if _pure_python_dfa() or _python_nfa():
+        return None
+    lim = DEFAULT_LIMITS if limits is None else limits
+    if max_states is None:
+        max_states = lim.max_dfa_states
+    what = f"grammar '{_PROGRAM_GRAMMAR.start}'"
+    deadline = _Deadline(lim.max_compile_seconds, what)
+    cap = lim.max_nfa_states if max_nfa is None else min(max_nfa, lim.max_nfa_states)
+    nfa = _NativeNFA(_PROGRAM_GRAMMAR, {}, cap, max_nesting=lim.max_nesting, deadline=deadline)
+    nfa.share_tails = _share_tails()
+    if nfa.share_tails and PLAIN_LEAVES:
+        _, pcode, _, plit, leaves = _plain_program_leafy()
+    else:
+        (_, pcode, _, plit), leaves = _plain_program(), []
+    start = nfa.new()
+    try:
+        end = _build_program(nfa, (pcode + code, root, plit + lits, [], array("i"), leaves), start)
+    except LimitError as e:
+        if e.limit == "max_nfa_states" and cap < lim.max_nfa_states:
+            return None
+        raise
+    if end is _FALLBACK:
+        return None
+    if end is None:
+        raise GrammarError(f"{what} accepts no string")
+    return _minimal_dfa(nfa, start, end, (), deadline, max_states, what, lim.max_subset_bytes)
 
 
 def grammar_nfa(grammar: Grammar, lim: Limits, deadline: _Deadline, *, literal_specials: Iterable[str] = (),

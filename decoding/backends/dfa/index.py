@@ -37,7 +37,7 @@ from decoding.limits import Limits
 from decoding.ir import Grammar
 from decoding.vocab import Vocab
 
-__all__ = ["DFAGrammar", "BudgetTable", "compile_dfa_grammar"]
+__all__ = ["DFAGrammar", "BudgetTable", "compile_dfa_grammar", "dfa_grammar"]
 
 #: :meth:`DFAGrammar.successor_states` reads a state through the plain chain of the state "a"
 #: leads to when their rows differ on at most this many byte classes (a declared key name's
@@ -591,6 +591,14 @@ def compile_dfa_grammar(grammar: Grammar, vocab: Vocab, *, max_states: int = DEF
     literal = [t for t in specials if vocab.special_token(t) is None]
     dfa = compile_dfa(grammar, max_states=max_states, literal_specials=literal, limits=limits,
                       size_checked=size_checked)
+    return dfa_grammar(dfa, vocab, eager=eager, grammar_key=grammar_key, meta=meta, max_masks=max_masks)
+
+
+def dfa_grammar(dfa: DFA, vocab: Vocab, *, eager: bool = False, grammar_key: str = "", meta: dict | None = None,
+                max_masks: int = DEFAULT_MAX_MASKS) -> DFAGrammar:
+    """The compiled grammar of a minimal byte DFA made already (:func:`compile_dfa`, or
+    :func:`~decoding.backends.automaton.program_dfa`): pruned to the bytes ``vocab`` can
+    produce, its specials matched as their tokens.  ``eager`` computes every mask now."""
     dfa = dfa.prune(vocab.single_byte_tokens())
     ids = tuple(int(vocab.special_token(t)) for t in dfa.specials)  # type: ignore[arg-type]
     cg = DFAGrammar(dfa, vocab, ids, grammar_key=grammar_key, meta=dict(meta or {}), max_masks=max_masks)

@@ -1,0 +1,89 @@
+"""The serialised IR that the native NFA builder (``gd_nfa_build``) reads: flat int32 records
+and literal bytes (``GD_NK_*`` in ``native/include/gd_native.h``).
+
+A record at ``code[i]``: ``[LIT, offset into the literal bytes, length]``, ``[SET, n, lo0,
+hi0, ...]``, ``[SEQ, n, child...]``, ``[SEPLOOP, x, n, sep...]`` (``x (sep x)*`` with one copy of
+``x``), ``[CHOICE, n, child...]``, ``[REPEAT, item, min, max (-1: none)]``, ``[REF, rule]``,
+``[SPECIAL, k]``, ``[LEAF, leaf]``, ``[NONE]`` (the empty language), ``[FALLBACK, arg]``.
+Children are offsets of other records; where a record lies does not change what is built
+(every use of a record is built where it is used).
+
+:class:`ProgramWriter` appends records after a prefix written already (the registered plain
+nodes' records, :func:`decoding.backends.automaton.plain_program_offsets`): a front-end that
+emits a program directly names those shared nodes by their offsets.
+"""
+
+from __future__ import annotations
+
+from array import array
+
+__all__ = ["NK_LIT", "NK_SET", "NK_SEQ", "NK_CHOICE", "NK_REPEAT", "NK_REF", "NK_SPECIAL", "NK_LEAF", "NK_NONE",
+           "NK_FALLBACK", "NK_SEPLOOP", "ProgramWriter"]
+
+NK_LIT, NK_SET, NK_SEQ, NK_CHOICE, NK_REPEAT, NK_REF, NK_SPECIAL, NK_LEAF, NK_NONE, NK_FALLBACK, \
+    NK_SEPLOOP = range(11)
+
+
+class ProgramWriter:
+    """Records appended after ``base`` code entries and ``nlit`` literal bytes written already.
+    Each method returns the new record's offset (from the start of the whole code).
+    Invariant: every offset a record names is ``< base`` (the prefix) or was returned here."""
+
+    __slots__ = ("code", "lits", "base", "nlit", "_lit_at", "_eps")
+
+    def __init__(self, base: int, nlit: int) -> None:
+        self.code = array("i")
+        self.lits = bytearray()
+        self.base = base
+        self.nlit = nlit
+        self._lit_at: dict[bytes, int] = {}
+        self._eps = -1
+
+    def lit(self, data: bytes) -> int:
+        """The literal ``data`` (one record per distinct literal)."""
+        o = self._lit_at.get(data)
+        if o is None:
+            code = self.code
+            o = self._lit_at[data] = self.base + len(code)
+            code.extend((NK_LIT, self.nlit + len(self.lits), len(data)))
+            self.lits += data
+        return o
+
+    def eps(self) -> int:
+        """The empty string (an empty sequence)."""
+        if self._eps < 0:
+            self._eps = self.base + len(self.code)
+            self.code.extend((NK_SEQ, 0))
+        return self._eps
+
+    def _list(self, kind: int, items: tuple[int, ...] | list[int]) -> int:
+        code = self.code
+        o = self.base + len(code)
+        code.append(kind)
+        code.append(len(items))
+        code.extend(items)
+        return o
+
+    def seq(self, *items: int) -> int:
+        return items[0] if len(items) == 1 else self._list(NK_SEQ, items)
+
+    def choice(self, *items: int) -> int:
+        """The union of ``items`` (at least one)."""
+        return items[0] if len(items) == 1 else self._list(NK_CHOICE, items)
+
+    def opt(self, item: int) -> int:
+        return self._list(NK_CHOICE, (self.eps(), item))
+
+    def repeat(self, item: int, lo: int, hi: int | None) -> int:
+        code = self.code
+        o = self.base + len(code)
+        code.extend((NK_REPEAT, item, lo, -1 if hi is None else hi))
+        return o
+
+    def sep_loop(self, x: int, *sep: int) -> int:
+        """``x (sep x)*`` with one copy of ``x``."""
+        code = self.code
+        o = self.base + len(code)
+        code.extend((NK_SEPLOOP, x, len(sep)))
+        code.extend(sep)
+        return o

@@ -1,0 +1,244 @@
+"""The JSON Schema fast path (:mod:`decoding.frontends.jsonschema.fast`, issue 14) compiles a
+schema of its subset to the same language as the pipeline (front-end, IR, DFA back-end):
+
+- hand-written schemas: strings each must accept or reject;
+- every schema of the shared JSONSchemaBench splits it accepts: the same minimal DFA's
+  language as the pipeline's and the same ``ignored`` list (and a floor on how many it
+  accepts, so a fast path that declines everything fails);
+- what it declines: each keyword, bound and option outside the subset;
+- through :class:`~decoding.compiler.Compiler`: the same masks as with the fast path off,
+  the same errors for invalid schemas, the cache.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import decoding.compiler as compiler_mod
+from decoding.backends.automaton import compile_dfa, plain_program_offsets, program_dfa
+from decoding.compiler import Compiler
+from decoding.frontends.jsonschema.fast import MAX_BOUND, fast_program, prepare
+from decoding.frontends.sources import build_grammar
+
+from conftest import CORPORA, assert_same_masks_in_lockstep, get_vocab
+
+
+def _program(schema, **options):
+    prepare()
+    return fast_program(schema, plain_program_offsets(), **options)
+
+
+def _fast_dfa(schema, **options):
+    prog = _program(schema, **options)
+    assert prog is not None, schema
+    dfa = program_dfa(prog.code, prog.lits, prog.root)
+    assert dfa is not None
+    return dfa
+
+
+def same_language(a, b) -> bool:
+    """Whether two trimmed byte DFAs (no specials) accept the same strings: a walk over the
+    pairs of states the same bytes lead to."""
+    seen, todo = {(0, 0)}, [(0, 0)]
+    while todo:
+        x, y = todo.pop()
+        if bool(a.accepting[x]) != bool(b.accepting[y]):
+            return False
+        tx, ty = a.trans[x, a.byte_class[:256]], b.trans[y, b.byte_class[:256]]
+        if not np.array_equal(tx < 0, ty < 0):
+            return False
+        for p in set(zip(tx[tx >= 0].tolist(), ty[ty >= 0].tolist())):
+            if p not in seen:
+                seen.add(p)
+                todo.append(p)
+    return True
+
+
+def _pipeline_dfa(schema, **options):
+    g, meta = build_grammar(schema, "json-schema", **options)
+    return compile_dfa(g), meta
+
+
+# ------------------------------------------------------------------ accepted and rejected strings
+
+OBJ = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string", "maxLength": 2},
+                                        "c": {"type": "boolean"}}, "required": ["b"]}
+CASES = [
+    (OBJ, ['{"b":""}', '{"a":1,"b":"xy"}', '{"b":"x","c":true}', '{"a":-7,"b":"","c":false}'],
+     ['{}', '{"a":1}', '{"b":"xyz"}', '{"b":"x","a":1}', '{"a":1,,"b":""}', '{"b":"",}', '{ "b":""}',
+      '{"b":"","c":null}']),
+    ({"type": "object", "properties": {"x": {"type": "null"}, "y": {"type": "number"}}},
+     ['{}', '{"x":null}', '{"y":1.5e3}', '{"x":null,"y":0}'], ['{,}', '{"y":0,"x":null}', '{"x":1}']),
+    ({"type": "object", "properties": {"p": {"type": "string"}}, "required": ["p"], "additionalProperties": False},
+     ['{"p":"a\\"b"}', '{"p":"\u00e9\u4e2d"}', '{"p":"\\u001f"}'], ['{"p":"a"', '{"p":"a","q":1}', '{"p":"\\/"}']),
+    ({"type": "object", "additionalProperties": False}, ["{}"], ['{"a":1}', "[]"]),
+    ({"type": "array", "items": {"type": "integer"}}, ["[]", "[1]", "[1,-2,3]"], ["[,]", "[1,]", "[01]"]),
+    ({"type": "array", "items": {"enum": ["a", 1, None]}, "minItems": 2, "maxItems": 3},
+     ['["a",1]', '[null,null,"a"]'], ['["a"]', '[1,1,1,1]', '["b",1]']),
+    ({"type": "array", "items": {"type": "string"}, "maxItems": 0}, ["[]"], ['[""]']),
+    ({"type": ["string", "null"], "minLength": 2}, ['"ab"', "null"], ['"a"', '""', "1"]),
+    ({"type": ["integer", "number"]}, ["1", "1.5", "-0.25e-3"], ['"1"', "1."]),
+    ({"type": "string", "enum": ["x", 3, "y"]}, ['"x"', '"y"'], ["3", '"z"']),
+    ({"const": {"k": [1, "v"]}}, ['{"k":[1,"v"]}'], ['{"k": [1,"v"]}', '{"k":[1]}']),
+    ({"type": "object", "properties": {"a": {"type": "object", "properties": {"b": {"type": "array", "items": {
+        "type": "boolean"}}}, "required": ["b"]}}, "required": ["a"], "description": "nested", "title": "t"},
+     ['{"a":{"b":[]}}', '{"a":{"b":[true,false]}}'], ['{"a":{}}', '{"a":{"b":[1]}}']),
+]
+
+
+@pytest.mark.parametrize("schema,good,bad", CASES, ids=[f"case{i}" for i in range(len(CASES))])
+def test_accepts_and_rejects(schema, good, bad):
+    dfa = _fast_dfa(schema)
+    for s in good:
+        assert dfa.accepts(s.encode("utf-8")), s
+    for s in bad:
+        assert not dfa.accepts(s.encode("utf-8")), s
+    ref, _ = _pipeline_dfa(schema)
+    assert same_language(dfa, ref)
+
+
+def test_the_comparison_can_fail():
+    a = _fast_dfa(OBJ)
+    b = _fast_dfa({**OBJ, "required": ["a", "b"]})
+    c = _fast_dfa({**OBJ, "properties": {**OBJ["properties"], "b": {"type": "string", "maxLength": 3}}})
+    assert same_language(a, a) and not same_language(a, b) and not same_language(a, c)
+
+
+# ------------------------------------------------------------------ the corpora
+
+#: schemas the fast path accepted on each split when it was written (a floor: fewer fails)
+FLOORS = {"Github_easy": 756, "Github_trivial": 150, "Glaiveai2K": 1484, "Kubernetes": 99, "Snowplow": 70}
+
+
+@pytest.mark.parametrize("split", sorted(FLOORS))
+def test_corpus_same_language_as_the_pipeline(split):
+    accepted = 0
+    for f in sorted((CORPORA / "jsonschemabench" / split).glob("*.json")):
+        schema = json.loads(f.read_text(encoding="utf-8"))["schema"]
+        prog = _program(schema)
+        if prog is None:
+            continue
+        accepted += 1
+        ref, meta = _pipeline_dfa(schema)
+        dfa = program_dfa(prog.code, prog.lits, prog.root)
+        assert dfa is not None and same_language(dfa, ref), f.name
+        assert list(prog.ignored) == meta["ignored"], f.name
+    assert accepted >= FLOORS[split]
+
+
+# ------------------------------------------------------------------ what it declines
+
+S = {"type": "string"}
+DECLINED = [
+    {"type": "string", "format": "date"},
+    {"type": "string", "pattern": "^a$"},
+    {"type": "string", "maxLength": MAX_BOUND + 1},
+    {"type": "string", "minLength": 1.0},
+    {"type": "integer", "minimum": 0},
+    {"type": "number", "multipleOf": 2},
+    {"anyOf": [S, {"type": "null"}]},
+    {"$ref": "#/$defs/a", "$defs": {"a": S}},
+    {"type": "object", "properties": {"a": S}, "additionalProperties": True},
+    {"type": "object", "properties": {"a": S}, "additionalProperties": S},
+    {"type": "object"},
+    {"type": "object", "properties": {}},
+    {"type": "object", "properties": {"a": S}, "required": ["b"]},
+    {"type": "object", "properties": {"a": S}, "minProperties": 1},
+    {"type": "object", "properties": {"a": {}}},
+    {"type": "array"},
+    {"type": "array", "items": [S]},
+    {"type": "array", "items": S, "uniqueItems": True},
+    {"type": "array", "items": S, "maxItems": 1, "minItems": 2},
+    {"description": "no type"},
+    {"enum": []},
+    {"type": "integer", "enum": ["a"]},
+    {"type": "string", "maxLength": 1, "minLength": 2},
+    True,
+    {"type": "strin"},
+]
+
+
+@pytest.mark.parametrize("schema", DECLINED, ids=[json.dumps(s)[:60] for s in DECLINED])
+def test_declines_outside_the_subset(schema):
+    assert _program(schema) is None
+    assert _program({"type": "array", "items": S}) is not None  # (the control)
+
+
+@pytest.mark.parametrize("option", [{"whitespace": "flexible"}, {"whitespace": "natural"},
+                                    {"extra_properties": "allow"}, {"max_nfa": 1000}])
+def test_declines_other_options(option):
+    assert _program(OBJ) is not None
+    assert _program(OBJ, **option) is None
+
+
+def test_unknown_keywords_are_listed_as_the_front_end_lists_them():
+    schema = {"type": "object", "self": {"vendor": "x"}, "properties": {"a/b": {"type": "string", "nullable": True}}}
+    prog = _program(schema)
+    _, meta = _pipeline_dfa(schema)
+    assert list(prog.ignored) == meta["ignored"] == ["/ self", "/properties/a~1b nullable"]
+
+
+def test_digest_names_the_language():
+    a, b = _program(OBJ), _program(json.loads(json.dumps(OBJ)))
+    c = _program({**OBJ, "required": []})
+    assert a.digest == b.digest != c.digest and a.digest.startswith("fast:")
+
+
+# ------------------------------------------------------------------ through the Compiler
+
+@pytest.fixture()
+def pipeline_only(monkeypatch):
+    def off():
+        monkeypatch.setattr(compiler_mod, "FAST_SCHEMAS", False)
+    return off
+
+
+@pytest.mark.parametrize("vocab_name", ["llama-bpe", "gemma-4"])
+def test_compiler_masks_as_the_pipeline(vocab_name, pipeline_only):
+    vocab = get_vocab(vocab_name)
+    comp = Compiler(vocab, cache=False)
+    schemas = [s for s, _, _ in CASES] + [json.loads(p.read_text())["schema"] for p in
+                                          sorted((CORPORA / "jsonschemabench" / "Glaiveai2K").glob("*.json"))[:16]]
+    fast = [comp.compile_json_schema(s) for s in schemas]
+    pipeline_only()
+    slow = [comp.compile_json_schema(s) for s in schemas]
+    used = 0
+    for s, a, b in zip(schemas, fast, slow):
+        used += a.meta["grammar_digest"].startswith("fast:")
+        assert not b.meta["grammar_digest"].startswith("fast:")
+        assert {k: v for k, v in a.meta.items() if k != "grammar_digest"} == \
+            {k: v for k, v in b.meta.items() if k != "grammar_digest"}
+        assert a.backend == b.backend == "dfa"
+        assert_same_masks_in_lockstep(a, b, max_pairs=60)
+    assert used >= len(CASES) + 8
+
+
+INVALID = [{"type": "strin"}, {"type": "object", "properties": {"a": S}, "required": "a"},
+           {"type": "string", "maxLength": -1}, {"type": "array", "items": S, "minItems": 3, "maxItems": 2}]
+
+
+@pytest.mark.parametrize("schema", INVALID, ids=[json.dumps(s)[:60] for s in INVALID])
+def test_compiler_errors_as_the_pipeline(schema, pipeline_only):
+    comp = Compiler(get_vocab("llama-bpe"), cache=False)
+
+    def outcome():
+        try:
+            comp.compile_json_schema(schema)
+        except Exception as e:  # noqa: BLE001 - compared
+            return type(e).__name__, getattr(e, "pointer", None), str(e)
+        return None
+
+    fast = outcome()
+    pipeline_only()
+    assert fast == outcome() and fast is not None
+
+
+def test_compiler_cache_keeps_fast_grammars():
+    comp = Compiler(get_vocab("llama-bpe"))  # (the default: an in-memory cache)
+    a = comp.compile_json_schema(OBJ)
+    b = comp.compile_json_schema(json.loads(json.dumps(OBJ)))
+    assert a is b and a.grammar_key and a.meta["grammar_digest"].startswith("fast:")
+    assert comp.compile_json_schema(OBJ, whitespace="flexible") is not a
