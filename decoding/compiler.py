@@ -223,7 +223,7 @@ class Compiler:
         if not _FAST_OPTIONS.issuperset(fe):
             return None  # (unknown options: the front-end names them)
         prepare_fast()
-        prog = fast_program(schema, plain_program_offsets(), **fe)
+        prog = fast_program(schema, plain_program_offsets, **fe)
         if prog is None:
             return None
         key = grammar_key(prog.digest, self.vocab.fingerprint, version=FORMAT_VERSION)

@@ -16,6 +16,9 @@ emits a program directly names those shared nodes by their offsets.
 from __future__ import annotations
 
 from array import array
+from typing import Mapping
+
+from decoding.ir.nodes import ByteSet, Choice, Lit, Node, Repeat, Seq
 
 __all__ = ["NK_LIT", "NK_SET", "NK_SEQ", "NK_CHOICE", "NK_REPEAT", "NK_REF", "NK_SPECIAL", "NK_LEAF", "NK_NONE",
            "NK_FALLBACK", "NK_SEPLOOP", "ProgramWriter"]
@@ -29,7 +32,7 @@ class ProgramWriter:
     Each method returns the new record's offset (from the start of the whole code).
     Invariant: every offset a record names is ``< base`` (the prefix) or was returned here."""
 
-    __slots__ = ("code", "lits", "base", "nlit", "_lit_at", "_eps")
+    __slots__ = ("code", "lits", "base", "nlit", "_lit_at", "_eps", "_ir", "_keep")
 
     def __init__(self, base: int, nlit: int) -> None:
         self.code = array("i")
@@ -38,6 +41,8 @@ class ProgramWriter:
         self.nlit = nlit
         self._lit_at: dict[bytes, int] = {}
         self._eps = -1
+        self._ir: dict[int, int] = {}  # id(node) -> offset of the nodes written by ir()
+        self._keep: list[Node] = []  # (those nodes, alive while their ids are keys)
 
     def lit(self, data: bytes) -> int:
         """The literal ``data`` (one record per distinct literal)."""
@@ -86,4 +91,35 @@ class ProgramWriter:
         o = self.base + len(code)
         code.extend((NK_SEPLOOP, x, len(sep)))
         code.extend(sep)
+        return o
+
+    def ir(self, node: Node, at: Mapping[int, int]) -> int:
+        """The records of a regular IR node made of literals, byte sets, sequences, choices
+        and repetitions (each node once); a node whose id is in ``at`` (the prefix's plain
+        nodes) is named by its offset there.  TypeError for any other node class."""
+        o = at.get(id(node))
+        if o is None:
+            o = self._ir.get(id(node))
+        if o is not None:
+            return o
+        cls = node.__class__
+        if cls is Lit:
+            o = self.lit(node.data)  # type: ignore[union-attr]
+        elif cls is ByteSet:
+            code = self.code
+            o = self.base + len(code)
+            ranges = node.ranges  # type: ignore[union-attr]
+            code.append(NK_SET)
+            code.append(len(ranges))
+            for r in ranges:
+                code.extend(r)
+        elif cls is Seq or cls is Choice:
+            kids = [self.ir(x, at) for x in node.items]  # type: ignore[union-attr]
+            o = self._list(NK_SEQ if cls is Seq else NK_CHOICE, kids)
+        elif cls is Repeat:
+            o = self.repeat(self.ir(node.item, at), node.min, node.max)  # type: ignore[union-attr]
+        else:
+            raise TypeError(f"ProgramWriter.ir: {cls.__name__} is not written here")
+        self._ir[id(node)] = o
+        self._keep.append(node)
         return o

@@ -515,22 +515,7 @@ class _Compiler:
 
     def number_bounds(self, s: dict, ptr: str) -> tuple[Fraction | None, bool, Fraction | None, bool]:
         """(lower, exclusive?, upper, exclusive?) of a number schema, exact values."""
-        bounds = {}
-        for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
-            if k in s:
-                v = s[k]
-                if isinstance(v, bool) or not isinstance(v, (int, float)):
-                    raise SchemaError(ptr, k, "must be a number")
-                if isinstance(v, float) and not math.isfinite(v):
-                    raise SchemaError(ptr, k, "must be a finite number")
-                if isinstance(v, int) and abs(v) >= 10 ** MAX_BOUND_DIGITS:
-                    raise _limit(pointer_join(ptr, k), f"'{k}' has {len(str(abs(v)))} digits",
-                                 "MAX_BOUND_DIGITS", MAX_BOUND_DIGITS, len(str(abs(v))))
-                # validators compare an instance with the double the bound parses to, exactly
-                bounds[k] = Fraction(v)
-        lo, lo_x = _tighter(bounds.get("minimum"), bounds.get("exclusiveMinimum"), True)
-        hi, hi_x = _tighter(bounds.get("maximum"), bounds.get("exclusiveMaximum"), False)
-        return lo, lo_x, hi, hi_x
+        return number_bounds(s, ptr)
 
     def multiple(self, mo: Any, ptr: str, integer: bool, exact: bool = False) -> Node:
         """The spellings of multiples of ``mo`` (see :func:`logic.multiple_of`)."""
@@ -1486,25 +1471,7 @@ class _Compiler:
         return self.bounded(inter(node, self.multiple(mo, ptr, integer)), ptr, "multipleOf")
 
     def _number(self, s: dict, ptr: str, integer: bool) -> Node:
-        lo, lo_x, hi, hi_x = self.number_bounds(s, ptr)
-        if integer:
-            a = None
-            if lo is not None:
-                a = int(lo) + 1 if lo_x and lo.denominator == 1 else -((-lo.numerator) // lo.denominator)
-            b = None
-            if hi is not None:
-                b = int(hi) - 1 if hi_x and hi.denominator == 1 else hi.numerator // hi.denominator
-            if a is None and b is None:
-                return INTEGER
-            if a is not None and b is not None and a > b:
-                return NOTHING
-            return integer_range(a, b)
-        if lo is None and hi is None:
-            return NUMBER
-        try:
-            return number_range(lo, lo_x, hi, hi_x)
-        except LimitError as e:
-            raise _limit(ptr, str(e), "MAX_BOUND_DIGITS", MAX_BOUND_DIGITS, None) from None
+        return number_node(s, ptr, integer)
 
     # ------------------------------------------------------------------ arrays
     def array(self, s: dict, ptr: str) -> Node:
@@ -2042,6 +2009,49 @@ def _kind_of(v: Any) -> str:
     if isinstance(v, list):
         return "array"
     return "object"
+
+
+def number_bounds(s: dict, ptr: str) -> tuple[Fraction | None, bool, Fraction | None, bool]:
+    """(lower, exclusive?, upper, exclusive?) of a number schema, exact values."""
+    bounds = {}
+    for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        if k in s:
+            v = s[k]
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise SchemaError(ptr, k, "must be a number")
+            if isinstance(v, float) and not math.isfinite(v):
+                raise SchemaError(ptr, k, "must be a finite number")
+            if isinstance(v, int) and abs(v) >= 10 ** MAX_BOUND_DIGITS:
+                raise _limit(pointer_join(ptr, k), f"'{k}' has {len(str(abs(v)))} digits",
+                             "MAX_BOUND_DIGITS", MAX_BOUND_DIGITS, len(str(abs(v))))
+            # validators compare an instance with the double the bound parses to, exactly
+            bounds[k] = Fraction(v)
+    lo, lo_x = _tighter(bounds.get("minimum"), bounds.get("exclusiveMinimum"), True)
+    hi, hi_x = _tighter(bounds.get("maximum"), bounds.get("exclusiveMaximum"), False)
+    return lo, lo_x, hi, hi_x
+
+
+def number_node(s: dict, ptr: str, integer: bool) -> Node:
+    """The integers (``integer``) or numbers within the bounds of ``s`` (without ``multipleOf``)."""
+    lo, lo_x, hi, hi_x = number_bounds(s, ptr)
+    if integer:
+        a = None
+        if lo is not None:
+            a = int(lo) + 1 if lo_x and lo.denominator == 1 else -((-lo.numerator) // lo.denominator)
+        b = None
+        if hi is not None:
+            b = int(hi) - 1 if hi_x and hi.denominator == 1 else hi.numerator // hi.denominator
+        if a is None and b is None:
+            return INTEGER
+        if a is not None and b is not None and a > b:
+            return NOTHING
+        return integer_range(a, b)
+    if lo is None and hi is None:
+        return NUMBER
+    try:
+        return number_range(lo, lo_x, hi, hi_x)
+    except LimitError as e:
+        raise _limit(ptr, str(e), "MAX_BOUND_DIGITS", MAX_BOUND_DIGITS, None) from None
 
 
 def _tighter(incl: Fraction | None, excl: Fraction | None, lower: bool) -> tuple[Fraction | None, bool]:

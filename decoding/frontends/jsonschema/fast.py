@@ -2,8 +2,8 @@
 the native NFA builder's program (:mod:`decoding.ir.program`), with no IR made, estimated,
 digested or serialised.
 
-The subset (anything else, or any option other than the defaults that matter, gives None:
-the caller runs :func:`~decoding.frontends.jsonschema.compile.compile_schema`):
+The subset (anything else, or any option other than the defaults that matter, gives None,
+mostly before the schema is checked: the caller runs :func:`~decoding.frontends.jsonschema.compile.compile_schema`):
 
 - every compiled schema is an object with ``type`` (a kind or a list of kinds) or
   ``enum``/``const`` (next to ``type`` at most);
@@ -27,16 +27,22 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
+from decoding.errors import LimitError, SchemaError
 from decoding.frontends.jsonschema.check import check_schema
-from decoding.frontends.jsonschema.compile import (_KNOWN, ANNOTATIONS, DEFAULT_MAX_NFA, _any_string, _constants,
-                                                   _kind_of, _value_texts)
+from decoding.frontends.jsonschema.compile import (_KNOWN, ANNOTATIONS, DEFAULT_FREE_DEPTH, DEFAULT_MAX_NFA,
+                                                   _any_string, _constants,
+                                                   _format_string, _kind_of, _nothing, _value_texts, number_node)
+from decoding.frontends.jsonschema.formats import CHECKED_FORMATS, format_regex
 from decoding.frontends.jsonschema.jsonstr import quote
-from decoding.frontends.jsonschema.merge import TYPES
-from decoding.frontends.jsonschema.refs import pointer_join
+from decoding.frontends.jsonschema.logic import not_in
+from decoding.frontends.jsonschema.merge import SEMANTIC, TYPES, normalize
+from decoding.frontends.jsonschema.refs import pointer_join, resolve_ref
+from decoding.ir import Node, plain_ids
 from decoding.ir.program import ProgramWriter
 from decoding.limits import DEFAULT_LIMITS, Limits
+from decoding.text.regex import parse_pattern
 
 __all__ = ["FastProgram", "fast_program", "MAX_BOUND", "FAST_VERSION"]
 
@@ -45,14 +51,20 @@ __all__ = ["FastProgram", "fast_program", "MAX_BOUND", "FAST_VERSION"]
 MAX_BOUND = 16
 #: schemas nested deeper than this (objects and arrays) are left to the full front-end
 MAX_NESTING = 32
+#: the deepest free-form values (option ``free_depth``) written here
+MAX_FREE_DEPTH = 3
 #: part of the digest: changed whenever the meaning of the records written here changes
 FAST_VERSION = 1
 #: the keywords of the subset besides annotations (unknown keywords are annotations too)
 _SUBSET = frozenset({"type", "enum", "const", "properties", "required", "additionalProperties", "items",
-                     "minItems", "maxItems", "minLength", "maxLength"})
+                     "minItems", "maxItems", "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum",
+                     "exclusiveMaximum", "format"})
+#: the keywords that constrain a value (beside ``$ref``/``anyOf``/``enum``: left to the pipeline)
+_SEMANTIC = SEMANTIC
+_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 #: the options whose defaults the subset needs (the others cannot change its language: no
 #: ``$ref``, ``format``, free-form value or untyped schema is compiled here)
-_NEEDED = {"whitespace": "compact", "extra_properties": "omit"}
+_NEEDED = {"whitespace": "compact", "extra_properties": "omit", "format_mode": "assert"}
 
 
 @dataclass(frozen=True)
@@ -71,36 +83,42 @@ class _Decline(Exception):
     """Internal: the schema is outside the subset."""
 
 
-def fast_program(schema: Any, plain: tuple[Mapping[int, int], int, int, bytes], *, limits: Limits = DEFAULT_LIMITS,
-                 max_nfa: int = DEFAULT_MAX_NFA, **options: Any) -> FastProgram | None:
+def fast_program(schema: Any, plain: Callable[[], tuple[Mapping[int, int], int, int, bytes]], *,
+                 limits: Limits = DEFAULT_LIMITS, max_nfa: int = DEFAULT_MAX_NFA, registry: Any = None,
+                 free_depth: int = DEFAULT_FREE_DEPTH, **options: Any) -> FastProgram | None:
     """The program of ``schema`` (a parsed JSON Schema) or None (outside the subset, another
-    option, or a schema :func:`check_schema` rejects).  ``plain``: the offsets of the
+    option, or a schema :func:`check_schema` rejects).  ``plain()``: the offsets of the
     registered plain nodes' records, the prefix's code entries, literal bytes and digest
-    (:func:`decoding.backends.automaton.plain_program_offsets`, read after
-    :func:`prepare`)."""
+    (:func:`decoding.backends.automaton.plain_program_offsets`); read again when a format's
+    string is first made (it becomes a plain node)."""
     if not isinstance(schema, dict) or max_nfa < DEFAULT_MAX_NFA or limits.max_nfa_states < \
-            DEFAULT_LIMITS.max_nfa_states or limits.max_compile_work < DEFAULT_LIMITS.max_compile_work:
+            DEFAULT_LIMITS.max_nfa_states or limits.max_compile_work < DEFAULT_LIMITS.max_compile_work or \
+            registry is not None or type(free_depth) is not int or not 0 <= free_depth <= MAX_FREE_DEPTH:
         return None
     for k, v in options.items():
         want = _NEEDED.get(k)
         if want is not None and v != want:
             return None
-    try:
-        check_schema(schema, limits)
-    except Exception:  # noqa: BLE001 - the full front-end raises it, located as it locates it
-        return None
-    at, base, nlit, prefix = plain
-    w = _Writer(ProgramWriter(base, nlit), at)
-    try:
-        root = w.node(schema, "", 0)
-    except _Decline:
-        return None
-    code, lits = w.out.code, bytes(w.out.lits)
-    h = hashlib.blake2b(prefix, digest_size=32)
-    h.update(b"%d:%d:%d:" % (FAST_VERSION, root, len(code)))
-    h.update(code.tobytes())
-    h.update(lits)
-    return FastProgram(code, lits, root, tuple(w.ignored), "fast:" + h.hexdigest())
+    for _ in range(8):  # (a retry per format string made plain by this call: a few per process)
+        at, base, nlit, prefix = plain()
+        w = _Writer(ProgramWriter(base, nlit), at, schema, free_depth)
+        try:
+            root = w.node(schema, "", 0)
+        except _Stale:
+            continue
+        except (_Decline, TypeError, OverflowError, SchemaError, LimitError):
+            return None  # (an error: the full front-end raises it, located)
+        try:  # (after the walk: most schemas outside the subset are declined sooner than checked)
+            check_schema(schema, limits)
+        except Exception:  # noqa: BLE001 - the full front-end raises it, located as it locates it
+            return None
+        code, lits = w.out.code, bytes(w.out.lits)
+        h = hashlib.blake2b(prefix, digest_size=32)
+        h.update(b"%d:%d:%d:" % (FAST_VERSION, root, len(code)))
+        h.update(code.tobytes())
+        h.update(lits)
+        return FastProgram(code, lits, root, tuple(w.ignored), "fast:" + h.hexdigest())
+    return None
 
 
 def prepare() -> None:
@@ -109,13 +127,24 @@ def prepare() -> None:
     _constants()
 
 
-class _Writer:
-    __slots__ = ("out", "at", "ignored", "_string", "_char", "_integer", "_number")
+class _Stale(Exception):
+    """Internal: a node became plain while writing (the prefix's offsets are stale)."""
 
-    def __init__(self, out: ProgramWriter, at: Mapping[int, int]) -> None:
+
+class _Writer:
+    __slots__ = ("out", "at", "root", "free_depth", "ignored", "_string", "_char", "_integer", "_number", "_refs",
+                 "_active", "_ids", "_free")
+
+    def __init__(self, out: ProgramWriter, at: Mapping[int, int], root: dict, free_depth: int) -> None:
         self.out = out
         self.at = at
+        self.root = root
+        self.free_depth = free_depth
+        self._free: dict[int, int] = {}
         self.ignored: list[str] = []
+        self._refs: dict[str, int] = {}  # a $ref's text -> its target's records
+        self._active: set[str] = set()  # the $refs whose targets are being written
+        self._ids: bool | None = None  # whether the schema holds a $id (or draft-04 id)
         c = _constants()
         try:
             self._char = at[id(c.nodes[0])]
@@ -125,14 +154,28 @@ class _Writer:
         except KeyError:  # (the prefix was read before prepare())
             raise _Decline from None
 
+    def ir(self, node: Node) -> int:
+        """The records of an IR node of the front-end's (regular, no Ref)."""
+        if id(node) not in self.at and id(node) in plain_ids():
+            raise _Stale
+        return self.out.ir(node, self.at)
+
     def node(self, s: Any, ptr: str, depth: int) -> int:
+        if s is True:
+            return self.free(self.free_depth)
         if type(s) is not dict or depth > MAX_NESTING:
             raise _Decline
+        if "$ref" in s:
+            return self.ref(s, ptr, depth)
+        if "anyOf" in s:
+            return self.any_of(s, ptr, depth)
         for k in s:
             if k not in _SUBSET and k not in ANNOTATIONS:
                 if k in _KNOWN:
                     raise _Decline
                 self.ignored.append(f"{ptr or '/'} {k}")
+        if "exclusiveMinimum" in s or "exclusiveMaximum" in s:
+            s = normalize(s)  # (draft-04's boolean exclusive bounds)
         t = s.get("type")
         if t is None:
             kinds = None
@@ -146,13 +189,50 @@ class _Writer:
             raise _Decline
         if "enum" in s or "const" in s:
             return self.values(s, t, ptr)
+        if kinds is None and not any(k in _SUBSET for k in s):
+            return self.free(self.free_depth)  # (annotations only: any value)
         if not kinds:
             raise _Decline
         alts = [self.kind(k, s, ptr, depth) for k in _ORDER if k in kinds]
         return self.out.choice(*alts)
 
+    def ref(self, s: dict, ptr: str, depth: int) -> int:
+        """A ``$ref`` alone (annotations beside it): its target's records, written once (the
+        DFA back-end inlines every reference); a reference cycle is left to the pipeline."""
+        ref = s["$ref"]
+        if type(ref) is not str or not ref.startswith("#/") or any(k in _SEMANTIC for k in s if k != "$ref"):
+            raise _Decline
+        o = self._refs.get(ref)
+        if o is not None:
+            return o
+        if ref in self._active:
+            raise _Decline  # (recursion: unrolled to max_depth by the pipeline)
+        if self._ids is None:
+            self._ids = _holds_id(self.root)
+        if self._ids:
+            raise _Decline  # (scopes of their own)
+        tptr, target = resolve_ref(self.root, ref, pointer_join(ptr, "$ref"))
+        self._active.add(ref)
+        try:
+            o = self._refs[ref] = self.node(target, tptr, depth + 1)
+        finally:
+            self._active.discard(ref)
+        return o
+
+    def any_of(self, s: dict, ptr: str, depth: int) -> int:
+        """``anyOf`` with no constraint beside it: the union of its branches."""
+        branches = s["anyOf"]
+        if type(branches) is not list or not branches or \
+                any(k in _SEMANTIC or k not in _KNOWN for k in s if k != "anyOf"):
+            raise _Decline  # (the pipeline merges the rest into each branch: unknown keys are listed there)
+        alts = [self.node(b, pointer_join(ptr, "anyOf", i), depth + 1) for i, b in enumerate(branches)
+                if b is not False]
+        if not alts:
+            raise _Decline
+        return self.out.choice(*dict.fromkeys(alts))
+
     def values(self, s: dict, t: Any, ptr: str) -> int:
-        if "enum" in s and "const" in s:
+        if "enum" in s and "const" in s or any(k in _SEMANTIC for k in s if k not in ("enum", "const", "type")):
             raise _Decline
         values = [s["const"]] if "const" in s else s["enum"]
         if type(values) is not list:
@@ -172,21 +252,58 @@ class _Writer:
             return out.lit(b"null")
         if kind == "boolean":
             return out.choice(out.lit(b"true"), out.lit(b"false"))
-        if kind == "integer":
-            return self._integer
-        if kind == "number":
-            return self._number
+        if kind == "integer" or kind == "number":
+            if "multipleOf" in s:
+                raise _Decline
+            if not any(k in s for k in _BOUNDS):
+                return self._integer if kind == "integer" else self._number
+            node = number_node(s, ptr, kind == "integer")
+            if _nothing(node):
+                raise _Decline
+            return self.ir(node)
         if kind == "string":
             lo, hi = _bound(s, "minLength", 0), _bound(s, "maxLength", None)
-            if lo == 0 and hi is None:
-                return self._string
             if hi is not None and hi < lo:
                 raise _Decline
+            fmt = s.get("format")
+            if fmt is not None:
+                return self.format(fmt, lo, hi, ptr)
+            if lo == 0 and hi is None:
+                return self._string
             q = out.lit(b'"')
             return out.seq(q, out.repeat(self._char, lo, hi), q)
         if kind == "array":
             return self.array(s, ptr, depth)
         return self.obj(s, ptr, depth)
+
+    def free(self, depth: int) -> int:
+        """A free-form JSON value nesting at most ``depth`` levels (the pipeline's rules
+        ``free:<depth>``, inlined: each list one copy of its item)."""
+        o = self._free.get(depth)
+        if o is not None:
+            return o
+        out = self.out
+        alts = [out.lit(b"null"), out.lit(b"true"), out.lit(b"false"), self._number, self._string]
+        if depth > 0:
+            v = self.free(depth - 1)
+            comma = out.lit(b",")
+            alts.append(out.seq(out.lit(b"["), out.opt(out.sep_loop(v, comma)), out.lit(b"]")))
+            member = out.seq(self._string, out.lit(b":"), v)
+            alts.append(out.seq(out.lit(b"{"), out.opt(out.sep_loop(member, comma)), out.lit(b"}")))
+        o = self._free[depth] = out.choice(*alts)
+        return o
+
+    def format(self, fmt: Any, lo: int, hi: int | None, ptr: str) -> int:
+        """A string of a ``format`` (asserted: the option's default), no length bound."""
+        if type(fmt) is not str or lo or hi is not None:
+            raise _Decline
+        src = format_regex(fmt)
+        if src is None:
+            if fmt in CHECKED_FORMATS:
+                raise _Decline  # (lenient or an error: the pipeline says which)
+            self.ignored.append(f"{ptr or '/'} format")
+            return self._string
+        return self.ir(_format_string(src, parse_pattern(src, anchored=True)))
 
     def array(self, s: dict, ptr: str, depth: int) -> int:
         items = s.get("items")
@@ -213,11 +330,13 @@ class _Writer:
     def obj(self, s: dict, ptr: str, depth: int) -> int:
         props = s.get("properties")
         addl = s.get("additionalProperties", None)
-        if addl is not None and addl is not False:
+        if addl is not None and addl is not False and addl is not True and type(addl) is not dict:
             raise _Decline
         if not props:
-            if addl is None or props is not None and type(props) is not dict:
-                raise _Decline  # (a bare object: any members)
+            if props is not None and type(props) is not dict or "patternProperties" in s:
+                raise _Decline
+            if addl is None:
+                addl = True  # (a bare object: any members, free-form values)
             props = {}
         if type(props) is not dict:
             raise _Decline
@@ -241,7 +360,18 @@ class _Writer:
             elif some >= 0:
                 alts.append(out.seq(some, out.opt(out.seq(comma, m))))
             some = out.choice(*alts)
-        if some < 0:
+        if addl is True or type(addl) is dict:
+            # undeclared members after the declared ones: a name that is none of theirs,
+            # the additionalProperties value (written after the declared values, as the
+            # pipeline compiles them)
+            v = self.node(addl, pointer_join(ptr, "additionalProperties"), depth + 1)
+            q = out.lit(b'"')
+            extra = out.seq(q, self.ir(not_in(list(props))), q, out.lit(b":"), v)
+            alts = [] if some < 0 else [out.seq(some, out.repeat(out.seq(comma, extra), 0, None))]
+            if first:
+                alts.append(out.opt(out.sep_loop(extra, comma)))
+            body = out.choice(*alts)
+        elif some < 0:
             body = out.eps()
         else:
             body = out.choice(some, out.eps()) if first else some
@@ -261,3 +391,23 @@ def _bound(s: dict, kw: str, default: int | None) -> int | None:
     if type(v) is not int or not 0 <= v <= MAX_BOUND:
         raise _Decline
     return v
+
+
+def _holds_id(schema: Any) -> bool:
+    """Whether a schema object in ``schema`` (data keywords skipped) has a ``$id``, or a
+    draft-04 ``id`` string: references then resolve in scopes the fast path does not track."""
+    todo = [schema]
+    while todo:
+        x = todo.pop()
+        if type(x) is dict:
+            if "$id" in x or type(x.get("id")) is str:
+                return True
+            for k, v in x.items():
+                if k in ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas"):
+                    if type(v) is dict:
+                        todo.extend(v.values())
+                elif k not in ("enum", "const", "examples", "default") and type(v) in (dict, list):
+                    todo.append(v)
+        elif type(x) is list:
+            todo.extend(x)
+    return False
