@@ -26,6 +26,8 @@ full front-end then raises the same error).
 from __future__ import annotations
 
 import hashlib
+import json
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -62,6 +64,13 @@ _SUBSET = frozenset({"type", "enum", "const", "properties", "required", "additio
 #: the keywords that constrain a value (beside ``$ref``/``anyOf``/``enum``: left to the pipeline)
 _SEMANTIC = SEMANTIC
 _BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+#: an object key the walk always declines, or a length/count bound above MAX_BOUND (16), in
+#: the schema's compact JSON text: a schema holding one is declined before the walk (also
+#: when the key is a property name or sits in an unused definition: only speed is lost)
+_OUTSIDE = re.compile(r'(?<!\\)"(?:oneOf|allOf|not|if|pattern|patternProperties|multipleOf|contains|prefixItems|'
+                      r'dependencies|dependentRequired|dependentSchemas|propertyNames|minProperties|maxProperties|'
+                      r'unevaluatedProperties|unevaluatedItems|\$dynamicRef|\$recursiveRef|uniqueItems)":|'
+                      r'"(?:max|min)(?:Length|Items)":(?:1[7-9]|[2-9]\d|\d{3})')
 #: the options whose defaults the subset needs (the others cannot change its language: no
 #: ``$ref``, ``format``, free-form value or untyped schema is compiled here)
 _NEEDED = {"whitespace": "compact", "extra_properties": "omit", "format_mode": "assert"}
@@ -99,6 +108,12 @@ def fast_program(schema: Any, plain: Callable[[], tuple[Mapping[int, int], int, 
         want = _NEEDED.get(k)
         if want is not None and v != want:
             return None
+    try:
+        text = json.dumps(schema, separators=(",", ":"), ensure_ascii=False, check_circular=False)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    if _OUTSIDE.search(text):
+        return None  # (a keyword or bound the walk would decline, found at C speed: most declines)
     for _ in range(8):  # (a retry per format string made plain by this call: a few per process)
         at, base, nlit, prefix = plain()
         w = _Writer(ProgramWriter(base, nlit), at, schema, free_depth)
