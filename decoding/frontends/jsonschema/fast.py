@@ -66,8 +66,9 @@ _SEMANTIC = SEMANTIC
 _BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 #: an object key the walk always declines, or a length/count bound above MAX_BOUND (16), in
 #: the schema's compact JSON text: a schema holding one is declined before the walk (also
-#: when the key is a property name or sits in an unused definition: only speed is lost)
-_OUTSIDE = re.compile(r'(?<!\\)"(?:oneOf|allOf|not|if|pattern|patternProperties|multipleOf|contains|prefixItems|'
+#: when the key is a property name or sits in an unused definition: only speed is lost).  No
+#: string's content matches: a quote inside one is escaped, so ``oneOf\":`` is never ``oneOf":``
+_OUTSIDE = re.compile(r'"(?:oneOf|allOf|not|if|pattern|patternProperties|multipleOf|contains|prefixItems|'
                       r'dependencies|dependentRequired|dependentSchemas|propertyNames|minProperties|maxProperties|'
                       r'unevaluatedProperties|unevaluatedItems|\$dynamicRef|\$recursiveRef|uniqueItems)":|'
                       r'"(?:max|min)(?:Length|Items)":(?:1[7-9]|[2-9]\d|\d{3})')
