@@ -6,12 +6,17 @@ GBNF text and IR grammars for one tokenizer, through one pipeline::
     source --front-end--> IR --digest--> grammar key --> cache lookup (memory, disk)
            --back-end selection (compile_grammar)--> cache store
 
+A JSON Schema of the fast path's subset (:mod:`decoding.frontends.jsonschema.fast`) skips the
+IR: its NFA program is written directly, keyed by its digest (``fast:...``), and compiled by
+the DFA back-end's native builder; the same language and masks as the pipeline's.
+
 Invariants
 - every result carries a non-empty ``grammar_key`` (canonical IR + tokenizer fingerprint +
   artifact format version) and plain-data ``meta`` (front-end, its options, the grammar
   digest, the depth bound), so any result can be written as an artifact;
 - equal grammars (same IR, whatever the source formatting) get the same key and share one
-  cache entry;
+  cache entry (a fast-path grammar is keyed by its program instead: the same schema always
+  takes the same path, so it too has one entry);
 - options are checked by name: an unknown one is a :class:`~decoding.errors.GrammarError`
   naming it, never ignored.
 
@@ -39,6 +44,7 @@ from decoding.heap import TRIM_AFTER_SECONDS, release_free_memory
 from decoding.errors import GBNFError, GrammarError, LimitError, SchemaError
 from decoding.frontends.sources import (KINDS, build_grammar, kind_of, normalized_text, option_names,
                                         read_source)
+from decoding.frontends.jsonschema.check import load_schema_text
 from decoding.frontends.jsonschema.fast import fast_program
 from decoding.frontends.jsonschema.fast import prepare as prepare_fast
 from decoding.ir import DEFAULT_MAX_DEPTH, Grammar
@@ -54,8 +60,8 @@ __all__ = ["Compiler", "Prepared", "COMPILE_OPTIONS", "compile_json_schema", "as
 #: ``max_states`` (the DFA size limit; "auto" falls back to pushdown above it) and
 #: ``max_masks`` (the limit on distinct masks); see :func:`decoding.backends.select.compile_grammar`
 COMPILE_OPTIONS = ("backend", "eager", "max_states", "max_masks")
-#: JSON Schemas of a common subset are compiled without the IR (:meth:`Compiler._compile_fast`;
-#: the same language, about 3x faster): False always runs the whole pipeline
+#: JSON Schemas of a common subset are compiled without the IR (:meth:`Compiler._compile_fast`:
+#: the same language, less work): False always runs the whole pipeline
 FAST_SCHEMAS = True
 #: the most NFA states the fast path builds; a larger one is left to the pipeline (whose
 #: ``auto`` counts large repetitions above ``COUNT_ABOVE`` estimated states)
@@ -196,7 +202,7 @@ class Compiler:
                 return hit.precompute() if opts["eager"] else hit
         if self.cache is None and kind == "json-schema":
             text = ""  # nothing stores the source; the front-end checks it is Unicode text itself
-        if kind == "json-schema" and type(source) is dict and opts["backend"] in ("auto", "dfa") and FAST_SCHEMAS:
+        if kind == "json-schema" and opts["backend"] in ("auto", "dfa") and FAST_SCHEMAS:
             cg = self._compile_fast(source, name, options, opts, text, alias)
             if cg is not None:
                 return cg
@@ -212,7 +218,7 @@ class Compiler:
             first = e
         return self._past_estimates(first, source, kind, name, base_dir, options, text, opts, t0)
 
-    def _compile_fast(self, schema: dict, name: str | None, options: dict, opts: dict, text: str | None,
+    def _compile_fast(self, schema: Any, name: str | None, options: dict, opts: dict, text: str | None,
                       alias: str | None) -> CompiledGrammar | None:
         """A schema of the fast path's subset (:mod:`decoding.frontends.jsonschema.fast`)
         compiled with no IR: its program, the same native NFA builder, subset construction and
@@ -222,6 +228,13 @@ class Compiler:
         fe = self._frontend_options(options, "json-schema")
         if not _FAST_OPTIONS.issuperset(fe):
             return None  # (unknown options: the front-end names them)
+        if isinstance(schema, str):
+            try:
+                schema = load_schema_text(schema, name=name, limits=fe.get("limits", _select.DEFAULT_LIMITS))
+            except (GrammarError, LimitError):
+                return None  # (the front-end raises it again, as it reports it)
+        if type(schema) is not dict:
+            return None
         prepare_fast()
         prog = fast_program(schema, plain_program_offsets, **fe)
         if prog is None:

@@ -9,6 +9,7 @@ import pytest
 
 from conftest import assert_same_masks_in_lockstep
 from decoding import CompiledGrammar, Compiler, compile_json_schema
+import decoding.compiler as compiler_mod
 from decoding.artifacts.cache import GrammarCache
 from decoding.artifacts.format import load_artifact, read_artifact, write_artifact
 from decoding.errors import ArtifactError, DTDError, GrammarError
@@ -157,6 +158,15 @@ def test_memory_hit_alias_hit_and_no_front_end_on_repeat(monkeypatch):
         return real(*a, **k)
 
     monkeypatch.setattr("decoding.compiler.build_grammar", counting)
+    real_fast = compiler_mod.fast_program
+
+    def counting_fast(*a, **k):  # (the fast path's front-end: a program instead of the pipeline's)
+        prog = real_fast(*a, **k)
+        if prog is not None:
+            calls.append("json-schema fast")
+        return prog
+
+    monkeypatch.setattr("decoding.compiler.fast_program", counting_fast)
     cache = GrammarCache(False)
     c = Compiler(VOCAB, cache=cache)
     first = c.compile_json_schema(json.dumps(SCHEMA))

@@ -34,7 +34,7 @@ from decoding.ir.literals import literal_set
 from decoding.ir.productive import known_productive
 from decoding.ir.size import Estimate, _node_estimate, _node_fold, attach_estimates
 from decoding.frontends.jsonschema.merge import SEMANTIC, TYPES, json_equal, merge, normalize
-from decoding.frontends.jsonschema.numbers import INTEGER, NUMBER, integer_range, number_range
+from decoding.frontends.jsonschema.numbers import INTEGER, NUMBER, integer_bounds, integer_range, number_range
 from decoding.text.regex import PatternError, Rx, length_range, parse_pattern, rx_to_ir
 from decoding.frontends.jsonschema.refs import pointer_join, resolve_pointer, resolve_ref
 from decoding.frontends.jsonschema.logic import (BOOLEAN_DEPTH, NOT_IN_MEMO, Logic, count_list, multiple_of, peel_not,
@@ -2035,12 +2035,7 @@ def number_node(s: dict, ptr: str, integer: bool) -> Node:
     """The integers (``integer``) or numbers within the bounds of ``s`` (without ``multipleOf``)."""
     lo, lo_x, hi, hi_x = number_bounds(s, ptr)
     if integer:
-        a = None
-        if lo is not None:
-            a = int(lo) + 1 if lo_x and lo.denominator == 1 else -((-lo.numerator) // lo.denominator)
-        b = None
-        if hi is not None:
-            b = int(hi) - 1 if hi_x and hi.denominator == 1 else hi.numerator // hi.denominator
+        a, b = integer_bounds(lo, lo_x, hi, hi_x)
         if a is None and b is None:
             return INTEGER
         if a is not None and b is not None and a > b:

@@ -3,24 +3,30 @@ the native NFA builder's program (:mod:`decoding.ir.program`), with no IR made, 
 digested or serialised.
 
 The subset (anything else, or any option other than the defaults that matter, gives None,
-mostly before the schema is checked: the caller runs :func:`~decoding.frontends.jsonschema.compile.compile_schema`):
+mostly before the schema is checked: the caller runs
+:func:`~decoding.frontends.jsonschema.compile.compile_schema`):
 
-- every compiled schema is an object with ``type`` (a kind or a list of kinds) or
-  ``enum``/``const`` (next to ``type`` at most);
-- strings: ``minLength``/``maxLength`` up to :data:`MAX_BOUND`; no ``pattern``/``format``;
-- integers and numbers without bounds; booleans; null;
+- a schema with ``type`` (a kind or a list of kinds), ``enum``/``const`` (next to ``type``
+  at most), a local ``$ref`` alone (its target inlined; no cycle, no ``$id`` in the schema),
+  ``anyOf`` alone (the union), ``true``, or annotations only (a free-form value,
+  ``free_depth`` deep);
+- strings: ``minLength``/``maxLength`` up to :data:`MAX_BOUND`, or an asserted ``format``
+  alone; no ``pattern``;
+- integers and numbers with ``minimum``/``maximum``/exclusive bounds, no ``multipleOf``;
+  booleans; null;
 - arrays: ``items`` (one schema of the subset), ``minItems``/``maxItems`` up to
   :data:`MAX_BOUND`;
 - objects: ``properties`` (each a schema of the subset), ``required`` (declared names only),
-  ``additionalProperties: false`` or absent (with ``extra_properties="omit"``, the default);
+  ``additionalProperties`` false, absent (with ``extra_properties="omit"``, the default), a
+  schema, or a bare object (undeclared names after the declared members);
 - annotations (:data:`~decoding.frontends.jsonschema.compile.ANNOTATIONS`) and unknown
   keywords, which are listed in ``ignored`` as the full front-end lists them.
 
 Invariant (``tests/test_schema_fast.py`` checks it on the shared corpora): for every schema
 it accepts, the program's language is the language of ``compile_schema(schema, **options)``'s
-grammar, and ``ignored`` is that front-end's.  The schema is checked first by the same
-:func:`~decoding.frontends.jsonschema.check.check_schema`; a schema it rejects gives None (the
-full front-end then raises the same error).
+grammar, and ``ignored`` is that front-end's.  An accepted schema is also checked by the
+same :func:`~decoding.frontends.jsonschema.check.check_schema`; a schema it rejects gives None
+(the full front-end then raises the same error).
 """
 
 from __future__ import annotations
@@ -34,8 +40,8 @@ from typing import Any, Callable, Mapping
 from decoding.errors import LimitError, SchemaError
 from decoding.frontends.jsonschema.check import check_schema
 from decoding.frontends.jsonschema.compile import (_KNOWN, ANNOTATIONS, DEFAULT_FREE_DEPTH, DEFAULT_MAX_NFA,
-                                                   _any_string, _constants,
-                                                   _format_string, _kind_of, _nothing, _value_texts, number_node)
+                                                   _any_string, _constants, _format_string, _kind_of, _nothing,
+                                                   _value_texts, number_node)
 from decoding.frontends.jsonschema.formats import CHECKED_FORMATS, format_regex
 from decoding.frontends.jsonschema.jsonstr import quote
 from decoding.frontends.jsonschema.logic import not_in
@@ -122,7 +128,7 @@ def fast_program(schema: Any, plain: Callable[[], tuple[Mapping[int, int], int, 
             root = w.node(schema, "", 0)
         except _Stale:
             continue
-        except (_Decline, TypeError, OverflowError, SchemaError, LimitError):
+        except (_Decline, TypeError, ValueError, OverflowError, SchemaError, LimitError):
             return None  # (an error: the full front-end raises it, located)
         try:  # (after the walk: most schemas outside the subset are declined sooner than checked)
             check_schema(schema, limits)

@@ -50,7 +50,7 @@ from decoding.frontends.json_validator import exact_value, validator_class
 from decoding.frontends.jsonschema.formats import format_regex, format_superset
 from decoding.frontends.jsonschema.jsonstr import any_json_char, json_char, quote, string_of
 from decoding.frontends.jsonschema.merge import TYPES, normalize
-from decoding.frontends.jsonschema.numbers import INTEGER, integer_range, number_range
+from decoding.frontends.jsonschema.numbers import INTEGER, integer_bounds, integer_range, number_range
 from decoding.frontends.jsonschema.refs import pointer_join
 from decoding.ir import (EMPTY, NOTHING, Dfa, Node, complement_ranges, Ref, Repeat, Seq, Choice, byteset, choice, diff, inter,
                          lit, opt, rep, seq, star)
@@ -522,12 +522,7 @@ class Logic:
         lo, lo_x, hi, hi_x = self.c.number_bounds(s, ptr)
         parts: list[Node] = []
         if integer:
-            a = None
-            if lo is not None:
-                a = int(lo) + 1 if lo_x and lo.denominator == 1 else -((-lo.numerator) // lo.denominator)
-            b = None
-            if hi is not None:
-                b = int(hi) - 1 if hi_x and hi.denominator == 1 else hi.numerator // hi.denominator
+            a, b = integer_bounds(lo, lo_x, hi, hi_x)
             if a is not None and b is not None and a > b:
                 return NOTHING
             parts.append(integer_range(a, b) if a is not None or b is not None else INTEGER)

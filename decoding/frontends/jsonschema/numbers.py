@@ -24,7 +24,20 @@ from fractions import Fraction
 from decoding.errors import LimitError
 from decoding.ir import EMPTY, NOTHING, Dfa, Node, byteset, choice, lit, opt, plus, rep, seq, star
 
-__all__ = ["integer_range", "number_range", "INTEGER", "NUMBER"]
+__all__ = ["integer_range", "number_range", "integer_bounds", "INTEGER", "NUMBER"]
+
+
+def integer_bounds(lo: Fraction | None, lo_x: bool, hi: Fraction | None,
+                   hi_x: bool) -> tuple[int | None, int | None]:
+    """The least and greatest integers within exact bounds (``*_x``: exclusive); None: none."""
+    a = None
+    if lo is not None:
+        a = int(lo) + 1 if lo_x and lo.denominator == 1 else -((-lo.numerator) // lo.denominator)
+    b = None
+    if hi is not None:
+        b = int(hi) - 1 if hi_x and hi.denominator == 1 else hi.numerator // hi.denominator
+    return a, b
+
 
 _D = byteset([(48, 57)])
 _D19 = byteset([(49, 57)])
