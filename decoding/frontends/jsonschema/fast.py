@@ -8,8 +8,10 @@ mostly before the schema is checked: the caller runs
 
 - a schema with ``type`` (a kind or a list of kinds), ``enum``/``const`` (next to ``type``
   at most), a local ``$ref`` alone (its target inlined; no cycle, no ``$id`` in the schema),
-  ``anyOf`` alone (the union), ``true``, or annotations only (a free-form value,
-  ``free_depth`` deep);
+  ``anyOf`` alone (the union), ``oneOf`` alone whose branches each name a ``type`` and no
+  two share a kind (integer and number are one kind; no ``enum``/``const``/``$ref`` in a
+  branch, ``required`` in an object branch only: the pipeline's union then), ``true``, or
+  annotations only (a free-form value, ``free_depth`` deep);
 - strings: ``minLength``/``maxLength`` up to :data:`MAX_BOUND`, or an asserted ``format``
   alone; no ``pattern``;
 - integers and numbers with ``minimum``/``maximum``/exclusive bounds, no ``multipleOf``;
@@ -74,7 +76,7 @@ _BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 #: the schema's compact JSON text: a schema holding one is declined before the walk (also
 #: when the key is a property name or sits in an unused definition: only speed is lost).  No
 #: string's content matches: a quote inside one is escaped, so ``oneOf\":`` is never ``oneOf":``
-_OUTSIDE = re.compile(r'"(?:oneOf|allOf|not|if|pattern|patternProperties|multipleOf|contains|prefixItems|'
+_OUTSIDE = re.compile(r'"(?:allOf|not|if|pattern|patternProperties|multipleOf|contains|prefixItems|'
                       r'dependencies|dependentRequired|dependentSchemas|propertyNames|minProperties|maxProperties|'
                       r'unevaluatedProperties|unevaluatedItems|\$dynamicRef|\$recursiveRef|uniqueItems)":|'
                       r'"(?:max|min)(?:Length|Items)":(?:1[7-9]|[2-9]\d|\d{3})')
@@ -189,7 +191,7 @@ class _Writer:
             raise _Decline
         if "$ref" in s:
             return self.ref(s, ptr, depth)
-        if "anyOf" in s:
+        if "anyOf" in s or "oneOf" in s:
             return self.any_of(s, ptr, depth)
         for k in s:
             if k not in _SUBSET and k not in ANNOTATIONS:
@@ -242,12 +244,16 @@ class _Writer:
         return o
 
     def any_of(self, s: dict, ptr: str, depth: int) -> int:
-        """``anyOf`` with no constraint beside it: the union of its branches."""
-        branches = s["anyOf"]
+        """``anyOf`` (or a ``oneOf`` of branches of disjoint kinds: :func:`_disjoint_kinds`)
+        with no constraint beside it: the union of its branches."""
+        kw = "anyOf" if "anyOf" in s else "oneOf"
+        branches = s[kw]
         if type(branches) is not list or not branches or \
-                any(k in _SEMANTIC or k not in _KNOWN for k in s if k != "anyOf"):
+                any(k in _SEMANTIC or k not in _KNOWN for k in s if k != kw):
             raise _Decline  # (the pipeline merges the rest into each branch: unknown keys are listed there)
-        alts = [self.node(b, pointer_join(ptr, "anyOf", i), depth + 1) for i, b in enumerate(branches)
+        if kw == "oneOf" and not _disjoint_kinds(branches):
+            raise _Decline  # (the pipeline proves disjointness, or subtracts the others' languages)
+        alts = [self.node(b, pointer_join(ptr, kw, i), depth + 1) for i, b in enumerate(branches)
                 if b is not False]
         if not alts:
             raise _Decline
@@ -403,6 +409,27 @@ class _Writer:
 _TYPES = frozenset(TYPES)
 #: the order the full front-end writes a union of kinds in (the language does not depend on it)
 _ORDER = ("object", "array", "string", "integer", "number", "boolean", "null")
+
+
+def _disjoint_kinds(branches: list) -> bool:
+    """Whether every branch of a ``oneOf`` is a schema with a ``type`` and no
+    ``enum``/``const``/``$ref``, no two branches share a kind (integer and number count as
+    one), and only an object branch says ``required``: every instance of one branch then fails
+    every other, and the full front-end compiles the union (no branch is narrowed)."""
+    seen: set[str] = set()
+    for b in branches:
+        if type(b) is not dict or "enum" in b or "const" in b or "$ref" in b:
+            return False
+        t = b.get("type")
+        kinds = {t} if type(t) is str else set(t) if type(t) is list and all(type(x) is str for x in t) else None
+        if not kinds or len(kinds) != len(t if type(t) is list else (t,)):
+            return False
+        if kinds & {"integer", "number"}:
+            kinds |= {"integer", "number"}
+        if "required" in b and kinds != {"object"} or kinds & seen:
+            return False
+        seen |= kinds
+    return True
 
 
 def _bound(s: dict, kw: str, default: int | None) -> int | None:
