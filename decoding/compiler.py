@@ -45,7 +45,8 @@ from decoding.errors import GBNFError, GrammarError, LimitError, SchemaError
 from decoding.frontends.sources import (KINDS, build_grammar, kind_of, normalized_text, option_names,
                                         read_source)
 from decoding.frontends.jsonschema.check import load_schema_text
-from decoding.frontends.jsonschema.fast import fast_program
+from decoding.backends.counted import COUNTED_AT_MOST, counted_program, room_tail
+from decoding.frontends.jsonschema.fast import counted_unit, fast_program
 from decoding.frontends.jsonschema.fast import prepare as prepare_fast
 from decoding.ir import DEFAULT_MAX_DEPTH, Grammar
 from decoding.ir.key import grammar_digest, grammar_key, source_key
@@ -66,6 +67,9 @@ FAST_SCHEMAS = True
 #: the most NFA states the fast path builds; a larger one is left to the pipeline (whose
 #: ``auto`` counts large repetitions above ``COUNT_ABOVE`` estimated states)
 FAST_MAX_NFA = _select.COUNT_ABOVE
+#: the most NFA states of a fast-path program with counted loops (the counted back-end's own
+#: bound on its estimate: beyond, auto compiles the schema another way)
+COUNTED_MAX_NFA = COUNTED_AT_MOST
 #: the front-end options the fast path reads (any other is left to the front-end to check)
 _FAST_OPTIONS = frozenset(option_names("json-schema"))
 
@@ -236,7 +240,7 @@ class Compiler:
         if type(schema) is not dict:
             return None
         prepare_fast()
-        prog = fast_program(schema, plain_program_offsets, **fe)
+        prog = fast_program(schema, plain_program_offsets, tail=room_tail(self.vocab), **fe)
         if prog is None:
             return None
         key = grammar_key(prog.digest, self.vocab.fingerprint, version=FORMAT_VERSION)
@@ -249,18 +253,28 @@ class Compiler:
                     cache.alias(alias, key)
                 return hit.precompute() if eager else hit
         t0 = time.perf_counter()
-        try:
-            dfa = program_dfa(prog.code, prog.lits, prog.root, limits=fe.get("limits"), max_nfa=FAST_MAX_NFA,
-                              max_states=max_states)
-        except (LimitError, GrammarError):
-            return None  # (the pipeline compiles it another way, or says why it cannot)
-        if dfa is None:
-            return None
         plain = _plain(fe)
         meta = {"frontend": "json-schema", "dropped": [], "ignored": list(prog.ignored), "grammar_digest": prog.digest,
                 "max_depth": fe.get("max_depth", DEFAULT_MAX_DEPTH), "options": plain}
         kw = {} if opts.get("max_masks") is None else {"max_masks": opts["max_masks"]}
-        cg = dfa_grammar(dfa, self.vocab, eager=eager, grammar_key=key, meta=meta, **kw)
+        cg: Any
+        try:
+            if prog.loops:  # long strings: the counted back-end's automaton, as auto picks for large ones
+                cg = counted_program(prog.code, prog.lits, prog.root, prog.loops, prog.tail, counted_unit(),
+                                     self.vocab, limits=fe.get("limits"), max_nfa=COUNTED_MAX_NFA, max_states=max_states,
+                                     grammar_key=key, meta=dict(meta, backend="counted"), leaves=prog.leaves,
+                                     leaf_at=prog.leaf_at, **kw)
+                if cg is not None and eager:
+                    cg = cg.precompute()
+            else:
+                dfa = program_dfa(prog.code, prog.lits, prog.root, limits=fe.get("limits"), max_nfa=FAST_MAX_NFA,
+                                  max_states=max_states, leaves=prog.leaves, leaf_at=prog.leaf_at)
+                cg = None if dfa is None else dfa_grammar(dfa, self.vocab, eager=eager, grammar_key=key, meta=meta,
+                                                          **kw)
+        except (LimitError, GrammarError):
+            return None  # (the pipeline compiles it another way, or says why it cannot)
+        if cg is None:
+            return None
         if time.perf_counter() - t0 >= TRIM_AFTER_SECONDS:
             release_free_memory()
         if cache is not None:

@@ -1375,27 +1375,37 @@ _PROGRAM_GRAMMAR = Grammar.single(EMPTY)
 
 
 def program_dfa(code: array, lits: bytes, root: int, *, limits: Limits | None = None, max_nfa: int | None = None,
-                max_states: int | None = None) -> DFA | None:
+                max_states: int | None = None, specials: tuple[str, ...] = (), leaves: Sequence[Dfa] = (),
+                leaf_at: Sequence[int] = ()) -> DFA | None:
     """The minimal, pruned DFA of a program written after the plain prefix
     (:func:`plain_program_offsets`): records ``code``, literal bytes ``lits``, the root record
-    at offset ``root``; no rule, special or leaf of its own.  The same NFA builder, subset
+    at offset ``root``; no rule of its own; ``[SPECIAL, k]`` is ``specials[k]`` (the DFA's
+    special columns, in that order) and ``[LEAF, i]`` at ``code[leaf_at[j]]`` is the
+    automaton leaf ``leaves[i]`` (:meth:`decoding.ir.program.ProgramWriter.leaf`).  The same NFA builder, subset
     construction and minimisation as :func:`compile_dfa`, the same limits and errors.  None
     where the caller must compile the IR instead: the native builder is off
     (``GD_PURE_PYTHON_DFA`` / ``GD_PYTHON_NFA``), or the NFA needs more than ``max_nfa`` states."""
     if _pure_python_dfa() or _python_nfa():
         return None
+    leaves_own = leaves
     lim = DEFAULT_LIMITS if limits is None else limits
     if max_states is None:
         max_states = lim.max_dfa_states
     what = f"grammar '{_PROGRAM_GRAMMAR.start}'"
     deadline = _Deadline(lim.max_compile_seconds, what)
     cap = lim.max_nfa_states if max_nfa is None else min(max_nfa, lim.max_nfa_states)
-    nfa = _NativeNFA(_PROGRAM_GRAMMAR, {}, cap, max_nesting=lim.max_nesting, deadline=deadline)
+    nfa = _NativeNFA(_PROGRAM_GRAMMAR, {t: i for i, t in enumerate(specials)}, cap, max_nesting=lim.max_nesting,
+                     deadline=deadline)
     nfa.share_tails = _share_tails()
     if nfa.share_tails and PLAIN_LEAVES:
         _, pcode, _, plit, leaves = _plain_program_leafy()
     else:
         (_, pcode, _, plit), leaves = _plain_program(), []
+    if leaf_at:  # the program's own leaves after the prefix's
+        code = array("i", code)
+        for j in leaf_at:
+            code[j + 1] += len(leaves)
+        leaves = list(leaves) + [_Leaf.of_dfa_node(x) for x in leaves_own]
     start = nfa.new()
     try:
         end = _build_program(nfa, (pcode + code, root, plit + lits, [], array("i"), leaves), start)
@@ -1407,7 +1417,7 @@ def program_dfa(code: array, lits: bytes, root: int, *, limits: Limits | None = 
         return None
     if end is None:
         raise GrammarError(f"{what} accepts no string")
-    return _minimal_dfa(nfa, start, end, (), deadline, max_states, what, lim.max_subset_bytes)
+    return _minimal_dfa(nfa, start, end, tuple(specials), deadline, max_states, what, lim.max_subset_bytes)
 
 
 def grammar_nfa(grammar: Grammar, lim: Limits, deadline: _Deadline, *, literal_specials: Iterable[str] = (),

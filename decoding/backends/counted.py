@@ -134,7 +134,7 @@ from decoding.limits import DEFAULT_LIMITS, Limits
 from decoding.vocab import Vocab
 from decoding.weakmemo import WeakMemo
 
-__all__ = ["CountedGrammar", "Loop", "compile_counted", "rewrite", "window"]
+__all__ = ["CountedGrammar", "Loop", "compile_counted", "counted_program", "rewrite", "room_tail", "window"]
 
 MARK = "\x00count\x00"
 #: states of the largest unit DFA checked (a bigger unit is left unrolled)
@@ -1833,6 +1833,40 @@ def compile_counted(grammar: Grammar, vocab: Vocab, *, limits: Limits | None = N
         why.append(f"{len(loops)} loops counted, but the counted automaton lets two counters overlap or a "
                    "unit end ambiguously")
     return cg
+
+
+def room_tail(vocab: Vocab) -> int:
+    """The explicit units after a room middle outside products for ``vocab``, as
+    :func:`rewrite_products` uses them (:func:`tail_for`, between 2 and the window ``K``)."""
+    return max(2, min(tail_for(vocab), window(vocab)))
+
+
+def counted_program(code: Sequence[int], lits: bytes, root: int, xs: Sequence[int], tail: int, unit_item: Node,
+                    vocab: Vocab, *, limits: Limits | None = None, max_nfa: int | None = None,
+                    max_states: int | None = None, grammar_key: str = "", meta: dict | None = None,
+                    max_masks: int = DEFAULT_MAX_MASKS, leaves: Sequence[Dfa] = (),
+                    leaf_at: Sequence[int] = ()) -> CountedGrammar | None:
+    """The counted grammar of a program written after the plain prefix
+    (:func:`~decoding.backends.automaton.program_dfa`) whose room loop ``i`` (outside products,
+    ``tail`` explicit units: :func:`room_tail`) has its ``<en>`` as special ``2i``, its ``<tp>``
+    as special ``2i + 1``, at most ``xs[i]`` units in its middle and ``unit_item`` (a regular
+    IR node) as its unit (``leaves``/``leaf_at``: its automaton leaves, as ``program_dfa``
+    takes them): the grammar :func:`compile_counted` makes of the same rewritten
+    language.  None where the caller compiles another way: the unit does not qualify, the
+    program needs more than ``max_nfa`` NFA states or the Python builder, or
+    :func:`_assemble` refuses the automaton."""
+    found = _unit(unit_item, Grammar.single(unit_item), limits)
+    if found is None:
+        return None
+    first, unit = found
+    loops = tuple(Loop(i, x, False, first, unit, tail=tail) for i, x in enumerate(xs))
+    d = _automaton.program_dfa(code, lits, root, limits=limits, max_nfa=max_nfa, max_states=max_states,  # type: ignore[arg-type]
+                               specials=tuple(t for lp in loops for t in (lp.en, lp.tp)), leaves=leaves,
+                               leaf_at=leaf_at)
+    if d is None:
+        return None
+    d = d.prune(vocab.single_byte_tokens())
+    return _assemble(d, loops, vocab, grammar_key=grammar_key, meta=meta, max_masks=max_masks)
 
 
 #: find the middles' region by :func:`_walked_region` (False: by a reverse search of the

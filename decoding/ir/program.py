@@ -18,7 +18,7 @@ from __future__ import annotations
 from array import array
 from typing import Mapping
 
-from decoding.ir.nodes import ByteSet, Choice, Lit, Node, Repeat, Seq
+from decoding.ir.nodes import ByteSet, Choice, Dfa, Lit, Node, Repeat, Seq
 
 __all__ = ["NK_LIT", "NK_SET", "NK_SEQ", "NK_CHOICE", "NK_REPEAT", "NK_REF", "NK_SPECIAL", "NK_LEAF", "NK_NONE",
            "NK_FALLBACK", "NK_SEPLOOP", "ProgramWriter"]
@@ -32,7 +32,7 @@ class ProgramWriter:
     Each method returns the new record's offset (from the start of the whole code).
     Invariant: every offset a record names is ``< base`` (the prefix) or was returned here."""
 
-    __slots__ = ("code", "lits", "base", "nlit", "_lit_at", "_eps", "_ir", "_keep")
+    __slots__ = ("code", "lits", "base", "nlit", "_lit_at", "_eps", "_ir", "_keep", "leaves", "leaf_at")
 
     def __init__(self, base: int, nlit: int) -> None:
         self.code = array("i")
@@ -43,6 +43,8 @@ class ProgramWriter:
         self._eps = -1
         self._ir: dict[int, int] = {}  # id(node) -> offset of the nodes written by ir()
         self._keep: list[Node] = []  # (those nodes, alive while their ids are keys)
+        self.leaves: list[Dfa] = []  # the program's own automaton leaves: ``[LEAF, i]`` names leaves[i]
+        self.leaf_at: list[int] = []  # where those records lie in ``code`` (the reader renumbers them)
 
     def lit(self, data: bytes) -> int:
         """The literal ``data`` (one record per distinct literal)."""
@@ -85,6 +87,13 @@ class ProgramWriter:
         code.extend((NK_REPEAT, item, lo, -1 if hi is None else hi))
         return o
 
+    def special(self, k: int) -> int:
+        """The special symbol ``k`` (its index in the specials the program is built with)."""
+        code = self.code
+        o = self.base + len(code)
+        code.extend((NK_SPECIAL, k))
+        return o
+
     def sep_loop(self, x: int, *sep: int) -> int:
         """``x (sep x)*`` with one copy of ``x``."""
         code = self.code
@@ -93,9 +102,19 @@ class ProgramWriter:
         code.extend(sep)
         return o
 
+    def leaf(self, node: Dfa) -> int:
+        """The automaton leaf ``node``: ``[LEAF, i]`` with ``i`` its index in :attr:`leaves`
+        (a program's reader adds the number of leaves before them: :attr:`leaf_at`)."""
+        code = self.code
+        o = self.base + len(code)
+        self.leaf_at.append(len(code))
+        code.extend((NK_LEAF, len(self.leaves)))
+        self.leaves.append(node)
+        return o
+
     def ir(self, node: Node, at: Mapping[int, int]) -> int:
-        """The records of a regular IR node made of literals, byte sets, sequences, choices
-        and repetitions (each node once); a node whose id is in ``at`` (the prefix's plain
+        """The records of a regular IR node made of literals, byte sets, sequences, choices,
+        repetitions and automaton leaves (each node once); a node whose id is in ``at`` (the prefix's plain
         nodes) is named by its offset there.  TypeError for any other node class."""
         o = at.get(id(node))
         if o is None:
@@ -118,6 +137,8 @@ class ProgramWriter:
             o = self._list(NK_SEQ if cls is Seq else NK_CHOICE, kids)
         elif cls is Repeat:
             o = self.repeat(self.ir(node.item, at), node.min, node.max)  # type: ignore[union-attr]
+        elif cls is Dfa:
+            o = self.leaf(node)  # type: ignore[arg-type]
         else:
             raise TypeError(f"ProgramWriter.ir: {cls.__name__} is not written here")
         self._ir[id(node)] = o

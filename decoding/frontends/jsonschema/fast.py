@@ -12,8 +12,14 @@ mostly before the schema is checked: the caller runs
   two share a kind (integer and number are one kind; no ``enum``/``const``/``$ref`` in a
   branch, ``required`` in an object branch only: the pipeline's union then), ``true``, or
   annotations only (a free-form value, ``free_depth`` deep);
-- strings: ``minLength``/``maxLength`` up to :data:`MAX_BOUND`, or an asserted ``format``
-  alone; no ``pattern``;
+- strings: ``minLength`` up to :data:`MAX_BOUND`, ``maxLength`` up to it or (given a
+  ``tail``) any, or an asserted ``format`` alone; no ``pattern``.  With ``tail`` (the counted
+  back-end's explicit units for the vocabulary), a string whose ``maxLength - minLength``
+  exceeds ``tail + 1`` is written as the counted back-end's rewrite writes it
+  (:func:`decoding.backends.counted.rewrite_products`): ``"`` ``U{lo}`` ``<en_i>`` ``U*``
+  ``(<tp_i> U{0,tail})?`` ``"``, where ``U`` is one JSON string character, ``<en_i>`` is the
+  special ``2i`` and ``<tp_i>`` the special ``2i + 1``, and loop ``i`` counts at most
+  ``loops[i]`` units; equal bounds share one loop (as the rewrite shares equal repetitions);
 - integers and numbers with ``minimum``/``maximum``/exclusive bounds, no ``multipleOf``;
   booleans; null;
 - arrays: ``items`` (one schema of the subset), ``minItems``/``maxItems`` up to
@@ -54,11 +60,13 @@ from decoding.ir.program import ProgramWriter
 from decoding.limits import DEFAULT_LIMITS, Limits
 from decoding.text.regex import parse_pattern
 
-__all__ = ["FastProgram", "fast_program", "MAX_BOUND", "FAST_VERSION"]
+__all__ = ["FastProgram", "fast_program", "counted_unit", "MAX_BOUND", "FAST_VERSION"]
 
 #: the largest ``minLength``/``maxLength``/``minItems``/``maxItems`` written here (larger
 #: bounds are the counted back-end's: the full front-end and ``auto`` decide)
 MAX_BOUND = 16
+#: the largest ``maxLength`` written as a counted loop
+MAX_LENGTH = 2**31 - 1
 #: schemas nested deeper than this (objects and arrays) are left to the full front-end
 MAX_NESTING = 32
 #: the deepest free-form values (option ``free_depth``) written here
@@ -72,14 +80,14 @@ _SUBSET = frozenset({"type", "enum", "const", "properties", "required", "additio
 #: the keywords that constrain a value (beside ``$ref``/``anyOf``/``enum``: left to the pipeline)
 _SEMANTIC = SEMANTIC
 _BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
-#: an object key the walk always declines, or a length/count bound above MAX_BOUND (16), in
-#: the schema's compact JSON text: a schema holding one is declined before the walk (also
+#: an object key the walk always declines, or a ``minLength``/``minItems``/``maxItems`` above
+#: MAX_BOUND (16), in the schema's compact JSON text: a schema holding one is declined before the walk (also
 #: when the key is a property name or sits in an unused definition: only speed is lost).  No
-#: string's content matches: a quote inside one is escaped, so ``oneOf\":`` is never ``oneOf":``
+#: string's content matches: a quote inside one is escaped, so ``allOf\":`` is never ``allOf":``
 _OUTSIDE = re.compile(r'"(?:allOf|not|if|pattern|patternProperties|multipleOf|contains|prefixItems|'
                       r'dependencies|dependentRequired|dependentSchemas|propertyNames|minProperties|maxProperties|'
                       r'unevaluatedProperties|unevaluatedItems|\$dynamicRef|\$recursiveRef|uniqueItems)":|'
-                      r'"(?:max|min)(?:Length|Items)":(?:1[7-9]|[2-9]\d|\d{3})')
+                      r'"(?:minLength|maxItems|minItems)":(?:1[7-9]|[2-9]\d|\d{3})')
 #: the options whose defaults the subset needs (the others cannot change its language: no
 #: ``$ref``, ``format``, free-form value or untyped schema is compiled here)
 _NEEDED = {"whitespace": "compact", "extra_properties": "omit", "format_mode": "assert"}
@@ -95,6 +103,10 @@ class FastProgram:
     root: int
     ignored: tuple[str, ...]
     digest: str
+    loops: tuple[int, ...] = ()  # loop i's most units in its middle (X); its markers are specials 2i, 2i+1
+    tail: int = 0  # the explicit units after each loop's <tp> (the ``tail`` given)
+    leaves: tuple = ()  # the program's automaton leaves (integer ranges), and where their records lie
+    leaf_at: tuple[int, ...] = ()
 
 
 class _Decline(Exception):
@@ -103,12 +115,13 @@ class _Decline(Exception):
 
 def fast_program(schema: Any, plain: Callable[[], tuple[Mapping[int, int], int, int, bytes]], *,
                  limits: Limits = DEFAULT_LIMITS, max_nfa: int = DEFAULT_MAX_NFA, registry: Any = None,
-                 free_depth: int = DEFAULT_FREE_DEPTH, **options: Any) -> FastProgram | None:
+                 free_depth: int = DEFAULT_FREE_DEPTH, tail: int | None = None, **options: Any) -> FastProgram | None:
     """The program of ``schema`` (a parsed JSON Schema) or None (outside the subset, another
     option, or a schema :func:`check_schema` rejects).  ``plain()``: the offsets of the
     registered plain nodes' records, the prefix's code entries, literal bytes and digest
     (:func:`decoding.backends.automaton.plain_program_offsets`); read again when a format's
-    string is first made (it becomes a plain node)."""
+    string is first made (it becomes a plain node).  ``tail``: write long ``maxLength``
+    strings as counted loops with this many explicit units (None: decline them)."""
     if not isinstance(schema, dict) or max_nfa < DEFAULT_MAX_NFA or limits.max_nfa_states < \
             DEFAULT_LIMITS.max_nfa_states or limits.max_compile_work < DEFAULT_LIMITS.max_compile_work or \
             registry is not None or type(free_depth) is not int or not 0 <= free_depth <= MAX_FREE_DEPTH:
@@ -125,7 +138,7 @@ def fast_program(schema: Any, plain: Callable[[], tuple[Mapping[int, int], int, 
         return None  # (a keyword or bound the walk would decline, found at C speed: most declines)
     for _ in range(8):  # (a retry per format string made plain by this call: a few per process)
         at, base, nlit, prefix = plain()
-        w = _Writer(ProgramWriter(base, nlit), at, schema, free_depth)
+        w = _Writer(ProgramWriter(base, nlit), at, schema, free_depth, tail)
         try:
             root = w.node(schema, "", 0)
         except _Stale:
@@ -141,7 +154,13 @@ def fast_program(schema: Any, plain: Callable[[], tuple[Mapping[int, int], int, 
         h.update(b"%d:%d:%d:" % (FAST_VERSION, root, len(code)))
         h.update(code.tobytes())
         h.update(lits)
-        return FastProgram(code, lits, root, tuple(w.ignored), "fast:" + h.hexdigest())
+        if w.loops:
+            h.update(repr((tail, w.loops)).encode())
+        leaves = w.out.leaves
+        for x in leaves:
+            h.update(repr((x.edges, x.accept)).encode())
+        return FastProgram(code, lits, root, tuple(w.ignored), "fast:" + h.hexdigest(), tuple(w.loops), tail or 0,
+                           tuple(leaves), tuple(w.out.leaf_at))
     return None
 
 
@@ -151,16 +170,26 @@ def prepare() -> None:
     _constants()
 
 
+def counted_unit() -> Node:
+    """The unit of the counted loops a program holds: one JSON string character (the node
+    the pipeline's string repetitions repeat)."""
+    return _constants().nodes[0]
+
+
 class _Stale(Exception):
     """Internal: a node became plain while writing (the prefix's offsets are stale)."""
 
 
 class _Writer:
     __slots__ = ("out", "at", "root", "free_depth", "ignored", "_string", "_char", "_integer", "_number", "_refs",
-                 "_active", "_ids", "_free")
+                 "_active", "_ids", "_free", "tail", "loops", "_counted")
 
-    def __init__(self, out: ProgramWriter, at: Mapping[int, int], root: dict, free_depth: int) -> None:
+    def __init__(self, out: ProgramWriter, at: Mapping[int, int], root: dict, free_depth: int,
+                 tail: int | None) -> None:
         self.out = out
+        self.tail = tail
+        self.loops: list[int] = []
+        self._counted: dict[tuple[int, int], int] = {}  # (minLength, maxLength) -> the string's records
         self.at = at
         self.root = root
         self.free_depth = free_depth
@@ -290,7 +319,8 @@ class _Writer:
                 raise _Decline
             return self.ir(node)
         if kind == "string":
-            lo, hi = _bound(s, "minLength", 0), _bound(s, "maxLength", None)
+            lo = _bound(s, "minLength", 0)
+            hi = _bound(s, "maxLength", None, MAX_LENGTH if self.tail is not None else MAX_BOUND)
             if hi is not None and hi < lo:
                 raise _Decline
             fmt = s.get("format")
@@ -298,11 +328,29 @@ class _Writer:
                 return self.format(fmt, lo, hi, ptr)
             if lo == 0 and hi is None:
                 return self._string
+            if hi is not None and self.tail is not None and hi - lo > self.tail + 1:
+                return self.counted_string(lo, hi)
             q = out.lit(b'"')
             return out.seq(q, out.repeat(self._char, lo, hi), q)
         if kind == "array":
             return self.array(s, ptr, depth)
         return self.obj(s, ptr, depth)
+
+    def counted_string(self, lo: int, hi: int) -> int:
+        """A string of ``lo`` to ``hi`` characters as a counted loop (see the module
+        docstring); one loop per distinct ``(lo, hi)``."""
+        o = self._counted.get((lo, hi))
+        if o is None:
+            out, c, tt = self.out, self._char, self.tail
+            assert tt is not None
+            i = len(self.loops)
+            self.loops.append(hi - lo - tt)
+            q = out.lit(b'"')
+            parts = [q] + ([out.repeat(c, lo, lo)] if lo else [])
+            parts += [out.special(2 * i), out.repeat(c, 0, None),
+                      out.opt(out.seq(out.special(2 * i + 1), out.repeat(c, 0, tt))), q]
+            o = self._counted[(lo, hi)] = out.seq(*parts)
+        return o
 
     def free(self, depth: int) -> int:
         """A free-form JSON value nesting at most ``depth`` levels (the pipeline's rules
@@ -432,12 +480,13 @@ def _disjoint_kinds(branches: list) -> bool:
     return True
 
 
-def _bound(s: dict, kw: str, default: int | None) -> int | None:
-    """A length or count keyword of the subset: a non-negative int up to :data:`MAX_BOUND`."""
+def _bound(s: dict, kw: str, default: int | None, most: int = 0) -> int | None:
+    """A length or count keyword of the subset: a non-negative int up to ``most`` (0:
+    :data:`MAX_BOUND`)."""
     v = s.get(kw, default)
     if v is default:
         return v
-    if type(v) is not int or not 0 <= v <= MAX_BOUND:
+    if type(v) is not int or not 0 <= v <= (most or MAX_BOUND):
         raise _Decline
     return v
 
