@@ -25,6 +25,7 @@ mostly before the schema is checked: the caller runs
 - arrays: ``items`` (one schema of the subset), ``minItems``/``maxItems`` up to
   :data:`MAX_BOUND`;
 - objects: ``properties`` (each a schema of the subset), ``required`` (declared names only),
+  ``minProperties`` 0 or 1,
   ``additionalProperties`` false, absent (with ``extra_properties="omit"``, the default), a
   schema, or a bare object (undeclared names after the declared members);
 - annotations (:data:`~decoding.frontends.jsonschema.compile.ANNOTATIONS`) and unknown
@@ -74,7 +75,7 @@ MAX_FREE_DEPTH = 3
 #: part of the digest: changed whenever the meaning of the records written here changes
 FAST_VERSION = 1
 #: the keywords of the subset besides annotations (unknown keywords are annotations too)
-_SUBSET = frozenset({"type", "enum", "const", "properties", "required", "additionalProperties", "items",
+_SUBSET = frozenset({"type", "enum", "const", "properties", "required", "additionalProperties", "minProperties", "items",
                      "minItems", "maxItems", "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum",
                      "exclusiveMaximum", "format"})
 #: the keywords that constrain a value (beside ``$ref``/``anyOf``/``enum``: left to the pipeline)
@@ -85,9 +86,9 @@ _BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 #: when the key is a property name or sits in an unused definition: only speed is lost).  No
 #: string's content matches: a quote inside one is escaped, so ``allOf\":`` is never ``allOf":``
 _OUTSIDE = re.compile(r'"(?:allOf|not|if|pattern|patternProperties|multipleOf|contains|prefixItems|'
-                      r'dependencies|dependentRequired|dependentSchemas|propertyNames|minProperties|maxProperties|'
+                      r'dependencies|dependentRequired|dependentSchemas|propertyNames|maxProperties|'
                       r'unevaluatedProperties|unevaluatedItems|\$dynamicRef|\$recursiveRef|uniqueItems)":|'
-                      r'"(?:minLength|maxItems|minItems)":(?:1[7-9]|[2-9]\d|\d{3})')
+                      r'"(?:minLength|maxItems|minItems)":(?:1[7-9]|[2-9]\d|\d{3})|"minProperties":(?:[2-9]|\d\d)')
 #: the options whose defaults the subset needs (the others cannot change its language: no
 #: ``$ref``, ``format``, free-form value or untyped schema is compiled here)
 _NEEDED = {"whitespace": "compact", "extra_properties": "omit", "format_mode": "assert"}
@@ -419,6 +420,9 @@ class _Writer:
         required = s.get("required", ())
         if type(required) not in (list, tuple) or any(r not in props for r in required):
             raise _Decline
+        nonempty = s.get("minProperties", 0)
+        if type(nonempty) is not int or not 0 <= nonempty <= 1:
+            raise _Decline
         req = set(required)
         out = self.out
         comma = out.lit(b",")
@@ -445,12 +449,15 @@ class _Writer:
             extra = out.seq(q, self.ir(not_in(list(props))), q, out.lit(b":"), v)
             alts = [] if some < 0 else [out.seq(some, out.repeat(out.seq(comma, extra), 0, None))]
             if first:
-                alts.append(out.opt(out.sep_loop(extra, comma)))
+                loop = out.sep_loop(extra, comma)
+                alts.append(loop if nonempty else out.opt(loop))
             body = out.choice(*alts)
         elif some < 0:
+            if nonempty:
+                raise _Decline  # (no member can be written: the pipeline reports it)
             body = out.eps()
         else:
-            body = out.choice(some, out.eps()) if first else some
+            body = out.choice(some, out.eps()) if first and not nonempty else some
         return out.seq(out.lit(b"{"), body, out.lit(b"}"))
 
 
