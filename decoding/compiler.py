@@ -67,6 +67,7 @@ FAST_SCHEMAS = True
 #: the most NFA states the fast path builds; a larger one is left to the pipeline (whose
 #: ``auto`` counts large repetitions above ``COUNT_ABOVE`` estimated states)
 FAST_MAX_NFA = _select.COUNT_ABOVE
+_NEVER = 1 << 62
 #: the most NFA states of a fast-path program with counted loops (the counted back-end's own
 #: bound on its estimate: beyond, auto compiles the schema another way)
 COUNTED_MAX_NFA = COUNTED_AT_MOST
@@ -240,7 +241,9 @@ class Compiler:
         if type(schema) is not dict:
             return None
         prepare_fast()
-        prog = fast_program(schema, plain_program_offsets, tail=room_tail(self.vocab), **fe)
+        # long strings counted where auto would count them (the DFA back-end asked for: never)
+        count_above = _select.COUNT_ABOVE if opts["backend"] == "auto" else _NEVER
+        prog = fast_program(schema, plain_program_offsets, tail=room_tail(self.vocab), count_above=count_above, **fe)
         if prog is None:
             return None
         key = grammar_key(prog.digest, self.vocab.fingerprint, version=FORMAT_VERSION)

@@ -200,16 +200,17 @@ def test_corpus_same_language_as_the_pipeline(split):
 
 LONG = "a" * 255
 COUNTED = [
-    ({"type": "string", "maxLength": 40}, ['""', '"' + "a" * 40 + '"', '"' + "\u5317" * 40 + '"'],
-     ['"' + "a" * 41 + '"', '"' + "\u5317" * 41 + '"']),
-    ({"type": "string", "minLength": 3, "maxLength": 255}, ['"abc"', f'"{LONG}"', '"a\\"b"'], ['"ab"', f'"{LONG}a"']),
+    ({"type": "string", "maxLength": 300}, ['""', '"' + "a" * 300 + '"', '"' + "\u5317" * 300 + '"'],
+     ['"' + "a" * 301 + '"', '"' + "\u5317" * 301 + '"']),
+    ({"type": "string", "minLength": 3, "maxLength": 1000}, ['"abc"', f'"{LONG}"', '"a\\"b"'],
+     ['"ab"', '"' + "a" * 1001 + '"']),
     ({"type": "object", "properties": {"a": {"type": ["string", "null"], "maxLength": 255},
                                        "b": {"type": "string", "maxLength": 255}, "c": {"type": "string", "maxLength": 100}},
       "required": ["b"], "additionalProperties": False},
      ['{"b":""}', f'{{"a":"{LONG}","b":"{LONG}"}}', f'{{"a":null,"b":"x","c":"{"c" * 100}"}}'],
      [f'{{"b":"{LONG}b"}}', f'{{"a":"{LONG}a","b":""}}', f'{{"b":"","c":"{"c" * 101}"}}']),
-    ({"type": "array", "items": {"type": "string", "maxLength": 64}, "maxItems": 3},
-     ["[]", f'["{"x" * 64}","","{"y" * 64}"]'], [f'["{"x" * 65}"]', '["","","",""]']),
+    ({"type": "array", "items": {"type": "string", "maxLength": 500}, "maxItems": 3},
+     ["[]", f'["{"x" * 500}","","{"y" * 64}"]'], [f'["{"x" * 501}"]', '["","","",""]']),
     ({"type": "string", "maxLength": 131072}, ['"' + "a" * 131072 + '"'], ['"' + "a" * 131073 + '"']),
 ]
 
@@ -254,6 +255,26 @@ def same_masks_along_walks(a, b, *, seed: int, walks: int = 4, steps: int = 80) 
             assert sa >= 0 and sb >= 0 or sa == sb == EOG
             if sa == EOG:
                 break
+
+
+SMALL_LONG = [{"type": "string", "maxLength": 40},
+              {"type": "object", "properties": {"a": {"type": "string", "maxLength": 100},
+                                                "b": {"type": "string", "minLength": 2, "maxLength": 150}}}]
+
+
+@pytest.mark.parametrize("schema", SMALL_LONG, ids=["40", "100+150"])
+def test_long_strings_small_unrolled_are_not_counted(schema, pipeline_only):
+    """Counted only where the strings' unrolled estimate is above COUNT_ABOVE (auto's bound
+    on its whole grammar's): these stay DFAs (artifacts can hold them), and backend="dfa"
+    never counts."""
+    comp = Compiler(get_vocab("llama-bpe"), cache=False)
+    cg = comp.compile_json_schema(schema)
+    big = comp.compile_json_schema({"type": "string", "maxLength": 1000}, backend="dfa")
+    assert cg.backend == big.backend == "dfa"
+    assert cg.meta["grammar_digest"].startswith("fast:") and big.meta["grammar_digest"].startswith("fast:")
+    pipeline_only()
+    ref = comp.compile_json_schema(schema, backend="dfa")  # (auto may count the second: its estimate is larger)
+    assert same_language(cg.dfa, ref.dfa)
 
 
 def test_a_string_within_the_tail_is_unrolled():

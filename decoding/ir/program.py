@@ -16,15 +16,36 @@ emits a program directly names those shared nodes by their offsets.
 from __future__ import annotations
 
 from array import array
+from dataclasses import dataclass
 from typing import Mapping
+
+import numpy as np
 
 from decoding.ir.nodes import ByteSet, Choice, Dfa, Lit, Node, Repeat, Seq
 
-__all__ = ["NK_LIT", "NK_SET", "NK_SEQ", "NK_CHOICE", "NK_REPEAT", "NK_REF", "NK_SPECIAL", "NK_LEAF", "NK_NONE",
+__all__ = ["Chunk", "NK_LIT", "NK_SET", "NK_SEQ", "NK_CHOICE", "NK_REPEAT", "NK_REF", "NK_SPECIAL", "NK_LEAF", "NK_NONE",
            "NK_FALLBACK", "NK_SEPLOOP", "ProgramWriter"]
 
 NK_LIT, NK_SET, NK_SEQ, NK_CHOICE, NK_REPEAT, NK_REF, NK_SPECIAL, NK_LEAF, NK_NONE, NK_FALLBACK, \
     NK_SEPLOOP = range(11)
+
+
+#: where a :class:`Chunk`'s records are written (code offsets) and its literal bytes begin:
+#: every code offset of a chunk is at least ``_CODE0``, every literal offset in
+#: ``[_LIT0, _CODE0)``, and every other entry below ``_LIT0`` (checked when it is made)
+_CODE0, _LIT0 = 1 << 30, 1 << 29
+
+
+@dataclass(frozen=True, eq=False)
+class Chunk:
+    """The records of one IR node, relocatable: written again by :meth:`ProgramWriter.put`
+    at any place with a few vector additions (no walk of the node).  Offsets of the plain
+    prefix's records stay as they are (the chunk is valid for that prefix only)."""
+    code: np.ndarray  # int64 entries, written at _CODE0 with literals at _LIT0
+    code_fix: np.ndarray  # int64 0/1: the entries that are offsets of the chunk's own records
+    lit_fix: np.ndarray  # int64 0/1: the entries that are offsets into its literal bytes
+    lits: bytes
+    root: int  # the node's record, relative to the chunk's start
 
 
 class ProgramWriter:
@@ -111,6 +132,46 @@ class ProgramWriter:
         code.extend((NK_LEAF, len(self.leaves)))
         self.leaves.append(node)
         return o
+
+    @staticmethod
+    def chunk(node: Node, at: Mapping[int, int]) -> Chunk | None:
+        """The records of ``node`` (:meth:`ir`) as a :class:`Chunk`; None if one of its
+        entries could not be told apart from an offset (a repetition bound past ``_LIT0``), it
+        holds an automaton leaf, or it is a node of the prefix (``at``)."""
+        w = ProgramWriter(_CODE0, _LIT0)
+        root = w.ir(node, at)
+        if w.leaves or root < _CODE0:  # (a leaf, or the node is the prefix's own)
+            return None
+        arr = np.frombuffer(w.code, dtype=np.int32).astype(np.int64)
+        code_fix = arr >= _CODE0
+        lit_fix = (arr >= _LIT0) & ~code_fix
+        rec = 0  # (the repetition bounds: no entry but an offset may reach _LIT0)
+        while rec < len(arr):
+            kind = int(arr[rec])
+            if kind == NK_REPEAT:
+                if arr[rec + 2] >= _LIT0 or arr[rec + 3] >= _LIT0:
+                    return None
+                rec += 4
+            elif kind == NK_LIT:
+                rec += 3
+            elif kind in (NK_SET,):
+                rec += 2 + 2 * int(arr[rec + 1])
+            elif kind in (NK_SEQ, NK_CHOICE):
+                rec += 2 + int(arr[rec + 1])
+            elif kind == NK_SEPLOOP:
+                rec += 3 + int(arr[rec + 2])
+            else:
+                return None  # (not written by ir())
+        return Chunk(arr, code_fix.astype(np.int64), lit_fix.astype(np.int64), bytes(w.lits), root - _CODE0)
+
+    def put(self, chunk: Chunk) -> int:
+        """Append ``chunk``'s records; the offset of its node's record."""
+        start = self.base + len(self.code)
+        lit0 = self.nlit + len(self.lits)
+        arr = chunk.code + chunk.code_fix * (start - _CODE0) + chunk.lit_fix * (lit0 - _LIT0)
+        self.code.frombytes(arr.astype(np.int32).tobytes())
+        self.lits += chunk.lits
+        return start + chunk.root
 
     def ir(self, node: Node, at: Mapping[int, int]) -> int:
         """The records of a regular IR node made of literals, byte sets, sequences, choices,

@@ -53,11 +53,11 @@ from decoding.frontends.jsonschema.compile import (_KNOWN, ANNOTATIONS, DEFAULT_
                                                    _value_texts, number_node)
 from decoding.frontends.jsonschema.formats import CHECKED_FORMATS, format_regex
 from decoding.frontends.jsonschema.jsonstr import quote
-from decoding.frontends.jsonschema.logic import not_in
+from decoding.frontends.jsonschema.logic import name_trie, one_char, other_char
 from decoding.frontends.jsonschema.merge import SEMANTIC, TYPES, normalize
 from decoding.frontends.jsonschema.refs import pointer_join, resolve_ref
 from decoding.ir import Node, plain_ids
-from decoding.ir.program import ProgramWriter
+from decoding.ir.program import Chunk, ProgramWriter
 from decoding.limits import DEFAULT_LIMITS, Limits
 from decoding.text.regex import parse_pattern
 
@@ -66,6 +66,9 @@ __all__ = ["FastProgram", "fast_program", "counted_unit", "MAX_BOUND", "FAST_VER
 #: the largest ``minLength``/``maxLength``/``minItems``/``maxItems`` written here (larger
 #: bounds are the counted back-end's: the full front-end and ``auto`` decide)
 MAX_BOUND = 16
+#: the full front-end's size estimate of one JSON string character of a bounded repetition
+#: (NFA states: ``check_size`` of ``maxLength: 100`` is 7,204)
+UNROLLED_CHAR_STATES = 72
 #: the largest ``maxLength`` written as a counted loop
 MAX_LENGTH = 2**31 - 1
 #: schemas nested deeper than this (objects and arrays) are left to the full front-end
@@ -116,13 +119,18 @@ class _Decline(Exception):
 
 def fast_program(schema: Any, plain: Callable[[], tuple[Mapping[int, int], int, int, bytes]], *,
                  limits: Limits = DEFAULT_LIMITS, max_nfa: int = DEFAULT_MAX_NFA, registry: Any = None,
-                 free_depth: int = DEFAULT_FREE_DEPTH, tail: int | None = None, **options: Any) -> FastProgram | None:
+                 free_depth: int = DEFAULT_FREE_DEPTH, tail: int | None = None, count_above: int | None = None,
+                 **options: Any) -> FastProgram | None:
     """The program of ``schema`` (a parsed JSON Schema) or None (outside the subset, another
     option, or a schema :func:`check_schema` rejects).  ``plain()``: the offsets of the
     registered plain nodes' records, the prefix's code entries, literal bytes and digest
     (:func:`decoding.backends.automaton.plain_program_offsets`); read again when a format's
     string is first made (it becomes a plain node).  ``tail``: write long ``maxLength``
-    strings as counted loops with this many explicit units (None: decline them)."""
+    strings as counted loops with this many explicit units (None: decline them), when their
+    unrolled size as the full front-end estimates it (:data:`UNROLLED_CHAR_STATES` per
+    character beyond ``minLength``, summed over the places they are written) is above
+    ``count_above`` (None: always), as ``auto`` counts a grammar estimated above
+    ``COUNT_ABOVE``; otherwise unrolled."""
     if not isinstance(schema, dict) or max_nfa < DEFAULT_MAX_NFA or limits.max_nfa_states < \
             DEFAULT_LIMITS.max_nfa_states or limits.max_compile_work < DEFAULT_LIMITS.max_compile_work or \
             registry is not None or type(free_depth) is not int or not 0 <= free_depth <= MAX_FREE_DEPTH:
@@ -137,32 +145,38 @@ def fast_program(schema: Any, plain: Callable[[], tuple[Mapping[int, int], int, 
         return None
     if _OUTSIDE.search(text):
         return None  # (a keyword or bound the walk would decline, found at C speed: most declines)
+    count = tail is not None
     for _ in range(8):  # (a retry per format string made plain by this call: a few per process)
         at, base, nlit, prefix = plain()
-        w = _Writer(ProgramWriter(base, nlit), at, schema, free_depth, tail)
+        w = _Writer(ProgramWriter(base, nlit), at, schema, free_depth, tail, prefix, count)
         try:
             root = w.node(schema, "", 0)
         except _Stale:
             continue
         except (_Decline, TypeError, ValueError, OverflowError, SchemaError, LimitError):
             return None  # (an error: the full front-end raises it, located)
-        try:  # (after the walk: most schemas outside the subset are declined sooner than checked)
-            check_schema(schema, limits)
-        except Exception:  # noqa: BLE001 - the full front-end raises it, located as it locates it
-            return None
-        code, lits = w.out.code, bytes(w.out.lits)
-        h = hashlib.blake2b(prefix, digest_size=32)
-        h.update(b"%d:%d:%d:" % (FAST_VERSION, root, len(code)))
-        h.update(code.tobytes())
-        h.update(lits)
-        if w.loops:
-            h.update(repr((tail, w.loops)).encode())
-        leaves = w.out.leaves
-        for x in leaves:
-            h.update(repr((x.edges, x.accept)).encode())
-        return FastProgram(code, lits, root, tuple(w.ignored), "fast:" + h.hexdigest(), tuple(w.loops), tail or 0,
-                           tuple(leaves), tuple(w.out.leaf_at))
-    return None
+        if w.loops and count_above is not None and w.unrolled <= count_above:
+            count = False  # (small enough unrolled: written again so)
+            continue
+        break
+    else:
+        return None
+    try:  # (after the walk: most schemas outside the subset are declined sooner than checked)
+        check_schema(schema, limits)
+    except Exception:  # noqa: BLE001 - the full front-end raises it, located as it locates it
+        return None
+    code, lits = w.out.code, bytes(w.out.lits)
+    h = hashlib.blake2b(prefix, digest_size=32)
+    h.update(b"%d:%d:%d:" % (FAST_VERSION, root, len(code)))
+    h.update(code.tobytes())
+    h.update(lits)
+    if w.loops:
+        h.update(repr((tail, w.loops)).encode())
+    leaves = w.out.leaves
+    for x in leaves:
+        h.update(repr((x.edges, x.accept)).encode())
+    return FastProgram(code, lits, root, tuple(w.ignored), "fast:" + h.hexdigest(), tuple(w.loops), tail or 0,
+                       tuple(leaves), tuple(w.out.leaf_at))
 
 
 def prepare() -> None:
@@ -183,11 +197,18 @@ class _Stale(Exception):
 
 class _Writer:
     __slots__ = ("out", "at", "root", "free_depth", "ignored", "_string", "_char", "_integer", "_number", "_refs",
-                 "_active", "_ids", "_free", "tail", "loops", "_counted")
+                 "_active", "_ids", "_free", "tail", "loops", "_counted", "_chunks", "_parts", "count", "unrolled")
 
     def __init__(self, out: ProgramWriter, at: Mapping[int, int], root: dict, free_depth: int,
-                 tail: int | None) -> None:
+                 tail: int | None, prefix: bytes = b"", count: bool = True) -> None:
         self.out = out
+        self.count = count  # long strings as counted loops (else unrolled)
+        self.unrolled = 0  # the full front-end's estimate of the long strings unrolled
+        if _CHUNKS_OF[0] != prefix or len(_CHUNKS) >= CHUNKS_MAX:
+            _CHUNKS.clear()  # (chunks name the prefix's records by their offsets)
+            _CHUNKS_OF[0] = prefix
+        self._chunks = _CHUNKS
+        self._parts: dict[tuple[str, str], int] = {}
         self.tail = tail
         self.loops: list[int] = []
         self._counted: dict[tuple[int, int], int] = {}  # (minLength, maxLength) -> the string's records
@@ -330,7 +351,9 @@ class _Writer:
             if lo == 0 and hi is None:
                 return self._string
             if hi is not None and self.tail is not None and hi - lo > self.tail + 1:
-                return self.counted_string(lo, hi)
+                self.unrolled += UNROLLED_CHAR_STATES * (hi - lo)
+                if self.count:
+                    return self.counted_string(lo, hi)
             q = out.lit(b'"')
             return out.seq(q, out.repeat(self._char, lo, hi), q)
         if kind == "array":
@@ -352,6 +375,44 @@ class _Writer:
                       out.opt(out.seq(out.special(2 * i + 1), out.repeat(c, 0, tt))), q]
             o = self._counted[(lo, hi)] = out.seq(*parts)
         return o
+
+    def not_in(self, names: list[str]) -> int:
+        """The content of a JSON string whose value is none of ``names``: the records of
+        :func:`~decoding.frontends.jsonschema.logic.not_in`'s trie, written here node by node,
+        its per-process characters as chunks (made once per process: most of its records)."""
+        out = self.out
+        if not names:
+            return out.repeat(self._char, 0, None)
+
+        written: dict[tuple[str, str], int] = self._parts  # (one copy per program: the NFA builder shares its tails)
+
+        def part(key: tuple[str, str]) -> int:
+            o = written.get(key)
+            if o is not None:
+                return o
+            ch = self._chunks.get(key)
+            if ch is None:
+                node = other_char(key[1]) if key[0] == "o" else one_char(key[1])
+                o = self.at.get(id(node))
+                if o is not None:  # (made plain by the full front-end: in the prefix)
+                    written[key] = o
+                    return o
+                if id(node) in plain_ids():
+                    raise _Stale
+                ch = self._chunks[key] = ProgramWriter.chunk(node, self.at)
+                if ch is None:
+                    raise _Decline
+            o = written[key] = out.put(ch)
+            return o
+
+        def build(t: dict) -> int:
+            kids = "".join(c for c in t if c)
+            alts = [] if "" in t else [out.eps()]
+            alts.append(part(("o", kids)))
+            alts += [out.seq(part(("1", c)), build(t[c])) for c in kids]
+            return out.choice(*alts)
+
+        return build(name_trie(names))
 
     def free(self, depth: int) -> int:
         """A free-form JSON value nesting at most ``depth`` levels (the pipeline's rules
@@ -446,7 +507,7 @@ class _Writer:
             # pipeline compiles them)
             v = self.node(addl, pointer_join(ptr, "additionalProperties"), depth + 1)
             q = out.lit(b'"')
-            extra = out.seq(q, self.ir(not_in(list(props))), q, out.lit(b":"), v)
+            extra = out.seq(q, self.not_in(list(props)), q, out.lit(b":"), v)
             alts = [] if some < 0 else [out.seq(some, out.repeat(out.seq(comma, extra), 0, None))]
             if first:
                 loop = out.sep_loop(extra, comma)
@@ -464,6 +525,13 @@ class _Writer:
 _TYPES = frozenset(TYPES)
 #: the order the full front-end writes a union of kinds in (the language does not depend on it)
 _ORDER = ("object", "array", "string", "integer", "number", "boolean", "null")
+
+
+#: the records of :func:`_Writer.not_in`'s characters, per process, for the plain prefix
+#: whose digest is ``_CHUNKS_OF[0]`` (cleared when it changes or at ``CHUNKS_MAX`` entries)
+_CHUNKS: dict[tuple[str, str], Chunk] = {}
+_CHUNKS_OF: list[bytes] = [b""]
+CHUNKS_MAX = 8192
 
 
 def _disjoint_kinds(branches: list) -> bool:

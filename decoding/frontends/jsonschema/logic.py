@@ -56,7 +56,8 @@ from decoding.ir import (EMPTY, NOTHING, Dfa, Node, complement_ranges, Ref, Repe
                          lit, opt, rep, seq, star)
 from decoding.text.regex import PatternError, parse_pattern, rx_to_ir
 
-__all__ = ["Logic", "peel_not", "BOOLEAN_DEPTH", "U_NUMBER", "multiple_of", "count_list", "not_in"]
+__all__ = ["Logic", "peel_not", "BOOLEAN_DEPTH", "U_NUMBER", "multiple_of", "count_list", "not_in", "name_trie",
+           "other_char", "one_char"]
 
 #: nesting budget of values inside a complemented position (see the module docstring)
 BOOLEAN_DEPTH = 2
@@ -640,42 +641,67 @@ _ANY_CONTENT: list[Node] = []
 NOT_IN_MEMO = 4096
 
 
-def not_in(names: list[str], shared: dict[int, Node] | None = None) -> Node:
-    """Content of a JSON string whose decoded value is not one of ``names``.  ``shared``
-    (by id) receives the per-process nodes (see :data:`NOT_IN_MEMO`) the result is made of,
-    the same objects for every compile: what is learnt of them may be kept."""
-    if not names:
-        return star(any_json_char())
+def name_trie(names: list[str]) -> dict:
+    """The trie of ``names`` by character: ``{char: subtrie}``, ``""`` marking a name's end."""
     trie: dict = {}
     for n in names:
         t = trie
         for ch in n:
             t = t.setdefault(ch, {})
         t[""] = {}
+    return trie
+
+
+def any_content() -> Node:
+    """Any JSON string content (one node per process)."""
     if not _ANY_CONTENT:
         _ANY_CONTENT.append(star(any_json_char()))
-    anystar = _ANY_CONTENT[0]
+    return _ANY_CONTENT[0]
+
+
+def other_char(kids: str) -> Node:
+    """A JSON character that is none of ``kids``, then any content (memoized per process)."""
+    other = _OTHER_CHAR.get(kids)
+    if other is None:
+        comp = complement_ranges((ord(c), ord(c)) for c in kids)
+        other = seq(json_char(comp), any_content())
+        if len(_OTHER_CHAR) < NOT_IN_MEMO:
+            _OTHER_CHAR[kids] = other
+    return other
+
+
+def one_char(c: str) -> Node:
+    """The JSON character ``c`` (memoized per process)."""
+    one = _ONE_CHAR.get(c)
+    if one is None:
+        one = json_char([(ord(c), ord(c))])
+        if len(_ONE_CHAR) < NOT_IN_MEMO:
+            _ONE_CHAR[c] = one
+    return one
+
+
+def not_in(names: list[str], shared: dict[int, Node] | None = None) -> Node:
+    """Content of a JSON string whose decoded value is not one of ``names``: at each node of
+    their trie (:func:`name_trie`), the end (unless a name ends there), a character that
+    continues no name (:func:`other_char`), or one that continues some (:func:`one_char`)
+    and the rest.  ``shared`` (by id) receives the per-process nodes (see
+    :data:`NOT_IN_MEMO`) the result is made of, the same objects for every compile: what is
+    learnt of them may be kept."""
+    if not names:
+        return star(any_json_char())
+    trie = name_trie(names)
 
     def build(t: dict) -> Node:
         alts: list[Node] = []
         if "" not in t:
             alts.append(EMPTY)
         kids = "".join(c for c in t if c)  # (each key but "" is one character)
-        other = _OTHER_CHAR.get(kids)
-        if other is None:
-            comp = complement_ranges((ord(c), ord(c)) for c in kids)
-            other = seq(json_char(comp), anystar)
-            if len(_OTHER_CHAR) < NOT_IN_MEMO:
-                _OTHER_CHAR[kids] = other
+        other = other_char(kids)
         alts.append(other)
         if shared is not None:
             shared[id(other)] = other
         for c in kids:
-            one = _ONE_CHAR.get(c)
-            if one is None:
-                one = json_char([(ord(c), ord(c))])
-                if len(_ONE_CHAR) < NOT_IN_MEMO:
-                    _ONE_CHAR[c] = one
+            one = one_char(c)
             if shared is not None:
                 shared[id(one)] = one
             alts.append(seq(one, build(t[c])))
