@@ -67,6 +67,7 @@ FAST_SCHEMAS = True
 #: the most NFA states the fast path builds; a larger one is left to the pipeline (whose
 #: ``auto`` counts large repetitions above ``COUNT_ABOVE`` estimated states)
 FAST_MAX_NFA = _select.COUNT_ABOVE
+#: ``count_above`` for the DFA back-end: its long strings are never counted
 _NEVER = 1 << 62
 #: the most NFA states of a fast-path program with counted loops (the counted back-end's own
 #: bound on its estimate: beyond, auto compiles the schema another way)

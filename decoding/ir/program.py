@@ -154,9 +154,9 @@ class ProgramWriter:
                 rec += 4
             elif kind == NK_LIT:
                 rec += 3
-            elif kind in (NK_SET,):
+            elif kind == NK_SET:
                 rec += 2 + 2 * int(arr[rec + 1])
-            elif kind in (NK_SEQ, NK_CHOICE):
+            elif kind == NK_SEQ or kind == NK_CHOICE:
                 rec += 2 + int(arr[rec + 1])
             elif kind == NK_SEPLOOP:
                 rec += 3 + int(arr[rec + 2])
