@@ -30,7 +30,7 @@ from decoding.compiler import Compiler
 from decoding.frontends.jsonschema.fast import MAX_BOUND, counted_unit, fast_program, prepare
 from decoding.frontends.sources import build_grammar
 
-from decoding.testing import random_walk
+from decoding.testing import budgeted_walks
 
 from conftest import CORPORA, assert_same_masks_in_lockstep, get_vocab
 
@@ -50,20 +50,9 @@ def _fast_dfa(schema, **options):
 
 def same_language(a, b) -> bool:
     """Whether two trimmed byte DFAs (no specials) accept the same strings: a walk over the
-    pairs of states the same bytes lead to."""
-    seen, todo = {(0, 0)}, [(0, 0)]
-    while todo:
-        x, y = todo.pop()
-        if bool(a.accepting[x]) != bool(b.accepting[y]):
-            return False
-        tx, ty = a.trans[x, a.byte_class[:256]], b.trans[y, b.byte_class[:256]]
-        if not np.array_equal(tx < 0, ty < 0):
-            return False
-        for p in set(zip(tx[tx >= 0].tolist(), ty[ty >= 0].tolist())):
-            if p not in seen:
-                seen.add(p)
-                todo.append(p)
-    return True
+    pairs of states the same bytes lead to (:func:`same_marked_language` with no markers)."""
+    assert not a.specials and not b.specials
+    return same_marked_language(a, b)
 
 
 def same_marked_language(a, b) -> bool:
@@ -230,11 +219,9 @@ def test_long_strings_are_counted_loops(schema, good, bad, pipeline_only):
     assert not ref.meta["grammar_digest"].startswith("fast:")
     assert same_marked_language(cg.dfa, ref.dfa)
     same_masks_along_walks(cg, ref, seed=len(good))
-    rng = np.random.default_rng(5)
-    budget = cg.completion_cost(0) + 30
-    for _ in range(3):
-        w = random_walk(cg, rng, budget=budget, max_steps=budget + 1)
-        assert w.finished
+    walks = budgeted_walks(cg, np.random.default_rng(5), 3, cg.completion_cost(0) + 30)
+    assert len(walks) == 3 and all(w.finished for w in walks)
+    for w in walks:
         jsonschema.validate(json.loads(w.text), schema)
 
 
