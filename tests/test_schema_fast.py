@@ -134,6 +134,8 @@ CASES = [
     ({"type": "object", "properties": {"a": {"type": "object", "properties": {"b": {"type": "array", "items": {
         "type": "boolean"}}}, "required": ["b"]}}, "required": ["a"], "description": "nested", "title": "t"},
      ['{"a":{"b":[]}}', '{"a":{"b":[true,false]}}'], ['{"a":{}}', '{"a":{"b":[1]}}']),
+    ({"type": "string", "pattern": "^[a-z]+-\\d{2}$"}, ['"ab-12"', '"x-00"'], ['"ab-1"', '"AB-12"', '"ab-123"']),
+    ({"type": "string", "pattern": "b\u5317"}, ['"ab\u5317c"', '"b\u5317"'], ['"ab"', '"\u5317b"']),
     ({"type": "object", "properties": {"a": S, "b": {"type": "integer"}}, "minProperties": 1},
      ['{"a":""}', '{"b":1}', '{"a":"","b":2}'], ["{}", '{"c":1}']),
     ({"type": "object", "properties": {"a": S}, "additionalProperties": True, "minProperties": 1},
@@ -166,7 +168,7 @@ def test_the_comparison_can_fail():
 # ------------------------------------------------------------------ the corpora
 
 #: schemas the fast path accepted on each split when it was written (a floor: fewer fails)
-FLOORS = {"Github_easy": 1235, "Github_trivial": 224, "Glaiveai2K": 1635, "Kubernetes": 617, "Snowplow": 151}
+FLOORS = {"Github_easy": 1372, "Github_trivial": 249, "Glaiveai2K": 1635, "Kubernetes": 617, "Snowplow": 168}
 
 
 @pytest.mark.parametrize("split", sorted(FLOORS))
@@ -282,7 +284,7 @@ def test_marked_comparison_can_fail():
 
 
 #: schemas with counted loops on each split when this was written (a floor)
-COUNTED_FLOORS = {"Snowplow": 118, "Github_easy": 80, "Github_trivial": 11}
+COUNTED_FLOORS = {"Snowplow": 118, "Github_easy": 90, "Github_trivial": 11}
 
 
 @pytest.mark.parametrize("split", sorted(COUNTED_FLOORS))
@@ -301,9 +303,11 @@ def test_corpus_counted_as_the_counted_back_end(split):
         ref = compile_counted(g, v)
         cg = counted_program(prog.code, prog.lits, prog.root, prog.loops, prog.tail, counted_unit(), v,
                              leaves=prog.leaves, leaf_at=prog.leaf_at)
-        if ref is None:  # (the rewrite counts more loops than these, a format's too, and its check refused)
+        if ref is None or len(ref.loops) != len(cg.loops):
+            # (the rewrite also counts a pattern's or a format's repetitions: other markers, or
+            # a counted form its check refused; the masks must still be the same)
             assert cg is not None, f.name
-            same_masks_along_walks(cg, compile_grammar(g, v), seed=n, walks=2, steps=40)
+            same_masks_along_walks(cg, ref or compile_grammar(g, v), seed=n, walks=2, steps=40)
             others += 1
             continue
         assert cg is not None and same_marked_language(cg.dfa, ref.dfa), f.name
@@ -316,7 +320,10 @@ def test_corpus_counted_as_the_counted_back_end(split):
 # ------------------------------------------------------------------ what it declines
 
 DECLINED = [
-    {"type": "string", "pattern": "^a$"},
+    {"type": "string", "pattern": "^a$", "maxLength": 3},
+    {"type": "string", "pattern": "^a", "format": "date"},
+    {"type": "string", "pattern": "("},
+    {"type": "string", "pattern": 3},
     {"type": "string", "format": "date", "maxLength": 12},
     {"type": "string", "maxLength": MAX_BOUND + 1},
     {"type": "string", "minLength": 1.0},

@@ -13,7 +13,7 @@ mostly before the schema is checked: the caller runs
   branch, ``required`` in an object branch only: the pipeline's union then), ``true``, or
   annotations only (a free-form value, ``free_depth`` deep);
 - strings: ``minLength`` up to :data:`MAX_BOUND`, ``maxLength`` up to it or (given a
-  ``tail``) any, or an asserted ``format`` alone; no ``pattern``.  With ``tail`` (the counted
+  ``tail``) any, or an asserted ``format`` alone, or a ``pattern`` alone.  With ``tail`` (the counted
   back-end's explicit units for the vocabulary), a string whose ``maxLength - minLength``
   exceeds ``tail + 1`` is written as the counted back-end's rewrite writes it
   (:func:`decoding.backends.counted.rewrite_products`): ``"`` ``U{lo}`` ``<en_i>`` ``U*``
@@ -52,14 +52,14 @@ from decoding.frontends.jsonschema.compile import (_KNOWN, ANNOTATIONS, DEFAULT_
                                                    _any_string, _constants, _format_string, _kind_of, _nothing,
                                                    _value_texts, number_node)
 from decoding.frontends.jsonschema.formats import CHECKED_FORMATS, format_regex
-from decoding.frontends.jsonschema.jsonstr import quote
+from decoding.frontends.jsonschema.jsonstr import json_char, quote, string_of
 from decoding.frontends.jsonschema.logic import name_trie, one_char, other_char
 from decoding.frontends.jsonschema.merge import SEMANTIC, TYPES, normalize
 from decoding.frontends.jsonschema.refs import pointer_join, resolve_ref
 from decoding.ir import Node, plain_ids
 from decoding.ir.program import Chunk, ProgramWriter
 from decoding.limits import DEFAULT_LIMITS, Limits
-from decoding.text.regex import parse_pattern
+from decoding.text.regex import parse_pattern, rx_to_ir
 
 __all__ = ["FastProgram", "fast_program", "counted_unit", "MAX_BOUND", "FAST_VERSION"]
 
@@ -79,6 +79,7 @@ MAX_FREE_DEPTH = 3
 FAST_VERSION = 1
 #: the keywords of the subset besides annotations (unknown keywords are annotations too)
 _SUBSET = frozenset({"type", "enum", "const", "properties", "required", "additionalProperties", "minProperties", "items",
+                     "pattern",
                      "minItems", "maxItems", "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum",
                      "exclusiveMaximum", "format"})
 #: the keywords that constrain a value (beside ``$ref``/``anyOf``/``enum``: left to the pipeline)
@@ -88,7 +89,7 @@ _BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 #: MAX_BOUND (16), in the schema's compact JSON text: a schema holding one is declined before the walk (also
 #: when the key is a property name or sits in an unused definition: only speed is lost).  No
 #: string's content matches: a quote inside one is escaped, so ``allOf\":`` is never ``allOf":``
-_OUTSIDE = re.compile(r'"(?:allOf|not|if|pattern|patternProperties|multipleOf|contains|prefixItems|'
+_OUTSIDE = re.compile(r'"(?:allOf|not|if|patternProperties|multipleOf|contains|prefixItems|'
                       r'dependencies|dependentRequired|dependentSchemas|propertyNames|maxProperties|'
                       r'unevaluatedProperties|unevaluatedItems|\$dynamicRef|\$recursiveRef|uniqueItems)":|'
                       r'"(?:minLength|maxItems|minItems)":(?:1[7-9]|[2-9]\d|\d{3})|"minProperties":(?:[2-9]|\d\d)')
@@ -346,6 +347,10 @@ class _Writer:
             if hi is not None and hi < lo:
                 raise _Decline
             fmt = s.get("format")
+            if "pattern" in s:
+                if fmt is not None or lo or hi is not None:
+                    raise _Decline  # (by intersection in the pipeline)
+                return self.pattern(s["pattern"])
             if fmt is not None:
                 return self.format(fmt, lo, hi, ptr)
             if lo == 0 and hi is None:
@@ -430,6 +435,18 @@ class _Writer:
             alts.append(out.seq(out.lit(b"{"), out.opt(out.sep_loop(member, comma)), out.lit(b"}")))
         o = self._free[depth] = out.choice(*alts)
         return o
+
+    def pattern(self, pat: Any) -> int:
+        """A string matching ``pattern`` (searched, as JSON Schema reads it), no length bound or
+        format beside it: the pipeline's ``string_of(rx_to_ir(parse_pattern(pat), json_char))``."""
+        if type(pat) is not str:
+            raise _Decline
+        try:
+            re.compile(pat)
+            node = string_of(rx_to_ir(parse_pattern(pat), json_char))
+        except Exception:  # noqa: BLE001 - the pipeline reports it, located
+            raise _Decline from None
+        return self.ir(node)  # (TypeError for a node it cannot write: declined)
 
     def format(self, fmt: Any, lo: int, hi: int | None, ptr: str) -> int:
         """A string of a ``format`` (asserted: the option's default), no length bound."""
