@@ -57,7 +57,7 @@ from decoding.frontends.jsonschema.logic import name_trie, one_char, other_char
 from decoding.frontends.jsonschema.merge import SEMANTIC, TYPES, normalize
 from decoding.frontends.jsonschema.refs import pointer_join, resolve_ref
 from decoding.ir import Node, plain_ids
-from decoding.ir.program import Chunk, ProgramWriter
+from decoding.ir.program import NK_CHOICE, NK_SEQ, Chunk, ProgramWriter
 from decoding.limits import DEFAULT_LIMITS, Limits
 from decoding.text.regex import parse_pattern, rx_to_ir
 
@@ -410,12 +410,30 @@ class _Writer:
             o = written[key] = out.put(ch)
             return o
 
-        def build(t: dict) -> int:
+        code, base = out.code, out.base
+        eps = out.eps()
+        get = written.get
+
+        def build(t: dict) -> int:  # (records written inline: ~1k trie nodes in a large object)
             kids = "".join(c for c in t if c)
-            alts = [] if "" in t else [out.eps()]
-            alts.append(part(("o", kids)))
-            alts += [out.seq(part(("1", c)), build(t[c])) for c in kids]
-            return out.choice(*alts)
+            alts = [] if "" in t else [eps]
+            o = get(("o", kids))
+            alts.append(part(("o", kids)) if o is None else o)
+            for c in kids:
+                sub = build(t[c])
+                one = get(("1", c))
+                if one is None:
+                    one = part(("1", c))
+                o = base + len(code)
+                code.extend((NK_SEQ, 2, one, sub))
+                alts.append(o)
+            if len(alts) == 1:
+                return alts[0]
+            o = base + len(code)
+            code.append(NK_CHOICE)
+            code.append(len(alts))
+            code.extend(alts)
+            return o
 
         return build(name_trie(names))
 
