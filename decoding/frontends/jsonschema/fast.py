@@ -205,10 +205,12 @@ class _Writer:
         self.out = out
         self.count = count  # long strings as counted loops (else unrolled)
         self.unrolled = 0  # the full front-end's estimate of the long strings unrolled
-        if _CHUNKS_OF[0] != prefix or len(_CHUNKS) >= CHUNKS_MAX:
-            _CHUNKS.clear()  # (chunks name the prefix's records by their offsets)
-            _CHUNKS_OF[0] = prefix
-        self._chunks = _CHUNKS
+        chunks = _CHUNKS.get(prefix)  # (chunks name the prefix's records by their offsets)
+        if chunks is None or len(chunks) >= CHUNKS_MAX:
+            if len(_CHUNKS) >= 4:
+                _CHUNKS.clear()
+            chunks = _CHUNKS[prefix] = {}
+        self._chunks = chunks
         self._parts: dict[tuple[str, str], int] = {}
         self.tail = tail
         self.loops: list[int] = []
@@ -562,10 +564,10 @@ _TYPES = frozenset(TYPES)
 _ORDER = ("object", "array", "string", "integer", "number", "boolean", "null")
 
 
-#: the records of :func:`_Writer.not_in`'s characters, per process, for the plain prefix
-#: whose digest is ``_CHUNKS_OF[0]`` (cleared when it changes or at ``CHUNKS_MAX`` entries)
-_CHUNKS: dict[tuple[str, str], Chunk] = {}
-_CHUNKS_OF: list[bytes] = [b""]
+#: the records of :func:`_Writer.not_in`'s characters, per process, by the digest of the plain
+#: prefix they were written after (a few prefixes; each at most ``CHUNKS_MAX`` chunks): a
+#: writer only reads its own prefix's, also while another thread writes after a newer prefix
+_CHUNKS: dict[bytes, dict[tuple[str, str], Chunk]] = {}
 CHUNKS_MAX = 8192
 
 
