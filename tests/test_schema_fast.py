@@ -421,7 +421,9 @@ def test_compiler_masks_as_the_pipeline(vocab_name, pipeline_only):
 
 
 INVALID = [{"type": "strin"}, {"type": "object", "properties": {"a": S}, "required": "a"},
-           {"type": "string", "maxLength": -1}, {"type": "array", "items": S, "minItems": 3, "maxItems": 2}]
+           {"type": "string", "maxLength": -1}, {"type": "array", "items": S, "minItems": 3, "maxItems": 2},
+           {"type": "string", "pattern": "("}, {"type": "string", "maxLength": 300, "minLength": 400},
+           {"oneOf": [S, {"type": "integer", "minimum": "x"}]}]
 
 
 @pytest.mark.parametrize("schema", INVALID, ids=[json.dumps(s)[:60] for s in INVALID])
