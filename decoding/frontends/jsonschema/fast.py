@@ -6,7 +6,8 @@ The subset (anything else, or any option other than the defaults that matter, gi
 mostly before the schema is checked: the caller runs
 :func:`~decoding.frontends.jsonschema.compile.compile_schema`):
 
-- a schema with ``type`` (a kind or a list of kinds), ``enum``/``const`` (next to ``type``
+- a schema with ``type`` (a kind or a list of kinds; absent: the kinds its keywords name, as
+  ``untyped="infer"`` reads them), ``enum``/``const`` (next to ``type``
   at most), a local ``$ref`` alone (its target inlined; no cycle, no ``$id`` in the schema),
   ``anyOf`` alone (the union), ``oneOf`` alone whose branches each name a ``type`` and no
   two share a kind (integer and number are one kind; no ``enum``/``const``/``$ref`` in a
@@ -48,7 +49,7 @@ from typing import Any, Callable, Mapping
 
 from decoding.errors import LimitError, SchemaError
 from decoding.frontends.jsonschema.check import check_schema
-from decoding.frontends.jsonschema.compile import (_KNOWN, ANNOTATIONS, DEFAULT_FREE_DEPTH, DEFAULT_MAX_NFA,
+from decoding.frontends.jsonschema.compile import (_KIND_KW, _KNOWN, ANNOTATIONS, DEFAULT_FREE_DEPTH, DEFAULT_MAX_NFA,
                                                    _any_string, _constants, _format_string, _kind_of, _nothing,
                                                    _value_texts, number_node)
 from decoding.frontends.jsonschema.formats import CHECKED_FORMATS, format_regex
@@ -95,7 +96,7 @@ _OUTSIDE = re.compile(r'"(?:allOf|not|if|patternProperties|multipleOf|contains|p
                       r'"(?:minLength|maxItems|minItems)":(?:1[7-9]|[2-9]\d|\d{3})|"minProperties":(?:[2-9]|\d\d)')
 #: the options whose defaults the subset needs (the others cannot change its language: no
 #: ``$ref``, ``format``, free-form value or untyped schema is compiled here)
-_NEEDED = {"whitespace": "compact", "extra_properties": "omit", "format_mode": "assert"}
+_NEEDED = {"whitespace": "compact", "extra_properties": "omit", "format_mode": "assert", "untyped": "infer"}
 
 
 @dataclass(frozen=True)
@@ -255,8 +256,10 @@ class _Writer:
         if "exclusiveMinimum" in s or "exclusiveMaximum" in s:
             s = normalize(s)  # (draft-04's boolean exclusive bounds)
         t = s.get("type")
-        if t is None:
-            kinds = None
+        if t is None:  # (the kinds its keywords name: the untyped="infer" default)
+            kinds = {k for k, kws in _KIND_KW.items() if any(w in s for w in kws)} or None
+            if kinds is not None and "number" in kinds:
+                kinds.add("integer")
         elif type(t) is str:
             kinds = {t}
         else:
