@@ -257,6 +257,7 @@ class Compiler:
                     cache.alias(alias, key)
                 return hit.precompute() if eager else hit
         t0 = time.perf_counter()
+        lim = fe.get("limits") or _select.DEFAULT_LIMITS  # (the back-ends' defaults, as the pipeline's)
         plain = _plain(fe)
         meta = {"frontend": "json-schema", "dropped": [], "ignored": list(prog.ignored), "grammar_digest": prog.digest,
                 "max_depth": fe.get("max_depth", DEFAULT_MAX_DEPTH), "options": plain}
@@ -265,13 +266,13 @@ class Compiler:
         try:
             if prog.loops:  # long strings: the counted back-end's automaton, as auto picks for large ones
                 cg = counted_program(prog.code, prog.lits, prog.root, prog.loops, prog.tail, counted_unit(),
-                                     self.vocab, limits=fe.get("limits"), max_nfa=COUNTED_MAX_NFA, max_states=max_states,
+                                     self.vocab, limits=lim, max_nfa=COUNTED_MAX_NFA, max_states=max_states,
                                      grammar_key=key, meta=dict(meta, backend="counted"), leaves=prog.leaves,
                                      leaf_at=prog.leaf_at, **kw)
                 if cg is not None and eager:
                     cg = cg.precompute()
             else:
-                dfa = program_dfa(prog.code, prog.lits, prog.root, limits=fe.get("limits"), max_nfa=FAST_MAX_NFA,
+                dfa = program_dfa(prog.code, prog.lits, prog.root, limits=lim, max_nfa=FAST_MAX_NFA,
                                   max_states=max_states, leaves=prog.leaves, leaf_at=prog.leaf_at)
                 cg = None if dfa is None else dfa_grammar(dfa, self.vocab, eager=eager, grammar_key=key, meta=meta,
                                                           **kw)
