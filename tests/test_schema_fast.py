@@ -450,3 +450,31 @@ def test_compiler_cache_keeps_fast_grammars():
     b = comp.compile_json_schema(json.loads(json.dumps(OBJ)))
     assert a is b and a.grammar_key and a.meta["grammar_digest"].startswith("fast:")
     assert comp.compile_json_schema(OBJ, whitespace="flexible") is not a
+
+
+def test_threads_compile_the_same_grammars(monkeypatch):
+    """Compiles from several threads at once (the not_in chunk cache filled concurrently from
+    empty) give the grammars one thread gives: the same keys and tables."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import decoding.frontends.jsonschema.fast as fast_mod
+
+    files = sorted((CORPORA / "jsonschemabench" / "Snowplow").glob("*.json"))[:40]
+    schemas = [json.loads(f.read_text(encoding="utf-8"))["schema"] for f in files]
+    comp = Compiler(get_vocab("llama-bpe"), cache=False)
+
+    def outcome(s):
+        try:
+            cg = comp.compile_json_schema(s)
+        except Exception as e:  # noqa: BLE001 - compared
+            return type(e).__name__, str(e)
+        d = getattr(cg, "dfa", None)
+        table = (d.trans.tobytes(), d.accepting.tobytes()) if hasattr(d, "trans") else ()
+        return cg.grammar_key, cg.backend, cg.meta["grammar_digest"].startswith("fast:"), table
+
+    one = [outcome(s) for s in schemas]
+    assert sum(o[1] == "counted" and o[2] for o in one) >= 4 and sum(len(o) == 4 and o[2] for o in one) >= 20
+    monkeypatch.setattr(fast_mod, "_CHUNKS", {})
+    with ThreadPoolExecutor(4) as ex:
+        many = list(ex.map(outcome, schemas * 3))
+    assert many == one * 3
