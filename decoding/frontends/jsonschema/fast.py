@@ -23,7 +23,7 @@ mostly before the schema is checked: the caller runs
   ``loops[i]`` units; equal bounds share one loop (as the rewrite shares equal repetitions);
 - integers and numbers with ``minimum``/``maximum``/exclusive bounds, no ``multipleOf``;
   booleans; null;
-- arrays: ``items`` (one schema of the subset), ``minItems``/``maxItems`` up to
+- arrays: ``items`` (one schema of the subset; absent or true: any value), ``minItems``/``maxItems`` up to
   :data:`MAX_BOUND`;
 - objects: ``properties`` (each a schema of the subset), ``required`` (declared names only),
   ``minProperties`` 0 or 1,
@@ -484,8 +484,8 @@ class _Writer:
         return self.ir(_format_string(src, parse_pattern(src, anchored=True)))
 
     def array(self, s: dict, ptr: str, depth: int) -> int:
-        items = s.get("items")
-        if type(items) is not dict:
+        items = s.get("items", True)  # (absent: any value, as the pipeline reads it)
+        if type(items) is not dict and items is not True:
             raise _Decline
         mn, mx = _bound(s, "minItems", 0), _bound(s, "maxItems", None)
         out = self.out
