@@ -8,7 +8,7 @@ mostly before the schema is checked: the caller runs
 
 - a schema with ``type`` (a kind or a list of kinds; absent: the kinds its keywords name, as
   ``untyped="infer"`` reads them), ``enum``/``const`` (next to ``type``
-  at most), a local ``$ref`` alone (its target inlined; no cycle, no ``$id`` in the schema),
+  at most), a local ``$ref`` alone (its target inlined; no cycle, no ``$id`` below the root),
   ``anyOf`` alone (the union), ``oneOf`` alone whose branches each name a ``type`` and no
   two share a kind (integer and number are one kind; no ``enum``/``const``/``$ref`` in a
   branch, ``required`` in an object branch only: the pipeline's union then), ``true``, or
@@ -607,13 +607,21 @@ def _bound(s: dict, kw: str, default: int | None, most: int = 0) -> int | None:
 
 
 def _holds_id(schema: Any) -> bool:
-    """Whether a schema object in ``schema`` (data keywords skipped) has a ``$id``, or a
-    draft-04 ``id`` string: references then resolve in scopes the fast path does not track."""
+    """Whether a schema object below the root of ``schema`` (data keywords skipped) has a
+    ``$id``, or a draft-04 ``id`` string, or the root's names a fragment: references then
+    resolve in scopes the fast path does not track.  (The root's own base URI is the document
+    every ``#/...`` reference resolves in: the same targets.)"""
     todo = [schema]
+    root = True
     while todo:
         x = todo.pop()
         if type(x) is dict:
-            if "$id" in x or type(x.get("id")) is str:
+            if root:
+                root = False
+                rid = x.get("$id", x.get("id"))
+                if "$id" in x and "id" in x or rid is not None and (type(rid) is not str or "#" in rid.rstrip("#")):
+                    return True
+            elif "$id" in x or type(x.get("id")) is str:
                 return True
             for k, v in x.items():
                 if k in ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas"):
