@@ -9,7 +9,8 @@ mostly before the schema is checked: the caller runs
 - a schema with ``type`` (a kind or a list of kinds; absent: the kinds its keywords name, as
   ``untyped="infer"`` reads them), ``enum``/``const`` (next to ``type``
   at most), a local ``$ref`` alone (its target inlined; no cycle, no ``$id`` below the root),
-  ``anyOf`` alone (the union), ``oneOf`` alone whose branches each name a ``type`` and no
+  ``anyOf`` (the union; constraints beside it merged into each branch, as the pipeline merges
+  them), ``oneOf`` alone whose branches each name a ``type`` and no
   two share a kind (integer and number are one kind; no ``enum``/``const``/``$ref`` in a
   branch, ``required`` in an object branch only: the pipeline's union then), ``true``, or
   annotations only (a free-form value, ``free_depth`` deep);
@@ -55,7 +56,7 @@ from decoding.frontends.jsonschema.compile import (_KIND_KW, _KNOWN, ANNOTATIONS
 from decoding.frontends.jsonschema.formats import CHECKED_FORMATS, format_regex
 from decoding.frontends.jsonschema.jsonstr import json_char, quote, string_of
 from decoding.frontends.jsonschema.logic import name_trie, one_char, other_char
-from decoding.frontends.jsonschema.merge import SEMANTIC, TYPES, normalize
+from decoding.frontends.jsonschema.merge import SEMANTIC, TYPES, merge, normalize
 from decoding.frontends.jsonschema.refs import pointer_join, resolve_ref
 from decoding.ir import Node, plain_ids
 from decoding.ir.program import NK_CHOICE, NK_SEQ, Chunk, ProgramWriter
@@ -305,10 +306,21 @@ class _Writer:
         with no constraint beside it: the union of its branches."""
         kw = "anyOf" if "anyOf" in s else "oneOf"
         branches = s[kw]
-        if type(branches) is not list or not branches or \
-                any(k in _SEMANTIC or k not in _KNOWN for k in s if k != kw):
+        if type(branches) is not list or not branches or any(k not in _KNOWN for k in s if k != kw):
             raise _Decline  # (the pipeline merges the rest into each branch: unknown keys are listed there)
-        if kw == "oneOf" and not _disjoint_kinds(branches):
+        if any(k in _SEMANTIC for k in s if k != kw):
+            # anyOf with constraints beside it: each branch merged with them, as the pipeline
+            # merges them (a branch that is a reference or not a schema object: the pipeline)
+            rest = {k: v for k, v in s.items() if k != kw}
+            if kw == "oneOf" or any(b is not True and (type(b) is not dict or "$ref" in b) for b in branches) \
+                    or any(k in rest or any(type(b) is dict and k in b for b in branches) for k in _BOUNDS[2:]):
+                raise _Decline
+            try:
+                branches = [merge(rest, {} if b is True else b, pointer_join(ptr, kw, i))
+                            for i, b in enumerate(branches)]
+            except SchemaError:
+                raise _Decline from None  # (an allOf of the two there)
+        elif kw == "oneOf" and not _disjoint_kinds(branches):
             raise _Decline  # (the pipeline proves disjointness, or subtracts the others' languages)
         alts = [self.node(b, pointer_join(ptr, kw, i), depth + 1) for i, b in enumerate(branches)
                 if b is not False]
