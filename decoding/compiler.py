@@ -228,7 +228,8 @@ class Compiler:
                       alias: str | None) -> CompiledGrammar | None:
         """A schema of the fast path's subset (:mod:`decoding.frontends.jsonschema.fast`)
         compiled with no IR: its program, the same native NFA builder, subset construction and
-        minimisation as the DFA back-end, the same compiled grammar; the same language as the
+        minimisation as the DFA back-end, the same compiled grammar (with long strings counted:
+        the counted back-end's, checked by its ``_assemble``); the same language as the
         pipeline's.  None where the pipeline must run: outside the subset, other options, or a
         DFA the back-end selection would not build (past the limits: it decides, and reports)."""
         fe = self._frontend_options(options, "json-schema")

@@ -1387,7 +1387,6 @@ def program_dfa(code: array, lits: bytes, root: int, *, limits: Limits | None = 
     (``GD_PURE_PYTHON_DFA`` / ``GD_PYTHON_NFA``), or the NFA needs more than ``max_nfa`` states."""
     if _pure_python_dfa() or _python_nfa():
         return None
-    leaves_own = leaves
     lim = DEFAULT_LIMITS if limits is None else limits
     if max_states is None:
         max_states = lim.max_dfa_states
@@ -1398,17 +1397,17 @@ def program_dfa(code: array, lits: bytes, root: int, *, limits: Limits | None = 
                      deadline=deadline)
     nfa.share_tails = _share_tails()
     if nfa.share_tails and PLAIN_LEAVES:
-        _, pcode, _, plit, leaves = _plain_program_leafy()
+        _, pcode, _, plit, all_leaves = _plain_program_leafy()
     else:
-        (_, pcode, _, plit), leaves = _plain_program(), []
+        (_, pcode, _, plit), all_leaves = _plain_program(), []
     if leaf_at:  # the program's own leaves after the prefix's
         code = array("i", code)
         for j in leaf_at:
-            code[j + 1] += len(leaves)
-        leaves = list(leaves) + [_Leaf.of_dfa_node(x) for x in leaves_own]
+            code[j + 1] += len(all_leaves)
+        all_leaves = list(all_leaves) + [_Leaf.of_dfa_node(x) for x in leaves]
     start = nfa.new()
     try:
-        end = _build_program(nfa, (pcode + code, root, plit + lits, [], array("i"), leaves), start)
+        end = _build_program(nfa, (pcode + code, root, plit + lits, [], array("i"), all_leaves), start)
     except LimitError as e:
         if e.limit == "max_nfa_states" and cap < lim.max_nfa_states:
             return None

@@ -266,6 +266,15 @@ UNSUPPORTED: dict[str, frozenset[str]] = {
 _KNOWN = SUPPORTED | ANNOTATIONS | frozenset(UNSUPPORTED)
 #: keywords compiled by intersection/complement (decoding.frontends.jsonschema.logic)
 LOGIC = ("not", "if")
+def inferred_kinds(s: dict) -> set[str] | None:
+    """The kinds an untyped schema's keywords name (``integer`` with ``number``), or None:
+    what ``untyped="infer"`` generates."""
+    kinds = {k for k, kws in _KIND_KW.items() if any(w in s for w in kws)}
+    if "number" in kinds:
+        kinds.add("integer")
+    return kinds or None
+
+
 _KIND_KW = {
     "object": ("properties", "required", "additionalProperties", "patternProperties",
                "minProperties", "maxProperties", "propertyNames", "unevaluatedProperties",
@@ -1243,10 +1252,7 @@ class _Compiler:
 
     # ------------------------------------------------------------------ base schemas
     def _inferred(self, s: dict) -> set[str] | None:
-        kinds = {k for k, kws in _KIND_KW.items() if any(w in s for w in kws)}
-        if "number" in kinds:
-            kinds.add("integer")
-        return kinds or None
+        return inferred_kinds(s)
 
     def base(self, s: dict, ptr: str) -> Node:
         if not _KNOWN.issuperset(s):  # (most schemas: every keyword known)

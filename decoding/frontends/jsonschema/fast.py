@@ -50,9 +50,9 @@ from typing import Any, Callable, Mapping
 
 from decoding.errors import LimitError, SchemaError
 from decoding.frontends.jsonschema.check import check_schema
-from decoding.frontends.jsonschema.compile import (_KIND_KW, _KNOWN, ANNOTATIONS, DEFAULT_FREE_DEPTH, DEFAULT_MAX_NFA,
+from decoding.frontends.jsonschema.compile import (_KNOWN, ANNOTATIONS, DEFAULT_FREE_DEPTH, DEFAULT_MAX_NFA,
                                                    _any_string, _constants, _format_string, _kind_of, _nothing,
-                                                   _value_texts, number_node)
+                                                   _value_texts, inferred_kinds, number_node)
 from decoding.frontends.jsonschema.formats import CHECKED_FORMATS, format_regex
 from decoding.frontends.jsonschema.jsonstr import json_char, quote, string_of
 from decoding.frontends.jsonschema.logic import name_trie, one_char, other_char
@@ -258,9 +258,7 @@ class _Writer:
             s = normalize(s)  # (draft-04's boolean exclusive bounds)
         t = s.get("type")
         if t is None:  # (the kinds its keywords name: the untyped="infer" default)
-            kinds = {k for k, kws in _KIND_KW.items() if any(w in s for w in kws)} or None
-            if kinds is not None and "number" in kinds:
-                kinds.add("integer")
+            kinds = inferred_kinds(s)
         elif type(t) is str:
             kinds = {t}
         else:
