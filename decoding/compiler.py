@@ -38,8 +38,8 @@ from decoding.artifacts.format import FORMAT_VERSION
 from decoding.backends.contract import CompiledGrammar
 from decoding.backends import select as _select
 from decoding.backends.select import compile_grammar
-from decoding.backends.automaton import plain_program_offsets, program_dfa
-from decoding.backends.dfa.index import dfa_grammar
+from decoding.backends.automaton import plain_program_offsets
+from decoding.backends.dfa.lazy import program_grammar
 from decoding.heap import TRIM_AFTER_SECONDS, release_free_memory
 from decoding.errors import GBNFError, GrammarError, LimitError, SchemaError
 from decoding.frontends.sources import (KINDS, build_grammar, kind_of, normalized_text, option_names,
@@ -273,10 +273,10 @@ class Compiler:
                 if cg is not None and eager:
                     cg = cg.precompute()
             else:
-                dfa = program_dfa(prog.code, prog.lits, prog.root, limits=lim, max_nfa=FAST_MAX_NFA,
-                                  max_states=max_states, leaves=prog.leaves, leaf_at=prog.leaf_at)
-                cg = None if dfa is None else dfa_grammar(dfa, self.vocab, eager=eager, grammar_key=key, meta=meta,
-                                                          **kw)
+                lazy_above = _select.LAZY_NFA_ABOVE if backend == "auto" else None  # ("dfa": always explicit)
+                cg = program_grammar(prog.code, prog.lits, prog.root, self.vocab, lazy_above=lazy_above, limits=lim,
+                                     max_nfa=FAST_MAX_NFA, max_states=max_states, leaves=prog.leaves,
+                                     leaf_at=prog.leaf_at, grammar_key=key, meta=meta, eager=eager, **kw)
         except (LimitError, GrammarError):
             return None  # (the pipeline compiles it another way, or says why it cannot)
         if cg is None:

@@ -1,4 +1,4 @@
-"""``automaton._minimal_dfa``'s native path (``nfa_determinize_coo(..., minimal=True)``,
+"""``automaton.minimal_dfa``'s native path (``nfa_determinize_coo(..., minimal=True)``,
 ``gd_nfa_minimal_coo``: the subset construction minimised from its sparse rows, no table
 between) gives what ``_trimmed_minimal(_determinize(...))`` gives: the same table, dtype,
 acceptance, byte classes, read-only flags, marked trimmed; on schema grammars, on NFAs whose
@@ -26,7 +26,7 @@ def _nfa(g: Grammar):
 
 def _both(g: Grammar, max_states: int = DEFAULT_LIMITS.max_dfa_states, empty_ok: bool = False):
     nfa, start, end, specials, dl = _nfa(g)
-    new = A._minimal_dfa(nfa, start, end, specials, dl, max_states, "g", DEFAULT_LIMITS.max_subset_bytes,
+    new = A.minimal_dfa(nfa, start, end, specials, dl, max_states, "g", DEFAULT_LIMITS.max_subset_bytes,
                          empty_ok=empty_ok)
     sub = A._determinize(nfa, start, end, specials, dl, max_states * A.SUBSET_STATES_FACTOR, "g",
                          DEFAULT_LIMITS.max_subset_bytes)
@@ -86,8 +86,8 @@ def test_limits_same_messages():
     g = Grammar.single(Seq((Repeat(ByteSet(((97, 122),)), 0, 40), Lit(b"!"), Repeat(ByteSet(((97, 122),)), 0, 40))))
     nfa, start, end, specials, dl = _nfa(g)
     errs = []
-    for fn in (lambda: A._minimal_dfa(nfa, start, end, specials, dl, 5, "g", DEFAULT_LIMITS.max_subset_bytes),
-               lambda: A._minimal_dfa(nfa, start, end, specials, dl, 10**6, "g", 3000)):
+    for fn in (lambda: A.minimal_dfa(nfa, start, end, specials, dl, 5, "g", DEFAULT_LIMITS.max_subset_bytes),
+               lambda: A.minimal_dfa(nfa, start, end, specials, dl, 10**6, "g", 3000)):
         with pytest.raises(LimitError) as e:
             fn()
         errs.append(e.value)
@@ -108,7 +108,7 @@ def test_deadline_passed():
     nfa, start, end, specials, dl = _nfa(Grammar.single(Repeat(Lit(b"ab"), 0, 50)))
     dl.at = 0.0  # spent
     with pytest.raises(LimitError, match="max_compile_seconds"):
-        A._minimal_dfa(nfa, start, end, specials, dl, 1000, "g", 0)
+        A.minimal_dfa(nfa, start, end, specials, dl, 1000, "g", 0)
 
 
 def test_empty_ok():

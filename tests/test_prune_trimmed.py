@@ -1,4 +1,4 @@
-"""``automaton._prune`` of a DFA known trimmed (``DFA.trimmed``, set by ``_minimal_dfa``) with
+"""``automaton._prune`` of a DFA known trimmed (``DFA.trimmed``, set by ``minimal_dfa``) with
 every column usable returns it as it is, without ``gd_dfa_trim``: the same table, acceptance,
 byte classes and dtype as the native trim makes of the same DFA not marked trimmed, on the
 minimal DFAs of hand-written and JSONSchemaBench schemas."""

@@ -7,7 +7,7 @@ Where the work runs: the IR reachable from the start rule is serialised once int
 records (:func:`_nfa_program`; Dfa leaves and Inter/Diff automata are made in Python) and the
 Thompson NFA is built from them in C (:class:`_NativeNFA`, ``native/src/nfa_build.c``)
 straight into flat edge arrays; the byte classes, the subset construction, the pruning and the
-minimisation run in C too (``native/src/dfa_build.c``, GIL released; :func:`_minimal_dfa`
+minimisation run in C too (``native/src/dfa_build.c``, GIL released; :func:`minimal_dfa`
 determinises and minimises in one call, from the subset construction's sparse rows).  ``GD_PYTHON_NFA=1``
 builds the NFA in Python (:class:`_NFA`, the reference of the C builder: the same arrays,
 tests/test_nfa_native.py); ``GD_PURE_PYTHON_DFA=1`` selects the all-Python reference
@@ -39,7 +39,7 @@ estimated first (:func:`decoding.ir.size.check_size`: ``max_nfa_states`` and
 ``max_compile_work``), refs are inlined at most ``max_nesting`` deep, the NFA stops at
 ``max_nfa_states``, the subset construction at ``max_subset_bytes`` (its table and sets: the
 memory bound) or ``SUBSET_STATES_FACTOR`` times ``max_dfa_states`` (or ``max_states``), the
-minimal DFA must have at most ``max_dfa_states`` states (:func:`_minimal_dfa`), and the NFA
+minimal DFA must have at most ``max_dfa_states`` states (:func:`minimal_dfa`), and the NFA
 build, the subset construction and the minimisation check a ``max_compile_seconds`` deadline.
 Each is a :class:`~decoding.errors.LimitError` naming the rule (when known) and the limit;
 never a ``RecursionError``.
@@ -103,7 +103,7 @@ class DFA:
     specials: tuple[str, ...]
     n_classes: int
     #: known trimmed: every state is reachable from state 0 and reaches acceptance (over
-    #: every column); set by :func:`_minimal_dfa` (a minimal DFA of a trimmed one is), so
+    #: every column); set by :func:`minimal_dfa` (a minimal DFA of a trimmed one is), so
     #: pruning it again with every column usable keeps it as it is (:func:`_prune`)
     trimmed: bool = field(default=False, repr=False)
 
@@ -624,7 +624,7 @@ def _plain_leaf(x: Node) -> "_Leaf | None":
         e = nfa.build_node(x, s)
         if e is None:
             return None
-        dfa = _minimal_dfa(nfa, s, e, (), _Deadline(60.0, "a plain node"), DEFAULT_MAX_STATES, "a plain node",
+        dfa = minimal_dfa(nfa, s, e, (), _Deadline(60.0, "a plain node"), DEFAULT_MAX_STATES, "a plain node",
                            DEFAULT_LIMITS.max_subset_bytes, empty_ok=True)
     except (LimitError, GrammarError):
         return None
@@ -1346,7 +1346,7 @@ def compile_dfa(grammar: Grammar, *, max_states: int | None = None,
     deadline = _Deadline(lim.max_compile_seconds, f"grammar '{grammar.start}'")
     nfa, start, end, specials = grammar_nfa(grammar, lim, deadline, literal_specials=literal_specials,
                                             size_checked=size_checked, max_dfa=max_states, rule_dfas=True)
-    dfa = _minimal_dfa(nfa, start, end, specials, deadline, max_states, f"grammar '{grammar.start}'",
+    dfa = minimal_dfa(nfa, start, end, specials, deadline, max_states, f"grammar '{grammar.start}'",
                        lim.max_subset_bytes)
     assert dfa is not None
     return dfa
@@ -1385,11 +1385,24 @@ def program_dfa(code: array, lits: bytes, root: int, *, limits: Limits | None = 
     construction and minimisation as :func:`compile_dfa`, the same limits and errors.  None
     where the caller must compile the IR instead: the native builder is off
     (``GD_PURE_PYTHON_DFA`` / ``GD_PYTHON_NFA``), or the NFA needs more than ``max_nfa`` states."""
+    built = program_nfa(code, lits, root, limits=limits, max_nfa=max_nfa, specials=specials, leaves=leaves,
+                        leaf_at=leaf_at)
+    if built is None:
+        return None
+    nfa, start, end, lim, deadline, what = built
+    return minimal_dfa(nfa, start, end, tuple(specials), deadline,
+                        lim.max_dfa_states if max_states is None else max_states, what, lim.max_subset_bytes)
+
+
+def program_nfa(code: array, lits: bytes, root: int, *, limits: Limits | None = None, max_nfa: int | None = None,
+                specials: tuple[str, ...] = (), leaves: Sequence[Dfa] = (),
+                leaf_at: Sequence[int] = ()) -> "tuple[_NFA, int, int, Limits, _Deadline, str] | None":
+    """The Thompson NFA of a program as :func:`program_dfa` builds it (same arguments):
+    ``(nfa, start, end, limits, deadline, what)``, the deadline started here; None where
+    :func:`program_dfa` returns None."""
     if _pure_python_dfa() or _python_nfa():
         return None
     lim = DEFAULT_LIMITS if limits is None else limits
-    if max_states is None:
-        max_states = lim.max_dfa_states
     what = f"grammar '{_PROGRAM_GRAMMAR.start}'"
     deadline = _Deadline(lim.max_compile_seconds, what)
     cap = lim.max_nfa_states if max_nfa is None else min(max_nfa, lim.max_nfa_states)
@@ -1416,7 +1429,7 @@ def program_dfa(code: array, lits: bytes, root: int, *, limits: Limits | None = 
         return None
     if end is None:
         raise GrammarError(f"{what} accepts no string")
-    return _minimal_dfa(nfa, start, end, tuple(specials), deadline, max_states, what, lim.max_subset_bytes)
+    return nfa, start, end, lim, deadline, what
 
 
 def grammar_nfa(grammar: Grammar, lim: Limits, deadline: _Deadline, *, literal_specials: Iterable[str] = (),
@@ -1686,7 +1699,7 @@ def _rule_leaf(g: Grammar, name: str, lim: Limits, deadline: _Deadline, max_dfa:
         e = nfa.build_node(g.rule(name), s)
         if e is None:
             return None
-        dfa = _minimal_dfa(nfa, s, e, (), deadline, max_dfa, f"rule '{name}'", lim.max_subset_bytes, empty_ok=True)
+        dfa = minimal_dfa(nfa, s, e, (), deadline, max_dfa, f"rule '{name}'", lim.max_subset_bytes, empty_ok=True)
     except (LimitError, GrammarError, RecursionError):
         if time.monotonic() >= deadline.at:
             raise
@@ -1694,7 +1707,7 @@ def _rule_leaf(g: Grammar, name: str, lim: Limits, deadline: _Deadline, max_dfa:
     return None if dfa is None else _Leaf.of_rule_dfa(dfa)
 
 
-def _minimal_dfa(nfa: "_NFA | _NFARef", start: int, end: int, specials: tuple[str, ...], deadline: _Deadline,
+def minimal_dfa(nfa: "_NFA | _NFARef", start: int, end: int, specials: tuple[str, ...], deadline: _Deadline,
                  max_states: int, what: str, max_bytes: int, *, empty_ok: bool = False) -> DFA | None:
     """The minimal, pruned DFA of ``nfa``: the subset construction (at most
     ``SUBSET_STATES_FACTOR * max_states`` states and ``max_bytes`` bytes), pruned and
@@ -1890,7 +1903,7 @@ def _determinize(nfa: "_NFA | _NFARef", start: int, end: int, specials: tuple[st
     byte classes; the GIL is released): the same DFA, state numbering included, as
     :func:`_determinize_py`, which ``GD_PURE_PYTHON_DFA=1`` or a :class:`_NFARef` selects.
     At most ``max_states`` states and ``max_bytes`` bytes (:func:`_subset_bytes`; 0: no
-    bound), else LimitError.  The result is not minimised: see :func:`_minimal_dfa`."""
+    bound), else LimitError.  The result is not minimised: see :func:`minimal_dfa`."""
     if _pure_python_dfa() or isinstance(nfa, _NFARef):
         return _determinize_py(nfa, start, end, specials, deadline, max_states, what, max_bytes)
     step = "the subset construction"
@@ -2013,7 +2026,7 @@ def _operand_dfa(node: Node, max_states: int, max_nfa: int, deadline: _Deadline,
     end = nfa.build_node(node, start) if isinstance(nfa, _NFA) else nfa.build(node, start)
     if end is None:
         return None
-    return _minimal_dfa(nfa, start, end, (), deadline, max_states, where, max_bytes, empty_ok=True)
+    return minimal_dfa(nfa, start, end, (), deadline, max_states, where, max_bytes, empty_ok=True)
 
 
 def _reaches_accept(dfa: DFA) -> bool:

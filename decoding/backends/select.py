@@ -49,6 +49,9 @@ COUNT_ABOVE = 20_000
 #: above 20k: 48 MB instead of 12), so only the largest go lazy.  The eager DFA that exceeds
 #: its size limits also goes lazy before the pushdown back-end is tried.
 LAZY_ABOVE = 100_000
+#: the JSON Schema fast path (:mod:`decoding.frontends.jsonschema.fast`), which builds the NFA
+#: before it decides, determinises lazily above this many NFA states with ``backend="auto"``
+LAZY_NFA_ABOVE = int(__import__("os").environ.get("GD_LAZY_NFA_ABOVE", "2000"))
 
 
 def compile_grammar(grammar: Grammar, vocab: Vocab, *, max_states: int = DEFAULT_MAX_STATES,

@@ -35,25 +35,26 @@ Invariants
 from __future__ import annotations
 
 import threading
+from array import array
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Iterable, Sequence
 
 import numpy as np
 
 from decoding import _native
 from decoding.backends.automaton import (DFA, SUBSET_STATES_FACTOR, _Deadline, _pure_python_dfa, _trimmed_minimal,
-                                         grammar_nfa)
+                                         grammar_nfa, minimal_dfa, program_nfa)
 from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN, worst_text_cost
-from decoding.backends.dfa.index import DFAGrammar
+from decoding.backends.dfa.index import DFAGrammar, dfa_grammar
 from decoding.backends.masks import DEFAULT_MAX_MASKS, SPARSE_MAX, MaskTable
 from decoding.backends.tables import PROBES, PROFILES, vocab_tables
 from decoding.backends.textloop import UNBOUNDED, char_pairs
 from decoding.errors import GrammarError, LimitError
-from decoding.ir import Grammar
+from decoding.ir import Dfa, Grammar
 from decoding.limits import DEFAULT_LIMITS, Limits
 from decoding.vocab import Vocab
 
-__all__ = ["LazyDFA", "LazyDFAGrammar", "compile_lazy_dfa", "compile_lazy_grammar"]
+__all__ = ["LazyDFA", "LazyDFAGrammar", "compile_lazy_dfa", "compile_lazy_grammar", "lazy_dfa_of_nfa", "program_grammar"]
 
 _SLOTS = {name: k for k, name in enumerate(PROFILES)}  # the native plain-loop memo of each profile
 #: a budget query makes the automaton explicit for exact budgets when it has at most this many
@@ -147,20 +148,52 @@ def compile_lazy_dfa(grammar: Grammar, *, usable_bytes: np.ndarray | None = None
     nfa, start, end, specials = grammar_nfa(grammar, lim, _Deadline(lim.max_compile_seconds, what),
                                             literal_specials=literal_specials, size_checked=size_checked,
                                             max_dfa=lim.max_dfa_states, flat=True)
+    return lazy_dfa_of_nfa(nfa, start, end, specials, usable_bytes=usable_bytes, limits=lim, what=what)
+
+
+def lazy_dfa_of_nfa(nfa, start: int, end: int, specials: tuple[str, ...], *,  # type: ignore[no-untyped-def]
+                    usable_bytes: np.ndarray | None, limits: Limits, what: str) -> LazyDFA:
+    """The :class:`LazyDFA` of a flat NFA built already (``grammar_nfa``, ``program_nfa``),
+    trimmed to ``usable_bytes``; the errors of :func:`compile_lazy_dfa`."""
     ok = None if usable_bytes is None else np.ascontiguousarray(usable_bytes[:256], dtype=np.uint8)
-    max_states = min(max(1, lim.max_dfa_states) * SUBSET_STATES_FACTOR, 2**31 - 1)
+    max_states = min(max(1, limits.max_dfa_states) * SUBSET_STATES_FACTOR, 2**31 - 1)
     try:
         cap = _native.lazy_new(nfa.n, start, end, nfa.eps_src, nfa.eps_tgt, nfa.e_src, nfa.e_lo, nfa.e_hi,
                                nfa.e_tgt, nfa.sp_src, nfa.sp_k, nfa.sp_tgt, len(specials), ok, max_states,
-                               max(0, int(lim.max_subset_bytes)))
+                               max(0, int(limits.max_subset_bytes)))
     except ValueError as e:
         if "empty" in str(e):
             raise GrammarError(f"{what} accepts no string that this vocabulary can spell") from None
         raise
     except OverflowError as e:  # its start state alone is past the memory bound
         raise LimitError(f"{what}: the lazily made automaton exceeds its memory bound (limit max_subset_bytes; "
-                         f"{e})", limit="max_subset_bytes", value=lim.max_subset_bytes) from None
+                         f"{e})", limit="max_subset_bytes", value=limits.max_subset_bytes) from None
     return LazyDFA(cap, specials, what)
+
+
+def program_grammar(code: array, lits: bytes, root: int, vocab: Vocab, *, lazy_above: int | None,
+                    limits: Limits | None = None, max_nfa: int | None = None, max_states: int | None = None,
+                    leaves: Sequence[Dfa] = (), leaf_at: Sequence[int] = (), grammar_key: str = "",
+                    meta: dict | None = None, max_masks: int = DEFAULT_MAX_MASKS,
+                    eager: bool = False) -> "DFAGrammar | LazyDFAGrammar | None":
+    """The compiled grammar of a program (:func:`~decoding.backends.automaton.program_dfa`'s
+    arguments, no specials): its NFA built once, then determinised lazily
+    (:class:`LazyDFAGrammar`, meta ``backend="lazy"``) when it has more than ``lazy_above``
+    states, else the minimal DFA (:func:`~decoding.backends.dfa.index.dfa_grammar`).  The
+    same language either way (the lazy one's subset construction is the eager one's, made
+    state by state).  None where ``program_dfa`` returns None."""
+    built = program_nfa(code, lits, root, limits=limits, max_nfa=max_nfa, leaves=leaves, leaf_at=leaf_at)
+    if built is None:
+        return None
+    nfa, start, end, lim, deadline, what = built
+    if lazy_above is not None and nfa.n > lazy_above:
+        d = lazy_dfa_of_nfa(nfa, start, end, (), usable_bytes=vocab.single_byte_tokens(), limits=lim, what=what)
+        cg = LazyDFAGrammar(d, vocab, (), grammar_key=grammar_key, meta=dict(meta or {}, backend="lazy"),
+                            max_masks=max_masks)
+        return cg.precompute() if eager else cg
+    dfa = minimal_dfa(nfa, start, end, (), deadline, lim.max_dfa_states if max_states is None else max_states, what,
+                      lim.max_subset_bytes)
+    return dfa_grammar(dfa, vocab, eager=eager, grammar_key=grammar_key, meta=meta, max_masks=max_masks)
 
 
 @dataclass(eq=False)

@@ -362,7 +362,7 @@ class _RuleBuilder:
     each rule built from its root there by the C builder (``gd_nfa_build`` with the tails
     shared, as :func:`grammar_nfa` sets it), with the grammar's specials and calls numbered
     once for all the rules (renumbered per rule, in that order, before the subset
-    construction), then as :func:`_minimal_dfa` (the same limits, messages and deadline).
+    construction), then as :func:`minimal_dfa` (the same limits, messages and deadline).
     The single-rule grammar, its check and its productive check are not made: a body that
     derives nothing (:func:`decoding.ir.productive._derives`, memoized over the rules) is
     None, as the GrammarError of the check was.  :meth:`build` returns ``NotImplemented``
@@ -466,21 +466,21 @@ class _RuleBuilder:
             return None
 
     def _minimal(self, built: "_Built", end: int, specials: tuple[str, ...], deadline, what: str) -> DFA:
-        """:func:`~decoding.backends.automaton._minimal_dfa` of ``built`` (the same DFA,
+        """:func:`~decoding.backends.automaton.minimal_dfa` of ``built`` (the same DFA,
         limits and messages), in the smallest state dtype: natively, that function itself
         (the subset construction and its minimisation in one call); under
         ``GD_PURE_PYTHON_DFA``, with less glue: the minimisation that finds every state live
-        is taken as it comes (else, and past the deadline, as ``_minimal_dfa`` does it)."""
+        is taken as it comes (else, and past the deadline, as ``minimal_dfa`` does it)."""
         A = _automaton
         max_states = self.max_rule_states
         sub = max(1, max_states) * A.SUBSET_STATES_FACTOR
-        if not A._pure_python_dfa():  # (_minimal_dfa's one native call: no glue to save)
-            d = A._minimal_dfa(built, 0, end, specials, deadline, max_states, what,  # type: ignore[arg-type]
+        if not A._pure_python_dfa():  # (minimal_dfa's one native call: no glue to save)
+            d = A.minimal_dfa(built, 0, end, specials, deadline, max_states, what,  # type: ignore[arg-type]
                                self.lim.max_subset_bytes)
             return self._rule_dfa(d, d.trans, d.accepting, specials, max_states, what)
         try:
             det = A._determinize(built, 0, end, specials, deadline, sub, what, self.lim.max_subset_bytes)  # type: ignore[arg-type]
-        except LimitError as e:  # (worded as _minimal_dfa words it)
+        except LimitError as e:  # (worded as minimal_dfa words it)
             raise A._subset_limit(e, sub, max_states, what) from None
         nsym = det.trans.shape[1]
         try:
@@ -488,7 +488,7 @@ class _RuleBuilder:
                                                                det.accepting.view(np.uint8), A._budget(deadline), True)
         except TimeoutError:
             nblocks = -1
-        if nblocks < 0 or not live:  # past the deadline, or a dead state: as _minimal_dfa
+        if nblocks < 0 or not live:  # past the deadline, or a dead state: as minimal_dfa
             m = A._trimmed_minimal(det, deadline)
             t, acc = m.trans, m.accepting
         elif tb is None:  # already minimal

@@ -234,6 +234,32 @@ class _Writer:
         except KeyError:  # (the prefix was read before prepare())
             raise _Decline from None
 
+    def bounded(self, s: dict, ptr: str, integer: bool) -> int:
+        """The records of the integers or numbers within the bounds of ``s``
+        (``number_node``'s): written once per program, and kept per process by their bounds
+        (the bounds' JSON text: ``1``, ``1.0`` and ``true`` stay apart) as a relocatable chunk,
+        or as the node where it holds an automaton leaf (a long range)."""
+        key = ("n", json.dumps([integer] + [[k, s[k]] for k in _BOUNDS if k in s]))
+        o = self._parts.get(key)
+        if o is not None:
+            return o
+        hit = self._chunks.get(key)
+        if hit is None:
+            node = number_node(s, ptr, integer)  # (raises for bad bounds before anything is kept)
+            if _nothing(node):
+                hit = _EMPTY
+            elif id(node) in self.at:
+                hit = node
+            else:
+                if id(node) in plain_ids():
+                    raise _Stale
+                hit = ProgramWriter.chunk(node, self.at) or node
+            self._chunks[key] = hit
+        if hit is _EMPTY:
+            raise _Decline
+        o = self._parts[key] = self.out.put(hit) if isinstance(hit, Chunk) else self.ir(hit)
+        return o
+
     def ir(self, node: Node) -> int:
         """The records of an IR node of the front-end's (regular, no Ref)."""
         if id(node) not in self.at and id(node) in plain_ids():
@@ -352,10 +378,7 @@ class _Writer:
                 raise _Decline
             if not any(k in s for k in _BOUNDS):
                 return self._integer if kind == "integer" else self._number
-            node = number_node(s, ptr, kind == "integer")
-            if _nothing(node):
-                raise _Decline
-            return self.ir(node)
+            return self.bounded(s, ptr, kind == "integer")
         if kind == "string":
             lo = _bound(s, "minLength", 0)
             hi = _bound(s, "maxLength", None, MAX_LENGTH if self.tail is not None else MAX_BOUND)
@@ -580,7 +603,8 @@ _ORDER = ("object", "array", "string", "integer", "number", "boolean", "null")
 #: the records of :func:`_Writer.not_in`'s characters, per process, by the digest of the plain
 #: prefix they were written after (a few prefixes; each at most ``CHUNKS_MAX`` chunks): a
 #: writer only reads its own prefix's, also while another thread writes after a newer prefix
-_CHUNKS: dict[bytes, dict[tuple[str, str], Chunk]] = {}
+_CHUNKS: dict[bytes, dict[tuple[str, str], Any]] = {}
+_EMPTY = object()  # (a chunk cache entry: the bounds admit no value)
 CHUNKS_MAX = 8192
 
 
