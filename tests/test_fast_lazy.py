@@ -6,7 +6,8 @@ subset construction, no minimisation at compile time), else to the minimal DFA a
 - the lazy grammar has the language of the eager minimal DFA of the same program (every
   reachable state made, compared by a walk over pairs of states), the same masks token by
   token, and the strings each hand schema must accept or reject;
-- ``backend="dfa"`` (artifacts) never goes lazy; a small program stays a DFA;
+- ``backend="dfa"`` (artifacts) never goes lazy, nor a program with a ``pattern``; a small
+  program stays a DFA;
 - on the Snowplow split (every third schema): each lazily compiled one has the eager one's
   language and masks along random walks (a floor on how many go lazy, so a threshold that
   never fires fails).
@@ -72,6 +73,17 @@ def test_dfa_backend_and_small_programs_stay_explicit():
     small = {"type": "object", "properties": {"a": S, "b": {"type": "integer"}}}
     cg = comp.compile_json_schema(small)
     assert cg.backend == "dfa" and cg.meta["grammar_digest"].startswith("fast:")
+
+
+def test_a_pattern_keeps_the_program_explicit():
+    """A ``pattern`` may nest repetitions whose subsets outgrow the memory bound on first visits
+    (``(a{0,100}){0,100}``): a program holding one is determinised eagerly (refused at compile
+    time where it would be; tests/test_limits_past_estimates.py)."""
+    comp = Compiler(get_vocab("llama-bpe"), cache=False)
+    props = dict(WIDE["properties"], code={"type": "string", "pattern": "^[A-Z]{2}[0-9]+$"})
+    cg = comp.compile_json_schema(dict(WIDE, properties=props))
+    assert cg.backend == "dfa" and cg.meta["grammar_digest"].startswith("fast:")
+    assert cg.accepts(b'{"code":"AB12"}') and not cg.accepts(b'{"code":"A12"}')
 
 
 def test_the_threshold_decides(monkeypatch):

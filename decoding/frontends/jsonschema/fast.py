@@ -114,6 +114,7 @@ class FastProgram:
     tail: int = 0  # the explicit units after each loop's <tp> (the ``tail`` given)
     leaves: tuple = ()  # the program's automaton leaves (integer ranges), and where their records lie
     leaf_at: tuple[int, ...] = ()
+    patterns: bool = False  # whether it holds a ``pattern`` (a nested repetition's subsets can be huge)
 
 
 class _Decline(Exception):
@@ -179,7 +180,7 @@ def fast_program(schema: Any, plain: Callable[[], tuple[Mapping[int, int], int, 
     for x in leaves:
         h.update(repr((x.edges, x.accept)).encode())
     return FastProgram(code, lits, root, tuple(w.ignored), "fast:" + h.hexdigest(), tuple(w.loops), tail or 0,
-                       tuple(leaves), tuple(w.out.leaf_at))
+                       tuple(leaves), tuple(w.out.leaf_at), w.patterns)
 
 
 def prepare() -> None:
@@ -200,13 +201,15 @@ class _Stale(Exception):
 
 class _Writer:
     __slots__ = ("out", "at", "root", "free_depth", "ignored", "_string", "_char", "_integer", "_number", "_refs",
-                 "_active", "_ids", "_free", "tail", "loops", "_counted", "_chunks", "_parts", "count", "unrolled")
+                 "_active", "_ids", "_free", "tail", "loops", "_counted", "_chunks", "_parts", "count", "unrolled",
+                 "patterns")
 
     def __init__(self, out: ProgramWriter, at: Mapping[int, int], root: dict, free_depth: int,
                  tail: int | None, prefix: bytes = b"", count: bool = True) -> None:
         self.out = out
         self.count = count  # long strings as counted loops (else unrolled)
         self.unrolled = 0  # the full front-end's estimate of the long strings unrolled
+        self.patterns = False  # a ``pattern`` was written
         chunks = _CHUNKS.get(prefix)  # (chunks name the prefix's records by their offsets)
         if chunks is None or len(chunks) >= CHUNKS_MAX:
             if len(_CHUNKS) >= 4:
@@ -502,6 +505,7 @@ class _Writer:
             node = string_of(rx_to_ir(parse_pattern(pat), json_char))
         except Exception:  # noqa: BLE001 - the pipeline reports it, located
             raise _Decline from None
+        self.patterns = True
         return self.ir(node)  # (TypeError for a node it cannot write: declined)
 
     def format(self, fmt: Any, lo: int, hi: int | None, ptr: str) -> int:
