@@ -625,7 +625,7 @@ def _plain_leaf(x: Node) -> "_Leaf | None":
         if e is None:
             return None
         dfa = minimal_dfa(nfa, s, e, (), _Deadline(60.0, "a plain node"), DEFAULT_MAX_STATES, "a plain node",
-                           DEFAULT_LIMITS.max_subset_bytes, empty_ok=True)
+                          DEFAULT_LIMITS.max_subset_bytes, empty_ok=True)
     except (LimitError, GrammarError):
         return None
     if dfa is None:
@@ -1347,7 +1347,7 @@ def compile_dfa(grammar: Grammar, *, max_states: int | None = None,
     nfa, start, end, specials = grammar_nfa(grammar, lim, deadline, literal_specials=literal_specials,
                                             size_checked=size_checked, max_dfa=max_states, rule_dfas=True)
     dfa = minimal_dfa(nfa, start, end, specials, deadline, max_states, f"grammar '{grammar.start}'",
-                       lim.max_subset_bytes)
+                      lim.max_subset_bytes)
     assert dfa is not None
     return dfa
 
@@ -1391,7 +1391,7 @@ def program_dfa(code: array, lits: bytes, root: int, *, limits: Limits | None = 
         return None
     nfa, start, end, lim, deadline, what = built
     return minimal_dfa(nfa, start, end, tuple(specials), deadline,
-                        lim.max_dfa_states if max_states is None else max_states, what, lim.max_subset_bytes)
+                       lim.max_dfa_states if max_states is None else max_states, what, lim.max_subset_bytes)
 
 
 def program_nfa(code: array, lits: bytes, root: int, *, limits: Limits | None = None, max_nfa: int | None = None,
@@ -1708,7 +1708,7 @@ def _rule_leaf(g: Grammar, name: str, lim: Limits, deadline: _Deadline, max_dfa:
 
 
 def minimal_dfa(nfa: "_NFA | _NFARef", start: int, end: int, specials: tuple[str, ...], deadline: _Deadline,
-                 max_states: int, what: str, max_bytes: int, *, empty_ok: bool = False) -> DFA | None:
+                max_states: int, what: str, max_bytes: int, *, empty_ok: bool = False) -> DFA | None:
     """The minimal, pruned DFA of ``nfa``: the subset construction (at most
     ``SUBSET_STATES_FACTOR * max_states`` states and ``max_bytes`` bytes), pruned and
     minimised, then at most ``max_states`` states, else LimitError.  ``empty_ok``: None for

@@ -722,7 +722,7 @@ def _compile_products(g: Grammar, products: dict[str, DFA], *, literal: Sequence
     if end is None:
         raise GrammarError(f"grammar '{g.start}' accepts no string")
     dfa = _automaton.minimal_dfa(nfa, start, end, specials, deadline, nfa.max_dfa, f"grammar '{g.start}'",
-                                  limits.max_subset_bytes)
+                                 limits.max_subset_bytes)
     assert dfa is not None
     return dfa
 

@@ -476,7 +476,7 @@ class _RuleBuilder:
         sub = max(1, max_states) * A.SUBSET_STATES_FACTOR
         if not A._pure_python_dfa():  # (minimal_dfa's one native call: no glue to save)
             d = A.minimal_dfa(built, 0, end, specials, deadline, max_states, what,  # type: ignore[arg-type]
-                               self.lim.max_subset_bytes)
+                              self.lim.max_subset_bytes)
             return self._rule_dfa(d, d.trans, d.accepting, specials, max_states, what)
         try:
             det = A._determinize(built, 0, end, specials, deadline, sub, what, self.lim.max_subset_bytes)  # type: ignore[arg-type]
