@@ -274,9 +274,10 @@ class Compiler:
                     cg = cg.precompute()
             else:
                 # lazily above LAZY_NFA_ABOVE NFA states with auto ("dfa": always explicit), unless a
-                # pattern is written: a nested repetition (``(a{0,100}){0,100}``) makes subsets
-                # past the memory bound on first visits, where the eager build is refused at once
-                lazy = backend == "auto" and not prog.patterns
+                # pattern is written (a nested repetition, ``(a{0,100}){0,100}``, makes subsets past
+                # the memory bound on first visits, where the eager build is refused at once) or
+                # every mask is wanted now (``eager``: the minimal DFA has the fewest states)
+                lazy = backend == "auto" and not prog.patterns and not eager
                 lazy_above = _select.LAZY_NFA_ABOVE if lazy else None
                 cg = program_grammar(prog.code, prog.lits, prog.root, self.vocab, lazy_above=lazy_above, limits=lim,
                                      max_nfa=FAST_MAX_NFA, max_states=max_states, leaves=prog.leaves,

@@ -6,8 +6,8 @@ subset construction, no minimisation at compile time), else to the minimal DFA a
 - the lazy grammar has the language of the eager minimal DFA of the same program (every
   reachable state made, compared by a walk over pairs of states), the same masks token by
   token, and the strings each hand schema must accept or reject;
-- ``backend="dfa"`` (artifacts) never goes lazy, nor a program with a ``pattern``; a small
-  program stays a DFA;
+- ``backend="dfa"`` (artifacts) never goes lazy, nor a program with a ``pattern``, nor an
+  ``eager`` compile (every mask now); a small program stays a DFA;
 - on the Snowplow split (every third schema): each lazily compiled one has the eager one's
   language and masks along random walks (a floor on how many go lazy, so a threshold that
   never fires fails).
@@ -67,9 +67,10 @@ def test_a_wide_object_compiles_lazily_with_the_eager_language():
     assert same_language(cg.dfa.explicit(), eager.dfa)
 
 
-def test_dfa_backend_and_small_programs_stay_explicit():
+def test_dfa_backend_eager_and_small_programs_stay_explicit():
     comp = Compiler(get_vocab("llama-bpe"), cache=False)
     assert comp.compile_json_schema(WIDE, backend="dfa").backend == "dfa"
+    assert comp.compile_json_schema(WIDE, eager=True).backend == "dfa"  # (every mask now: the fewest states)
     small = {"type": "object", "properties": {"a": S, "b": {"type": "integer"}}}
     cg = comp.compile_json_schema(small)
     assert cg.backend == "dfa" and cg.meta["grammar_digest"].startswith("fast:")
