@@ -46,6 +46,7 @@ from decoding.frontends.sources import (KINDS, build_grammar, kind_of, normalize
                                         read_source)
 from decoding.frontends.jsonschema.check import load_schema_text
 from decoding.backends.counted import COUNTED_AT_MOST, counted_program, room_tail
+from decoding.backends.counted_lazy import lazy_counted_program
 from decoding.frontends.jsonschema.fast import counted_unit, fast_program
 from decoding.frontends.jsonschema.fast import prepare as prepare_fast
 from decoding.ir import DEFAULT_MAX_DEPTH, Grammar
@@ -72,6 +73,11 @@ _NEVER = 1 << 62
 #: the most NFA states of a fast-path program with counted loops (the counted back-end's own
 #: bound on its estimate: beyond, auto compiles the schema another way)
 COUNTED_MAX_NFA = COUNTED_AT_MOST
+#: the fast path compiles a program whose counted loops are all long (room for at least the
+#: longest token's bytes) over lazy automata (:mod:`decoding.backends.counted_lazy`), with
+#: ``backend="auto"``, not ``eager``, no ``pattern`` and no union (False: always the eager
+#: counted back-end)
+LAZY_COUNTED = True
 #: the front-end options the fast path reads (any other is left to the front-end to check)
 _FAST_OPTIONS = frozenset(option_names("json-schema"))
 
@@ -266,10 +272,17 @@ class Compiler:
         cg: Any
         try:
             if prog.loops:  # long strings: the counted back-end's automaton, as auto picks for large ones
-                cg = counted_program(prog.code, prog.lits, prog.root, prog.loops, prog.tail, counted_unit(),
-                                     self.vocab, limits=lim, max_nfa=COUNTED_MAX_NFA, max_states=max_states,
-                                     grammar_key=key, meta=dict(meta, backend="counted"), leaves=prog.leaves,
-                                     leaf_at=prog.leaf_at, **kw)
+                cg = None
+                if LAZY_COUNTED and backend == "auto" and not eager and not prog.patterns and not prog.unions:
+                    # (over lazy automata: every loop long, no union where two strings may start)
+                    cg = lazy_counted_program(prog.code, prog.lits, prog.root, prog.loops, prog.tail, counted_unit(),
+                                              self.vocab, limits=lim, max_nfa=COUNTED_MAX_NFA, grammar_key=key,
+                                              meta=meta, leaves=prog.leaves, leaf_at=prog.leaf_at, **kw)
+                if cg is None:
+                    cg = counted_program(prog.code, prog.lits, prog.root, prog.loops, prog.tail, counted_unit(),
+                                         self.vocab, limits=lim, max_nfa=COUNTED_MAX_NFA, max_states=max_states,
+                                         grammar_key=key, meta=dict(meta, backend="counted"), leaves=prog.leaves,
+                                         leaf_at=prog.leaf_at, **kw)
                 if cg is not None and eager:
                     cg = cg.precompute()
             else:

@@ -791,7 +791,7 @@ class _UnitWalk:
         self.pos[ids] = np.arange(len(ids))
         self._st, self._ln = off[ids].astype(np.int64), lens_all[ids]
         self._tail = tail
-        self._rows: dict[int, np.ndarray] = {}
+        self._rows: dict[int, object] = {}  # q -> from_state(q); -1 - q -> by_units(q)
         self._suf: dict[bytes, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._lock = threading.Lock()
 
@@ -804,6 +804,23 @@ class _UnitWalk:
             with self._lock:
                 self._rows[q] = hit
         return hit
+
+    def by_units(self, q: int) -> tuple[np.ndarray, np.ndarray]:
+        """(the token ids of :attr:`ids`, the units each starts from unit state ``q``), most
+        units first (memoized per state): the tokens starting more than ``n`` units are a
+        prefix."""
+        key = -1 - q
+        hit = self._rows.get(key)
+        if hit is None:
+            u = self.from_state(q)
+            order = np.argsort(-u, kind="stable")
+            ids, us = self.ids[order], u[order]
+            for a in (ids, us):
+                a.setflags(write=False)
+            hit = (ids, us)
+            with self._lock:
+                self._rows[key] = hit  # type: ignore[assignment]
+        return hit  # type: ignore[return-value]
 
     def suffixes(self, before: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(column, offset, units) of the suffixes of at least ``tail + 2`` bytes whose

@@ -316,7 +316,12 @@ class LazyDFAGrammar:
         ex = self._exact()
         if ex is not None:
             return ex[0].successor_costs(int(ex[1][state]))
-        ids = self.allowed_ids(state)
+        return self.bound_costs(state, self.allowed_ids(state))
+
+    def bound_costs(self, state: int, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(``ids``, the fewest moves to acceptance from the state each leads to): the upper
+        bounds of :meth:`completion_cost` without the exact table (``EOG`` for
+        end-of-generation, ``COST_UNREACHABLE`` where a token leads nowhere)."""
         nxt_all = np.full(self.n_words * 32, FORBIDDEN, dtype=np.int32)
         scratch = np.zeros(self.n_words, dtype=np.uint32)
         with self._lock:
@@ -336,7 +341,8 @@ class LazyDFAGrammar:
             if t >= 0:
                 c = memo.get(t)
                 if c is None:
-                    c = memo[t] = self.completion_cost(t)
+                    c = self.dfa.min_moves(t)
+                    c = memo[t] = COST_UNREACHABLE if c < 0 else c
                 costs[i] = c
         costs.setflags(write=False)
         return ids, costs

@@ -115,6 +115,7 @@ class FastProgram:
     leaves: tuple = ()  # the program's automaton leaves (integer ranges), and where their records lie
     leaf_at: tuple[int, ...] = ()
     patterns: bool = False  # whether it holds a ``pattern`` (a nested repetition's subsets can be huge)
+    unions: bool = False  # whether it holds an ``anyOf``/``oneOf`` (two strings may start at one place)
 
 
 class _Decline(Exception):
@@ -180,7 +181,7 @@ def fast_program(schema: Any, plain: Callable[[], tuple[Mapping[int, int], int, 
     for x in leaves:
         h.update(repr((x.edges, x.accept)).encode())
     return FastProgram(code, lits, root, tuple(w.ignored), "fast:" + h.hexdigest(), tuple(w.loops), tail or 0,
-                       tuple(leaves), tuple(w.out.leaf_at), w.patterns)
+                       tuple(leaves), tuple(w.out.leaf_at), w.patterns, w.unions)
 
 
 def prepare() -> None:
@@ -202,7 +203,7 @@ class _Stale(Exception):
 class _Writer:
     __slots__ = ("out", "at", "root", "free_depth", "ignored", "_string", "_char", "_integer", "_number", "_refs",
                  "_active", "_ids", "_free", "tail", "loops", "_counted", "_chunks", "_parts", "count", "unrolled",
-                 "patterns")
+                 "patterns", "unions")
 
     def __init__(self, out: ProgramWriter, at: Mapping[int, int], root: dict, free_depth: int,
                  tail: int | None, prefix: bytes = b"", count: bool = True) -> None:
@@ -210,6 +211,7 @@ class _Writer:
         self.count = count  # long strings as counted loops (else unrolled)
         self.unrolled = 0  # the full front-end's estimate of the long strings unrolled
         self.patterns = False  # a ``pattern`` was written
+        self.unions = False  # an ``anyOf``/``oneOf`` was written
         chunks = _CHUNKS.get(prefix)  # (chunks name the prefix's records by their offsets)
         if chunks is None or len(chunks) >= CHUNKS_MAX:
             if len(_CHUNKS) >= 4:
@@ -332,6 +334,7 @@ class _Writer:
         """``anyOf`` (or a ``oneOf`` of branches of disjoint kinds: :func:`_disjoint_kinds`)
         with no constraint beside it: the union of its branches."""
         kw = "anyOf" if "anyOf" in s else "oneOf"
+        self.unions = True
         branches = s[kw]
         if type(branches) is not list or not branches or any(k not in _KNOWN for k in s if k != kw):
             raise _Decline  # (the pipeline merges the rest into each branch: unknown keys are listed there)

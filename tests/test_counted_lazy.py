@@ -1,0 +1,147 @@
+"""Counted long strings over lazy automata (:mod:`decoding.backends.counted_lazy`, issue 14):
+the fast path's programs whose counted loops are all long compile with no explicit automaton.
+
+- strings each must accept or reject at the bounds (ASCII, three-byte characters, escapes:
+  a unit is one JSON character however many bytes it takes);
+- the same masks and steps as the counted back-end's explicit automaton of the same program
+  (:func:`~decoding.backends.counted.counted_program`, itself compared with the pipeline in
+  tests/test_schema_fast.py) along random walks that favour long tokens, so the near-end
+  masks are reached; on the Snowplow benchmark's schemas that qualify (a floor);
+- budgeted random walks finish and validate (jsonschema);
+- what stays explicit: a loop with room for fewer units than the longest token, a union, a
+  ``pattern``, ``eager``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import numpy as np
+import pytest
+
+import decoding.compiler as compiler_mod
+from decoding.backends.automaton import plain_program_offsets
+from decoding.backends.contract import EOG
+from decoding.backends.counted import counted_program, room_tail
+from decoding.backends.counted_lazy import LazyCountedGrammar
+from decoding.backends.select import COUNT_ABOVE
+from decoding.compiler import Compiler
+from decoding.frontends.jsonschema.fast import counted_unit, fast_program, prepare
+from decoding.testing import budgeted_walks
+
+from conftest import CORPORA, get_vocab
+
+S300 = {"type": "string", "maxLength": 300}
+OBJ = {"type": "object", "properties": {"a": S300, "b": {"type": "string", "minLength": 3, "maxLength": 200},
+                                        "c": {"type": "array", "items": {"type": "string", "maxLength": 129}}},
+       "required": ["a"], "additionalProperties": False}
+CASES = [
+    (S300, ['""', '"' + "a" * 300 + '"', '"' + "\u5317" * 300 + '"', '"' + "\\n" * 300 + '"',
+            '"' + "\\u0001" * 300 + '"'],
+     ['"' + "a" * 301 + '"', '"' + "\u5317" * 301 + '"', '"' + "\\n" * 301 + '"', '"' + "\\u0001" * 150 + "a" * 151 + '"',
+      '"a']),
+    (OBJ, ['{"a":""}', '{"a":"' + "x" * 300 + '","b":"' + "y" * 200 + '"}', '{"a":"","c":["' + "z" * 129 + '",""]}'],
+     ['{"a":"' + "x" * 301 + '"}', '{"a":"","b":"yy"}', '{"a":"","b":"' + "y" * 201 + '"}',
+      '{"a":"","c":["' + "z" * 130 + '"]}', '{"b":"yyy"}']),
+]
+
+
+def _both(schema):
+    """(the compiled grammar, the counted back-end's explicit one of the same program)."""
+    vocab = get_vocab("llama-bpe")
+    cg = Compiler(vocab, cache=False).compile_json_schema(schema)
+    prepare()
+    prog = fast_program(schema, plain_program_offsets, tail=room_tail(vocab), count_above=COUNT_ABOVE)
+    assert prog is not None and prog.loops
+    ref = counted_program(prog.code, prog.lits, prog.root, prog.loops, prog.tail, counted_unit(), vocab,
+                          leaves=prog.leaves, leaf_at=prog.leaf_at)
+    assert ref is not None
+    return cg, ref
+
+
+def same_walks(a, b, *, seed: int, walks: int = 4, steps: int = 300) -> int:
+    """Same masks, verdicts and steps along random walks of ``a`` that pick a token among the
+    longest tenth of those allowed 70% of the time; the number of states compared."""
+    lens = np.array([len(x) for x in a.vocab.token_bytes])
+    rng = np.random.default_rng(seed)
+    n = 0
+    for _ in range(walks):
+        sa = sb = 0
+        for _ in range(steps):
+            assert np.array_equal(a.mask(sa), b.mask(sb)), (n, sa, sb)
+            assert a.is_accepting(sa) == b.is_accepting(sb)
+            n += 1
+            ids = a.allowed_ids(sa)
+            assert len(ids), "empty mask before acceptance"
+            if rng.random() < 0.7:
+                top = ids[lens[ids] >= np.percentile(lens[ids], 90)]
+                ids = top if len(top) else ids
+            t = int(rng.choice(ids))
+            sa, sb = a.next_state(sa, t), b.next_state(sb, t)
+            assert (sa == EOG) == (sb == EOG) and sa != -1 and sb != -1
+            if sa == EOG:
+                break
+    return n
+
+
+@pytest.mark.parametrize("schema,good,bad", CASES, ids=["string300", "object"])
+def test_accepts_and_rejects_at_the_bounds(schema, good, bad):
+    cg, ref = _both(schema)
+    assert isinstance(cg, LazyCountedGrammar) and cg.backend == "counted" and cg.stats()["lazy"]
+    for x in good:
+        assert cg.accepts(x.encode()) and ref.accepts(x.encode()), x[:40]
+    for x in bad:
+        assert not cg.accepts(x.encode()) and not ref.accepts(x.encode()), x[:40]
+
+
+@pytest.mark.parametrize("schema", [S300, OBJ], ids=["string300", "object"])
+def test_masks_as_the_explicit_counted_automaton(schema):
+    cg, ref = _both(schema)
+    assert same_walks(cg, ref, seed=1) > 100
+    assert cg._near  # (the near-end masks were compared)
+
+
+def test_snowplow_as_the_explicit_counted_automaton():
+    vocab = get_vocab("llama-bpe")
+    comp = Compiler(vocab, cache=False)
+    files = sorted((CORPORA / "jsonschemabench" / "Snowplow").glob("*.json"))
+    done = near = 0
+    for f in files[::4]:
+        schema = json.loads(f.read_text(encoding="utf-8"))["schema"]
+        try:
+            cg = comp.compile_json_schema(schema)
+        except Exception:  # noqa: BLE001 - schemas the pipeline refuses are not this test's
+            continue
+        if not isinstance(cg, LazyCountedGrammar):
+            continue
+        _, ref = _both(schema)
+        same_walks(cg, ref, seed=done, walks=2, steps=150)
+        done += 1
+        near += len(cg._near)
+    assert done >= 12 and near > 0
+
+
+def test_budgeted_walks_validate():
+    cg, _ = _both(OBJ)
+    walks = budgeted_walks(cg, np.random.default_rng(7), 4, cg.completion_cost(0) + 40)
+    assert len(walks) == 4 and all(w.finished for w in walks)
+    for w in walks:
+        jsonschema.validate(json.loads(w.text), OBJ)
+
+
+@pytest.mark.parametrize("schema,options", [
+    ({"type": "object", "properties": {"a": S300, "b": {"type": "string", "maxLength": 100}}}, {}),  # (b: medium)
+    ({"anyOf": [S300, {"type": "integer"}]}, {}),
+    ({"type": "object", "properties": {"a": S300, "p": {"type": "string", "pattern": "^x+$"}}}, {}),
+    (S300, {"eager": True}),
+], ids=["medium-loop", "union", "pattern", "eager"])
+def test_what_stays_explicit(schema, options):
+    cg = Compiler(get_vocab("llama-bpe"), cache=False).compile_json_schema(schema, **options)
+    assert cg.backend == "counted" and not isinstance(cg, LazyCountedGrammar)
+
+
+def test_the_switch(monkeypatch):
+    monkeypatch.setattr(compiler_mod, "LAZY_COUNTED", False)
+    cg = Compiler(get_vocab("llama-bpe"), cache=False).compile_json_schema(S300)
+    assert cg.backend == "counted" and not isinstance(cg, LazyCountedGrammar)
