@@ -151,6 +151,22 @@ def get_vocab(name: str):
     return _vocabs[name]
 
 
+def compiled_corpus(split: str, step: int, vocab_name: str = "llama-bpe"):
+    """(schema, compiled grammar) for every ``step``-th schema of a shared JSONSchemaBench
+    split that compiles with the default ``Compiler`` (the others skipped: not the caller's
+    subject)."""
+    from decoding.compiler import Compiler
+
+    comp = Compiler(get_vocab(vocab_name), cache=False)
+    for f in sorted((CORPORA / "jsonschemabench" / split).glob("*.json"))[::step]:
+        schema = json.loads(f.read_text(encoding="utf-8"))["schema"]
+        try:
+            cg = comp.compile_json_schema(schema)
+        except Exception:  # noqa: BLE001 - schemas the pipeline refuses
+            continue
+        yield schema, cg
+
+
 def get_model(name: str = "smollm2"):
     from decoding.models import load_model
 

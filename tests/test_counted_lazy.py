@@ -30,7 +30,7 @@ from decoding.compiler import Compiler
 from decoding.frontends.jsonschema.fast import counted_unit, fast_program, prepare
 from decoding.testing import budgeted_walks
 
-from conftest import CORPORA, get_vocab
+from conftest import compiled_corpus, get_vocab
 
 S300 = {"type": "string", "maxLength": 300}
 OBJ = {"type": "object", "properties": {"a": S300, "b": {"type": "string", "minLength": 3, "maxLength": 200},
@@ -103,16 +103,8 @@ def test_masks_as_the_explicit_counted_automaton(schema):
 
 
 def test_snowplow_as_the_explicit_counted_automaton():
-    vocab = get_vocab("llama-bpe")
-    comp = Compiler(vocab, cache=False)
-    files = sorted((CORPORA / "jsonschemabench" / "Snowplow").glob("*.json"))
     done = near = 0
-    for f in files[::4]:
-        schema = json.loads(f.read_text(encoding="utf-8"))["schema"]
-        try:
-            cg = comp.compile_json_schema(schema)
-        except Exception:  # noqa: BLE001 - schemas the pipeline refuses are not this test's
-            continue
+    for schema, cg in compiled_corpus("Snowplow", 4):
         if not isinstance(cg, LazyCountedGrammar):
             continue
         _, ref = _both(schema)

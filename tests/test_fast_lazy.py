@@ -15,7 +15,6 @@ subset construction, no minimisation at compile time), else to the minimal DFA a
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
@@ -26,7 +25,7 @@ from decoding.backends.dfa.index import dfa_grammar
 from decoding.compiler import Compiler
 from decoding.frontends.jsonschema.fast import fast_program, prepare
 
-from conftest import CORPORA, assert_same_masks_in_lockstep, get_vocab
+from conftest import assert_same_masks_in_lockstep, compiled_corpus, get_vocab
 from test_schema_fast import same_language, same_masks_along_walks
 
 S = {"type": "string"}
@@ -97,23 +96,15 @@ def test_the_threshold_decides(monkeypatch):
 
 
 def test_snowplow_lazy_grammars_as_the_eager_ones():
-    vocab = get_vocab("llama-bpe")
-    comp = Compiler(vocab, cache=False)
-    files = sorted((CORPORA / "jsonschemabench" / "Snowplow").glob("*.json"))
     lazy = 0
-    for f in files[::3]:
-        schema = json.loads(f.read_text(encoding="utf-8"))["schema"]
-        try:
-            cg = comp.compile_json_schema(schema)
-        except Exception:  # noqa: BLE001 - schemas the pipeline refuses are not this test's
-            continue
+    for schema, cg in compiled_corpus("Snowplow", 3):
         if cg.backend != "lazy":
             continue
         lazy += 1
         eager, prog = _eager(cg, schema)
-        assert _nfa_states(prog) > select.LAZY_NFA_ABOVE, f.name
+        assert _nfa_states(prog) > select.LAZY_NFA_ABOVE, schema.get("self")
         same_masks_along_walks(cg, eager, seed=lazy, walks=2, steps=60)
-        assert same_language(cg.dfa.explicit(), eager.dfa), f.name
+        assert same_language(cg.dfa.explicit(), eager.dfa), schema.get("self")
     assert lazy >= 15
 
 
