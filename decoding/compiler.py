@@ -270,10 +270,15 @@ class Compiler:
                 "max_depth": fe.get("max_depth", DEFAULT_MAX_DEPTH), "options": plain}
         kw = {} if opts.get("max_masks") is None else {"max_masks": opts["max_masks"]}
         cg: Any
+        # lazy automata only with auto ("dfa": always explicit), unless a pattern is written (a
+        # nested repetition, ``(a{0,100}){0,100}``, makes subsets past the memory bound on first
+        # visits, where the eager build is refused at once) or every mask is wanted now
+        # (``eager``: the minimal DFA has the fewest states)
+        lazy = backend == "auto" and not prog.patterns and not eager
         try:
             if prog.loops:  # long strings: the counted back-end's automaton, as auto picks for large ones
                 cg = None
-                if LAZY_COUNTED and backend == "auto" and not eager and not prog.patterns and not prog.unions:
+                if LAZY_COUNTED and lazy and not prog.unions:
                     # (over lazy automata: every loop long, no union where two strings may start)
                     cg = lazy_counted_program(prog.code, prog.lits, prog.root, prog.loops, prog.tail, counted_unit(),
                                               self.vocab, limits=lim, max_nfa=COUNTED_MAX_NFA, grammar_key=key,
@@ -285,12 +290,7 @@ class Compiler:
                                          leaf_at=prog.leaf_at, **kw)
                 if cg is not None and eager:
                     cg = cg.precompute()
-            else:
-                # lazily above LAZY_NFA_ABOVE NFA states with auto ("dfa": always explicit), unless a
-                # pattern is written (a nested repetition, ``(a{0,100}){0,100}``, makes subsets past
-                # the memory bound on first visits, where the eager build is refused at once) or
-                # every mask is wanted now (``eager``: the minimal DFA has the fewest states)
-                lazy = backend == "auto" and not prog.patterns and not eager
+            else:  # lazily above LAZY_NFA_ABOVE NFA states
                 lazy_above = _select.LAZY_NFA_ABOVE if lazy else None
                 cg = program_grammar(prog.code, prog.lits, prog.root, self.vocab, lazy_above=lazy_above, limits=lim,
                                      max_nfa=FAST_MAX_NFA, max_states=max_states, leaves=prog.leaves,
