@@ -1,5 +1,5 @@
-"""Counted long strings over lazy automata (:mod:`decoding.backends.counted_lazy`, issue 14):
-the fast path's programs whose counted loops are all long compile with no explicit automaton.
+"""Counted strings over lazy automata (:mod:`decoding.backends.counted_lazy`, issue 14): the
+fast path's programs with counted loops compile with no explicit automaton.
 
 - strings each must accept or reject at the bounds (ASCII, three-byte characters, escapes:
   a unit is one JSON character however many bytes it takes);
@@ -8,8 +8,10 @@ the fast path's programs whose counted loops are all long compile with no explic
   tests/test_schema_fast.py) along random walks that favour long tokens, so the near-end
   masks are reached; on the Snowplow benchmark's schemas that qualify (a floor);
 - budgeted random walks finish and validate (jsonschema);
-- what stays explicit: a loop with room for fewer units than the longest token, a union, a
-  ``pattern``, ``eager``.
+- medium loops (room for fewer units than the longest token): the tokens that overrun one
+  after crossing into it past their first byte are removed (a mutation that keeps them fails);
+- what stays explicit: a ``minLength`` before a medium loop (too many such tokens), a union,
+  a ``pattern``, ``eager``.
 """
 
 from __future__ import annotations
@@ -36,6 +38,11 @@ S300 = {"type": "string", "maxLength": 300}
 OBJ = {"type": "object", "properties": {"a": S300, "b": {"type": "string", "minLength": 3, "maxLength": 200},
                                         "c": {"type": "array", "items": {"type": "string", "maxLength": 129}}},
        "required": ["a"], "additionalProperties": False}
+#: medium loops (llama-bpe's longest token: 128 bytes): b (20), c (a minLength, then 99), d's items (40)
+MED = {"type": "object", "properties": {"a": S300, "b": {"type": "string", "maxLength": 20},
+                                        "c": {"type": "string", "minLength": 1, "maxLength": 100},
+                                        "d": {"type": "array", "items": {"type": "string", "maxLength": 40}}},
+       "required": ["c"], "additionalProperties": False}
 CASES = [
     (S300, ['""', '"' + "a" * 300 + '"', '"' + "\u5317" * 300 + '"', '"' + "\\n" * 300 + '"',
             '"' + "\\u0001" * 300 + '"'],
@@ -44,6 +51,10 @@ CASES = [
     (OBJ, ['{"a":""}', '{"a":"' + "x" * 300 + '","b":"' + "y" * 200 + '"}', '{"a":"","c":["' + "z" * 129 + '",""]}'],
      ['{"a":"' + "x" * 301 + '"}', '{"a":"","b":"yy"}', '{"a":"","b":"' + "y" * 201 + '"}',
       '{"a":"","c":["' + "z" * 130 + '"]}', '{"b":"yyy"}']),
+    (MED, ['{"c":"x"}', '{"b":"' + "y" * 20 + '","c":"' + "\u5317" * 100 + '"}', '{"c":"' + " " * 100 + '","d":["' +
+           "z" * 40 + '",""]}', '{"c":"' + "\\n" * 100 + '"}'],
+     ['{"c":""}', '{"b":"' + "y" * 21 + '","c":"x"}', '{"c":"' + " " * 101 + '"}', '{"c":"' + "\u5317" * 101 + '"}',
+      '{"c":"x","d":["' + "z" * 41 + '"]}', '{"c":"' + "\\n" * 101 + '"}']),
 ]
 
 
@@ -85,7 +96,7 @@ def same_walks(a, b, *, seed: int, walks: int = 4, steps: int = 300) -> int:
     return n
 
 
-@pytest.mark.parametrize("schema,good,bad", CASES, ids=["string300", "object"])
+@pytest.mark.parametrize("schema,good,bad", CASES, ids=["string300", "object", "medium"])
 def test_accepts_and_rejects_at_the_bounds(schema, good, bad):
     cg, ref = _both(schema)
     assert isinstance(cg, LazyCountedGrammar) and cg.backend == "counted" and cg.stats()["lazy"]
@@ -95,11 +106,30 @@ def test_accepts_and_rejects_at_the_bounds(schema, good, bad):
         assert not cg.accepts(x.encode()) and not ref.accepts(x.encode()), x[:40]
 
 
-@pytest.mark.parametrize("schema", [S300, OBJ], ids=["string300", "object"])
+@pytest.mark.parametrize("schema", [S300, OBJ, MED], ids=["string300", "object", "medium"])
 def test_masks_as_the_explicit_counted_automaton(schema):
     cg, ref = _both(schema)
     assert same_walks(cg, ref, seed=1) > 100
     assert cg._near  # (the near-end masks were compared)
+
+
+def test_a_token_crossing_into_a_medium_loop_is_removed():
+    """After ``{"c":"`` (``minLength`` 1, room 99) the 128-space token starts a unit, crosses
+    ``<en>`` and starts 127 more: the free automaton allows it, the grammar must not."""
+    cg, ref = _both(MED)
+    vocab = cg.vocab
+    sp = vocab.token_bytes.index(b" " * 128)
+    assert sp in cg._cross_ids.tolist()
+    s = r = 0
+    for t in vocab.greedy(b'{"c":"'):
+        s, r = cg.next_state(s, t), ref.next_state(r, t)
+
+    def has(m):
+        return bool(m[sp >> 5] >> (sp & 31) & 1)
+
+    assert has(cg.free.mask(cg._states[s][0])) and not has(ref.mask(r)) and not has(cg.mask(s))
+    assert sp not in cg.allowed_ids(s).tolist() and cg.next_state(s, sp) < 0
+    assert np.array_equal(cg.mask(s), ref.mask(r))
 
 
 def test_snowplow_as_the_explicit_counted_automaton():
@@ -123,11 +153,11 @@ def test_budgeted_walks_validate():
 
 
 @pytest.mark.parametrize("schema,options", [
-    ({"type": "object", "properties": {"a": S300, "b": {"type": "string", "maxLength": 100}}}, {}),  # (b: medium)
+    ({"type": "object", "properties": {"a": S300, "b": {"type": "string", "minLength": 1, "maxLength": 40}}}, {}),
     ({"anyOf": [S300, {"type": "integer"}]}, {}),
     ({"type": "object", "properties": {"a": S300, "p": {"type": "string", "pattern": "^x+$"}}}, {}),
     (S300, {"eager": True}),
-], ids=["medium-loop", "union", "pattern", "eager"])
+], ids=["minlength-medium", "union", "pattern", "eager"])
 def test_what_stays_explicit(schema, options):
     cg = Compiler(get_vocab("llama-bpe"), cache=False).compile_json_schema(schema, **options)
     assert cg.backend == "counted" and not isinstance(cg, LazyCountedGrammar)

@@ -251,14 +251,14 @@ COUNTED = [
 @pytest.mark.parametrize("lazy", [False, True], ids=["eager", "lazy"])
 @pytest.mark.parametrize("schema,good,bad", COUNTED, ids=[f"counted{i}" for i in range(len(COUNTED))])
 def test_long_strings_are_counted_loops(schema, good, bad, lazy, pipeline_only, monkeypatch):
-    """Both forms: the counted back-end's explicit automaton and, where every loop is long,
-    the counted loops over lazy automata (:mod:`decoding.backends.counted_lazy`)."""
+    """Both forms: the counted back-end's explicit automaton and the counted loops over
+    lazy automata (:mod:`decoding.backends.counted_lazy`)."""
     monkeypatch.setattr(compiler_mod, "LAZY_COUNTED", lazy)
     vocab = get_vocab("llama-bpe")
     comp = Compiler(vocab, cache=False)
     cg = comp.compile_json_schema(schema)
     assert cg.meta["grammar_digest"].startswith("fast:") and cg.backend == "counted"
-    assert cg.stats().get("lazy", False) is (lazy and "\"c\"" not in json.dumps(schema))  # (c: a medium loop)
+    assert cg.stats().get("lazy", False) is lazy
     for x in good:
         assert cg.accepts(x.encode("utf-8")), x[:40]
     for x in bad:

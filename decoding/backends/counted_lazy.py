@@ -18,11 +18,17 @@ Invariants
   state with an ``<en_i>`` move, takes ``<en_i>`` first: the program writes ``<en_i>`` after the
   opening quote and ``lo`` units, with no other way on (the caller takes no program holding a
   union, where two strings could start at one place).
-- Masks are exact: every loop allows ``r >= M`` units (``M``: the longest token's bytes), so a
-  token can overrun only the middle it starts in (one that enters a middle starts fewer than
-  ``M`` units there).  With ``r_k - c >= M`` the free automaton's mask is the mask; else it
-  loses the tokens that start more than ``r_k - c`` units before the walk dies (from the unit
-  walk's table for ``q``: a prefix of one order, :meth:`_UnitWalk.by_units`).
+- Masks are exact.  A token the free automaton allows is really allowed exactly when each
+  stretch of it inside a middle (from the state it starts in, with ``c`` units done, or from
+  an ``<en_i>`` it crosses, with 0) starts at most ``r_i - c`` units: after a middle is left
+  the rest reads the same states either way.  The first stretch (the middle the token starts
+  in, or enters at its first byte) overruns only when ``r_k - c < M`` (``M``: the longest
+  token's bytes): those tokens are a prefix of the unit walk's order for ``q``
+  (:meth:`_UnitWalk.by_units`).  A later stretch holds at most ``M - 1`` bytes, so it
+  overruns only a *medium* loop (``r_i < M - 1``), and only for the few tokens with such a
+  suffix after a byte that can lead to that loop's ``<en_i>`` (``cross_ids``, at most
+  :data:`CROSS_MAX`, found once at compile time): those are stepped exactly, the first
+  stretch uncounted, once per (free, marked, loop, unit state) they are allowed in.
 - Costs are the free automaton's fewest moves to acceptance: an upper bound that one token per
   byte keeps (the shortest way out of a middle starts no unit; ``lo`` is at most the fast
   path's small bound).  Forced bytes only outside middles (the free automaton's).
@@ -39,7 +45,7 @@ import numpy as np
 
 from decoding.backends.automaton import program_nfa
 from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN, worst_text_cost
-from decoding.backends.counted import Loop, _unit, _unit_walk, _UnitWalk
+from decoding.backends.counted import Loop, _unit, _unit_walk, _UnitWalk, _walk
 from decoding.backends.dfa.lazy import LazyDFA, LazyDFAGrammar, lazy_dfa_of_nfa
 from decoding.backends.masks import DEFAULT_MAX_MASKS, MaskTable
 from decoding.ir import Dfa, Grammar, Node
@@ -47,6 +53,13 @@ from decoding.limits import Limits
 from decoding.vocab import Vocab
 
 __all__ = ["LazyCountedGrammar", "lazy_counted_program"]
+
+#: the most tokens that may overrun a medium loop (room for fewer units than the longest
+#: token) after crossing into it past their first byte; above it the program stays explicit
+#: (each is stepped exactly once per state it is allowed in: :meth:`LazyCountedGrammar._later`)
+CROSS_MAX = 32
+_UNSET = object()
+_NO_IDS = np.zeros(0, dtype=np.int64)
 
 
 class _Epsilons:
@@ -65,7 +78,7 @@ class LazyCountedGrammar:
     long strings over two lazy automata (module docstring)."""
 
     def __init__(self, free: LazyDFAGrammar, marked: LazyDFA, room: Sequence[int], walk: _UnitWalk, *,
-                 grammar_key: str = "", meta: dict | None = None, max_masks: int = DEFAULT_MAX_MASKS) -> None:
+                 cross_ids: Sequence[int] = (), grammar_key: str = "", meta: dict | None = None, max_masks: int = DEFAULT_MAX_MASKS) -> None:
         self.free = free
         self.marked = marked
         self.room = tuple(room)
@@ -87,6 +100,11 @@ class LazyCountedGrammar:
         self._tb = self.vocab.token_bytes
         self._eog = frozenset(self.vocab.eog_ids)
         self._lock = threading.RLock()
+        self._mask_of: dict[int, int | None] = {}
+        self._later_of: dict[tuple[int, int, int, int], np.ndarray] = {}
+        self._cross_ids = np.asarray(cross_ids, dtype=np.int64)
+        blob, off = self.vocab.blob()
+        self._first = np.frombuffer(blob, dtype=np.uint8)[np.minimum(off[:-1], max(len(blob) - 1, 0))]
 
     # ------------------------------------------------------------------ contract
     @property
@@ -178,31 +196,38 @@ class LazyCountedGrammar:
             hit = self._entry[s] = on[0] if on else -1
         return hit
 
-    def _run(self, t: tuple[int, ...], data: bytes) -> tuple[int, int, int, int] | None:
+    def _run(self, t: tuple[int, ...], data: bytes, free_first: bool = False) -> tuple[int, int, int, int] | None:
         """(marked state, loop, units, unit state) after ``data`` from state ``t``, or None
-        where a byte has no move or starts a unit past its loop's room."""
+        where a byte has no move or starts a unit past its loop's room.  ``free_first``: the
+        units of the first stretch (the middle the token starts in, or enters at its first
+        byte) are not counted (:meth:`_later`)."""
         mk, step, start, room = self.marked, self._ustep, self._ustart, self.room
         s, k, c, q = t[1], t[2], t[3], t[4]
-        for b in data:
+        counting = not free_first
+        for j, b in enumerate(data):
             if k < 0:
                 n = mk.step(s, b)
                 if n >= 0:
                     s = n
+                    counting = True
                     continue
                 k = self._loop_entered(s)
                 if k < 0:
                     return None
                 s, c, q = mk.step_special(s, 2 * k), 0, 0
+                if j:
+                    counting = True
             nq = int(step[q, b])
             if nq < 0:  # the walk of U* dies: the middle is left (the closing quote)
-                k = -1
+                k, c, q = -1, 0, 0
+                counting = True
                 s = mk.step(s, b)
                 if s < 0:
                     return None
                 continue
             if start[q, b]:
                 c += 1
-                if c > room[k]:
+                if c > room[k] and counting:
                     return None
             q = nq
             s = mk.step(s, b)
@@ -211,22 +236,65 @@ class LazyCountedGrammar:
         return s, k, c, q
 
     def _near_mask(self, state: int) -> int | None:
-        """The mask id of ``state`` near the end of its middle (None: the free mask)."""
-        f, _, k, c, q = self._states[state]
-        if k < 0 or self.room[k] - c >= self._m:
-            return None
-        left = self.room[k] - c
-        ids, units = self._walk.by_units(q)
-        n = int(np.searchsorted(-units, -left, side="left"))  # ids[:n]: more units than are left
-        if n == 0:
-            return None
-        key = (f, q, n)
-        mid = self._near.get(key)
-        if mid is None:
-            m = self.free.mask(f) & ~self._removed(q, n)
-            with self._lock:
-                mid = self._near[key] = self._masks.intern(m)
+        """The mask id of ``state`` (None: the free automaton's): the free mask less the tokens
+        that overrun the middle they start in or enter at their first byte (a prefix of the
+        unit walk's order) and those that overrun a later one (:meth:`_later`)."""
+        hit = self._mask_of.get(state, _UNSET)
+        if hit is not _UNSET:
+            return hit  # type: ignore[return-value]
+        f, s, k, c, q = self._states[state]
+        n = 0
+        later = self._later(state) if self._cross_ids.size else _NO_IDS
+        if k < 0:
+            k = self._loop_entered(s)
+            c = q = 0
+        if k >= 0 and self.room[k] - c < self._m:
+            ids, units = self._walk.by_units(q)
+            n = int(np.searchsorted(-units, -(self.room[k] - c), side="left"))  # ids[:n]: more units than are left
+            own = self._own_bytes(s) if self._states[state][2] < 0 else None
+            if n and own is not None:  # (entered at the first byte only where s has no move of its own)
+                cand = ids[:n]
+                cand = cand[~own[self._first[cand]]]
+                later = np.union1d(later, cand)
+                n = 0
+        mid = None
+        if n or later.size:
+            key = (f, q, n, later.tobytes())
+            mid = self._near.get(key)
+            if mid is None:
+                m = self.free.mask(f)
+                if n:
+                    m = m & ~self._removed(q, n)
+                if later.size:
+                    m = m.copy()
+                    np.bitwise_and.at(m, later >> 5, ~(np.uint32(1) << (later & 31).astype(np.uint32)))
+                with self._lock:
+                    mid = self._near[key] = self._masks.intern(m)
+        self._mask_of[state] = mid
         return mid
+
+    def _own_bytes(self, s: int) -> np.ndarray | None:
+        """bool[256]: the bytes marked state ``s`` has a move of its own on (None: none)."""
+        row = self.marked.row(s)[: self.marked.n_classes]
+        own = row[self.marked.byte_class] >= 0
+        return own if own.any() else None
+
+    def _later(self, state: int) -> np.ndarray:
+        """The tokens of :attr:`_cross_ids` the free mask of ``state`` allows that overrun a
+        middle they cross into after their first byte (memoized per state less its count:
+        a crossing starts its count at 0)."""
+        f, s, k, _, q = self._states[state]
+        key = (f, s, k, q)
+        hit = self._later_of.get(key)
+        if hit is None:
+            m = self.free.mask(f)
+            ys = self._cross_ids
+            ys = ys[(m[ys >> 5] >> (ys & 31).astype(np.uint32)) & 1 == 1]
+            t = (f, s, k, 0, q)
+            with self._lock:
+                bad = [y for y in ys.tolist() if self._run(t, self._tb[y], free_first=True) is None]
+                hit = self._later_of[key] = np.array(bad, dtype=np.int64)
+        return hit
 
     def _removed(self, q: int, n: int) -> np.ndarray:
         """The bitmask of the ``n`` tokens that start the most units from unit state ``q``."""
@@ -243,16 +311,63 @@ class LazyCountedGrammar:
         return hit
 
 
+def _before(nfa, k: int) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """bool[256]: the bytes after which the NFA may take special ``k`` next (byte moves into
+    a state that reaches one of its sources by epsilons or other specials): a superset of the
+    bytes before a crossing of that marker."""
+    def arr(a: array) -> np.ndarray:
+        return np.frombuffer(a, dtype=a.typecode) if len(a) else np.zeros(0, dtype=a.typecode)
+
+    sp_src, sp_k, sp_tgt = arr(nfa.sp_src), arr(nfa.sp_k), arr(nfa.sp_tgt)
+    other = sp_k != k
+    src = np.concatenate([arr(nfa.eps_src), sp_src[other]])
+    tgt = np.concatenate([arr(nfa.eps_tgt), sp_tgt[other]])
+    seen = np.zeros(nfa.n, dtype=bool)
+    seen[sp_src[~other]] = True
+    while True:  # (backwards over epsilons: one pass per link of the longest chain)
+        new = src[seen[tgt] & ~seen[src]]
+        if not len(new):
+            break
+        seen[new] = True
+    e_lo, e_hi = arr(nfa.e_lo).astype(np.int64), arr(nfa.e_hi).astype(np.int64)
+    on = seen[arr(nfa.e_tgt)]
+    out = np.zeros(257, dtype=np.int32)
+    np.add.at(out, e_lo[on], 1)
+    np.add.at(out, e_hi[on] + 1, -1)
+    return np.cumsum(out[:256]) > 0
+
+
+def _crossing(walk: _UnitWalk, vocab: Vocab, before: np.ndarray, room: int) -> np.ndarray:
+    """The tokens with a suffix after a byte of ``before`` (offset 1 or more) that starts more
+    than ``room`` units from a unit's start: those that may overrun a loop of that room after
+    crossing into it past their first byte."""
+    blob, off = vocab.blob()
+    data = np.frombuffer(blob, dtype=np.uint8)
+    lens = (off[1:] - off[:-1]).astype(np.int64)
+    cand = np.flatnonzero(lens >= room + 2)
+    hit = np.zeros(len(cand), dtype=bool)
+    st = off[cand].astype(np.int64)
+    for i in range(1, int(lens[cand].max(initial=0)) - room):
+        idx = np.flatnonzero((lens[cand] - i > room) & ~hit)
+        idx = idx[before[data[st[idx] + i - 1]]]
+        if len(idx):
+            units = _walk(walk.step, walk.starts, data, st[idx] + i, lens[cand[idx]] - i, np.zeros(len(idx), dtype=np.int64))
+            hit[idx[units > room]] = True
+    return cand[hit]
+
+
 def lazy_counted_program(code: Sequence[int], lits: bytes, root: int, xs: Sequence[int], tail: int, unit_item: Node,
                          vocab: Vocab, *, limits: Limits | None = None, max_nfa: int | None = None,
                          grammar_key: str = "", meta: dict | None = None, max_masks: int = DEFAULT_MAX_MASKS,
                          leaves: Sequence[Dfa] = (), leaf_at: Sequence[int] = ()) -> LazyCountedGrammar | None:
     """The grammar of a program with counted loops (``counted_program``'s arguments) over lazy
-    automata, or None where it does not apply: a loop with room for fewer units than the
-    longest token's bytes, a unit that does not qualify, or ``program_nfa``'s None."""
+    automata, or None where it does not apply: a unit that does not qualify, ``program_nfa``'s
+    None, or more than :data:`CROSS_MAX` tokens that may overrun a medium loop after crossing
+    into it past their first byte (a ``minLength`` before it: the unit's bytes lead to its
+    ``<en>``)."""
     found = _unit(unit_item, Grammar.single(unit_item), limits)
     room = tuple(int(x) + tail for x in xs)
-    if found is None or not room or min(room) < vocab.max_token_bytes:
+    if found is None or not room:
         return None
     first, unit = found
     loops = tuple(Loop(i, x, False, first, unit, tail=tail) for i, x in enumerate(xs))
@@ -262,10 +377,17 @@ def lazy_counted_program(code: Sequence[int], lits: bytes, root: int, xs: Sequen
     if built is None:
         return None
     nfa, start, end, lim, _, what = built
+    walk = _unit_walk(unit, vocab, 1)
+    cross: np.ndarray = np.zeros(0, dtype=np.int64)
+    for i, r in enumerate(room):
+        if r + 1 < vocab.max_token_bytes:  # (a suffix past the first byte has at most M - 1 bytes)
+            cross = np.union1d(cross, _crossing(walk, vocab, _before(nfa, 2 * i), r))
+            if len(cross) > CROSS_MAX:
+                return None
     usable = vocab.single_byte_tokens()
     marked = lazy_dfa_of_nfa(nfa, start, end, specials, usable_bytes=usable, limits=lim, what=what)
     free = lazy_dfa_of_nfa(_Epsilons(nfa), start, end, (), usable_bytes=usable, limits=lim, what=what)
     m = dict(meta or {}, backend="counted")
     fg = LazyDFAGrammar(free, vocab, (), grammar_key=grammar_key, meta=m, max_masks=max_masks)
-    return LazyCountedGrammar(fg, marked, room, _unit_walk(unit, vocab, 1), grammar_key=grammar_key, meta=m,
+    return LazyCountedGrammar(fg, marked, room, walk, cross_ids=cross, grammar_key=grammar_key, meta=m,
                               max_masks=max_masks)
