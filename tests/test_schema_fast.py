@@ -153,6 +153,11 @@ CASES = [
      ['{"a":""}', '{"b":1}', '{"a":"","b":2}'], ["{}", '{"c":1}']),
     ({"type": "object", "properties": {"a": S}, "additionalProperties": True, "minProperties": 1},
      ['{"a":""}', '{"b":1}', '{"a":"","b":[]}'], ["{}", '{"a":1}']),
+    # required, not declared: a member after the declared ones, its value additionalProperties
+    ({"type": "object", "properties": {"a": S}, "required": ["b"]},
+     ['{"b":1}', '{"a":"","b":{"x":[null]}}'], ["{}", '{"a":""}', '{"b":1,"a":""}']),
+    ({"type": "object", "properties": {"a": S}, "required": ["b", "a"], "additionalProperties": {"type": "integer"}},
+     ['{"a":"","b":1}', '{"a":"","b":2,"c":3}'], ['{"a":"","b":"x"}', '{"a":"","c":1,"b":1}', '{"b":1}']),
     ({"oneOf": [S, {"type": "integer"}], "description": "int or string"}, ['"a"', "12"], ["null", "1.5", "[]"]),
     ({"oneOf": [{"type": "number"}, {"type": ["null", "boolean"]},
                 {"type": "object", "properties": {"k": S}, "required": ["k"]}]},
@@ -394,7 +399,8 @@ DECLINED = [
     {"$id": "https://example.com/s#frag", "$ref": "#/$defs/a", "$defs": {"a": S}},
     {"$ref": "other.json"},
     {"type": "object", "properties": {"a": S}, "patternProperties": {"^x": S}},
-    {"type": "object", "properties": {"a": S}, "required": ["b"]},
+    {"type": "object", "properties": {"a": S}, "required": ["b"], "additionalProperties": False},  # (nothing)
+    {"type": "object", "properties": {"a": S}, "required": ["b", "b"]},
     {"type": "object", "properties": {"a": S}, "minProperties": 2},
     {"type": "object", "properties": {"a": S}, "minProperties": 1.5},
     {"type": "object", "additionalProperties": False, "minProperties": 1},

@@ -559,8 +559,14 @@ class _Writer:
         if type(props) is not dict:
             raise _Decline
         required = s.get("required", ())
-        if type(required) not in (list, tuple) or any(r not in props for r in required):
+        if type(required) not in (list, tuple) or any(type(r) is not str for r in required):
             raise _Decline
+        missing = [r for r in required if r not in props]
+        if missing:  # (required, not declared: a member after the declared ones, its value the
+            # additionalProperties schema, as the pipeline writes it; none allowed: it reports it)
+            if addl is False or len(set(missing)) != len(missing):
+                raise _Decline
+            props = {**props, **{r: True if addl is None else addl for r in missing}}
         nonempty = s.get("minProperties", 0)
         if type(nonempty) is not int or not 0 <= nonempty <= 1:
             raise _Decline
