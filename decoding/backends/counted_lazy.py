@@ -51,6 +51,7 @@ from decoding.backends.masks import DEFAULT_MAX_MASKS, MaskTable
 from decoding.ir import Dfa, Grammar, Node
 from decoding.limits import Limits
 from decoding.vocab import Vocab
+from decoding.weakmemo import WeakMemo
 
 __all__ = ["LazyCountedGrammar", "lazy_counted_program"]
 
@@ -103,8 +104,6 @@ class LazyCountedGrammar:
         self._mask_of: dict[int, int | None] = {}
         self._later_of: dict[tuple[int, int, int, int], np.ndarray] = {}
         self._cross_ids = np.asarray(cross_ids, dtype=np.int64)
-        blob, off = self.vocab.blob()
-        self._first = np.frombuffer(blob, dtype=np.uint8)[np.minimum(off[:-1], max(len(blob) - 1, 0))]
 
     # ------------------------------------------------------------------ contract
     @property
@@ -254,7 +253,8 @@ class LazyCountedGrammar:
             own = self._own_bytes(s) if self._states[state][2] < 0 else None
             if n and own is not None:  # (entered at the first byte only where s has no move of its own)
                 cand = ids[:n]
-                cand = cand[~own[self._first[cand]]]
+                blob, off = self.vocab.blob()
+                cand = cand[~own[np.frombuffer(blob, dtype=np.uint8)[off[cand]]]]
                 later = np.union1d(later, cand)
                 n = 0
         mid = None
@@ -311,49 +311,64 @@ class LazyCountedGrammar:
         return hit
 
 
-def _before(nfa, k: int) -> np.ndarray:  # type: ignore[no-untyped-def]
-    """bool[256]: the bytes after which the NFA may take special ``k`` next (byte moves into
-    a state that reaches one of its sources by epsilons or other specials): a superset of the
-    bytes before a crossing of that marker."""
+def _befores(nfa, ks: Sequence[int]) -> dict[int, np.ndarray]:  # type: ignore[no-untyped-def]
+    """Per special ``k`` of ``ks``: bool[256], the bytes after which the NFA may take ``k``
+    next (byte moves into a state that reaches one of its sources by epsilons or other
+    specials): a superset of the bytes before a crossing of that marker."""
     def arr(a: array) -> np.ndarray:
         return np.frombuffer(a, dtype=a.typecode) if len(a) else np.zeros(0, dtype=a.typecode)
 
     sp_src, sp_k, sp_tgt = arr(nfa.sp_src), arr(nfa.sp_k), arr(nfa.sp_tgt)
-    other = sp_k != k
-    src = np.concatenate([arr(nfa.eps_src), sp_src[other]])
-    tgt = np.concatenate([arr(nfa.eps_tgt), sp_tgt[other]])
-    seen = np.zeros(nfa.n, dtype=bool)
-    seen[sp_src[~other]] = True
-    while True:  # (backwards over epsilons: one pass per link of the longest chain)
-        new = src[seen[tgt] & ~seen[src]]
-        if not len(new):
-            break
-        seen[new] = True
-    e_lo, e_hi = arr(nfa.e_lo).astype(np.int64), arr(nfa.e_hi).astype(np.int64)
-    on = seen[arr(nfa.e_tgt)]
-    out = np.zeros(257, dtype=np.int32)
-    np.add.at(out, e_lo[on], 1)
-    np.add.at(out, e_hi[on] + 1, -1)
-    return np.cumsum(out[:256]) > 0
+    eps_src, eps_tgt = arr(nfa.eps_src), arr(nfa.eps_tgt)
+    e_lo, e_hi, e_tgt = arr(nfa.e_lo).astype(np.int64), arr(nfa.e_hi).astype(np.int64), arr(nfa.e_tgt)
+    out = {}
+    for k in ks:
+        other = sp_k != k
+        src = np.concatenate([eps_src, sp_src[other]])
+        tgt = np.concatenate([eps_tgt, sp_tgt[other]])
+        seen = np.zeros(nfa.n, dtype=bool)
+        seen[sp_src[~other]] = True
+        while True:  # (backwards over epsilons: one pass per link of the longest chain)
+            new = src[seen[tgt] & ~seen[src]]
+            if not len(new):
+                break
+            seen[new] = True
+        on = seen[e_tgt]
+        d = np.zeros(257, dtype=np.int32)
+        np.add.at(d, e_lo[on], 1)
+        np.add.at(d, e_hi[on] + 1, -1)
+        out[k] = np.cumsum(d[:256]) > 0
+    return out
+
+
+#: per unit walk (one per vocabulary and unit): (set of bytes ``before``, room) -> the tokens
+#: :func:`_crossing` finds (about a ms once per process)
+_CROSS_MEMO: "WeakMemo[_UnitWalk, dict]" = WeakMemo(lambda w: {})
 
 
 def _crossing(walk: _UnitWalk, vocab: Vocab, before: np.ndarray, room: int) -> np.ndarray:
     """The tokens with a suffix after a byte of ``before`` (offset 1 or more) that starts more
     than ``room`` units from a unit's start: those that may overrun a loop of that room after
     crossing into it past their first byte."""
-    blob, off = vocab.blob()
-    data = np.frombuffer(blob, dtype=np.uint8)
-    lens = (off[1:] - off[:-1]).astype(np.int64)
-    cand = np.flatnonzero(lens >= room + 2)
-    hit = np.zeros(len(cand), dtype=bool)
-    st = off[cand].astype(np.int64)
-    for i in range(1, int(lens[cand].max(initial=0)) - room):
-        idx = np.flatnonzero((lens[cand] - i > room) & ~hit)
-        idx = idx[before[data[st[idx] + i - 1]]]
-        if len(idx):
-            units = _walk(walk.step, walk.starts, data, st[idx] + i, lens[cand[idx]] - i, np.zeros(len(idx), dtype=np.int64))
-            hit[idx[units > room]] = True
-    return cand[hit]
+    memo = _CROSS_MEMO(walk)
+    key = (np.packbits(before).tobytes(), room)
+    hit = memo.get(key)
+    if hit is None:
+        blob, off = vocab.blob()
+        data = np.frombuffer(blob, dtype=np.uint8)
+        st, end = off[:-1].astype(np.int64), off[1:].astype(np.int64)
+        tok = np.flatnonzero(end - st >= room + 2)  # (a suffix of at most ``room`` bytes starts at most that many)
+        n = end[tok] - st[tok] - room - 1  # (per token: the bytes ``before`` may be, its suffix still long enough)
+        tok = np.repeat(tok, n)
+        pos = st[tok] + np.arange(len(tok)) - np.repeat(np.cumsum(n) - n, n)
+        keep = before[data[pos]]
+        pos, tok, end = pos[keep], tok[keep], end[tok[keep]]
+        units = _walk(walk.step, walk.starts, data, pos + 1, end - pos - 1, np.zeros(len(pos), dtype=np.int64))
+        hit = np.unique(tok[units > room]).astype(np.int64)
+        if len(memo) >= 256:
+            memo.clear()
+        memo[key] = hit
+    return hit
 
 
 def lazy_counted_program(code: Sequence[int], lits: bytes, root: int, xs: Sequence[int], tail: int, unit_item: Node,
@@ -379,9 +394,11 @@ def lazy_counted_program(code: Sequence[int], lits: bytes, root: int, xs: Sequen
     nfa, start, end, lim, _, what = built
     walk = _unit_walk(unit, vocab, 1)
     cross: np.ndarray = np.zeros(0, dtype=np.int64)
-    for i, r in enumerate(room):
-        if r + 1 < vocab.max_token_bytes:  # (a suffix past the first byte has at most M - 1 bytes)
-            cross = np.union1d(cross, _crossing(walk, vocab, _before(nfa, 2 * i), r))
+    medium = [i for i, r in enumerate(room) if r + 1 < vocab.max_token_bytes]  # (a suffix past the first
+    if medium:  # byte has at most M - 1 bytes)
+        before = _befores(nfa, [2 * i for i in medium])
+        for i in medium:
+            cross = np.union1d(cross, _crossing(walk, vocab, before[2 * i], room[i]))
             if len(cross) > CROSS_MAX:
                 return None
     usable = vocab.single_byte_tokens()
