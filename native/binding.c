@@ -764,7 +764,8 @@ fail:
 }
 
 /* lazy_masker(profiles, classes_u8[256], lazy, special_ids_u32, eog_mask_or_None) -> capsule: a
- * gd_lazy_masker over a lazy automaton (see gd_lazy_state_mask), keeping its arguments alive;
+ * gd_lazy_masker over a lazy automaton (special_ids: one per special column; UINT32_MAX where no
+ * token spells it, as the counted strings' markers) (see gd_lazy_state_mask), keeping its arguments alive;
  * state_mask_intern takes it as it takes a state masker (with the GIL held: the automaton is
  * not thread-safe).  The profiles' memo slots are their indices. */
 #define LAZY_MASKER_CAPSULE "decoding._native.lazy_masker"
@@ -819,8 +820,9 @@ static PyObject *py_lazy_masker(PyObject *self, PyObject *args) {
         bad = "special_ids: not one per special symbol of the automaton";
     for (int x = 0; x < 256 && !bad; x++)
         if (((const uint8_t *)vc->buf)[x] != gd_lazy_byte_class(L)[x]) bad = "classes: not the automaton's byte classes";
-    for (Py_ssize_t k = 0; k < vs->shape[0] && !bad; k++)
-        if (((const uint32_t *)vs->buf)[k] >= b->n_tokens) bad = "special_ids: an id past the vocabulary";
+    for (Py_ssize_t k = 0; k < vs->shape[0] && !bad; k++) /* (UINT32_MAX: a column no token spells) */
+        if (((const uint32_t *)vs->buf)[k] >= b->n_tokens && ((const uint32_t *)vs->buf)[k] != UINT32_MAX)
+            bad = "special_ids: an id past the vocabulary";
     if (bad) goto fail;
     lm->classes = vc->buf;
     lm->special_ids = vs->buf;

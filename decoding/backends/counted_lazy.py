@@ -7,17 +7,19 @@ the explicit tails and of the objects around them (quadratic in their optional p
 not made.
 
 Invariants
-- Two lazy automata over the one NFA: the *free* one reads ``<en>`` and ``<tp>`` as epsilons,
-  so its language is the program's with every loop unbounded: the eager back-end's mask
-  automaton (``<en>`` transparent, ``<tp>`` never crossed by a token); the *marked* one keeps
-  ``<en_i>`` as a column, so its walk tells where loop ``i``'s middle is entered.
-- A state is (free state, marked state, loop ``k`` or -1, units ``c`` started in the middle,
-  the state ``q`` of the walk of ``U*``: :class:`~decoding.backends.counted._UnitWalk`).  The
-  middle is left exactly when that walk dies (the closing quote at a unit's boundary); a step
-  that starts unit ``r_k + 1`` is refused.  A byte the marked state has no move for, from a
-  state with an ``<en_i>`` move, takes ``<en_i>`` first: the program writes ``<en_i>`` after the
-  opening quote and ``lo`` units, with no other way on (the caller takes no program holding a
-  union, where two strings could start at one place).
+- One lazy automaton over the NFA with each marker edge read both as an epsilon and as a move
+  on its column: its subsets are those of the *free* automaton (every loop unbounded: the
+  eager back-end's mask automaton, ``<en>`` transparent, ``<tp>`` never crossed by a token),
+  so its masks are the free masks, and the ``<en_i>`` column of a state's row says that its
+  subset holds the point where loop ``i``'s middle is entered.
+- A state is (automaton state, loop ``k`` or -1, units ``c`` started in the middle, the state
+  ``q`` of the walk of ``U*``: :class:`~decoding.backends.counted._UnitWalk`).  The middle is
+  left exactly when that walk dies (the closing quote at a unit's boundary); a step that
+  starts unit ``r_k + 1`` is refused.  Outside a middle, the next byte of a state whose row
+  has an ``<en_i>`` move is in loop ``i``'s middle (counter 0): the program writes ``<en_i>``
+  after the opening quote and ``lo`` units, with nothing else read there (checked on the NFA:
+  no byte or epsilon edge leaves an ``<en>`` source), and the caller takes no program
+  holding a union, where two strings could start at one place.
 - Masks are exact.  A token the free automaton allows is really allowed exactly when each
   stretch of it inside a middle (from the state it starts in, with ``c`` units done, or from
   an ``<en_i>`` it crosses, with 0) starts at most ``r_i - c`` units: after a middle is left
@@ -28,7 +30,7 @@ Invariants
   overruns only a *medium* loop (``r_i < M - 1``), and only for the few tokens with such a
   suffix after a byte that can lead to that loop's ``<en_i>`` (``cross_ids``, at most
   :data:`CROSS_MAX`, found once at compile time): those are stepped exactly, the first
-  stretch uncounted, once per (free, marked, loop, unit state) they are allowed in.
+  stretch uncounted, once per (automaton state, loop, unit state) they are allowed in.
 - Costs are the free automaton's fewest moves to acceptance: an upper bound that one token per
   byte keeps (the shortest way out of a middle starts no unit; ``lo`` is at most the fast
   path's small bound).  Forced bytes only outside middles (the free automaton's).
@@ -46,8 +48,9 @@ import numpy as np
 from decoding.backends.automaton import program_nfa
 from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN, worst_text_cost
 from decoding.backends.counted import Loop, _unit, _unit_walk, _UnitWalk, _walk
-from decoding.backends.dfa.lazy import LazyDFA, LazyDFAGrammar, lazy_dfa_of_nfa
+from decoding.backends.dfa.lazy import LazyDFAGrammar, lazy_dfa_of_nfa
 from decoding.backends.masks import DEFAULT_MAX_MASKS, MaskTable
+from decoding.errors import GrammarError
 from decoding.ir import Dfa, Grammar, Node
 from decoding.limits import Limits
 from decoding.vocab import Vocab
@@ -63,25 +66,27 @@ _UNSET = object()
 _NO_IDS = np.zeros(0, dtype=np.int64)
 
 
-class _Epsilons:
-    """The flat NFA ``nfa`` with its special edges read as epsilons (same states)."""
+class _Both:
+    """The flat NFA ``nfa`` with its special edges read both as epsilons and as moves on their
+    columns (same states): its subsets are the free automaton's, and a state's row tells which
+    markers its subset holds the source of."""
 
     def __init__(self, nfa) -> None:  # type: ignore[no-untyped-def]
         self.n = nfa.n
         self.eps_src = array("i", nfa.eps_src) + array("i", nfa.sp_src)
         self.eps_tgt = array("i", nfa.eps_tgt) + array("i", nfa.sp_tgt)
         self.e_src, self.e_lo, self.e_hi, self.e_tgt = nfa.e_src, nfa.e_lo, nfa.e_hi, nfa.e_tgt
-        self.sp_src, self.sp_k, self.sp_tgt = array("i"), array("i"), array("i")
+        self.sp_src, self.sp_k, self.sp_tgt = nfa.sp_src, nfa.sp_k, nfa.sp_tgt
 
 
 class LazyCountedGrammar:
     """A compiled grammar (:class:`~decoding.backends.contract.CompiledGrammar`) of counted
-    long strings over two lazy automata (module docstring)."""
+    strings over one lazy automaton (module docstring)."""
 
-    def __init__(self, free: LazyDFAGrammar, marked: LazyDFA, room: Sequence[int], walk: _UnitWalk, *,
-                 cross_ids: Sequence[int] = (), grammar_key: str = "", meta: dict | None = None, max_masks: int = DEFAULT_MAX_MASKS) -> None:
+    def __init__(self, free: LazyDFAGrammar, room: Sequence[int], walk: _UnitWalk, *, cross_ids: Sequence[int] = (),
+                 grammar_key: str = "", meta: dict | None = None, max_masks: int = DEFAULT_MAX_MASKS) -> None:
         self.free = free
-        self.marked = marked
+        self._dfa = free.dfa
         self.room = tuple(room)
         self.vocab = free.vocab
         self.grammar_key = grammar_key
@@ -91,18 +96,18 @@ class LazyCountedGrammar:
         self._ustep = walk.step
         self._ustart = walk.starts
         self._m = self.vocab.max_token_bytes
-        self._states: list[tuple[int, int, int, int, int]] = [(0, 0, -1, 0, 0)]
-        self._ids: dict[tuple[int, int, int, int, int], int] = {self._states[0]: 0}
+        self._states: list[tuple[int, int, int, int]] = [(0, -1, 0, 0)]
+        self._ids: dict[tuple[int, int, int, int], int] = {self._states[0]: 0}
         self._next: dict[tuple[int, int], int] = {}
         self._entry: dict[int, int] = {}
-        self._near: dict[tuple[int, int, int], int] = {}
+        self._near: dict[tuple[int, int, int, bytes], int] = {}
         self._off: dict[tuple[int, int], np.ndarray] = {}
         self._masks = MaskTable(self.vocab.n_tokens, max_masks=max_masks, where="lazy counted near-end masks")
         self._tb = self.vocab.token_bytes
         self._eog = frozenset(self.vocab.eog_ids)
         self._lock = threading.RLock()
         self._mask_of: dict[int, int | None] = {}
-        self._later_of: dict[tuple[int, int, int, int], np.ndarray] = {}
+        self._later_of: dict[tuple[int, int, int], np.ndarray] = {}
         self._cross_ids = np.asarray(cross_ids, dtype=np.int64)
 
     # ------------------------------------------------------------------ contract
@@ -131,14 +136,13 @@ class LazyCountedGrammar:
         if token in self._eog:
             ns = EOG if self.free.is_accepting(t[0]) else FORBIDDEN
         else:
-            f = self.free.next_state(t[0], token)
             data = self._tb[token] if 0 <= token < len(self._tb) else b""
             ns = FORBIDDEN
-            if f >= 0 and data:
+            if data and self.free.next_state(t[0], token) >= 0:
                 with self._lock:
                     r = self._run(t, data)
                     if r is not None:
-                        ns = self._intern((f,) + r)
+                        ns = self._intern(r)
         self._next[key] = ns
         return ns
 
@@ -147,14 +151,15 @@ class LazyCountedGrammar:
 
     def accepts(self, data: bytes) -> bool:
         with self._lock:
-            return self.free.accepts(data) and self._run(self._states[0], data) is not None
+            r = self._run(self._states[0], data)
+            return r is not None and self._dfa.accepting(r[0])
 
     def forced_bytes(self, state: int) -> bytes:
         t = self._states[state]
-        return self.free.forced_bytes(t[0]) if t[2] < 0 else b""
+        return self.free.forced_bytes(t[0]) if t[1] < 0 else b""
 
     def completion_cost(self, state: int) -> int:
-        c = self.free.dfa.min_moves(self._states[state][0])
+        c = self._dfa.min_moves(self._states[state][0])
         return COST_UNREACHABLE if c < 0 else c
 
     def successor_costs(self, state: int) -> tuple[np.ndarray, np.ndarray]:
@@ -170,69 +175,64 @@ class LazyCountedGrammar:
     def stats(self) -> dict:
         fs = self.free.stats()
         return {"backend": "counted", "lazy": True, "states": len(self._states), "loops": len(self.room),
-                "free_states": fs["states"], "marked_states": self.marked.n_states,
-                "distinct_masks": fs["distinct_masks"] + len(self._masks),
+                "free_states": fs["states"], "distinct_masks": fs["distinct_masks"] + len(self._masks),
                 "mask_bytes": fs["mask_bytes"] + self._masks.nbytes, "vocab": self.vocab.name,
                 "fingerprint": self.vocab.fingerprint}
 
     # ------------------------------------------------------------------ internals
-    def _intern(self, t: tuple[int, int, int, int, int]) -> int:
+    def _intern(self, t: tuple[int, int, int, int]) -> int:
         i = self._ids.get(t)
         if i is None:
             i = self._ids[t] = len(self._states)
             self._states.append(t)
         return i
 
-    def _loop_entered(self, s: int) -> int:
-        """The loop whose ``<en>`` marked state ``s`` has a move on (-1: none)."""
-        hit = self._entry.get(s)
+    def _loop_entered(self, f: int) -> int:
+        """The loop whose ``<en>`` source state ``f``'s subset holds (-1: none): outside a
+        middle, the loop the next byte is in."""
+        hit = self._entry.get(f)
         if hit is None:
-            row = self.marked.row(s)
-            nc = self.marked.n_classes
+            row = self._dfa.row(f)
+            nc = self._dfa.n_classes
             on = [i for i in range(len(self.room)) if row[nc + 2 * i] >= 0]
-            if len(on) > 1:  # (the fast path writes one <en> per string start: never)
-                raise RuntimeError(f"lazy counted grammar: marked state {s} enters loops {on}")
-            hit = self._entry[s] = on[0] if on else -1
+            if len(on) > 1:  # (the fast path writes one <en> per string start, and no union: never)
+                raise GrammarError(f"lazy counted grammar: state {f} is where loops {on} start (a union of "
+                                   "counted strings, which the compiler does not give this back-end)")
+            hit = self._entry[f] = on[0] if on else -1
         return hit
 
     def _run(self, t: tuple[int, ...], data: bytes, free_first: bool = False) -> tuple[int, int, int, int] | None:
-        """(marked state, loop, units, unit state) after ``data`` from state ``t``, or None
-        where a byte has no move or starts a unit past its loop's room.  ``free_first``: the
-        units of the first stretch (the middle the token starts in, or enters at its first
-        byte) are not counted (:meth:`_later`)."""
-        mk, step, start, room = self.marked, self._ustep, self._ustart, self.room
-        s, k, c, q = t[1], t[2], t[3], t[4]
+        """The state after ``data`` from state ``t``, or None where a byte has no move or
+        starts a unit past its loop's room.  ``free_first``: the units of the first stretch
+        (the middle the token starts in, or enters at its first byte) are not counted
+        (:meth:`_later`)."""
+        dfa, step, start, room = self._dfa, self._ustep, self._ustart, self.room
+        f, k, c, q = t
         counting = not free_first
         for j, b in enumerate(data):
             if k < 0:
-                n = mk.step(s, b)
-                if n >= 0:
-                    s = n
+                k = self._loop_entered(f)
+                if k >= 0:
+                    c = q = 0
+                    if j:
+                        counting = True
+                else:
                     counting = True
-                    continue
-                k = self._loop_entered(s)
-                if k < 0:
-                    return None
-                s, c, q = mk.step_special(s, 2 * k), 0, 0
-                if j:
+            if k >= 0:
+                nq = int(step[q, b])
+                if nq < 0:  # the walk of U* dies: the middle is left (the closing quote)
+                    k, c, q = -1, 0, 0
                     counting = True
-            nq = int(step[q, b])
-            if nq < 0:  # the walk of U* dies: the middle is left (the closing quote)
-                k, c, q = -1, 0, 0
-                counting = True
-                s = mk.step(s, b)
-                if s < 0:
-                    return None
-                continue
-            if start[q, b]:
-                c += 1
-                if c > room[k] and counting:
-                    return None
-            q = nq
-            s = mk.step(s, b)
-            if s < 0:
+                else:
+                    if start[q, b]:
+                        c += 1
+                        if c > room[k] and counting:
+                            return None
+                    q = nq
+            f = dfa.step(f, b)
+            if f < 0:
                 return None
-        return s, k, c, q
+        return f, k, c, q
 
     def _near_mask(self, state: int) -> int | None:
         """The mask id of ``state`` (None: the free automaton's): the free mask less the tokens
@@ -241,22 +241,15 @@ class LazyCountedGrammar:
         hit = self._mask_of.get(state, _UNSET)
         if hit is not _UNSET:
             return hit  # type: ignore[return-value]
-        f, s, k, c, q = self._states[state]
+        f, k, c, q = self._states[state]
         n = 0
         later = self._later(state) if self._cross_ids.size else _NO_IDS
         if k < 0:
-            k = self._loop_entered(s)
+            k = self._loop_entered(f)
             c = q = 0
         if k >= 0 and self.room[k] - c < self._m:
             ids, units = self._walk.by_units(q)
             n = int(np.searchsorted(-units, -(self.room[k] - c), side="left"))  # ids[:n]: more units than are left
-            own = self._own_bytes(s) if self._states[state][2] < 0 else None
-            if n and own is not None:  # (entered at the first byte only where s has no move of its own)
-                cand = ids[:n]
-                blob, off = self.vocab.blob()
-                cand = cand[~own[np.frombuffer(blob, dtype=np.uint8)[off[cand]]]]
-                later = np.union1d(later, cand)
-                n = 0
         mid = None
         if n or later.size:
             key = (f, q, n, later.tobytes())
@@ -273,24 +266,18 @@ class LazyCountedGrammar:
         self._mask_of[state] = mid
         return mid
 
-    def _own_bytes(self, s: int) -> np.ndarray | None:
-        """bool[256]: the bytes marked state ``s`` has a move of its own on (None: none)."""
-        row = self.marked.row(s)[: self.marked.n_classes]
-        own = row[self.marked.byte_class] >= 0
-        return own if own.any() else None
-
     def _later(self, state: int) -> np.ndarray:
         """The tokens of :attr:`_cross_ids` the free mask of ``state`` allows that overrun a
         middle they cross into after their first byte (memoized per state less its count:
         a crossing starts its count at 0)."""
-        f, s, k, _, q = self._states[state]
-        key = (f, s, k, q)
+        f, k, _, q = self._states[state]
+        key = (f, k, q)
         hit = self._later_of.get(key)
         if hit is None:
             m = self.free.mask(f)
             ys = self._cross_ids
             ys = ys[(m[ys >> 5] >> (ys & 31).astype(np.uint32)) & 1 == 1]
-            t = (f, s, k, 0, q)
+            t = (f, k, 0, q)
             with self._lock:
                 bad = [y for y in ys.tolist() if self._run(t, self._tb[y], free_first=True) is None]
                 hit = self._later_of[key] = np.array(bad, dtype=np.int64)
@@ -401,10 +388,11 @@ def lazy_counted_program(code: Sequence[int], lits: bytes, root: int, xs: Sequen
             cross = np.union1d(cross, _crossing(walk, vocab, before[2 * i], room[i]))
             if len(cross) > CROSS_MAX:
                 return None
+    en_src = {a for a, k in zip(nfa.sp_src, nfa.sp_k) if not k % 2}
+    if any(a in en_src for a in nfa.e_src) or any(a in en_src for a in nfa.eps_src):
+        return None  # (a byte read where a middle is entered, not in it: not the fast path's strings)
     usable = vocab.single_byte_tokens()
-    marked = lazy_dfa_of_nfa(nfa, start, end, specials, usable_bytes=usable, limits=lim, what=what)
-    free = lazy_dfa_of_nfa(_Epsilons(nfa), start, end, (), usable_bytes=usable, limits=lim, what=what)
+    both = lazy_dfa_of_nfa(_Both(nfa), start, end, specials, usable_bytes=usable, limits=lim, what=what)
     m = dict(meta or {}, backend="counted")
-    fg = LazyDFAGrammar(free, vocab, (), grammar_key=grammar_key, meta=m, max_masks=max_masks)
-    return LazyCountedGrammar(fg, marked, room, walk, cross_ids=cross, grammar_key=grammar_key, meta=m,
-                              max_masks=max_masks)
+    fg = LazyDFAGrammar(both, vocab, (), grammar_key=grammar_key, meta=m, max_masks=max_masks)
+    return LazyCountedGrammar(fg, room, walk, cross_ids=cross, grammar_key=grammar_key, meta=m, max_masks=max_masks)

@@ -196,6 +196,10 @@ def program_grammar(code: array, lits: bytes, root: int, vocab: Vocab, *, lazy_a
     return dfa_grammar(dfa, vocab, eager=eager, grammar_key=grammar_key, meta=meta, max_masks=max_masks)
 
 
+#: the token of a special column no token spells (the native masker skips it)
+NO_TOKEN = 0xFFFFFFFF
+
+
 @dataclass(eq=False)
 class LazyDFAGrammar:
     """A grammar compiled for one tokenizer over a :class:`LazyDFA` (satisfies
@@ -430,8 +434,7 @@ class LazyDFAGrammar:
             if masker is None:
                 masker = self._masker = False if (_pure_python_dfa() or not self.native_masker) else \
                     _native.lazy_masker(vocab_tables(self.vocab).masker_profiles(tuple(PROFILES)), self.dfa.classes_u8,
-                                        self.dfa._cap, np.array(self.special_token_ids, dtype=np.uint32),
-                                        self._eog_mask)
+                                        self.dfa._cap, self._masker_specials(), self._eog_mask)
             if masker:
                 mid = self._state_mask[state] = self.dfa._call(
                     lambda _cap: self._masks.intern_state(masker, int(state), m, self._ids_buf))
@@ -447,6 +450,13 @@ class LazyDFAGrammar:
                 _native.mask_or(m, m, self._eog_mask)
             mid = self._state_mask[state] = self._masks.intern(m)
             return mid, None
+
+    def _masker_specials(self) -> np.ndarray:
+        """The token of each special column (``NO_TOKEN`` past :attr:`special_token_ids`: a
+        column no token spells, such as the markers of counted strings)."""
+        n = self.dfa.nsym - self.dfa.n_classes
+        ids = list(self.special_token_ids[:n]) + [NO_TOKEN] * (n - len(self.special_token_ids))
+        return np.array(ids, dtype=np.uint32)
 
     def _pairs_of(self, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         p = self._pairs.get(name)
