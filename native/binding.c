@@ -481,6 +481,40 @@ static PyObject *py_trie_plain_flags(PyObject *self, PyObject *args) {
 }
 
 /* plain_chain(row_off_i32, pair_cls_u8, pair_next_i16, table_i32_or_i16, ncols, state, max_len) */
+/* unit_walk(step_i32[n*256], starts_u8[n*256], q0, data_u8, off_i64, len_i64, count_out_i64): see
+ * gd_unit_walk; ValueError when it refuses its arguments */
+static PyObject *py_unit_walk(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[6];
+    int q0;
+    if (!PyArg_ParseTuple(args, "OOiOOOO", &o[0], &o[1], &q0, &o[2], &o[3], &o[4], &o[5])) return NULL;
+    const char *const names[6] = {"step", "starts", "data", "off", "len", "count"};
+    const char fmts[6] = {'i', 'B', 'B', 'q', 'q', 'q'};
+    const Py_ssize_t sizes[6] = {4, 1, 1, 8, 8, 8};
+    Py_buffer b[6];
+    for (int i = 0; i < 6; i++)
+        if (get_buf(o[i], &b[i], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (i == 5 ? PyBUF_WRITABLE : 0), names[i], fmts[i],
+                    sizes[i]) < 0) {
+            while (i--) PyBuffer_Release(&b[i]);
+            return NULL;
+        }
+    const char *bad = NULL;
+    size_t n_states = (size_t)b[0].shape[0] / 256, n = (size_t)b[3].shape[0];
+    if (b[0].shape[0] % 256 || b[1].shape[0] != b[0].shape[0]) bad = "step and starts: n_states * 256 each";
+    else if (b[4].shape[0] != b[3].shape[0] || b[5].shape[0] != b[3].shape[0]) bad = "off, len, count: one per walker";
+    else {
+        int rc;
+        Py_BEGIN_ALLOW_THREADS
+        rc = gd_unit_walk(b[0].buf, b[1].buf, n_states, q0, b[2].buf, (size_t)b[2].shape[0], b[3].buf, b[4].buf, n,
+                          b[5].buf);
+        Py_END_ALLOW_THREADS
+        if (rc < 0) bad = "a state, a step or a walker's bytes out of range";
+    }
+    for (int i = 0; i < 6; i++) PyBuffer_Release(&b[i]);
+    if (bad) return PyErr_Format(PyExc_ValueError, "unit_walk: %s", bad);
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_plain_chain(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *oro, *ocls, *onext, *otab;
@@ -2274,6 +2308,7 @@ static PyMethodDef methods[] = {
      "lazy_walk(trie, classes_u8, lazy, state, mask, next_state=None, plain=None) -> allowed tokens"},
     {"lazy_plain_chain", py_lazy_plain_chain, METH_VARARGS,
      "lazy_plain_chain(row_off, pair_cls, pair_next, lazy, state, max_len) -> as plain_chain"},
+    {"unit_walk", py_unit_walk, METH_VARARGS, "units started by byte strings walked through a unit's automaton"},
     {"plain_chain", py_plain_chain, METH_VARARGS,
      "plain_chain(row_off_i32, pair_cls_u8, pair_next_i16, table_i32_or_i16, ncols, state, max_len) -> uniform "
      "plain-text steps from state (>= 0), -2 mixed (or longer than max_len), -3 unbounded. Releases the GIL."},

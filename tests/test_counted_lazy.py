@@ -163,6 +163,32 @@ def test_what_stays_explicit(schema, options):
     assert cg.backend == "counted" and not isinstance(cg, LazyCountedGrammar)
 
 
+@pytest.mark.parametrize("vocab_name", ["llama-bpe", "gemma-4"])
+def test_native_unit_walk_as_numpy(vocab_name):
+    """``_native.unit_walk`` (the units each token starts from a unit state: the near-end and
+    crossing tables) against the numpy walk, over a whole real vocabulary, from every unit
+    state and from suffixes (offsets 1..3)."""
+    from decoding.backends.counted import _unit, _unit_walk, _walk, _walk_numpy
+    from decoding.ir import Grammar
+
+    vocab = get_vocab(vocab_name)
+    u = counted_unit()
+    w = _unit_walk(_unit(u, Grammar.single(u), None)[1], vocab, 1)
+    blob, off = vocab.blob()
+    data = np.frombuffer(blob, dtype=np.uint8)
+    st, ln = off[:-1].astype(np.int64), (off[1:] - off[:-1]).astype(np.int64)
+    for q in range(len(w.step)):
+        got = _walk(w.step, w.starts, data, st, ln, q)
+        assert np.array_equal(got, _walk_numpy(w.step, w.starts, data, st, ln, q)), q
+        assert got.max() > (1 if q == 0 else -1)
+    for i in (1, 2, 3):
+        keep = ln > i
+        args = (w.step, w.starts, data, st[keep] + i, ln[keep] - i, 0)
+        assert np.array_equal(_walk(*args), _walk_numpy(*args))
+    with pytest.raises(ValueError, match="out of range"):
+        _walk(w.step, w.starts, data, st[-1:], ln[-1:] + 1, 0)
+
+
 def test_the_switch(monkeypatch):
     monkeypatch.setattr(compiler_mod, "LAZY_COUNTED", False)
     cg = Compiler(get_vocab("llama-bpe"), cache=False).compile_json_schema(S300)

@@ -730,10 +730,21 @@ def _compile_products(g: Grammar, products: dict[str, DFA], *, literal: Sequence
 # ----------------------------------------------------------------------------- compiled form
 
 def _walk(step: np.ndarray, starts: np.ndarray, data: np.ndarray, start: np.ndarray, lens: np.ndarray,
-          q: np.ndarray) -> np.ndarray:
-    """Per walker (``lens[i]`` bytes of ``data`` from ``start[i]``, from unit state ``q[i]``):
-    the units started (``starts[q, b]``) before the walk of ``step`` dies or the bytes end."""
-    q = q.astype(np.int64, copy=True)
+          q: int) -> np.ndarray:
+    """Per walker (``lens[i]`` bytes of ``data`` from ``start[i]``, from unit state ``q``): the
+    units started (``starts[q, b]``) before the walk of ``step`` dies or the bytes end
+    (``_native.unit_walk``; :func:`_walk_numpy` is the same in numpy, the tests' reference)."""
+    count = np.zeros(len(start), dtype=np.int64)
+    _native.unit_walk(np.ascontiguousarray(step, dtype=np.int32).reshape(-1),
+                      np.ascontiguousarray(starts).view(np.uint8).reshape(-1), int(q), data,
+                      np.ascontiguousarray(start, dtype=np.int64), np.ascontiguousarray(lens, dtype=np.int64), count)
+    return count
+
+
+def _walk_numpy(step: np.ndarray, starts: np.ndarray, data: np.ndarray, start: np.ndarray, lens: np.ndarray,
+                q: int) -> np.ndarray:
+    """:func:`_walk` in numpy: one step of every live walker at a time."""
+    q = np.full(len(start), q, dtype=np.int64)
     count = np.zeros(len(q), dtype=np.int64)
     idx = np.flatnonzero(lens > 0)
     j = 0
@@ -777,7 +788,8 @@ class _UnitWalk:
         step = np.where(starts, table[0][None, :], table)
         same = (step == step[0][None, :]).all(axis=1) & (starts == starts[0][None, :]).all(axis=1)
         canon = np.where(same, 0, np.arange(n))  # a complete unit that reads as the start is the start
-        self.starts, self.step = starts, np.where(step >= 0, canon[np.maximum(step, 0)], -1)
+        self.starts = np.ascontiguousarray(starts)
+        self.step = np.ascontiguousarray(np.where(step >= 0, canon[np.maximum(step, 0)], -1), dtype=np.int32)
         blob, off = vocab.blob()
         self._data = np.frombuffer(blob, dtype=np.uint8)
         lens_all = (off[1:] - off[:-1]).astype(np.int64)
@@ -798,8 +810,7 @@ class _UnitWalk:
     def from_state(self, q: int) -> np.ndarray:
         hit = self._rows.get(q)
         if hit is None:
-            hit = _walk(self.step, self.starts, self._data, self._st, self._ln,
-                        np.full(len(self.ids), q, dtype=np.int64))
+            hit = _walk(self.step, self.starts, self._data, self._st, self._ln, q)
             hit.setflags(write=False)
             with self._lock:
                 self._rows[q] = hit
@@ -813,7 +824,8 @@ class _UnitWalk:
         hit = self._rows.get(key)
         if hit is None:
             u = self.from_state(q)
-            order = np.argsort(-u, kind="stable")
+            # (stable, most units first; a radix sort over 16-bit keys where they fit)
+            order = np.argsort(-u.astype(np.int16) if len(u) and u.max() < 2**15 else -u, kind="stable")
             ids, us = self.ids[order], u[order]
             for a in (ids, us):
                 a.setflags(write=False)
@@ -834,7 +846,7 @@ class _UnitWalk:
             i = np.arange(int(per.sum()), dtype=np.int64) - np.repeat(np.cumsum(per) - per, per)
             keep = (i > 0) & before[data[np.maximum(st[tok] + i - 1, 0)]]
             tok, i = tok[keep], i[keep]
-            units = _walk(self.step, self.starts, data, st[tok] + i, ln[tok] - i, np.zeros(len(tok), dtype=np.int64))
+            units = _walk(self.step, self.starts, data, st[tok] + i, ln[tok] - i, 0)
             hit = (tok, i, units)
             with self._lock:
                 self._suf[key] = hit
@@ -1217,7 +1229,8 @@ class CountedGrammar:
             cand, _ = self._long_cands(s)
             w = self._walk_of(k)
             u = w.from_state(q)[w.pos[cand]]
-            order = np.argsort(-u, kind="stable")
+            # (stable, most units first; a radix sort over 16-bit keys where they fit)
+            order = np.argsort(-u.astype(np.int16) if len(u) and u.max() < 2**15 else -u, kind="stable")
             hit = (cand[order], u[order])
         with self._lock:
             self._long_memo[key] = hit

@@ -143,6 +143,13 @@ int64_t gd_plain_chain(const int32_t *row_off, const uint8_t *pair_cls, const in
                        const int32_t *table, size_t ncols, size_t n_states, int32_t state, uint32_t max_len);
 int64_t gd_plain_chain16(const int32_t *row_off, const uint8_t *pair_cls, const int16_t *pair_next,
                          const int16_t *table, size_t ncols, size_t n_states, int32_t state, uint32_t max_len);
+/* gd_unit_walk: per walker i, the units started while walking len[i] bytes of data from off[i]
+ * through a unit's U* automaton from state q0: byte b in state q counts one when
+ * starts[q * 256 + b] != 0, then goes to step[q * 256 + b] (-1: the walk dies, after counting
+ * that byte); into count[i].  step and starts: n_states * 256.  Returns 0, or -1 (nothing
+ * written) when q0 or an entry of step is not a state or a walker's bytes pass n_data. */
+int gd_unit_walk(const int32_t *step, const uint8_t *starts, size_t n_states, int32_t q0, const uint8_t *data,
+                 size_t n_data, const int64_t *off, const int64_t *len, size_t n, int64_t *count);
 /* gd_char_pairs: the pairs above for a profile's character DFA (int16[n_char * 256], -1 = not
  * plain) and a grammar's byte classes (byte_class[256]): into row_off[n_char + 1] and pair
  * arrays of capacity n_char * 256, sorted by (character state, class, next).  Returns the

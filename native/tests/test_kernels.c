@@ -596,6 +596,36 @@ static void test_minimal_coo(void) {
     printf("ok   minimal_coo (%d live, %d dead)\n", n_live, n_dead);
 }
 
+/* gd_unit_walk on a two-state unit: 'a'..'z' one byte each, '\\' then any byte (an escape);
+ * '"' kills the walk (counted if it starts a unit: it does not). */
+static void test_unit_walk(void) {
+    static int32_t step[2 * 256];
+    static uint8_t starts[2 * 256];
+    for (int i = 0; i < 2 * 256; i++) step[i] = -1;
+    for (int b = 'a'; b <= 'z'; b++) { step[b] = 0; starts[b] = 1; }
+    step['\\'] = 1;
+    starts['\\'] = 1;
+    for (int b = 0; b < 256; b++) step[256 + b] = 0; /* (the escaped byte completes the unit) */
+    const uint8_t data[] = "ab\\\"c\"zz"; /* a b \ " c " z z, then the NUL */
+    const int64_t off[] = {0, 0, 2, 5, 6, 0};
+    const int64_t len[] = {9, 2, 4, 1, 3, 0};
+    int64_t count[6] = {-1, -1, -1, -1, -1, -1};
+    int rc = gd_unit_walk(step, starts, 2, 0, data, 9, off, len, 6, count);
+    CHECK(rc == 0 && count[0] == 4 && count[1] == 2 && count[2] == 2 && count[3] == 0 && count[4] == 2 &&
+              count[5] == 0, "unit_walk counts %lld %lld %lld %lld %lld %lld", (long long)count[0],
+          (long long)count[1], (long long)count[2], (long long)count[3], (long long)count[4], (long long)count[5]);
+    int64_t c1 = -1;
+    const int64_t off1 = 1, len1 = 1; /* from state 1 (inside an escape): 'b' completes it, no start */
+    CHECK(gd_unit_walk(step, starts, 2, 1, data, 9, &off1, &len1, 1, &c1) == 0 && c1 == 0, "unit_walk from 1: %lld",
+          (long long)c1);
+    const int64_t off2 = 5, len2 = 5;
+    CHECK(gd_unit_walk(step, starts, 2, 0, data, 9, &off2, &len2, 1, &c1) == -1, "unit_walk: bytes past the data");
+    CHECK(gd_unit_walk(step, starts, 2, 2, data, 9, &off1, &len1, 1, &c1) == -1, "unit_walk: q0 not a state");
+    step[7] = 5;
+    CHECK(gd_unit_walk(step, starts, 2, 0, data, 9, &off1, &len1, 1, &c1) == -1, "unit_walk: a step past the states");
+    printf("ok   unit_walk\n");
+}
+
 int main(void) {
     test_selection();
     test_hash_equal();
@@ -606,6 +636,7 @@ int main(void) {
     for (int impl = GD_IMPL_SCALAR; impl < GD_IMPL_COUNT; impl++) test_state_mask(impl);
     test_pd_check();
     test_minimal_coo();
+    test_unit_walk();
     for (int impl = GD_IMPL_SCALAR; impl < GD_IMPL_COUNT; impl++) test_rest_trie(impl);
     if (failures) { printf("%d failed\n", failures); return 1; }
     printf("all native tests passed\n");
