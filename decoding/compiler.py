@@ -38,7 +38,7 @@ from decoding.artifacts.format import FORMAT_VERSION
 from decoding.backends.contract import CompiledGrammar
 from decoding.backends import select as _select
 from decoding.backends.select import compile_grammar
-from decoding.backends.automaton import plain_program_offsets
+from decoding.backends.automaton import plain_program_offsets, regular_leaf
 from decoding.backends.dfa.lazy import program_grammar
 from decoding.heap import TRIM_AFTER_SECONDS, release_free_memory
 from decoding.errors import GBNFError, GrammarError, LimitError, SchemaError
@@ -251,7 +251,8 @@ class Compiler:
         prepare_fast()
         # long strings counted where auto would count them (the DFA back-end asked for: never)
         count_above = _select.COUNT_ABOVE if opts["backend"] == "auto" else _NEVER
-        prog = fast_program(schema, plain_program_offsets, tail=room_tail(self.vocab), count_above=count_above, **fe)
+        prog = fast_program(schema, plain_program_offsets, tail=room_tail(self.vocab), count_above=count_above,
+                            leaf_of=regular_leaf, **fe)
         if prog is None:
             return None
         key = grammar_key(prog.digest, self.vocab.fingerprint, version=FORMAT_VERSION)

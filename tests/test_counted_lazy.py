@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import decoding.compiler as compiler_mod
-from decoding.backends.automaton import plain_program_offsets
+from decoding.backends.automaton import plain_program_offsets, regular_leaf
 from decoding.backends.contract import EOG
 from decoding.backends.counted import counted_program, room_tail
 from decoding.backends.counted_lazy import LazyCountedGrammar
@@ -63,7 +63,8 @@ def _both(schema):
     vocab = get_vocab("llama-bpe")
     cg = Compiler(vocab, cache=False).compile_json_schema(schema)
     prepare()
-    prog = fast_program(schema, plain_program_offsets, tail=room_tail(vocab), count_above=COUNT_ABOVE)
+    prog = fast_program(schema, plain_program_offsets, tail=room_tail(vocab), count_above=COUNT_ABOVE,
+                        leaf_of=regular_leaf)
     assert prog is not None and prog.loops
     ref = counted_program(prog.code, prog.lits, prog.root, prog.loops, prog.tail, counted_unit(), vocab,
                           leaves=prog.leaves, leaf_at=prog.leaf_at)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import pytest
 
 from decoding.backends import select
-from decoding.backends.automaton import plain_program_offsets, program_dfa, program_nfa
+from decoding.backends.automaton import plain_program_offsets, program_dfa, program_nfa, regular_leaf
 from decoding.backends.counted import room_tail
 from decoding.backends.dfa.index import dfa_grammar
 from decoding.compiler import Compiler
@@ -42,7 +42,8 @@ WIDE_BAD = ['{"property_01":"x","property_00":7}', '{"property_00":1000}', '{"pr
 def _eager(cg, schema):
     """The eager grammar of the program the fast path wrote for ``schema``."""
     prepare()  # (as the compiler writes it: long strings unrolled below COUNT_ABOVE)
-    prog = fast_program(schema, plain_program_offsets, tail=room_tail(cg.vocab), count_above=select.COUNT_ABOVE)
+    prog = fast_program(schema, plain_program_offsets, tail=room_tail(cg.vocab), count_above=select.COUNT_ABOVE,
+                        leaf_of=regular_leaf)
     assert prog is not None and not prog.loops
     dfa = program_dfa(prog.code, prog.lits, prog.root, leaves=prog.leaves, leaf_at=prog.leaf_at)
     return dfa_grammar(dfa, cg.vocab), prog

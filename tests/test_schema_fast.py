@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import decoding.compiler as compiler_mod
-from decoding.backends.automaton import compile_dfa, plain_program_offsets, program_dfa
+from decoding.backends.automaton import compile_dfa, plain_program_offsets, program_dfa, regular_leaf
 from decoding.backends.contract import EOG
 from decoding.backends.counted import compile_counted, counted_program, room_tail
 from decoding.backends.select import compile_grammar
@@ -37,7 +37,7 @@ from conftest import CORPORA, assert_same_masks_in_lockstep, get_vocab
 
 def _program(schema, **options):
     prepare()
-    return fast_program(schema, plain_program_offsets, **options)
+    return fast_program(schema, plain_program_offsets, **{"leaf_of": regular_leaf, **options})
 
 
 def _fast_dfa(schema, **options):
@@ -153,6 +153,13 @@ CASES = [
      ['{"a":""}', '{"b":1}', '{"a":"","b":2}'], ["{}", '{"c":1}']),
     ({"type": "object", "properties": {"a": S}, "additionalProperties": True, "minProperties": 1},
      ['{"a":""}', '{"b":1}', '{"a":"","b":[]}'], ["{}", '{"a":1}']),
+    # a pattern with length bounds: within them, folded into a single repetition, or an intersection (a leaf)
+    ({"type": "string", "pattern": "^a$", "maxLength": 3}, ['"a"'], ['""', '"aa"']),
+    ({"type": "string", "pattern": "^[a-z]+$", "minLength": 2, "maxLength": 4}, ['"ab"', '"abcd"'], ['"a"', '"abcde"']),
+    ({"type": "string", "pattern": "^(\\d+\\.\\d+\\.\\d+.*)$", "maxLength": 12},
+     ['"1.2.3"', '"10.20.30-rc1"', '"1.2.3\u5317"'], ['"1.2"', '"10.20.30-rc.1"', '"x1.2.3"']),
+    ({"type": "string", "pattern": "b", "minLength": 2, "maxLength": 3}, ['"ab"', '"bbb"', '"\u5317b"'],
+     ['"b"', '"abab"', '"aa"']),
     # required, not declared: a member after the declared ones, its value additionalProperties
     ({"type": "object", "properties": {"a": S}, "required": ["b"]},
      ['{"b":1}', '{"a":"","b":{"x":[null]}}'], ["{}", '{"a":""}', '{"b":1,"a":""}']),
@@ -174,6 +181,19 @@ def test_accepts_and_rejects(schema, good, bad):
         assert not dfa.accepts(s.encode("utf-8")), s
     ref, _ = _pipeline_dfa(schema)
     assert same_language(dfa, ref)
+
+
+def test_min_length_above_max_bound_where_strings_are_counted():
+    """``minLength`` past MAX_BOUND is written (its characters before the loop) only where long
+    strings are counted (a ``tail`` given): the pipeline's language."""
+    schema = {"type": "string", "minLength": 20, "maxLength": 22}
+    assert _program(schema) is None
+    dfa = _fast_dfa(schema, tail=16)
+    for s in ['"' + "a" * 20 + '"', '"' + "\u5317" * 22 + '"']:
+        assert dfa.accepts(s.encode()), s
+    for s in ['"' + "a" * 19 + '"', '"' + "a" * 23 + '"']:
+        assert not dfa.accepts(s.encode()), s
+    assert same_language(dfa, _pipeline_dfa(schema)[0])
 
 
 def test_the_comparison_can_fail():
@@ -250,6 +270,8 @@ COUNTED = [
     ({"type": "array", "items": {"type": "string", "maxLength": 500}, "maxItems": 3},
      ["[]", f'["{"x" * 500}","","{"y" * 64}"]'], [f'["{"x" * 501}"]', '["","","",""]']),
     ({"type": "string", "maxLength": 131072}, ['"' + "a" * 131072 + '"'], ['"' + "a" * 131073 + '"']),
+    ({"type": "string", "minLength": 40, "maxLength": 500}, ['"' + "a" * 40 + '"', '"' + "\u5317" * 500 + '"'],
+     ['"' + "a" * 39 + '"', '"' + "a" * 501 + '"']),  # (minLength past MAX_BOUND: written before the loop)
 ]
 
 
@@ -373,7 +395,10 @@ def test_corpus_counted_as_the_counted_back_end(split):
 # ------------------------------------------------------------------ what it declines
 
 DECLINED = [
-    {"type": "string", "pattern": "^a$", "maxLength": 3},
+    {"type": "string", "pattern": "^a+b+$", "maxLength": 300},  # (an intersection past the leaf's length)
+    {"type": "string", "pattern": "^a+b+$", "maxLength": 3, "format": "date"},
+    {"type": "string", "pattern": "^ab$", "minLength": 3},  # (no string: the pipeline reports it)
+    {"type": "string", "minLength": 129},
     {"type": "string", "pattern": "^a", "format": "date"},
     {"type": "string", "pattern": "("},
     {"type": "string", "pattern": 3},

@@ -2156,6 +2156,33 @@ REGULAR_MEMO_MAX = 256
 _regular_memo: dict[tuple, "DFA | None"] = {}
 
 
+def dfa_leaf(d: DFA) -> Dfa:
+    """The IR leaf (:class:`~decoding.ir.Dfa`: byte ranges per state) of a DFA with no
+    special column (the same states)."""
+    bc = d.byte_class.astype(np.intp)
+    trans = d.trans[:, :d.n_classes]
+    edges = []
+    for s in range(d.n_states):
+        es = []
+        lo = 0
+        for b in range(1, 257):
+            if b == 256 or bc[b] != bc[lo]:
+                t = int(trans[s, bc[lo]])
+                if t >= 0:
+                    es.append((lo, b - 1, t))
+                lo = b
+        edges.append(tuple(es))
+    return Dfa(tuple(edges), tuple(int(a) for a in np.nonzero(d.accepting)[0]))
+
+
+def regular_leaf(node: Node, max_states: int) -> Dfa | None:
+    """The minimal automaton of a regular node as an IR leaf (:func:`regular_dfa`, its bound
+    ``max_states``: LimitError past it); None for the empty language.  What the JSON Schema
+    fast path is given to intersect a ``pattern`` with length bounds."""
+    d = regular_dfa(node, max_states=max_states, where="pattern")
+    return None if d is None else dfa_leaf(d)
+
+
 def regular_dfa(node: Node, *, max_states: int = DEFAULT_MAX_STATES, max_nfa: int = _DEFAULT_MAX_NFA,
                 deadline: "_Deadline | None" = None, where: str = "grammar") -> DFA | None:
     """Minimal byte DFA of a regular node (no Ref, no Special), Inter/Diff included; None

@@ -123,7 +123,7 @@ import numpy as np
 
 from decoding import _native
 from decoding.backends import automaton as _automaton
-from decoding.backends.automaton import DFA, compile_dfa, regular_dfa
+from decoding.backends.automaton import DFA, compile_dfa, dfa_leaf, regular_dfa
 from decoding.backends.contract import COST_UNREACHABLE, EOG, FORBIDDEN, worst_text_cost
 from decoding.backends.dfa.index import DFAGrammar
 from decoding.backends.masks import DEFAULT_MAX_MASKS
@@ -502,18 +502,7 @@ def _unit_of(item: Node, grammar: Grammar, limits: Limits | None) -> tuple[froze
     for s in np.nonzero(d.accepting)[0].tolist():
         if any(trans[s, bc[b]] >= 0 for b in first):
             return None
-    edges = []
-    for s in range(d.n_states):
-        es = []
-        lo = 0
-        for b in range(1, 257):
-            if b == 256 or bc[b] != bc[lo]:
-                t = int(trans[s, bc[lo]])
-                if t >= 0:
-                    es.append((lo, b - 1, t))
-                lo = b
-        edges.append(tuple(es))
-    return frozenset(first), Dfa(tuple(edges), tuple(int(a) for a in np.nonzero(d.accepting)[0]))
+    return frozenset(first), dfa_leaf(d)
 
 
 # ----------------------------------------------------------------------------- products

@@ -14,8 +14,10 @@ mostly before the schema is checked: the caller runs
   two share a kind (integer and number are one kind; no ``enum``/``const``/``$ref`` in a
   branch, ``required`` in an object branch only: the pipeline's union then), ``true``, or
   annotations only (a free-form value, ``free_depth`` deep);
-- strings: ``minLength`` up to :data:`MAX_BOUND`, ``maxLength`` up to it or (given a
-  ``tail``) any, or an asserted ``format`` alone, or a ``pattern`` alone.  With ``tail`` (the counted
+- strings: ``minLength`` up to :data:`MAX_BOUND` (given a ``tail``: :data:`MAX_MIN_LENGTH`),
+  ``maxLength`` up to it or (given a ``tail``) any, or an asserted ``format`` alone, or a
+  ``pattern`` (with length bounds: as the pipeline bounds it, its intersection with them an
+  automaton leaf the caller's ``leaf_of`` makes).  With ``tail`` (the counted
   back-end's explicit units for the vocabulary), a string whose ``maxLength - minLength``
   exceeds ``tail + 1`` is written as the counted back-end's rewrite writes it
   (:func:`decoding.backends.counted.rewrite_products`): ``"`` ``U{lo}`` ``<en_i>`` ``U*``
@@ -52,22 +54,26 @@ from decoding.errors import LimitError, SchemaError
 from decoding.frontends.jsonschema.check import check_schema
 from decoding.frontends.jsonschema.compile import (_KNOWN, ANNOTATIONS, DEFAULT_FREE_DEPTH, DEFAULT_MAX_NFA,
                                                    _any_string, _constants, _format_string, _kind_of, _nothing,
-                                                   _value_texts, inferred_kinds, number_node)
+                                                   _bound_single_repeat, _value_texts, inferred_kinds,
+                                                   number_node)
 from decoding.frontends.jsonschema.formats import CHECKED_FORMATS, format_regex
-from decoding.frontends.jsonschema.jsonstr import json_char, quote, string_of
+from decoding.frontends.jsonschema.jsonstr import any_json_char, json_char, quote, string_of
 from decoding.frontends.jsonschema.logic import name_trie, one_char, other_char
 from decoding.frontends.jsonschema.merge import SEMANTIC, TYPES, merge, normalize
 from decoding.frontends.jsonschema.refs import pointer_join, resolve_ref
-from decoding.ir import Node, plain_ids
+from decoding.ir import Dfa, Node, inter, plain_ids, rep
 from decoding.ir.program import NK_CHOICE, NK_SEQ, Chunk, ProgramWriter
 from decoding.limits import DEFAULT_LIMITS, Limits
-from decoding.text.regex import parse_pattern, rx_to_ir
+from decoding.text.regex import length_range, parse_pattern, rx_to_ir
 
 __all__ = ["FastProgram", "fast_program", "counted_unit", "MAX_BOUND", "FAST_VERSION"]
 
 #: the largest ``minLength``/``maxLength``/``minItems``/``maxItems`` written here (larger
 #: bounds are the counted back-end's: the full front-end and ``auto`` decide)
 MAX_BOUND = 16
+#: the largest ``minLength`` written when long strings are counted (``tail`` given): its
+#: characters are written out before the loop (a JSON string character: ~14 NFA states)
+MAX_MIN_LENGTH = 128
 #: the full front-end's size estimate of one JSON string character of a bounded repetition
 #: (NFA states: ``check_size`` of ``maxLength: 100`` is 7,204)
 UNROLLED_CHAR_STATES = 72
@@ -78,7 +84,7 @@ MAX_NESTING = 32
 #: the deepest free-form values (option ``free_depth``) written here
 MAX_FREE_DEPTH = 3
 #: part of the digest: changed whenever the meaning of the records written here changes
-FAST_VERSION = 1
+FAST_VERSION = 2
 #: the keywords of the subset besides annotations (unknown keywords are annotations too)
 _SUBSET = frozenset({"type", "enum", "const", "properties", "required", "additionalProperties", "minProperties", "items",
                      "pattern",
@@ -87,14 +93,15 @@ _SUBSET = frozenset({"type", "enum", "const", "properties", "required", "additio
 #: the keywords that constrain a value (beside ``$ref``/``anyOf``/``enum``: left to the pipeline)
 _SEMANTIC = SEMANTIC
 _BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
-#: an object key the walk always declines, or a ``minLength``/``minItems``/``maxItems`` above
-#: MAX_BOUND (16), in the schema's compact JSON text: a schema holding one is declined before the walk (also
+#: an object key the walk always declines, or a ``minItems``/``maxItems`` above MAX_BOUND
+#: (16) or a ``minLength`` above MAX_MIN_LENGTH (128), in the schema's compact JSON text: a schema holding one is declined before the walk (also
 #: when the key is a property name or sits in an unused definition: only speed is lost).  No
 #: string's content matches: a quote inside one is escaped, so ``allOf\":`` is never ``allOf":``
 _OUTSIDE = re.compile(r'"(?:allOf|not|if|patternProperties|multipleOf|contains|prefixItems|'
                       r'dependencies|dependentRequired|dependentSchemas|propertyNames|maxProperties|'
                       r'unevaluatedProperties|unevaluatedItems|\$dynamicRef|\$recursiveRef|uniqueItems)":|'
-                      r'"(?:minLength|maxItems|minItems)":(?:1[7-9]|[2-9]\d|\d{3})|"minProperties":(?:[2-9]|\d\d)')
+                      r'"(?:maxItems|minItems)":(?:1[7-9]|[2-9]\d|\d{3})|"minLength":(?:129|1[3-9]\d|[2-9]\d\d|\d{4})|'
+                      r'"minProperties":(?:[2-9]|\d\d)')
 #: the options whose defaults the subset needs (the others cannot change its language: no
 #: ``$ref``, ``format``, free-form value or untyped schema is compiled here)
 _NEEDED = {"whitespace": "compact", "extra_properties": "omit", "format_mode": "assert", "untyped": "infer"}
@@ -125,7 +132,7 @@ class _Decline(Exception):
 def fast_program(schema: Any, plain: Callable[[], tuple[Mapping[int, int], int, int, bytes]], *,
                  limits: Limits = DEFAULT_LIMITS, max_nfa: int = DEFAULT_MAX_NFA, registry: Any = None,
                  free_depth: int = DEFAULT_FREE_DEPTH, tail: int | None = None, count_above: int | None = None,
-                 **options: Any) -> FastProgram | None:
+                 leaf_of: Callable[[Node, int], Dfa | None] | None = None, **options: Any) -> FastProgram | None:
     """The program of ``schema`` (a parsed JSON Schema) or None (outside the subset, another
     option, or a schema :func:`check_schema` rejects).  ``plain()``: the offsets of the
     registered plain nodes' records, the prefix's code entries, literal bytes and digest
@@ -135,7 +142,9 @@ def fast_program(schema: Any, plain: Callable[[], tuple[Mapping[int, int], int, 
     unrolled size as the full front-end estimates it (:data:`UNROLLED_CHAR_STATES` per
     character beyond ``minLength``, summed over the places they are written) is above
     ``count_above`` (None: always), as ``auto`` counts a grammar estimated above
-    ``COUNT_ABOVE``; otherwise unrolled."""
+    ``COUNT_ABOVE``; otherwise unrolled.  ``leaf_of(node, max_states)``: the minimal automaton
+    of a regular node as a leaf (None: empty; LimitError: more states), for a ``pattern``
+    with length bounds (None: declined)."""
     if not isinstance(schema, dict) or max_nfa < DEFAULT_MAX_NFA or limits.max_nfa_states < \
             DEFAULT_LIMITS.max_nfa_states or limits.max_compile_work < DEFAULT_LIMITS.max_compile_work or \
             registry is not None or type(free_depth) is not int or not 0 <= free_depth <= MAX_FREE_DEPTH:
@@ -153,7 +162,7 @@ def fast_program(schema: Any, plain: Callable[[], tuple[Mapping[int, int], int, 
     count = tail is not None
     for _ in range(8):  # (a retry per format string made plain by this call: a few per process)
         at, base, nlit, prefix = plain()
-        w = _Writer(ProgramWriter(base, nlit), at, schema, free_depth, tail, prefix, count)
+        w = _Writer(ProgramWriter(base, nlit), at, schema, free_depth, tail, prefix, count, leaf_of)
         try:
             root = w.node(schema, "", 0)
         except _Stale:
@@ -172,14 +181,14 @@ def fast_program(schema: Any, plain: Callable[[], tuple[Mapping[int, int], int, 
         return None
     code, lits = w.out.code, bytes(w.out.lits)
     h = hashlib.blake2b(prefix, digest_size=32)
-    h.update(b"%d:%d:%d:" % (FAST_VERSION, root, len(code)))
+    h.update(b"%d:%d:%d:" % (FAST_VERSION, root, len(code)))  # (FAST_VERSION 2: leaves by their digests)
     h.update(code.tobytes())
     h.update(lits)
     if w.loops:
         h.update(repr((tail, w.loops)).encode())
     leaves = w.out.leaves
     for x in leaves:
-        h.update(repr((x.edges, x.accept)).encode())
+        h.update(_leaf_digest(x))
     return FastProgram(code, lits, root, tuple(w.ignored), "fast:" + h.hexdigest(), tuple(w.loops), tail or 0,
                        tuple(leaves), tuple(w.out.leaf_at), w.patterns, w.unions)
 
@@ -201,13 +210,15 @@ class _Stale(Exception):
 
 
 class _Writer:
-    __slots__ = ("out", "at", "root", "free_depth", "ignored", "_string", "_char", "_integer", "_number", "_refs",
+    __slots__ = ("out", "leaf_of", "at", "root", "free_depth", "ignored", "_string", "_char", "_integer", "_number", "_refs",
                  "_active", "_ids", "_free", "tail", "loops", "_counted", "_chunks", "_parts", "count", "unrolled",
                  "patterns", "unions")
 
     def __init__(self, out: ProgramWriter, at: Mapping[int, int], root: dict, free_depth: int,
-                 tail: int | None, prefix: bytes = b"", count: bool = True) -> None:
+                 tail: int | None, prefix: bytes = b"", count: bool = True,
+                 leaf_of: Callable[[Node, int], Dfa | None] | None = None) -> None:
         self.out = out
+        self.leaf_of = leaf_of
         self.count = count  # long strings as counted loops (else unrolled)
         self.unrolled = 0  # the full front-end's estimate of the long strings unrolled
         self.patterns = False  # a ``pattern`` was written
@@ -386,15 +397,15 @@ class _Writer:
                 return self._integer if kind == "integer" else self._number
             return self.bounded(s, ptr, kind == "integer")
         if kind == "string":
-            lo = _bound(s, "minLength", 0)
+            lo = _bound(s, "minLength", 0, MAX_MIN_LENGTH if self.tail is not None else MAX_BOUND)
             hi = _bound(s, "maxLength", None, MAX_LENGTH if self.tail is not None else MAX_BOUND)
             if hi is not None and hi < lo:
                 raise _Decline
             fmt = s.get("format")
             if "pattern" in s:
-                if fmt is not None or lo or hi is not None:
+                if fmt is not None:
                     raise _Decline  # (by intersection in the pipeline)
-                return self.pattern(s["pattern"])
+                return self.pattern(s["pattern"], lo, hi)
             if fmt is not None:
                 return self.format(fmt, lo, hi, ptr)
             if lo == 0 and hi is None:
@@ -498,14 +509,28 @@ class _Writer:
         o = self._free[depth] = out.choice(*alts)
         return o
 
-    def pattern(self, pat: Any) -> int:
-        """A string matching ``pattern`` (searched, as JSON Schema reads it), no length bound or
-        format beside it: the pipeline's ``string_of(rx_to_ir(parse_pattern(pat), json_char))``."""
+    def pattern(self, pat: Any, lo: int = 0, hi: int | None = None) -> int:
+        """A string matching ``pattern`` (searched, as JSON Schema reads it) of ``lo`` to ``hi``
+        characters, no format beside it, as the pipeline's ``string``: the pattern's string
+        when its lengths are within the bounds, the bounds folded into a ``^C{m,n}$`` pattern's
+        repetition, else their intersection, here an automaton leaf made once per process
+        (:func:`_pattern_leaf`; ``hi`` at most :data:`PATTERN_LEAF_MAX_LENGTH`)."""
         if type(pat) is not str:
             raise _Decline
         try:
             re.compile(pat)
-            node = string_of(rx_to_ir(parse_pattern(pat), json_char))
+            rx = parse_pattern(pat)
+            plo, phi = length_range(rx)
+            if plo < lo or (hi is not None and (phi is None or phi > hi)):
+                adj = _bound_single_repeat(rx, lo, hi)
+                if adj is None:
+                    return self.ir(_pattern_leaf(pat, rx, lo, hi, self.leaf_of))
+                if adj.kind == "chars" and not adj.ranges:
+                    raise _Decline  # (no string: the pipeline reports it)
+                rx = adj
+            node = string_of(rx_to_ir(rx, json_char))
+        except _Decline:
+            raise
         except Exception:  # noqa: BLE001 - the pipeline reports it, located
             raise _Decline from None
         self.patterns = True
@@ -619,6 +644,55 @@ _ORDER = ("object", "array", "string", "integer", "number", "boolean", "null")
 _CHUNKS: dict[bytes, dict[tuple[str, str], Any]] = {}
 _EMPTY = object()  # (a chunk cache entry: the bounds admit no value)
 CHUNKS_MAX = 8192
+
+
+#: the longest ``maxLength`` beside a ``pattern`` the fast path intersects (an automaton leaf of
+#: at most :data:`PATTERN_LEAF_MAX_STATES` states); above, or bigger, the pipeline's counted
+#: products do it
+PATTERN_LEAF_MAX_LENGTH = 256
+PATTERN_LEAF_MAX_STATES = 4096
+#: (pattern, lo, hi) -> the leaf of :func:`_pattern_leaf` or ``_EMPTY`` (per process; bounded)
+_PATTERN_LEAVES: dict[tuple[str, int, int], Any] = {}
+
+
+#: id of a leaf -> (the leaf, the digest of its edges and accepting states): the leaves of
+#: bounded numbers and patterns are kept per process, and their text is long (bounded)
+_LEAF_DIGESTS: dict[int, tuple[Dfa, bytes]] = {}
+
+
+def _leaf_digest(x: Dfa) -> bytes:
+    hit = _LEAF_DIGESTS.get(id(x))
+    if hit is None or hit[0] is not x:
+        hit = (x, hashlib.blake2b(repr((x.edges, x.accept)).encode(), digest_size=32).digest())
+        if len(_LEAF_DIGESTS) >= 4096:
+            _LEAF_DIGESTS.clear()
+        _LEAF_DIGESTS[id(x)] = hit
+    return hit[1]
+
+
+def _pattern_leaf(pat: str, rx: Any, lo: int, hi: int | None, leaf_of: Callable[[Node, int], Dfa | None] | None) -> Dfa:
+    """The JSON strings of ``lo`` to ``hi`` characters whose text matches ``rx`` (parsed
+    ``pat``), as the pipeline's intersection reads them, as one automaton leaf (``leaf_of``:
+    the minimal automaton of a regular node of at most that many states, None where it is
+    empty; given by the caller, as front-ends build no automata); _Decline where it is
+    empty, too long, too big, or no ``leaf_of`` is given."""
+    if hi is None or hi > PATTERN_LEAF_MAX_LENGTH or leaf_of is None:
+        raise _Decline
+    key = (pat, lo, hi)
+    hit = _PATTERN_LEAVES.get(key)
+    if hit is None:
+        node = inter(string_of(rx_to_ir(rx, json_char)), string_of(rep(any_json_char(), lo, hi)))
+        try:
+            d = leaf_of(node, PATTERN_LEAF_MAX_STATES)
+        except LimitError:
+            d = None
+        hit = _EMPTY if d is None else d
+        if len(_PATTERN_LEAVES) >= 1024:
+            _PATTERN_LEAVES.clear()
+        _PATTERN_LEAVES[key] = hit
+    if hit is _EMPTY:
+        raise _Decline
+    return hit
 
 
 def _disjoint_kinds(branches: list) -> bool:
