@@ -390,8 +390,10 @@ def lazy_counted_program(code: Sequence[int], lits: bytes, root: int, xs: Sequen
             if len(crossing) > CROSS_MAX:
                 return None
     cross = np.array(sorted(crossing), dtype=np.int64)
-    en_src = {a for a, k in zip(nfa.sp_src, nfa.sp_k) if not k % 2}
-    if any(a in en_src for a in nfa.e_src) or any(a in en_src for a in nfa.eps_src):
+    sp_src, sp_k = np.frombuffer(nfa.sp_src, dtype=np.int32), np.frombuffer(nfa.sp_k, dtype=np.int32)
+    en_src = np.zeros(nfa.n, dtype=bool)
+    en_src[sp_src[sp_k % 2 == 0]] = True
+    if any(len(a) and en_src[np.frombuffer(a, dtype=np.int32)].any() for a in (nfa.e_src, nfa.eps_src)):
         return None  # (a byte read where a middle is entered, not in it: not the fast path's strings)
     usable = vocab.single_byte_tokens()
     both = lazy_dfa_of_nfa(_Both(nfa), start, end, specials, usable_bytes=usable, limits=lim, what=what)
