@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import decoding.compiler as compiler_mod
-from decoding.backends.automaton import compile_dfa, plain_program_offsets, program_dfa, regular_leaf
+from decoding.backends.automaton import compile_dfa, plain_program_offsets, program_dfa, regular_dfa, regular_leaf
 from decoding.backends.contract import EOG
 from decoding.backends.counted import compile_counted, counted_program, room_tail
 from decoding.backends.select import compile_grammar
@@ -181,6 +181,23 @@ def test_accepts_and_rejects(schema, good, bad):
         assert not dfa.accepts(s.encode("utf-8")), s
     ref, _ = _pipeline_dfa(schema)
     assert same_language(dfa, ref)
+
+
+@pytest.mark.parametrize("kids", ["a", "ab~", ' "\\', "azAZ09_-$", "".join(chr(c) for c in range(0x20, 0x7F))])
+def test_other_char_of_printable_ascii_as_json_char_of_the_complement(kids):
+    """``logic.other_char`` of printable ASCII characters (a byte set, the escapes, the constant
+    non-ASCII node) spells what ``json_char`` of their complement spells, then any content."""
+    from decoding.frontends.jsonschema.jsonstr import json_char
+    from decoding.frontends.jsonschema.logic import _OTHER_CHAR, any_content, other_char
+    from decoding.ir import complement_ranges, seq
+
+    _OTHER_CHAR.pop(kids, None)
+    got = regular_dfa(other_char(kids))
+    ref = regular_dfa(seq(json_char(complement_ranges((ord(c), ord(c)) for c in kids)), any_content()))
+    assert same_language(got, ref)
+    assert got.accepts(b"\\u0001") and got.accepts("\u5317".encode()) and not got.accepts(b"\\u0041")
+    for c in kids:
+        assert not got.accepts(c.encode() if c not in '"\\' else b"\\" + c.encode())
 
 
 def test_min_length_above_max_bound_where_strings_are_counted():

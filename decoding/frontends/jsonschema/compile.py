@@ -28,7 +28,8 @@ from decoding.limits import DEFAULT_LIMITS, Limits
 from decoding.frontends.json_validator import exact_value, validator_class
 from decoding.frontends.jsonschema.check import check_schema, load_schema_text
 from decoding.frontends.jsonschema.formats import CHECKED_FORMATS, check_format, format_regex
-from decoding.frontends.jsonschema.jsonstr import any_json_char, dumps, encode_str, json_char, quote, string_of
+from decoding.frontends.jsonschema.jsonstr import (any_json_char, dumps, encode_str, json_char, non_ascii_json_char,
+                                                   quote, string_of)
 from decoding.ir.key import canonical_ir_text, grammar_digest
 from decoding.ir.literals import literal_set
 from decoding.ir.productive import known_productive
@@ -98,7 +99,7 @@ def _constants() -> _Constants:
     :func:`_format_string`)."""
     if not _CONSTANTS:
         _CONSTANTS.append(_with_constants(None, (any_json_char(), INTEGER, NUMBER,
-                                                 string_of(star(any_json_char())))))
+                                                 string_of(star(any_json_char())), non_ascii_json_char())))
     return _CONSTANTS[0]
 
 

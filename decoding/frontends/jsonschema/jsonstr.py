@@ -20,7 +20,7 @@ from functools import lru_cache
 from typing import Iterable
 
 from decoding.errors import UsageError
-from decoding.ir import MAX_CP, NOTHING, Node, char_class, choice, lit, normalize_ranges, seq
+from decoding.ir import MAX_CP, NOTHING, Node, char_class, choice, complement_ranges, lit, normalize_ranges, seq
 
 __all__ = ["json_char", "any_json_char", "string_of", "quote", "dumps", "number_text", "encode_str"]
 
@@ -79,6 +79,21 @@ def json_char(ranges: Iterable[tuple[int, int]]) -> Node:
 
 def any_json_char() -> Node:
     return _json_char(((0, MAX_CP),))
+
+
+#: :func:`non_ascii_json_char`'s node (one per process: a registered plain node)
+_NON_ASCII: list[Node] = []
+#: printable ASCII: the characters a JSON string holds as themselves, bar ``"`` and ``\\``
+PRINTABLE_ASCII = (0x20, 0x7E)
+
+
+def non_ascii_json_char() -> Node:
+    """One JSON string character outside printable ASCII: a control character's escape or a
+    non-ASCII character (one node per process).  With :func:`json_char` of a set of printable
+    ASCII characters it spells the characters of the union (the spellings are per character)."""
+    if not _NON_ASCII:
+        _NON_ASCII.append(json_char(complement_ranges((PRINTABLE_ASCII,))))
+    return _NON_ASCII[0]
 
 
 def string_of(body: Node) -> Node:
