@@ -283,7 +283,7 @@ class Compiler:
                     # (over lazy automata: every loop long, no union where two strings may start)
                     cg = lazy_counted_program(prog.code, prog.lits, prog.root, prog.loops, prog.tail, counted_unit(),
                                               self.vocab, limits=lim, max_nfa=COUNTED_MAX_NFA, grammar_key=key,
-                                              meta=meta, leaves=prog.leaves, leaf_at=prog.leaf_at, **kw)
+                                              meta=meta, leaves=prog.leaves, leaf_at=prog.leaf_at, lows=prog.lows, **kw)
                 if cg is None:
                     cg = counted_program(prog.code, prog.lits, prog.root, prog.loops, prog.tail, counted_unit(),
                                          self.vocab, limits=lim, max_nfa=COUNTED_MAX_NFA, max_states=max_states,

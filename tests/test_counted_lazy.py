@@ -114,6 +114,27 @@ def test_masks_as_the_explicit_counted_automaton(schema):
     assert cg._near  # (the near-end masks were compared)
 
 
+def test_crossing_tokens_from_the_layout_cover_those_from_the_nfa():
+    """The fast path's ``lows`` (``"`` right before a loop's ``<en>``, or its ``minLength``
+    units) give at least the tokens that the bytes before each ``<en>``, read from the NFA
+    (:func:`~decoding.backends.counted_lazy._befores`), give: the crossing checks stay exact."""
+    from decoding.backends.counted_lazy import lazy_counted_program
+
+    vocab = get_vocab("llama-bpe")
+    seen = 0
+    for schema in [MED] + [s for s, cg in compiled_corpus("Snowplow", 4) if isinstance(cg, LazyCountedGrammar)]:
+        prog = fast_program(schema, plain_program_offsets, tail=room_tail(vocab), count_above=COUNT_ABOVE,
+                            leaf_of=regular_leaf)
+        args = (prog.code, prog.lits, prog.root, prog.loops, prog.tail, counted_unit(), vocab)
+        kw = dict(leaves=prog.leaves, leaf_at=prog.leaf_at)
+        a = lazy_counted_program(*args, lows=prog.lows, **kw)
+        b = lazy_counted_program(*args, **kw)
+        assert a is not None and b is not None
+        assert set(b._cross_ids.tolist()) <= set(a._cross_ids.tolist())
+        seen += bool(len(b._cross_ids))
+    assert seen >= 2  # (MED, and a Snowplow schema with a medium loop)
+
+
 def test_a_token_crossing_into_a_medium_loop_is_removed():
     """After ``{"c":"`` (``minLength`` 1, room 99) the 128-space token starts a unit, crosses
     ``<en>`` and starts 127 more: the free automaton allows it, the grammar must not."""

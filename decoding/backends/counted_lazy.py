@@ -328,43 +328,53 @@ def _befores(nfa, ks: Sequence[int]) -> dict[int, np.ndarray]:  # type: ignore[n
     return out
 
 
-#: per unit walk (one per vocabulary and unit): (set of bytes ``before``, room) -> the tokens
-#: :func:`_crossing` finds (about a ms once per process)
+#: per unit walk (one per vocabulary and unit) and set of bytes ``before``: the tokens with a
+#: suffix of more than :data:`_CROSS_FLOOR` bytes after a byte of ``before``, and the most
+#: units such a suffix starts (:func:`_crossing`; about a ms once per process)
 _CROSS_MEMO: "WeakMemo[_UnitWalk, dict]" = WeakMemo(lambda w: {})
+_CROSS_FLOOR = 16
 
 
 def _crossing(walk: _UnitWalk, vocab: Vocab, before: np.ndarray, room: int) -> np.ndarray:
     """The tokens with a suffix after a byte of ``before`` (offset 1 or more) that starts more
     than ``room`` units from a unit's start: those that may overrun a loop of that room after
     crossing into it past their first byte."""
+    floor = min(room, _CROSS_FLOOR)
     memo = _CROSS_MEMO(walk)
-    key = (np.packbits(before).tobytes(), room)
+    key = (np.packbits(before).tobytes(), floor)
     hit = memo.get(key)
     if hit is None:
         blob, off = vocab.blob()
         data = np.frombuffer(blob, dtype=np.uint8)
         st, end = off[:-1].astype(np.int64), off[1:].astype(np.int64)
-        tok = np.flatnonzero(end - st >= room + 2)  # (a suffix of at most ``room`` bytes starts at most that many)
-        n = end[tok] - st[tok] - room - 1  # (per token: the bytes ``before`` may be, its suffix still long enough)
+        tok = np.flatnonzero(end - st >= floor + 2)  # (a suffix of at most ``floor`` bytes starts at most that many)
+        n = end[tok] - st[tok] - floor - 1  # (per token: the bytes ``before`` may be, its suffix still long enough)
         tok = np.repeat(tok, n)
         pos = st[tok] + np.arange(len(tok)) - np.repeat(np.cumsum(n) - n, n)
         keep = before[data[pos]]
         pos, tok, end = pos[keep], tok[keep], end[tok[keep]]
         units = _walk(walk.step, walk.starts, data, pos + 1, end - pos - 1, 0)
-        t = tok[units > room]  # (ascending: np.unique's first call imports numpy.ma, ~15 ms)
-        hit = t[np.r_[True, t[1:] != t[:-1]]].astype(np.int64) if len(t) else t.astype(np.int64)
-        if len(memo) >= 256:
+        most = np.zeros(vocab.n_tokens, dtype=np.int64)
+        np.maximum.at(most, tok, units)
+        ids = np.flatnonzero(most > floor)
+        hit = memo[key] = (ids, most[ids])
+        if len(memo) >= 64:
             memo.clear()
-        memo[key] = hit
-    return hit
+            memo[key] = hit
+    ids, most = hit
+    return ids[most > room]
 
 
 def lazy_counted_program(code: Sequence[int], lits: bytes, root: int, xs: Sequence[int], tail: int, unit_item: Node,
                          vocab: Vocab, *, limits: Limits | None = None, max_nfa: int | None = None,
                          grammar_key: str = "", meta: dict | None = None, max_masks: int = DEFAULT_MAX_MASKS,
-                         leaves: Sequence[Dfa] = (), leaf_at: Sequence[int] = ()) -> LazyCountedGrammar | None:
+                         leaves: Sequence[Dfa] = (), leaf_at: Sequence[int] = (),
+                         lows: Sequence[int] | None = None) -> LazyCountedGrammar | None:
     """The grammar of a program with counted loops (``counted_program``'s arguments) over lazy
-    automata, or None where it does not apply: a unit that does not qualify, ``program_nfa``'s
+    automata, or None where it does not apply.  ``lows``: per loop, the units its string
+    writes before its ``<en>`` as the JSON Schema fast path writes them (0: the opening quote
+    right before it), which tells the bytes before a crossing without reading the NFA
+    (:func:`_befores`).  None where it does not apply: a unit that does not qualify, ``program_nfa``'s
     None, or more than :data:`CROSS_MAX` tokens that may overrun a medium loop after crossing
     into it past their first byte (a ``minLength`` before it: the unit's bytes lead to its
     ``<en>``)."""
@@ -384,7 +394,13 @@ def lazy_counted_program(code: Sequence[int], lits: bytes, root: int, xs: Sequen
     crossing: set[int] = set()
     medium = [i for i, r in enumerate(room) if r + 1 < vocab.max_token_bytes]  # (a suffix past the first
     if medium:  # byte has at most M - 1 bytes)
-        before = _befores(nfa, [2 * i for i in medium])
+        if lows is not None:  # (the fast path's layout: ``"`` right before <en_i>, or lows[i] units)
+            quote = np.zeros(256, dtype=bool)
+            quote[0x22] = True
+            every = np.ones(256, dtype=bool)
+            before = {2 * i: quote if lows[i] == 0 else every for i in medium}
+        else:
+            before = _befores(nfa, [2 * i for i in medium])
         for i in medium:
             crossing.update(_crossing(walk, vocab, before[2 * i], room[i]).tolist())
             if len(crossing) > CROSS_MAX:

@@ -123,6 +123,7 @@ class FastProgram:
     leaf_at: tuple[int, ...] = ()
     patterns: bool = False  # whether it holds a ``pattern`` (a nested repetition's subsets can be huge)
     unions: bool = False  # whether it holds an ``anyOf``/``oneOf`` (two strings may start at one place)
+    lows: tuple[int, ...] = ()  # loop i's string's units before its <en_i> (minLength): 0 when ``"`` is right before it
 
 
 class _Decline(Exception):
@@ -190,7 +191,7 @@ def fast_program(schema: Any, plain: Callable[[], tuple[Mapping[int, int], int, 
     for x in leaves:
         h.update(_leaf_digest(x))
     return FastProgram(code, lits, root, tuple(w.ignored), "fast:" + h.hexdigest(), tuple(w.loops), tail or 0,
-                       tuple(leaves), tuple(w.out.leaf_at), w.patterns, w.unions)
+                       tuple(leaves), tuple(w.out.leaf_at), w.patterns, w.unions, tuple(w.lows))
 
 
 def prepare() -> None:
@@ -212,7 +213,7 @@ class _Stale(Exception):
 class _Writer:
     __slots__ = ("out", "leaf_of", "at", "root", "free_depth", "ignored", "_string", "_char", "_integer", "_number", "_refs",
                  "_active", "_ids", "_free", "tail", "loops", "_counted", "_chunks", "_parts", "count", "unrolled",
-                 "patterns", "unions")
+                 "patterns", "unions", "lows")
 
     def __init__(self, out: ProgramWriter, at: Mapping[int, int], root: dict, free_depth: int,
                  tail: int | None, prefix: bytes = b"", count: bool = True,
@@ -232,6 +233,7 @@ class _Writer:
         self._parts: dict[tuple[str, str], int] = {}
         self.tail = tail
         self.loops: list[int] = []
+        self.lows: list[int] = []
         self._counted: dict[tuple[int, int], int] = {}  # (minLength, maxLength) -> the string's records
         self.at = at
         self.root = root
@@ -429,6 +431,7 @@ class _Writer:
             assert tt is not None
             i = len(self.loops)
             self.loops.append(hi - lo - tt)
+            self.lows.append(lo)
             q = out.lit(b'"')
             parts = [q] + ([out.repeat(c, lo, lo)] if lo else [])
             parts += [out.special(2 * i), out.repeat(c, 0, None),
