@@ -2159,20 +2159,21 @@ _regular_memo: dict[tuple, "DFA | None"] = {}
 def dfa_leaf(d: DFA) -> Dfa:
     """The IR leaf (:class:`~decoding.ir.Dfa`: byte ranges per state) of a DFA with no
     special column (the same states)."""
-    bc = d.byte_class.astype(np.intp)
-    trans = d.trans[:, :d.n_classes]
-    edges = []
-    for s in range(d.n_states):
-        es = []
-        lo = 0
-        for b in range(1, 257):
-            if b == 256 or bc[b] != bc[lo]:
-                t = int(trans[s, bc[lo]])
-                if t >= 0:
-                    es.append((lo, b - 1, t))
-                lo = b
-        edges.append(tuple(es))
-    return Dfa(tuple(edges), tuple(int(a) for a in np.nonzero(d.accepting)[0]))
+    t = d.trans[:, :d.n_classes][:, d.byte_class.astype(np.intp)]  # (state, byte) -> target
+    cut = np.ones(t.shape, dtype=bool)
+    cut[:, 1:] = t[:, 1:] != t[:, :-1]
+    st, lo = np.nonzero(cut)  # (a run of one target starts: per state, by byte)
+    hi = np.empty_like(lo)
+    hi[:-1] = lo[1:] - 1
+    last = np.ones(len(st), dtype=bool)
+    last[:-1] = st[1:] != st[:-1]
+    hi[last] = 255
+    tgt = t[st, lo]
+    keep = tgt >= 0
+    edges: list[list[tuple[int, int, int]]] = [[] for _ in range(d.n_states)]
+    for s_, a, b, x in zip(st[keep].tolist(), lo[keep].tolist(), hi[keep].tolist(), tgt[keep].tolist()):
+        edges[s_].append((a, b, x))
+    return Dfa(tuple(tuple(es) for es in edges), tuple(int(a) for a in np.nonzero(d.accepting)[0]))
 
 
 def regular_leaf(node: Node, max_states: int) -> Dfa | None:
