@@ -184,16 +184,16 @@ def test_accepts_and_rejects(schema, good, bad):
 
 
 @pytest.mark.parametrize("kids", ["a", "ab~", ' "\\', "azAZ09_-$", "".join(chr(c) for c in range(0x20, 0x7F))])
-def test_other_char_of_printable_ascii_as_json_char_of_the_complement(kids):
-    """``logic.other_char`` of printable ASCII characters (a byte set, the escapes, the constant
-    non-ASCII node) spells what ``json_char`` of their complement spells, then any content."""
-    from decoding.frontends.jsonschema.jsonstr import json_char
-    from decoding.frontends.jsonschema.logic import _OTHER_CHAR, any_content, other_char
-    from decoding.ir import complement_ranges, seq
+def test_other_char_of_printable_ascii_as_the_pipelines(kids):
+    """The fast path's other character of printable ASCII ``kids`` (a byte set, the escapes, the
+    constant non-ASCII node) spells what ``logic.other_char`` spells: ``json_char`` of their
+    complement, then any content."""
+    from decoding.frontends.jsonschema.fast import _OTHER, _other_char
+    from decoding.frontends.jsonschema.logic import other_char
 
-    _OTHER_CHAR.pop(kids, None)
-    got = regular_dfa(other_char(kids))
-    ref = regular_dfa(seq(json_char(complement_ranges((ord(c), ord(c)) for c in kids)), any_content()))
+    _OTHER.pop(kids, None)
+    got = regular_dfa(_other_char(kids))
+    ref = regular_dfa(other_char(kids))
     assert same_language(got, ref)
     assert got.accepts(b"\\u0001") and got.accepts("\u5317".encode()) and not got.accepts(b"\\u0041")
     for c in kids:

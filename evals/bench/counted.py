@@ -9,7 +9,9 @@ With ``--split``: a breakdown of the schemas of a shared split (maskbench's even
 selection) that ``backend="auto"`` compiles counted: compile ms (best of ``--repeat``), the
 estimate of the grammar unrolled and counted (NFA states), the subset construction's and the
 minimal automaton's states, and the loops counted (``r`` units of room or need, the explicit
-units ``T`` after the middle) with how many times each occurs.
+units ``T`` after the middle) with how many times each occurs; a grammar over lazy automata
+(``stats()["lazy"]``, decoding.backends.counted_lazy) has no subset construction or explicit
+automaton ("lazy") and lists its loops' rooms.
 
 Per-vocabulary tables (the trie, the plain-text profiles) are built once before timing, as
 any process that compiled one grammar has them.  Compile = JSON Schema -> IR -> compiled
@@ -116,6 +118,11 @@ def breakdown(vocab: Vocab, split: str, limit: int | None, repeat: int) -> None:
         finally:
             automaton._minimize = minimize
         sub = max(sizes)[0] if sizes else 0
+        if cg.stats().get("lazy"):  # (over lazy automata: no explicit automaton, no minimisation)
+            rooms = Counter(cg.room)
+            desc = ", ".join(f"{r} x {n}" for r, n in sorted(rooms.items()))
+            print(f"| {f.name} | {best * 1e3:.1f} | {unrolled} | {est} | lazy | lazy | {desc} |")
+            continue
         d = cg.dfa  # (rebuilt with its marker columns)
         col = {t: j for j, t in enumerate(d.specials)}
         occ: Counter = Counter()  # (units, tail, need) -> states the loop is entered from

@@ -57,11 +57,13 @@ from decoding.frontends.jsonschema.compile import (_KNOWN, ANNOTATIONS, DEFAULT_
                                                    _bound_single_repeat, _value_texts, inferred_kinds,
                                                    number_node)
 from decoding.frontends.jsonschema.formats import CHECKED_FORMATS, format_regex
-from decoding.frontends.jsonschema.jsonstr import any_json_char, json_char, quote, string_of
-from decoding.frontends.jsonschema.logic import name_trie, one_char, other_char
+from decoding.frontends.jsonschema.jsonstr import (PRINTABLE_ASCII, any_json_char, json_char, non_ascii_json_char,
+                                                   quote, string_of)
+from decoding.frontends.jsonschema.logic import NOT_IN_MEMO, any_content, name_trie, one_char, other_char
 from decoding.frontends.jsonschema.merge import SEMANTIC, TYPES, merge, normalize
 from decoding.frontends.jsonschema.refs import pointer_join, resolve_ref
-from decoding.ir import Dfa, Node, inter, plain_ids, rep
+from decoding.ir import (MAX_CP, Dfa, Node, byteset, choice, complement_ranges, inter, lit, plain_ids, rep,
+                         seq)
 from decoding.ir.program import NK_CHOICE, NK_SEQ, Chunk, ProgramWriter
 from decoding.limits import DEFAULT_LIMITS, Limits
 from decoding.text.regex import length_range, parse_pattern, rx_to_ir
@@ -455,7 +457,7 @@ class _Writer:
                 return o
             ch = self._chunks.get(key)
             if ch is None:
-                node = other_char(key[1]) if key[0] == "o" else one_char(key[1])
+                node = _other_char(key[1]) if key[0] == "o" else one_char(key[1])
                 o = self.at.get(id(node))
                 if o is not None:  # (made plain by the full front-end: in the prefix)
                     written[key] = o
@@ -656,6 +658,32 @@ PATTERN_LEAF_MAX_LENGTH = 256
 PATTERN_LEAF_MAX_STATES = 4096
 #: (pattern, lo, hi) -> the leaf of :func:`_pattern_leaf` or ``_EMPTY`` (per process; bounded)
 _PATTERN_LEAVES: dict[tuple[str, int, int], Any] = {}
+
+
+#: :func:`_other_char`'s nodes, per process (at most ``logic.NOT_IN_MEMO``)
+_OTHER: dict[str, Node] = {}
+
+
+def _other_char(kids: str) -> Node:
+    """``logic.other_char(kids)``'s language (a JSON character none of ``kids``, then any
+    content), cheaper to make where ``kids`` are printable ASCII (a property name's, mostly):
+    their complement there as a byte set and the escapes of ``"`` and ``\\`` (json_char of it,
+    written out), or the one constant node for the other characters
+    (:func:`~decoding.frontends.jsonschema.jsonstr.non_ascii_json_char`, a registered plain
+    node: named by its offset, not copied) instead of a fresh UTF-8 class per set."""
+    other = _OTHER.get(kids)
+    if other is None:
+        lo, hi = PRINTABLE_ASCII
+        if not all(lo <= ord(c) <= hi for c in kids):
+            return other_char(kids)
+        raw = complement_ranges(((0, lo - 1), (hi + 1, MAX_CP), (0x22, 0x22), (0x5C, 0x5C),
+                                 *((ord(c), ord(c)) for c in kids)))
+        alts = [byteset(raw)] if raw else []
+        alts += [lit(e) for c, e in (('"', '\\"'), ("\\", "\\\\")) if c not in kids]
+        other = seq(choice(*alts, non_ascii_json_char()), any_content())
+        if len(_OTHER) < NOT_IN_MEMO:
+            _OTHER[kids] = other
+    return other
 
 
 #: id of a leaf -> (the leaf, the digest of its edges and accepting states): the leaves of

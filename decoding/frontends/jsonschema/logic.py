@@ -48,12 +48,11 @@ from typing import Any
 from decoding.errors import SchemaError
 from decoding.frontends.json_validator import exact_value, validator_class
 from decoding.frontends.jsonschema.formats import format_regex, format_superset
-from decoding.frontends.jsonschema.jsonstr import (PRINTABLE_ASCII, any_json_char, json_char, non_ascii_json_char, quote,
-                                                   string_of)
+from decoding.frontends.jsonschema.jsonstr import any_json_char, json_char, quote, string_of
 from decoding.frontends.jsonschema.merge import TYPES, normalize
 from decoding.frontends.jsonschema.numbers import INTEGER, integer_bounds, integer_range, number_range
 from decoding.frontends.jsonschema.refs import pointer_join
-from decoding.ir import (EMPTY, MAX_CP, NOTHING, Dfa, Node, complement_ranges, Ref, Repeat, Seq, Choice, byteset, choice, diff, inter,
+from decoding.ir import (EMPTY, NOTHING, Dfa, Node, complement_ranges, Ref, Repeat, Seq, Choice, byteset, choice, diff, inter,
                          lit, opt, rep, seq, star)
 from decoding.text.regex import PatternError, parse_pattern, rx_to_ir
 
@@ -664,18 +663,8 @@ def other_char(kids: str) -> Node:
     """A JSON character that is none of ``kids``, then any content (memoized per process)."""
     other = _OTHER_CHAR.get(kids)
     if other is None:
-        lo, hi = PRINTABLE_ASCII
-        if all(lo <= ord(c) <= hi for c in kids):  # (a property name's characters, mostly)
-            # the printable ASCII ones (a byte set and an escape or two) or the constant rest
-            # (json_char of them, written out: the bytes themselves, ``\"`` and ``\\`` escaped)
-            raw = complement_ranges(((0, lo - 1), (hi + 1, MAX_CP), (0x22, 0x22), (0x5C, 0x5C),
-                                     *((ord(c), ord(c)) for c in kids)))
-            alts = [byteset(raw)] if raw else []
-            alts += [lit(e) for c, e in (('"', '\\"'), ("\\", "\\\\")) if c not in kids]
-            other = seq(choice(*alts, non_ascii_json_char()), any_content())
-        else:
-            comp = complement_ranges((ord(c), ord(c)) for c in kids)
-            other = seq(json_char(comp), any_content())
+        comp = complement_ranges((ord(c), ord(c)) for c in kids)
+        other = seq(json_char(comp), any_content())
         if len(_OTHER_CHAR) < NOT_IN_MEMO:
             _OTHER_CHAR[kids] = other
     return other
