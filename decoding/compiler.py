@@ -266,6 +266,9 @@ class Compiler:
                 return hit.precompute() if eager else hit
         t0 = time.perf_counter()
         lim = fe.get("limits") or _select.DEFAULT_LIMITS  # (the back-ends' defaults, as the pipeline's)
+        if prog.patterns:  # (a regex's nested repetition is what the pipeline's estimates refuse: then it
+            # compiles past them in past_estimates_seconds; so long here at most, then the pipeline says why)
+            lim = with_compile_seconds(lim, min(lim.max_compile_seconds, lim.past_estimates_seconds))
         plain = _plain(fe)
         meta = {"frontend": "json-schema", "dropped": [], "ignored": list(prog.ignored), "grammar_digest": prog.digest,
                 "max_depth": fe.get("max_depth", DEFAULT_MAX_DEPTH), "options": plain}
