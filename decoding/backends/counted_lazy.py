@@ -138,7 +138,7 @@ class LazyCountedGrammar:
         else:
             data = self._tb[token] if 0 <= token < len(self._tb) else b""
             ns = FORBIDDEN
-            if data and self.free.next_state(t[0], token) >= 0:
+            if data:  # (the walk below steps the automaton the free masks read: no other step)
                 with self._lock:
                     r = self._run(t, data)
                     if r is not None:
@@ -370,14 +370,14 @@ def lazy_counted_program(code: Sequence[int], lits: bytes, root: int, xs: Sequen
                          grammar_key: str = "", meta: dict | None = None, max_masks: int = DEFAULT_MAX_MASKS,
                          leaves: Sequence[Dfa] = (), leaf_at: Sequence[int] = (),
                          lows: Sequence[int] | None = None) -> LazyCountedGrammar | None:
-    """The grammar of a program with counted loops (``counted_program``'s arguments) over lazy
-    automata, or None where it does not apply.  ``lows``: per loop, the units its string
-    writes before its ``<en>`` as the JSON Schema fast path writes them (0: the opening quote
-    right before it), which tells the bytes before a crossing without reading the NFA
-    (:func:`_befores`).  None where it does not apply: a unit that does not qualify, ``program_nfa``'s
-    None, or more than :data:`CROSS_MAX` tokens that may overrun a medium loop after crossing
-    into it past their first byte (a ``minLength`` before it: the unit's bytes lead to its
-    ``<en>``)."""
+    """The grammar of a program with counted loops (``counted_program``'s arguments) over a
+    lazy automaton, or None where it does not apply: a unit that does not qualify,
+    ``program_nfa``'s None, a byte read where a middle is entered, or more than
+    :data:`CROSS_MAX` tokens that may overrun a medium loop after crossing into it past their
+    first byte (a ``minLength`` before it: the unit's bytes lead to its ``<en>``).  ``lows``:
+    per loop, the units its string writes before its ``<en>`` as the JSON Schema fast path
+    writes them (0: the opening quote right before it), which tells the bytes before a
+    crossing without reading the NFA (:func:`_befores`)."""
     found = _unit(unit_item, Grammar.single(unit_item), limits)
     room = tuple(int(x) + tail for x in xs)
     if found is None or not room:
@@ -390,6 +390,11 @@ def lazy_counted_program(code: Sequence[int], lits: bytes, root: int, xs: Sequen
     if built is None:
         return None
     nfa, start, end, lim, _, what = built
+    sp_src, sp_k = np.frombuffer(nfa.sp_src, dtype=np.int32), np.frombuffer(nfa.sp_k, dtype=np.int32)
+    en_src = np.zeros(nfa.n, dtype=bool)
+    en_src[sp_src[sp_k % 2 == 0]] = True
+    if any(len(a) and en_src[np.frombuffer(a, dtype=np.int32)].any() for a in (nfa.e_src, nfa.eps_src)):
+        return None  # (a byte read where a middle is entered, not in it: not the fast path's strings)
     walk = _unit_walk(unit, vocab, 1)
     crossing: set[int] = set()
     medium = [i for i, r in enumerate(room) if r + 1 < vocab.max_token_bytes]  # (a suffix past the first
@@ -406,11 +411,6 @@ def lazy_counted_program(code: Sequence[int], lits: bytes, root: int, xs: Sequen
             if len(crossing) > CROSS_MAX:
                 return None
     cross = np.array(sorted(crossing), dtype=np.int64)
-    sp_src, sp_k = np.frombuffer(nfa.sp_src, dtype=np.int32), np.frombuffer(nfa.sp_k, dtype=np.int32)
-    en_src = np.zeros(nfa.n, dtype=bool)
-    en_src[sp_src[sp_k % 2 == 0]] = True
-    if any(len(a) and en_src[np.frombuffer(a, dtype=np.int32)].any() for a in (nfa.e_src, nfa.eps_src)):
-        return None  # (a byte read where a middle is entered, not in it: not the fast path's strings)
     usable = vocab.single_byte_tokens()
     both = lazy_dfa_of_nfa(_Both(nfa), start, end, specials, usable_bytes=usable, limits=lim, what=what)
     m = dict(meta or {}, backend="counted")

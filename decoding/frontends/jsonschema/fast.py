@@ -522,6 +522,7 @@ class _Writer:
         (:func:`_pattern_leaf`; ``hi`` at most :data:`PATTERN_LEAF_MAX_LENGTH`)."""
         if type(pat) is not str:
             raise _Decline
+        leaf = None
         try:
             re.compile(pat)
             rx = parse_pattern(pat)
@@ -529,16 +530,18 @@ class _Writer:
             if plo < lo or (hi is not None and (phi is None or phi > hi)):
                 adj = _bound_single_repeat(rx, lo, hi)
                 if adj is None:
-                    return self.ir(_pattern_leaf(pat, rx, lo, hi, self.leaf_of))
-                if adj.kind == "chars" and not adj.ranges:
+                    leaf = _pattern_leaf(pat, rx, lo, hi, self.leaf_of)
+                elif adj.kind == "chars" and not adj.ranges:
                     raise _Decline  # (no string: the pipeline reports it)
-                rx = adj
-            node = string_of(rx_to_ir(rx, json_char))
+                else:
+                    rx = adj
+            node = leaf if leaf is not None else string_of(rx_to_ir(rx, json_char))
         except _Decline:
             raise
         except Exception:  # noqa: BLE001 - the pipeline reports it, located
             raise _Decline from None
-        self.patterns = True
+        if leaf is None:
+            self.patterns = True  # (a regex written out; the leaf is a made automaton)
         return self.ir(node)  # (TypeError for a node it cannot write: declined)
 
     def format(self, fmt: Any, lo: int, hi: int | None, ptr: str) -> int:
