@@ -200,6 +200,51 @@ def test_other_char_of_printable_ascii_as_the_pipelines(kids):
         assert not got.accepts(c.encode() if c not in '"\\' else b"\\" + c.encode())
 
 
+def _writer():
+    """The fast path's writer after the plain prefix (no schema walked)."""
+    from decoding.frontends.jsonschema.fast import _Writer
+    from decoding.ir.program import ProgramWriter
+
+    prepare()
+    at, base, nlit, prefix = plain_program_offsets()
+    return _Writer(ProgramWriter(base, nlit), at, {}, 0, None, prefix, False, None)
+
+
+def _written(write):
+    """The DFA of the records ``write(writer)`` writes, as a program's root."""
+    w = _writer()
+    root = write(w)
+    assert root is not None
+    return program_dfa(w.out.code, bytes(w.out.lits), root)
+
+
+@pytest.mark.parametrize("kids", ["a", "ab~", ' "\\', "azAZ09_-$", "".join(chr(c) for c in range(0x20, 0x7F))])
+def test_other_char_records_as_the_pipelines(kids):
+    """The trie's other character written as records (no node: ``_Writer.other_char``) spells
+    what ``logic.other_char`` spells."""
+    from decoding.frontends.jsonschema.logic import other_char
+
+    assert same_language(_written(lambda w: w.other_char(kids)), regular_dfa(other_char(kids)))
+
+
+@pytest.mark.parametrize("c", [chr(b) for b in range(0x20, 0x7F)])
+def test_one_char_records_as_the_pipelines(c):
+    """A trie edge's character written as a record (``_Writer.one_char``): ``logic.one_char``'s
+    language (the byte itself, or the escape of ``"`` and ``\\``)."""
+    from decoding.frontends.jsonschema.logic import one_char
+
+    assert same_language(_written(lambda w: w.one_char(c)), regular_dfa(one_char(c)))
+
+
+@pytest.mark.parametrize("c", ["\u5317", "\n", "\x7f", "a\u5317"])
+def test_other_and_one_char_records_leave_other_characters_to_chunks(c):
+    """Characters outside printable ASCII are not written directly (their node's chunk is)."""
+    w = _writer()
+    assert w.other_char(c) is None
+    if len(c) == 1:
+        assert w.one_char(c) is None
+
+
 def test_min_length_above_max_bound_where_strings_are_counted():
     """``minLength`` past MAX_BOUND is written (its characters before the loop) only where long
     strings are counted (a ``tail`` given): the pipeline's language."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -108,6 +108,16 @@ class ProgramWriter:
         code.extend((NK_REPEAT, item, lo, -1 if hi is None else hi))
         return o
 
+    def byteset(self, ranges: Sequence[tuple[int, int]]) -> int:
+        """One byte of the inclusive ``(lo, hi)`` byte ranges (sorted, disjoint, non-empty)."""
+        code = self.code
+        o = self.base + len(code)
+        code.append(NK_SET)
+        code.append(len(ranges))
+        for r in ranges:
+            code.extend(r)
+        return o
+
     def special(self, k: int) -> int:
         """The special symbol ``k`` (its index in the specials the program is built with)."""
         code = self.code
@@ -186,13 +196,7 @@ class ProgramWriter:
         if cls is Lit:
             o = self.lit(node.data)  # type: ignore[union-attr]
         elif cls is ByteSet:
-            code = self.code
-            o = self.base + len(code)
-            ranges = node.ranges  # type: ignore[union-attr]
-            code.append(NK_SET)
-            code.append(len(ranges))
-            for r in ranges:
-                code.extend(r)
+            o = self.byteset(node.ranges)  # type: ignore[union-attr]
         elif cls is Seq or cls is Choice:
             kids = [self.ir(x, at) for x in node.items]  # type: ignore[union-attr]
             o = self._list(NK_SEQ if cls is Seq else NK_CHOICE, kids)

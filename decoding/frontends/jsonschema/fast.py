@@ -213,7 +213,7 @@ class _Stale(Exception):
 
 
 class _Writer:
-    __slots__ = ("out", "leaf_of", "at", "root", "free_depth", "ignored", "_string", "_char", "_integer", "_number", "_refs",
+    __slots__ = ("out", "leaf_of", "at", "root", "free_depth", "ignored", "_string", "_char", "_integer", "_number", "_non_ascii", "_refs",
                  "_active", "_ids", "_free", "tail", "loops", "_counted", "_chunks", "_parts", "count", "unrolled",
                  "patterns", "unions", "lows")
 
@@ -251,6 +251,7 @@ class _Writer:
             self._integer = at[id(c.nodes[1])]
             self._number = at[id(c.nodes[2])]
             self._string = at[id(_any_string())]
+            self._non_ascii = at[id(non_ascii_json_char())]
         except KeyError:  # (the prefix was read before prepare())
             raise _Decline from None
 
@@ -455,6 +456,10 @@ class _Writer:
             o = written.get(key)
             if o is not None:
                 return o
+            o = self.other_char(key[1]) if key[0] == "o" else self.one_char(key[1])
+            if o is not None:
+                written[key] = o
+                return o
             ch = self._chunks.get(key)
             if ch is None:
                 node = _other_char(key[1]) if key[0] == "o" else one_char(key[1])
@@ -496,6 +501,34 @@ class _Writer:
             return o
 
         return build(name_trie(names))
+
+    def one_char(self, c: str) -> int | None:
+        """The record of ``logic.one_char(c)`` for printable ASCII ``c`` (the byte, or the
+        escape of ``"`` or ``\\``) written directly; None for other characters."""
+        b = ord(c)
+        lo, hi = PRINTABLE_ASCII
+        if not lo <= b <= hi:
+            return None
+        if c == '"' or c == "\\":
+            return self.out.lit(b"\\" + c.encode())
+        return self.out.byteset(((b, b),))
+
+    def other_char(self, kids: str) -> int | None:
+        """The records of :func:`_other_char` of printable ASCII ``kids`` written directly (a
+        byte set, the escapes, the non-ASCII constant's offset, any content written once per
+        program): no node, no chunk; None for other ``kids``."""
+        parts = _ascii_other(kids)
+        if parts is None:
+            return None
+        raw, escapes = parts
+        out = self.out
+        alts = [out.byteset(raw)] if raw else []
+        alts += [out.lit(e) for e in escapes]
+        alts.append(self._non_ascii)
+        rest = self._parts.get(("*", ""))
+        if rest is None:
+            rest = self._parts[("*", "")] = out.repeat(self._char, 0, None)
+        return out.seq(out.choice(*alts), rest)
 
     def free(self, depth: int) -> int:
         """A free-form JSON value nesting at most ``depth`` levels (the pipeline's rules
@@ -676,17 +709,40 @@ def _other_char(kids: str) -> Node:
     node: named by its offset, not copied) instead of a fresh UTF-8 class per set."""
     other = _OTHER.get(kids)
     if other is None:
-        lo, hi = PRINTABLE_ASCII
-        if not all(lo <= ord(c) <= hi for c in kids):
+        parts = _ascii_other(kids)
+        if parts is None:
             return other_char(kids)
-        raw = complement_ranges(((0, lo - 1), (hi + 1, MAX_CP), (0x22, 0x22), (0x5C, 0x5C),
-                                 *((ord(c), ord(c)) for c in kids)))
+        raw, escapes = parts
         alts = [byteset(raw)] if raw else []
-        alts += [lit(e) for c, e in (('"', '\\"'), ("\\", "\\\\")) if c not in kids]
+        alts += [lit(e) for e in escapes]
         other = seq(choice(*alts, non_ascii_json_char()), any_content())
         if len(_OTHER) < NOT_IN_MEMO:
             _OTHER[kids] = other
     return other
+
+
+#: :func:`_ascii_other` by ``kids`` (per process, at most ``logic.NOT_IN_MEMO``)
+_ASCII_OTHER: dict[str, Any] = {}
+
+
+def _ascii_other(kids: str) -> tuple[tuple[tuple[int, int], ...], tuple[bytes, ...]] | None:
+    """The printable ASCII characters a JSON string holds as themselves that are none of
+    ``kids`` (byte ranges) and the escapes of ``"`` and ``\\`` unless in ``kids``: with the
+    non-ASCII constant, the first characters of :func:`_other_char`; None where a kid is not
+    printable ASCII.  Memoized (:data:`_ASCII_OTHER`)."""
+    hit = _ASCII_OTHER.get(kids, _EMPTY)
+    if hit is not _EMPTY:
+        return hit
+    lo, hi = PRINTABLE_ASCII
+    if all(lo <= ord(c) <= hi for c in kids):
+        raw = complement_ranges(((0, lo - 1), (hi + 1, MAX_CP), (0x22, 0x22), (0x5C, 0x5C),
+                                 *((ord(c), ord(c)) for c in kids)))
+        hit = raw, tuple(e for c, e in (('"', b'\\"'), ("\\", b"\\\\")) if c not in kids)
+    else:
+        hit = None
+    if len(_ASCII_OTHER) < NOT_IN_MEMO:
+        _ASCII_OTHER[kids] = hit
+    return hit
 
 
 #: id of a leaf -> (the leaf, the digest of its edges and accepting states): the leaves of

@@ -242,61 +242,57 @@ def _range_dfa(lo: int | None, hi: int | None) -> Node:
                 edges[s][48 + d] = t
                 if fresh:
                     todo.append((t, n, ca2, cb2))
-    # live states: those that reach an accepting one
+    # Classes bottom-up (Revuz): the automaton is acyclic but for the "big" loop, and every
+    # move goes to a longer prefix (or to "zero"/"big"), so a state's residual language is
+    # named by its (accepting, class per symbol) signature once its targets' are known; the
+    # "big" states (any digits, accepting) are class 0, as is any state of that signature
+    # (accepting, every digit to class 0: any digits).  -1: dead (accepts nothing).
     n = len(order)
-    back: list[list[int]] = [[] for _ in range(n)]
-    for s in range(n):
-        for t in edges[s].values():
-            back[t].append(s)
-    live = [False] * n
-    stack = [s for s in range(n) if accept[s]]
-    for s in stack:
-        live[s] = True
-    while stack:
-        for u in back[stack.pop()]:
-            if not live[u]:
-                live[u] = True
-                stack.append(u)
-    if not live[0]:
-        return NOTHING
     syms = sorted({c for es in edges for c in es})
-    # Moore refinement over the live states (a move into a dead state is no move)
-    block = [int(accept[s]) if live[s] else -1 for s in range(n)]
-    while True:
-        sig: dict[tuple, int] = {}
-        new = [-1] * n
-        for s in range(n):
-            if live[s]:
-                es = edges[s]
-                k = (block[s],) + tuple(block[es[c]] if c in es and live[es[c]] else -1 for c in syms)
-                new[s] = sig.setdefault(k, len(sig))
-        if len(sig) == len(set(b for b in block if b >= 0)):
-            break
-        block = new
-    # renumber the blocks in breadth-first order from the start (state 0)
-    num = {block[0]: 0}
-    rep_of = {block[0]: 0}
+    cls = [-1] * n
+    sigs: dict[tuple, int] = {}
+    bigs = {s for s in range(n) if order[s] != "start" and order[s][1] == "big"}
+    if bigs:
+        for s in bigs:
+            cls[s] = 0
+        sigs[(True,) + tuple(0 if 48 <= c <= 57 else -1 for c in syms)] = 0
+
+    def height(s: int) -> int:  # (the prefix's length: targets are longer; "zero" has no moves)
+        key = order[s]
+        if key == "start":
+            return -1
+        k = key[1]
+        return k if type(k) is int else 0 if k == "pre" else 1 << 30
+    for s in sorted((s for s in range(n) if s not in bigs), key=height, reverse=True):
+        es = edges[s]
+        row = tuple(cls[es[c]] if c in es else -1 for c in syms)
+        if accept[s] or any(x >= 0 for x in row):
+            cls[s] = sigs.setdefault((accept[s],) + row, len(sigs))
+    if cls[0] < 0:
+        return NOTHING
+    # renumber the classes in breadth-first order from the start (state 0)
+    num = {cls[0]: 0}
     queue = [0]
     out: list[tuple[tuple[int, int, int], ...]] = []
     acc_out: list[int] = []
     while queue:
         s = queue.pop(0)
-        row: list[tuple[int, int, int]] = []
+        row2: list[tuple[int, int, int]] = []
+        es = edges[s]
         for c in syms:
-            t = edges[s].get(c)
-            if t is None or not live[t]:
+            t = es.get(c)
+            if t is None or cls[t] < 0:
                 continue
-            bt = block[t]
-            if bt not in num:
-                num[bt] = len(num)
-                rep_of[bt] = t
+            bt = cls[t]
+            j = num.get(bt)
+            if j is None:
+                j = num[bt] = len(num)
                 queue.append(t)
-            j = num[bt]
-            if row and row[-1][1] == c - 1 and row[-1][2] == j:
-                row[-1] = (row[-1][0], c, j)
+            if row2 and row2[-1][1] == c - 1 and row2[-1][2] == j:
+                row2[-1] = (row2[-1][0], c, j)
             else:
-                row.append((c, c, j))
-        out.append(tuple(row))
+                row2.append((c, c, j))
+        out.append(tuple(row2))
         if accept[s]:
             acc_out.append(len(out) - 1)
     return Dfa(tuple(out), tuple(acc_out))
