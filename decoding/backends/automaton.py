@@ -974,6 +974,19 @@ class _Leaf:
         return _Leaf(dfa.n_states, si.astype(np.int32), r_lo[ri].astype(np.uint8), r_hi[ri].astype(np.uint8),
                      t[si, ri].astype(np.int32), np.nonzero(dfa.accepting)[0].astype(np.int32))
 
+    def merged(self) -> "_Leaf":
+        """The same automaton with each run of edges of one state over adjacent byte ranges
+        to one target as one edge (edges in ``of_dfa``'s order: by state, then byte)."""
+        src, lo, hi, tgt = self.src, self.lo, self.hi, self.tgt
+        if len(src) < 2:
+            return self
+        join = (src[1:] == src[:-1]) & (tgt[1:] == tgt[:-1]) & (lo[1:].astype(np.int64) == hi[:-1].astype(np.int64) + 1)
+        if not join.any():
+            return self
+        first = np.concatenate([[True], ~join])
+        last = np.concatenate([~join, [True]])
+        return _Leaf(self.n, src[first], lo[first], hi[last], tgt[first], self.accept)
+
     @staticmethod
     def of_rule_dfa(dfa: DFA) -> "_Leaf":
         """:meth:`of_dfa` of a rule's trimmed minimal DFA, keeping the byte classes of the
@@ -983,17 +996,23 @@ class _Leaf:
         with an edge over each of the DFA's classes.  So an NFA that embeds the leaf instead
         of inlining the rule has the byte classes it had, and its minimal DFA is the same,
         state numbering included (the numbering is the breadth-first order of the minimal
-        DFA, see :func:`_minimize_py`)."""
+        DFA, see :func:`_minimize_py`).  A state's edges over adjacent ranges to one target are
+        one edge where that keeps every cut (a JSON string character: 74 edges -> 36; an NFA
+        embeds the leaf once per use)."""
         lf = _Leaf.of_dfa(dfa)
         bc = dfa.byte_class.astype(np.int64)
         start = np.ones(257, dtype=bool)
         start[1:256] = bc[1:] != bc[:-1]
-        cuts = np.zeros(257, dtype=bool)
-        cuts[0] = cuts[256] = True
-        cuts[lf.lo] = True
-        cuts[lf.hi.astype(np.int64) + 1] = True
-        if np.array_equal(cuts, start):
-            return lf
+
+        def cuts_of(x: _Leaf) -> np.ndarray:
+            cuts = np.zeros(257, dtype=bool)
+            cuts[0] = cuts[256] = True
+            cuts[x.lo] = True
+            cuts[x.hi.astype(np.int64) + 1] = True
+            return cuts
+        if np.array_equal(cuts_of(lf), start):
+            merged = lf.merged()
+            return merged if np.array_equal(cuts_of(merged), start) else lf
         r_lo = np.nonzero(start[:256])[0]
         r_hi = np.append(r_lo[1:] - 1, 255)
         k = lf.n  # the carrier state

@@ -261,7 +261,8 @@ static void sparse_free(sparse_rows *r) {
 typedef struct {
     /* the NFA */
     int32_t n;
-    const int32_t *eps_off, *eps_tgt, *mv_off, *mv;
+    const int32_t *eps_off, *eps_tgt, *mv_off;
+    const int32_t *mv; /* moves as (first class, last class, target) triples: one per edge */
     int32_t end, nsym, max_states;
     size_t max_bytes; /* 0: no bound */
     /* scratch */
@@ -388,10 +389,11 @@ static int det_expand(det *d, size_t i) {
     for (size_t a = 0; a < k; a++) {
         int32_t x = cur[a];
         for (int32_t j = mv_off[x]; j < mv_off[x + 1]; j++) {
-            int32_t c = mv[2 * j];
-            if (!cnt[c]++) syms[nu++] = c;
+            int32_t c1 = mv[3 * j + 1];
+            for (int32_t c = mv[3 * j]; c <= c1; c++)
+                if (!cnt[c]++) syms[nu++] = c;
+            total += (size_t)(c1 - mv[3 * j]) + 1;
         }
-        total += (size_t)(mv_off[x + 1] - mv_off[x]);
     }
     int fail = deadline_passed(&d->dl, total + k + (size_t)nsym) ? GD_DFA_TIMEOUT : GD_DFA_OK;
     if (!fail && total > d->tgt_cap) {
@@ -420,7 +422,10 @@ static int det_expand(det *d, size_t i) {
     }
     for (size_t a = 0; a < k; a++) {
         int32_t x = cur[a];
-        for (int32_t j = mv_off[x]; j < mv_off[x + 1]; j++) d->tgt[cnt[mv[2 * j]]++] = mv[2 * j + 1];
+        for (int32_t j = mv_off[x]; j < mv_off[x + 1]; j++) {
+            int32_t t = mv[3 * j + 2], c1 = mv[3 * j + 1];
+            for (int32_t c = mv[3 * j]; c <= c1; c++) d->tgt[cnt[c]++] = t;
+        }
     }
     for (size_t u = 0; u < nu; u++) { /* cnt[c]: the end of symbol c's targets */
         ends[u] = cnt[syms[u]];
@@ -485,15 +490,15 @@ size_t gd_subset_bytes(size_t n_states, size_t nsym, size_t n_sets, size_t n_ite
     return 4 * n_states * nsym + n_states + 4 * n_items + 28 * n_sets;
 }
 
-/* gd_nfa_determinize; with rows (not NULL), the rows into *rows (free with sparse_free) and
- * out->trans left NULL. */
+/* gd_nfa_determinize over moves as (first class, last class, target) triples (valid: made
+ * by coo_csr or checked by gd_nfa_determinize); with rows (not NULL), the rows into *rows
+ * (free with sparse_free) and out->trans left NULL. */
 static int determinize(int32_t n_nfa, const int32_t *eps_off, const int32_t *eps_tgt, const int32_t *mv_off,
                        const int32_t *mv, int32_t start, int32_t end, int32_t nsym, int32_t max_states,
                        size_t max_bytes, double budget_s, gd_dfa_table *out, sparse_rows *rows) {
     memset(out, 0, sizeof *out);
     if (rows) memset(rows, 0, sizeof *rows);
     if (max_states < 1) max_states = 1; /* the start state is always made */
-    if (!nfa_valid(n_nfa, eps_off, eps_tgt, mv_off, mv, start, end, nsym)) return GD_DFA_INVALID;
     det d;
     memset(&d, 0, sizeof d);
     d.n = n_nfa;
@@ -550,8 +555,19 @@ done:
 int gd_nfa_determinize(int32_t n_nfa, const int32_t *eps_off, const int32_t *eps_tgt, const int32_t *mv_off,
                        const int32_t *mv, int32_t start, int32_t end, int32_t nsym, int32_t max_states,
                        size_t max_bytes, double budget_s, gd_dfa_table *out) {
-    return determinize(n_nfa, eps_off, eps_tgt, mv_off, mv, start, end, nsym, max_states, max_bytes, budget_s, out,
-                       NULL);
+    memset(out, 0, sizeof *out);
+    if (!nfa_valid(n_nfa, eps_off, eps_tgt, mv_off, mv, start, end, nsym)) return GD_DFA_INVALID;
+    size_t m = (size_t)mv_off[n_nfa];
+    int32_t *mv3 = malloc(sizeof(int32_t) * 3 * (m ? m : 1));
+    if (!mv3) return GD_DFA_NOMEM;
+    for (size_t j = 0; j < m; j++) { /* (symbol, target) -> (symbol, symbol, target) */
+        mv3[3 * j] = mv3[3 * j + 1] = mv[2 * j];
+        mv3[3 * j + 2] = mv[2 * j + 1];
+    }
+    int rc = determinize(n_nfa, eps_off, eps_tgt, mv_off, mv3, start, end, nsym, max_states, max_bytes, budget_s,
+                         out, NULL);
+    free(mv3);
+    return rc;
 }
 
 void gd_dfa_table_free(gd_dfa_table *t) {
@@ -563,7 +579,9 @@ void gd_dfa_table_free(gd_dfa_table *t) {
 
 /* ------------------------------------------------------------------------- NFA edge lists */
 
-/* An NFA in CSR form with its byte classes (made from edge lists by coo_csr). */
+/* An NFA in CSR form with its byte classes (made from edge lists by coo_csr): a state's moves
+ * mv_off[s]..mv_off[s + 1] are (first class, last class, target) triples, one per edge (a
+ * byte range is a run of classes; a special is one symbol past the classes). */
 typedef struct {
     int32_t *eps_off, *eps_tgt, *mv_off, *mv;
     int32_t ncls, nsym;
@@ -611,16 +629,15 @@ static int coo_csr(int32_t n_nfa, int32_t start, int32_t end, size_t n_eps, cons
     }
     if ((int64_t)ncls + n_specials > INT32_MAX) return GD_DFA_INVALID;
     int32_t nsym = ncls + n_specials;
-    /* sizes: every (edge, class in its range) is one move */
-    size_t n_moves = n_spec;
-    for (size_t i = 0; i < n_edges; i++) n_moves += (size_t)(byte_class[e_hi[i]] - byte_class[e_lo[i]]) + 1;
-    if (n_eps > (size_t)INT32_MAX || n_moves > (size_t)INT32_MAX / 2) return GD_DFA_INVALID;
+    /* sizes: every edge is one move (its run of classes), every special edge one */
+    size_t n_moves = n_spec + n_edges;
+    if (n_eps > (size_t)INT32_MAX || n_moves > (size_t)INT32_MAX / 3) return GD_DFA_INVALID;
     size_t nn = (size_t)n_nfa;
     int32_t *eps_off = calloc(nn + 1, sizeof(int32_t));
     int32_t *mv_off = calloc(nn + 1, sizeof(int32_t));
     int32_t *pos = malloc(sizeof(int32_t) * nn);
     int32_t *et = malloc(sizeof(int32_t) * (n_eps ? n_eps : 1));
-    int32_t *mv = malloc(sizeof(int32_t) * 2 * (n_moves ? n_moves : 1));
+    int32_t *mv = malloc(sizeof(int32_t) * 3 * (n_moves ? n_moves : 1));
     if (!eps_off || !mv_off || !pos || !et || !mv) {
         free(eps_off);
         free(mv_off);
@@ -632,8 +649,7 @@ static int coo_csr(int32_t n_nfa, int32_t start, int32_t end, size_t n_eps, cons
     /* CSR by counting sort on the source state (the order within a state does not matter:
      * closures are sets, moves are grouped by symbol) */
     for (size_t i = 0; i < n_eps; i++) eps_off[eps_src[i] + 1]++;
-    for (size_t i = 0; i < n_edges; i++)
-        mv_off[e_src[i] + 1] += (int32_t)(byte_class[e_hi[i]] - byte_class[e_lo[i]]) + 1;
+    for (size_t i = 0; i < n_edges; i++) mv_off[e_src[i] + 1]++;
     for (size_t i = 0; i < n_spec; i++) mv_off[sp_src[i] + 1]++;
     for (size_t s = 0; s < nn; s++) {
         eps_off[s + 1] += eps_off[s];
@@ -643,17 +659,15 @@ static int coo_csr(int32_t n_nfa, int32_t start, int32_t end, size_t n_eps, cons
     for (size_t i = 0; i < n_eps; i++) et[pos[eps_src[i]]++] = eps_tgt[i];
     memcpy(pos, mv_off, sizeof(int32_t) * nn);
     for (size_t i = 0; i < n_edges; i++) {
-        int32_t t = e_tgt[i];
-        for (int32_t c = byte_class[e_lo[i]]; c <= byte_class[e_hi[i]]; c++) {
-            int32_t j = pos[e_src[i]]++;
-            mv[2 * (size_t)j] = c;
-            mv[2 * (size_t)j + 1] = t;
-        }
+        size_t j = (size_t)pos[e_src[i]]++;
+        mv[3 * j] = byte_class[e_lo[i]];
+        mv[3 * j + 1] = byte_class[e_hi[i]];
+        mv[3 * j + 2] = e_tgt[i];
     }
     for (size_t i = 0; i < n_spec; i++) {
-        int32_t j = pos[sp_src[i]]++;
-        mv[2 * (size_t)j] = ncls + sp_sym[i];
-        mv[2 * (size_t)j + 1] = sp_tgt[i];
+        size_t j = (size_t)pos[sp_src[i]]++;
+        mv[3 * j] = mv[3 * j + 1] = ncls + sp_sym[i];
+        mv[3 * j + 2] = sp_tgt[i];
     }
     free(pos);
     out->eps_off = eps_off;
@@ -743,8 +757,10 @@ void gd_lazy_memo_set(gd_lazy *L, int32_t slot, int32_t s, uint8_t v) {
 }
 
 /* Backward breadth-first search from `end` over eps edges (weight 0) and moves on
- * usable symbols (weight 1): dist[s] = fewest usable moves from s to the end, -1 if none. */
-static int nfa_dist_to_end(const csr_nfa *c, int32_t n, int32_t end, const uint8_t *sym_ok, int32_t *dist) {
+ * usable symbols (weight 1: a move whose run of symbols holds one with ok_upto[c + 1] >
+ * ok_upto[c], the usable symbols below c counted): dist[s] = fewest usable moves from s
+ * to the end, -1 if none. */
+static int nfa_dist_to_end(const csr_nfa *c, int32_t n, int32_t end, const int32_t *ok_upto, int32_t *dist) {
     size_t nn = (size_t)n;
     int32_t *ro = calloc(nn + 1, sizeof(int32_t)), *pos = malloc(sizeof(int32_t) * nn);
     size_t ne = (size_t)c->eps_off[n], nm = (size_t)c->mv_off[n];
@@ -762,7 +778,7 @@ static int nfa_dist_to_end(const csr_nfa *c, int32_t n, int32_t end, const uint8
     for (int32_t s = 0; s < n; s++) {
         for (int32_t j = c->eps_off[s]; j < c->eps_off[s + 1]; j++) ro[c->eps_tgt[j] + 1]++;
         for (int32_t j = c->mv_off[s]; j < c->mv_off[s + 1]; j++)
-            if (sym_ok[c->mv[2 * j]]) ro[c->mv[2 * j + 1] + 1]++;
+            if (ok_upto[c->mv[3 * j + 1] + 1] > ok_upto[c->mv[3 * j]]) ro[c->mv[3 * j + 2] + 1]++;
     }
     for (size_t s = 0; s < nn; s++) ro[s + 1] += ro[s];
     memcpy(pos, ro, sizeof(int32_t) * nn);
@@ -773,8 +789,8 @@ static int nfa_dist_to_end(const csr_nfa *c, int32_t n, int32_t end, const uint8
             rw[k] = 0;
         }
         for (int32_t j = c->mv_off[s]; j < c->mv_off[s + 1]; j++)
-            if (sym_ok[c->mv[2 * j]]) {
-                int32_t k = pos[c->mv[2 * j + 1]]++;
+            if (ok_upto[c->mv[3 * j + 1] + 1] > ok_upto[c->mv[3 * j]]) {
+                int32_t k = pos[c->mv[3 * j + 2]]++;
                 rs[k] = s;
                 rw[k] = 1;
             }
@@ -819,7 +835,7 @@ gd_lazy *gd_lazy_new_coo(int32_t n_nfa, int32_t start, int32_t end, size_t n_eps
     gd_lazy *L = calloc(1, sizeof *L);
     csr_nfa c;
     uint8_t *sym_ok = NULL;
-    int32_t *dist = NULL;
+    int32_t *ok_upto = NULL, *dist = NULL;
     *rc = GD_DFA_NOMEM;
     if (!L) return NULL;
     *rc = coo_csr(n_nfa, start, end, n_eps, eps_src, eps_tgt, n_edges, e_src, e_lo, e_hi, e_tgt, n_spec, sp_src,
@@ -830,12 +846,15 @@ gd_lazy *gd_lazy_new_coo(int32_t n_nfa, int32_t start, int32_t end, size_t n_eps
     }
     *rc = GD_DFA_NOMEM;
     sym_ok = calloc((size_t)c.nsym, 1);
+    ok_upto = malloc(sizeof(int32_t) * ((size_t)c.nsym + 1));
     dist = malloc(sizeof(int32_t) * (size_t)n_nfa);
-    if (!sym_ok || !dist) goto fail;
+    if (!sym_ok || !ok_upto || !dist) goto fail;
     for (int b = 0; b < 256; b++)
         if (!byte_ok || byte_ok[b]) sym_ok[L->byte_class[b]] = 1;
     for (int32_t k = c.ncls; k < c.nsym; k++) sym_ok[k] = 1;
-    if ((*rc = nfa_dist_to_end(&c, n_nfa, end, sym_ok, dist)) != GD_DFA_OK) goto fail;
+    ok_upto[0] = 0; /* the usable symbols below each (a move is usable iff its run holds one) */
+    for (int32_t k = 0; k < c.nsym; k++) ok_upto[k + 1] = ok_upto[k] + sym_ok[k];
+    if ((*rc = nfa_dist_to_end(&c, n_nfa, end, ok_upto, dist)) != GD_DFA_OK) goto fail;
     if (dist[start] < 0) {
         *rc = GD_DFA_EMPTY;
         goto fail;
@@ -852,9 +871,8 @@ gd_lazy *gd_lazy_new_coo(int32_t n_nfa, int32_t start, int32_t end, size_t n_eps
             for (int32_t j = e0; j < e1; j++)
                 if (dist[c.eps_tgt[j]] >= 0) c.eps_tgt[we++] = c.eps_tgt[j];
             for (int32_t j = m0; j < m1; j++)
-                if (dist[c.mv[2 * j + 1]] >= 0) {
-                    c.mv[2 * wm] = c.mv[2 * j];
-                    c.mv[2 * wm + 1] = c.mv[2 * j + 1];
+                if (dist[c.mv[3 * j + 2]] >= 0) {
+                    memmove(c.mv + 3 * (size_t)wm, c.mv + 3 * (size_t)j, 3 * sizeof(int32_t));
                     wm++;
                 }
         }
@@ -862,7 +880,9 @@ gd_lazy *gd_lazy_new_coo(int32_t n_nfa, int32_t start, int32_t end, size_t n_eps
         c.mv_off[n_nfa] = wm;
     }
     free(sym_ok);
+    free(ok_upto);
     sym_ok = NULL;
+    ok_upto = NULL;
     L->nfa = c;
     L->min_moves = dist;
     dist = NULL;
@@ -899,6 +919,7 @@ gd_lazy *gd_lazy_new_coo(int32_t n_nfa, int32_t start, int32_t end, size_t n_eps
 fail:
     csr_free(&c);
     free(sym_ok);
+    free(ok_upto);
     free(dist);
     free(L);
     return NULL;
@@ -981,7 +1002,7 @@ void gd_lazy_info(const gd_lazy *L, gd_lazy_stats *out) {
     out->err = L->err;
     out->bytes = sizeof *L + gd_subset_bytes(L->d.states.n, (size_t)L->d.nsym, L->d.states.n + L->d.cache.n,
                                              L->d.states.len + L->d.cache.len) +
-                 L->done_cap + 4 * ((size_t)L->nfa.eps_off[L->d.n] + 2 * (size_t)L->nfa.mv_off[L->d.n]) +
+                 L->done_cap + 4 * ((size_t)L->nfa.eps_off[L->d.n] + 3 * (size_t)L->nfa.mv_off[L->d.n]) +
                  4 * 3 * ((size_t)L->d.n + 1) + 4 * (size_t)L->d.n /* seen */ + 8 * (size_t)L->d.n;
     memcpy(out->byte_class, L->byte_class, sizeof L->byte_class);
 }
