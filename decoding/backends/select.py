@@ -53,8 +53,11 @@ LAZY_ABOVE = 100_000
 #: before it decides, determinises lazily above this many NFA states with ``backend="auto"``:
 #: an object with many optional properties (NFA linear in them, minimal DFA quadratic).  Lower
 #: compiles faster still but masks slower (first visits of states not minimised): with every
-#: Glaiveai2K schema lazy the maskbench's mask mean was about xgrammar's (0.7 of it eager)
-LAZY_NFA_ABOVE = 2_000
+#: Glaiveai2K schema lazy the maskbench's mask mean was about xgrammar's (0.7 of it eager).
+#: 1,000 since the lazy set-up reads an edge as one move (not one per byte class): warm
+#: compile p50 on Snowplow 60 0.73 -> 0.65 ms against 2,000 (Kubernetes, Github_easy a little
+#: lower, Glaiveai2K the same), mask mean and p99 of their valid walks the same
+LAZY_NFA_ABOVE = 1_000
 
 
 def compile_grammar(grammar: Grammar, vocab: Vocab, *, max_states: int = DEFAULT_MAX_STATES,
