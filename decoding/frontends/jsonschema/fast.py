@@ -59,11 +59,10 @@ from decoding.frontends.jsonschema.compile import (_KNOWN, ANNOTATIONS, DEFAULT_
 from decoding.frontends.jsonschema.formats import CHECKED_FORMATS, format_regex
 from decoding.frontends.jsonschema.jsonstr import (PRINTABLE_ASCII, any_json_char, json_char, non_ascii_json_char,
                                                    quote, string_of)
-from decoding.frontends.jsonschema.logic import NOT_IN_MEMO, any_content, name_trie, one_char, other_char
+from decoding.frontends.jsonschema.logic import NOT_IN_MEMO, name_trie, one_char, other_char
 from decoding.frontends.jsonschema.merge import SEMANTIC, TYPES, merge, normalize
 from decoding.frontends.jsonschema.refs import pointer_join, resolve_ref
-from decoding.ir import (MAX_CP, Dfa, Node, byteset, choice, complement_ranges, inter, lit, plain_ids, rep,
-                         seq)
+from decoding.ir import MAX_CP, Dfa, Node, complement_ranges, inter, plain_ids, rep
 from decoding.ir.program import NK_CHOICE, NK_SEQ, Chunk, ProgramWriter
 from decoding.limits import DEFAULT_LIMITS, Limits
 from decoding.text.regex import length_range, parse_pattern, rx_to_ir
@@ -462,7 +461,7 @@ class _Writer:
                 return o
             ch = self._chunks.get(key)
             if ch is None:
-                node = _other_char(key[1]) if key[0] == "o" else one_char(key[1])
+                node = other_char(key[1]) if key[0] == "o" else one_char(key[1])
                 o = self.at.get(id(node))
                 if o is not None:  # (made plain by the full front-end: in the prefix)
                     written[key] = o
@@ -514,9 +513,12 @@ class _Writer:
         return self.out.byteset(((b, b),))
 
     def other_char(self, kids: str) -> int | None:
-        """The records of :func:`_other_char` of printable ASCII ``kids`` written directly (a
-        byte set, the escapes, the non-ASCII constant's offset, any content written once per
-        program): no node, no chunk; None for other ``kids``."""
+        """``logic.other_char(kids)``'s language (a JSON character none of ``kids``, then any
+        content) for printable ASCII ``kids`` (a property name's, mostly), written directly as
+        records: their complement there as a byte set, the escapes of ``"`` and ``\\``, the
+        non-ASCII constant (:func:`~decoding.frontends.jsonschema.jsonstr.non_ascii_json_char`,
+        a registered plain node: named by its offset), any content written once per program; no
+        node, no chunk.  None for other ``kids`` (the node's chunk is written then)."""
         parts = _ascii_other(kids)
         if parts is None:
             return None
@@ -696,31 +698,6 @@ PATTERN_LEAF_MAX_STATES = 4096
 _PATTERN_LEAVES: dict[tuple[str, int, int], Any] = {}
 
 
-#: :func:`_other_char`'s nodes, per process (at most ``logic.NOT_IN_MEMO``)
-_OTHER: dict[str, Node] = {}
-
-
-def _other_char(kids: str) -> Node:
-    """``logic.other_char(kids)``'s language (a JSON character none of ``kids``, then any
-    content), cheaper to make where ``kids`` are printable ASCII (a property name's, mostly):
-    their complement there as a byte set and the escapes of ``"`` and ``\\`` (json_char of it,
-    written out), or the one constant node for the other characters
-    (:func:`~decoding.frontends.jsonschema.jsonstr.non_ascii_json_char`, a registered plain
-    node: named by its offset, not copied) instead of a fresh UTF-8 class per set."""
-    other = _OTHER.get(kids)
-    if other is None:
-        parts = _ascii_other(kids)
-        if parts is None:
-            return other_char(kids)
-        raw, escapes = parts
-        alts = [byteset(raw)] if raw else []
-        alts += [lit(e) for e in escapes]
-        other = seq(choice(*alts, non_ascii_json_char()), any_content())
-        if len(_OTHER) < NOT_IN_MEMO:
-            _OTHER[kids] = other
-    return other
-
-
 #: :func:`_ascii_other` by ``kids`` (per process, at most ``logic.NOT_IN_MEMO``)
 _ASCII_OTHER: dict[str, Any] = {}
 
@@ -728,7 +705,7 @@ _ASCII_OTHER: dict[str, Any] = {}
 def _ascii_other(kids: str) -> tuple[tuple[tuple[int, int], ...], tuple[bytes, ...]] | None:
     """The printable ASCII characters a JSON string holds as themselves that are none of
     ``kids`` (byte ranges) and the escapes of ``"`` and ``\\`` unless in ``kids``: with the
-    non-ASCII constant, the first characters of :func:`_other_char`; None where a kid is not
+    non-ASCII constant, the first characters of :meth:`_Writer.other_char`; None where a kid is not
     printable ASCII.  Memoized (:data:`_ASCII_OTHER`)."""
     hit = _ASCII_OTHER.get(kids, _EMPTY)
     if hit is not _EMPTY:
